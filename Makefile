@@ -1,0 +1,36 @@
+# Two entry points for a fresh machine with Python 3.11 and make:
+#   make demo   set up .venv and run the shipped example
+#   make test   set up .venv and run the test suite (both CEL / JSON Schema engines)
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench schemas check clean
+
+$(STAMP): pyproject.toml
+	@test -n "$(PYTHON)" || { echo "need python3.11 on PATH"; exit 2; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[fast,dev]"
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/toolrt demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+
+lint: $(STAMP)
+	$(BIN)/toolrt lint --strict examples/coding-agent examples/customer-service policies
+	$(BIN)/ruff check runtime tests
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python tests/benchmarks/bench_snapshot.py
+
+schemas: $(STAMP)
+	$(BIN)/toolrt schema --out schemas
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

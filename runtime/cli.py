@@ -1,0 +1,112 @@
+"""The ``toolrt`` command line: a thin adapter over the library.
+
+``main(argv) -> exit code`` so that every command is testable without a subprocess.
+Exit codes: 0 success, 1 problems found (lint errors, failed checks), 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from runtime.config.compile import build_snapshot
+from runtime.config.schema import all_schemas, render
+from runtime.lint.report import FORMATS
+from runtime.lint.report import render as render_report
+from runtime.settings import Settings
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="toolrt", description="Declarative tool runtime for LLM agents.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    lint = sub.add_parser("lint", help="validate config directories or files")
+    lint.add_argument("paths", nargs="*", type=Path, help="config directories or YAML files (default: the configured config_dir)")
+    lint.add_argument("--format", choices=FORMATS, default="text")
+    lint.add_argument("--strict", action="store_true", help="treat warnings as errors")
+    lint.add_argument("--engine", choices=("auto", "fast", "portable"), default=None, help="CEL and JSON Schema engine")
+
+    schema = sub.add_parser("schema", help="write or check the JSON Schemas of the config kinds")
+    schema.add_argument("--out", type=Path, default=None, help="directory to write the schemas to (default: print the combined schema)")
+    schema.add_argument("--check", action="store_true", help="exit 1 if the files in --out differ from the models")
+
+    demo = sub.add_parser("demo", help="load the shipped example and show what it compiles to")
+    demo.add_argument("--config", type=Path, default=None, help="example config directory")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """Run the command line; return the exit code."""
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code) if isinstance(exit_.code, int) else EXIT_USAGE
+    if args.command == "lint":
+        return _lint(args, out, err)
+    if args.command == "schema":
+        return _schema(args, out, err)
+    return _demo(args, out, err)
+
+
+def _settings(engine: str | None) -> Settings:
+    if engine is None:
+        return Settings()
+    return Settings(cel_engine=engine, schema_engine=engine)
+
+
+def _lint(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        settings = _settings(args.engine)
+    except Exception as error:  # noqa: BLE001 - bad TOOLRT_* settings are a usage error
+        err.write(f"toolrt: invalid settings: {error}\n")
+        return EXIT_USAGE
+    paths = args.paths or [settings.config_dir]
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        err.write(f"toolrt: no such file or directory: {', '.join(map(str, missing))}\n")
+        return EXIT_USAGE
+    result = build_snapshot(paths, settings)
+    out.write(render_report(result.problems, args.format, files=len(result.files), documents=result.documents, strict=args.strict))
+    failing = [p for p in result.problems if p.is_error or args.strict]
+    return EXIT_PROBLEMS if failing else EXIT_OK
+
+
+def _schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    schemas = all_schemas()
+    if args.out is None:
+        out.write(render(schemas["toolrt.schema.json"]))
+        return EXIT_OK
+    if args.check:
+        stale = [name for name, schema in schemas.items() if not (args.out / name).is_file() or (args.out / name).read_text(encoding="utf-8") != render(schema)]
+        for name in stale:
+            err.write(f"{args.out / name}: out of date; run `toolrt schema --out {args.out}`\n")
+        return EXIT_PROBLEMS if stale else EXIT_OK
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, schema in schemas.items():
+        (args.out / name).write_text(render(schema), encoding="utf-8")
+    out.write(f"wrote {len(schemas)} schemas to {args.out}\n")
+    return EXIT_OK
+
+
+def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from runtime.demo import run_demo
+
+    return run_demo(args.config, out, err)
+
+
+def entrypoint() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""Compile cache: work reused across snapshot builds, keyed by content hash.
+
+As Kubernetes does for admission policies, a reload recompiles only what changed:
+files are re-parsed only when their bytes change, documents re-validated only when
+their content changes, and each tool's compiled pieces (argument validator, CEL
+programs, findings) are reused while its document and engines are the same. Entries
+not used by the latest build are dropped, so the cache tracks the live config.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from runtime.config.yamlsource import ParsedFile
+
+T = TypeVar("T")
+
+
+class CompileCache:
+    """Holds parsed files, validated models and compiled pieces between builds."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._files: dict[tuple[str, str], ParsedFile] = {}
+        self._models: dict[str, BaseModel] = {}
+        self._compiled: dict[tuple[Any, ...], Any] = {}
+        self._used: set[Any] = set()
+
+    def begin(self) -> None:
+        """Start a build: remember which entries it uses."""
+        with self._lock:
+            self._used = set()
+
+    def finish(self) -> None:
+        """End a build: forget entries it did not use."""
+        with self._lock:
+            self._files = {k: v for k, v in self._files.items() if ("file", k) in self._used}
+            self._models = {k: v for k, v in self._models.items() if ("model", k) in self._used}
+            self._compiled = {k: v for k, v in self._compiled.items() if ("compiled", k) in self._used}
+
+    def parsed(self, display: str, digest: str, parse: Callable[[], ParsedFile]) -> ParsedFile:
+        key = (display, digest)
+        self._used.add(("file", key))
+        hit = self._files.get(key)
+        if hit is None:
+            hit = self._files[key] = parse()
+        return hit
+
+    def model(self, content_hash: str) -> BaseModel | None:
+        hit = self._models.get(content_hash)
+        if hit is not None:
+            self._used.add(("model", content_hash))
+        return hit
+
+    def remember_model(self, content_hash: str, model: BaseModel) -> BaseModel:
+        self._used.add(("model", content_hash))
+        self._models[content_hash] = model
+        return model
+
+    def compiled(self, key: tuple[Any, ...], build: Callable[[], T]) -> T:
+        self._used.add(("compiled", key))
+        hit = self._compiled.get(key)
+        if hit is None:
+            hit = self._compiled[key] = build()
+        return hit  # type: ignore[no-any-return]
+
+    def stats(self) -> dict[str, int]:
+        return {"files": len(self._files), "models": len(self._models), "compiled": len(self._compiled)}

@@ -1,0 +1,351 @@
+"""Build a :class:`Snapshot` from config paths: the one load path.
+
+``build_snapshot`` runs parse -> structure -> semantic checks -> compile and either
+returns a snapshot or reports every problem at once. ``toolrt lint`` runs exactly this
+and only skips publishing the result, so lint and runtime can never disagree.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from runtime.config.cache import CompileCache
+from runtime.config.consistency import check_consistency
+from runtime.config.expressions import Finding, compile_expression
+from runtime.config.handlers import resolve_handler
+from runtime.config.load import LoadedConfig, LoadedDocument, load_documents
+from runtime.config.models import (
+    McpServerDocument,
+    OutputProfileDocument,
+    OutputSettings,
+    PolicyDocument,
+    PolicyTestDocument,
+    RedactionProfileDocument,
+    ToolDocument,
+    WorkflowDocument,
+)
+from runtime.config.problems import Problem, Severity, sorted_problems
+from runtime.config.suggest import did_you_mean
+from runtime.errors import ConfigError
+from runtime.policy.cel import POLICY_VARIABLES, RULE_VARIABLES, CelEngine, get_engine
+from runtime.regex import RegexRejected, check_pattern, compile_re2
+from runtime.settings import Settings
+from runtime.snapshot import (
+    CompiledPattern,
+    CompiledPolicy,
+    CompiledPolicyRule,
+    CompiledRedaction,
+    CompiledRule,
+    CompiledTool,
+    PolicyTestEntry,
+    ResolvedOutput,
+    Snapshot,
+)
+from runtime.validation.arguments import ArgumentValidator, fast_schema_available
+from runtime.validation.schemacheck import check_input_schema
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """A snapshot (None if there were errors) and every problem found."""
+
+    snapshot: Snapshot | None
+    problems: tuple[Problem, ...]
+    files: tuple[str, ...]
+    documents: int
+
+    @property
+    def errors(self) -> tuple[Problem, ...]:
+        return tuple(p for p in self.problems if p.is_error)
+
+
+def build_snapshot(paths: Sequence[Path | str], settings: Settings | None = None, cache: CompileCache | None = None) -> BuildResult:
+    """Load and compile the config under ``paths``. Never raises for bad config."""
+    settings = settings or Settings()
+    cache = cache or CompileCache()
+    roots = [Path(p) for p in paths]
+    cache.begin()
+    loaded = load_documents(roots, settings, cache)
+    builder = _Builder(settings, cache, roots)
+    snapshot = builder.build(loaded)
+    cache.finish()
+    problems = sorted_problems([*loaded.problems, *builder.problems])
+    if any(p.is_error for p in problems):
+        snapshot = None
+    return BuildResult(snapshot, problems, tuple(loaded.files), len(loaded.documents))
+
+
+def load_snapshot(paths: Sequence[Path | str], settings: Settings | None = None, cache: CompileCache | None = None) -> Snapshot:
+    """Like :func:`build_snapshot`, but raise :class:`ConfigError` unless it is clean."""
+    result = build_snapshot(paths, settings, cache)
+    if result.snapshot is None:
+        raise ConfigError(result.problems)
+    return result.snapshot
+
+
+@dataclass(frozen=True)
+class _ToolPieces:
+    findings: tuple[Finding, ...]
+    arguments: ArgumentValidator | None
+    rules: tuple[CompiledRule, ...]
+
+
+@dataclass(frozen=True)
+class _PolicyPieces:
+    findings: tuple[Finding, ...]
+    rules: tuple[tuple[Any, Any, Any], ...]  # (glob matcher, when program, reason program) per rule
+
+
+class _Builder:
+    def __init__(self, settings: Settings, cache: CompileCache, roots: Sequence[Path]) -> None:
+        self.settings = settings
+        self.cache = cache
+        self.engine: CelEngine = get_engine(settings.cel_engine)
+        self.schema_engine = "fast" if settings.schema_engine == "fast" or (settings.schema_engine == "auto" and fast_schema_available()) else "portable"
+        self.search_dirs = [r if r.is_dir() else r.parent for r in roots]
+        self.problems: list[Problem] = []
+
+    def report(self, entry: LoadedDocument, findings: Sequence[Finding], prefix: tuple[str | int, ...] = ()) -> None:
+        doc = entry.source
+        for f in findings:
+            path = (*prefix, *f.path)
+            location = doc.locate_in_scalar(path, *f.inner) if f.inner else doc.locate(path, key=f.code in ("unknown-key",))
+            self.problems.append(Problem(location, f.code, f.message, Severity.warning if f.warning else Severity.error))
+
+    # -- the whole build ----------------------------------------------------
+
+    def build(self, loaded: LoadedConfig) -> Snapshot | None:
+        docs = loaded.documents
+        self.problems.extend(check_consistency(docs))
+        of = _by_kind(docs)
+        output_profiles = {e.model.metadata.name: e.model.spec for e in of[OutputProfileDocument]}
+        redaction = self._redaction_profiles(of[RedactionProfileDocument])
+        mcp_servers = {e.model.metadata.name: e.model.spec for e in of[McpServerDocument]}
+        tools = [t for t in (self._tool(e, output_profiles, redaction, mcp_servers) for e in of[ToolDocument]) if t is not None]
+        policies = [p for p in (self._policy(e) for e in of[PolicyDocument]) if p is not None]
+        workflows = {e.model.metadata.name: e.model.spec for e in of[WorkflowDocument]}
+        for entry in of[WorkflowDocument]:
+            for index, step in enumerate(entry.model.spec.steps):
+                if step.when:
+                    _, findings = self._expression(step.when, ("spec", "steps", index, "when"), RULE_VARIABLES, None)
+                    self.report(entry, findings)
+        tests = tuple(PolicyTestEntry(e.model.metadata.name, case, e.source.locate(("spec", "cases", i))) for e in of[PolicyTestDocument] for i, case in enumerate(e.model.spec.cases))
+        if any(p.is_error for p in self.problems):
+            return None
+        by_name: dict[str, dict[str, CompiledTool]] = {}
+        for tool in tools:
+            by_name.setdefault(tool.name, {})[tool.version or ""] = tool
+        defaults = {name: _default_version(versions) for name, versions in by_name.items()}
+        return Snapshot(
+            version=_version(docs),
+            tools=MappingProxyType(dict(sorted(defaults.items()))),
+            tool_versions=MappingProxyType({n: MappingProxyType(v) for n, v in sorted(by_name.items())}),
+            policies=tuple(policies),
+            redaction_profiles=MappingProxyType(redaction),
+            output_profiles=MappingProxyType({n: self._resolve_output(s, None) for n, s in output_profiles.items()}),
+            mcp_servers=MappingProxyType(mcp_servers),
+            workflows=MappingProxyType(workflows),
+            policy_tests=tests,
+            sources=tuple(loaded.files),
+            warnings=tuple(p for p in self.problems if not p.is_error),
+            cel_engine=self.engine.name,
+            schema_engine=self.schema_engine,
+        )
+
+    # -- tools ----------------------------------------------------------------
+
+    def _tool(self, entry: LoadedDocument, output_profiles: Mapping[str, OutputSettings], redaction: Mapping[str, CompiledRedaction], mcp_servers: Mapping[str, Any]) -> CompiledTool | None:
+        model: ToolDocument = entry.model  # type: ignore[assignment]
+        spec = model.spec
+        pieces = self.cache.compiled(("tool", entry.source.content_hash, self.engine.name, self.schema_engine), lambda: self._tool_pieces(model))
+        self.report(entry, pieces.findings)
+        handler, findings = resolve_handler(spec, list(mcp_servers), self.search_dirs)
+        self.report(entry, findings)
+        ok = handler is not None and pieces.arguments is not None and not any(not f.warning for f in pieces.findings)
+        profile = None
+        if spec.output.profile is not None:
+            profile = output_profiles.get(spec.output.profile)
+            if profile is None:
+                self._unknown(entry, ("spec", "output", "profile"), "OutputProfile", spec.output.profile, output_profiles)
+                ok = False
+        profiles: list[CompiledRedaction] = []
+        for index, name in enumerate(spec.redaction):
+            if name in redaction:
+                profiles.append(redaction[name])
+            else:
+                self._unknown(entry, ("spec", "redaction", index), "RedactionProfile", name, redaction)
+                ok = False
+        if not ok or handler is None or pieces.arguments is None:
+            return None
+        return CompiledTool(
+            name=model.metadata.name,
+            version=model.metadata.version,
+            metadata=model.metadata,
+            spec=spec,
+            handler=handler,
+            arguments=pieces.arguments,
+            rules=pieces.rules,
+            output=self._resolve_output(spec.output, profile),
+            redaction=tuple(profiles),
+            source=entry.source.locate(()),
+        )
+
+    def _tool_pieces(self, model: ToolDocument) -> _ToolPieces:
+        spec = model.spec
+        findings: list[Finding] = [Finding(("spec", "input_schema", *f.path), f.code, f.message, f.warning) for f in check_input_schema(spec.input_schema)]
+        schema_ok = not any(not f.warning for f in findings)
+        schema_readable = not any(f.code == "schema-invalid" for f in findings)
+        arguments = ArgumentValidator(spec.input_schema, self.schema_engine) if schema_ok else None
+        rules: list[CompiledRule] = []
+        seen: dict[str, int] = {}
+        for index, rule in enumerate(spec.rules):
+            name = rule.name or f"rule-{index + 1}"
+            if name in seen:
+                findings.append(Finding(("spec", "rules", index, "name"), "duplicate-name", f"rule name `{name}` is already used by rule {seen[name] + 1} of this tool; give each rule its own name."))
+            seen[name] = index
+            program, rule_findings = self._expression(rule.expression, ("spec", "rules", index, "expression"), RULE_VARIABLES, spec.input_schema if schema_readable else None)
+            findings.extend(rule_findings)
+            if program is not None:
+                rules.append(CompiledRule(name, rule.expression, rule.message, rule.on_error, program))
+        return _ToolPieces(tuple(findings), arguments, tuple(rules))
+
+    def _expression(self, source: str, path: tuple[str | int, ...], variables: tuple[str, ...], schema: dict[str, Any] | None) -> tuple[Any, list[Finding]]:
+        return compile_expression(source, path, variables, self.engine, schema)
+
+    def _resolve_output(self, own: OutputSettings, profile: OutputSettings | None) -> ResolvedOutput:
+        default = self.settings.default_output
+
+        def pick(field: str) -> Any:
+            for layer in (own, profile):
+                value = getattr(layer, field, None) if layer is not None else None
+                if value is not None:
+                    return value
+            return getattr(default, field)
+
+        return ResolvedOutput(**{f: pick(f) for f in ("max_chars", "preview_chars", "head_chars", "tail_chars", "on_success", "on_error")})
+
+    def _unknown(self, entry: LoadedDocument, path: tuple[str | int, ...], kind: str, name: str, known: Mapping[str, Any]) -> None:
+        listed = ", ".join(sorted(known)) or "none"
+        message = f"no {kind} named `{name}`.{did_you_mean(name, known)} Declared: {listed}. Declare it, or include a pack that does."
+        self.problems.append(Problem(entry.source.locate(path), "unknown-profile", message))
+
+    # -- redaction profiles ---------------------------------------------------------
+
+    def _redaction_profiles(self, entries: Sequence[LoadedDocument]) -> dict[str, CompiledRedaction]:
+        compiled: dict[str, CompiledRedaction] = {}
+        for entry in entries:
+            model: RedactionProfileDocument = entry.model  # type: ignore[assignment]
+            result = self.cache.compiled(("redaction", entry.source.content_hash), lambda m=model: _compile_redaction(m))
+            findings, profile = result
+            self.report(entry, findings)
+            if profile is not None:
+                compiled[model.metadata.name] = profile
+        return compiled
+
+    # -- policies --------------------------------------------------------------------
+
+    def _policy(self, entry: LoadedDocument) -> CompiledPolicy | None:
+        model: PolicyDocument = entry.model  # type: ignore[assignment]
+        pieces = self.cache.compiled(("policy", entry.source.content_hash, self.engine.name), lambda: self._policy_pieces(model))
+        self.report(entry, pieces.findings)
+        if any(not f.warning for f in pieces.findings):
+            return None
+        rules = tuple(
+            CompiledPolicyRule(
+                policy=model.metadata.name,
+                name=rule.name,
+                effect=rule.effect,
+                tool_globs=tuple(rule.tools),
+                tool_matcher=matcher,
+                when=when,
+                reason=rule.reason,
+                reason_program=reason,
+                enforce=rule.enforce,
+                on_error=rule.on_error,
+                source=entry.source.locate(("spec", "rules", index)),
+            )
+            for index, (rule, (matcher, when, reason)) in enumerate(zip(model.spec.rules, pieces.rules, strict=True))
+        )
+        return CompiledPolicy(model.metadata.name, model.spec, rules, entry.source.locate(()))
+
+    def _policy_pieces(self, model: PolicyDocument) -> _PolicyPieces:
+        findings: list[Finding] = []
+        compiled: list[tuple[Any, Any, Any]] = []
+        seen: dict[str, int] = {}
+        for index, rule in enumerate(model.spec.rules):
+            base = ("spec", "rules", index)
+            if rule.name in seen:
+                findings.append(Finding((*base, "name"), "duplicate-name", f"rule name `{rule.name}` is already used by rule {seen[rule.name] + 1} of this policy; rule names must be unique."))
+            seen[rule.name] = index
+            when = reason = None
+            if rule.when:
+                when, more = self._expression(rule.when, (*base, "when"), POLICY_VARIABLES, None)
+                findings.extend(more)
+            if rule.reason_expression:
+                reason, more = self._expression(rule.reason_expression, (*base, "reason_expression"), POLICY_VARIABLES, None)
+                findings.extend(more)
+            compiled.append((glob_matcher(rule.tools), when, reason))
+        return _PolicyPieces(tuple(findings), tuple(compiled))
+
+
+def glob_matcher(globs: Sequence[str]) -> Any:
+    """One compiled regex matching any of the shell-style ``globs``."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in globs))
+
+
+def _compile_redaction(model: RedactionProfileDocument) -> tuple[tuple[Finding, ...], CompiledRedaction | None]:
+    findings: list[Finding] = []
+    patterns: list[CompiledPattern] = []
+    seen: set[str] = set()
+    for index, pattern in enumerate(model.spec.patterns):
+        if pattern.name in seen:
+            findings.append(Finding(("spec", "patterns", index, "name"), "duplicate-name", f"pattern name `{pattern.name}` appears twice in this profile; names label what was redacted, so they must be unique."))
+        seen.add(pattern.name)
+        try:
+            check_pattern(pattern.regex)
+            regex = compile_re2(pattern.regex, case_insensitive=pattern.case_insensitive)
+        except RegexRejected as err:
+            findings.append(Finding(("spec", "patterns", index, "regex"), err.code, err.message))
+            continue
+        patterns.append(CompiledPattern(pattern.name, regex, pattern.replacement or f"[REDACTED:{pattern.name}]", pattern.validator))
+    if findings:
+        return tuple(findings), None
+    combined_source = "|".join(f"({'(?i)' if p.case_insensitive else ''}{p.regex})" for p in model.spec.patterns)
+    try:
+        combined = compile_re2(combined_source)
+    except RegexRejected as err:
+        return (Finding(("spec", "patterns"), err.code, f"the patterns together do not compile: {err.message}"),), None
+    return (), CompiledRedaction(model.metadata.name, tuple(patterns), combined)
+
+
+def _by_kind(docs: Sequence[LoadedDocument]) -> dict[type, list[LoadedDocument]]:
+    kinds: dict[type, list[LoadedDocument]] = {k: [] for k in (ToolDocument, PolicyDocument, RedactionProfileDocument, OutputProfileDocument, McpServerDocument, WorkflowDocument, PolicyTestDocument)}
+    for entry in docs:
+        kinds.setdefault(type(entry.model), []).append(entry)
+    return kinds
+
+
+def _default_version(versions: Mapping[str, CompiledTool]) -> CompiledTool:
+    """The unversioned tool if there is one, else the highest version."""
+    if "" in versions:
+        return versions[""]
+    return versions[max(versions, key=_version_key)]
+
+
+def _version_key(version: str) -> tuple[Any, ...]:
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"[.\-+]", version))
+
+
+def _version(docs: Sequence[LoadedDocument]) -> str:
+    """Hash of every document's content: formatting and comments do not change it."""
+    digest = hashlib.sha256()
+    for content in sorted(entry.source.content_hash for entry in docs):
+        digest.update(content.encode())
+    return digest.hexdigest()[:16]

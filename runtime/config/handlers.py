@@ -1,0 +1,128 @@
+"""Resolving a tool's handler while the snapshot is built (never per call).
+
+``builtin:NAME`` must name a built-in; ``python:module:function`` is imported (from
+the environment, or from a module beside the config files); ``mcp:server/tool`` must
+name a declared McpServer; ``command``/``http`` templates may only use ``{field}``
+placeholders that the input schema declares.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import string
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from runtime.config.expressions import Finding
+from runtime.config.models import HandlerSpec, ToolSpec
+from runtime.config.suggest import did_you_mean
+from runtime.snapshot import Handler
+
+BUILTINS = ("file_read", "file_edit", "artifact_read", "list_dir", "glob", "grep", "run_command", "tool_search")
+_HANDLER_PATH = ("spec", "handler")
+
+
+def handler_parts(spec: ToolSpec) -> tuple[str, str, HandlerSpec | None]:
+    """(kind, target, object form) of a tool's handler."""
+    handler = spec.handler
+    if isinstance(handler, str):
+        kind, _, target = handler.partition(":")
+        return kind, target, None
+    for kind in ("builtin", "python", "mcp"):
+        target = getattr(handler, kind)
+        if target is not None:
+            return kind, target, handler
+    return ("command" if handler.command is not None else "http"), "", handler
+
+
+def resolve_handler(spec: ToolSpec, mcp_servers: Sequence[str], search_dirs: Sequence[Path]) -> tuple[Handler | None, list[Finding]]:
+    """The resolved handler, or None with findings saying what to fix."""
+    kind, target, form = handler_parts(spec)
+    findings: list[Finding] = []
+    function: Callable[..., Any] | None = None
+    path = _HANDLER_PATH if form is None else (*_HANDLER_PATH, kind)
+    if kind == "builtin" and target not in BUILTINS:
+        findings.append(Finding(path, "unknown-builtin", f"no built-in tool `{target}`.{did_you_mean(target, BUILTINS)} Built-ins: {', '.join(BUILTINS)}."))
+    elif kind == "mcp":
+        server = target.split("/", 1)[0]
+        if server not in mcp_servers:
+            known = ", ".join(sorted(mcp_servers)) or "none declared"
+            findings.append(Finding(path, "unknown-mcp-server", f"handler names MCP server `{server}`, which is not declared.{did_you_mean(server, mcp_servers)} Declare it with `kind: McpServer` (declared: {known})."))
+    elif kind == "python":
+        function, problem = _import_function(target, search_dirs)
+        if problem:
+            findings.append(Finding(path, "handler-unresolved", problem))
+    elif form is not None and kind == "command" and form.command is not None:
+        for index, item in enumerate(form.command.argv):
+            findings.extend(_template_findings(item, spec, (*_HANDLER_PATH, "command", "argv", index)))
+    elif form is not None and kind == "http" and form.http is not None:
+        findings.extend(_template_findings(form.http.url, spec, (*_HANDLER_PATH, "http", "url")))
+        for name, value in form.http.headers.items():
+            findings.extend(_template_findings(value, spec, (*_HANDLER_PATH, "http", "headers", name)))
+    if any(not f.warning for f in findings):
+        return None, findings
+    handler = Handler(
+        kind=kind,
+        target=target,
+        command=form.command if form is not None else None,
+        http=form.http if form is not None else None,
+        function=function,
+    )
+    return handler, findings
+
+
+def _template_findings(template: str, spec: ToolSpec, path: tuple[str | int, ...]) -> Iterator[Finding]:
+    declared = spec.input_schema.get("properties", {}) if isinstance(spec.input_schema.get("properties"), dict) else {}
+    try:
+        fields = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError as err:
+        yield Finding(path, "handler-template", f"bad template `{template}`: {err}. Use `{{name}}` for an argument and `{{{{`/`}}}}` for literal braces.")
+        return
+    for name in fields:
+        root = name.split(".")[0].split("[")[0]
+        if not root:
+            yield Finding(path, "handler-template", f"template `{template}` has an empty `{{}}`; name the argument, e.g. `{{path}}`.")
+        elif root not in declared:
+            yield Finding(path, "handler-template", f"template uses `{{{root}}}` but the input schema declares no `{root}`.{did_you_mean(root, declared)} Declared: {', '.join(sorted(declared)) or 'none'}.")
+
+
+def _import_function(target: str, search_dirs: Sequence[Path]) -> tuple[Callable[..., Any] | None, str | None]:
+    module_name, _, attribute = target.partition(":")
+    try:
+        module = _import(module_name, search_dirs)
+    except ModuleNotFoundError as err:
+        return None, f"cannot import module `{module_name}` ({err}). Install it, put it beside the config files, or add its folder to PYTHONPATH."
+    except Exception as err:  # noqa: BLE001 - importing user code can fail in any way; report it
+        return None, f"importing `{module_name}` failed: {type(err).__name__}: {err}."
+    function = getattr(module, attribute, None)
+    if function is None:
+        names = [n for n in dir(module) if not n.startswith("_")]
+        return None, f"module `{module_name}` has no `{attribute}`.{did_you_mean(attribute, names)}"
+    if not callable(function):
+        return None, f"`{target}` is not callable."
+    return function, None
+
+
+def _import(module_name: str, search_dirs: Sequence[Path]) -> Any:
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        top = module_name.split(".")[0]
+        if err.name != top or "." in module_name:
+            raise
+    # A module beside the config files: found without changing sys.path.
+    spec = importlib.machinery.PathFinder.find_spec(module_name, [str(d) for d in search_dirs])
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"No module named {module_name!r}", name=module_name)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
+    return module

@@ -1,0 +1,426 @@
+"""The config kinds, as pydantic models: the single source of truth.
+
+Every YAML document is ``apiVersion: toolrt/v1``, ``kind``, ``metadata``, ``spec``.
+The JSON Schemas in ``schemas/`` are generated from these models (``toolrt schema``),
+and the loader validates structure against exactly those schemas, so the editor,
+the linter and the runtime can never disagree about what a document may contain.
+
+Models are frozen and forbid unknown keys. Defaults are the safe choice: a tool is
+not read-only, not idempotent and medium risk unless it says otherwise.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+API_VERSION = "toolrt/v1"
+
+# A DNS-label-like name: what Kubernetes accepts for metadata.name, plus "_" and "."
+# so that tool names can match what models already call (file_read, git.push).
+NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"
+Name = Annotated[str, Field(pattern=NAME_PATTERN, description="Letters, digits, '_', '.', '-'; starts with a letter; at most 64 characters.")]
+Glob = Annotated[str, Field(min_length=1, max_length=200)]
+CelExpression = Annotated[str, Field(min_length=1, max_length=4000, description="A CEL expression (https://cel.dev).")]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+
+
+# ---------------------------------------------------------------------------
+# shared pieces
+
+
+class Metadata(_Model):
+    """Identity of a document."""
+
+    name: Name
+    version: str | None = Field(default=None, max_length=64, description="Optional version, e.g. '2' or '1.4.0'; tools may exist in several versions.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Free-form labels, visible to policy rules as tool.labels.")
+    description: str | None = Field(default=None, max_length=2000)
+
+
+class TruncationMode(str, Enum):
+    artifact = "artifact"
+    head = "head"
+    tail = "tail"
+    head_tail = "head_tail"
+
+
+class OutputSettings(_Model):
+    """How a result is cut down to size. Every field may be left out to inherit."""
+
+    max_chars: int | None = Field(default=None, ge=1, le=10_000_000, description="Results longer than this are truncated.")
+    preview_chars: int | None = Field(default=None, ge=0, le=1_000_000, description="Characters of preview shown with an artifact notice.")
+    head_chars: int | None = Field(default=None, ge=0, le=1_000_000, description="Characters kept from the start in head/head_tail mode.")
+    tail_chars: int | None = Field(default=None, ge=0, le=1_000_000, description="Characters kept from the end in tail/head_tail mode.")
+    on_success: TruncationMode | None = None
+    on_error: TruncationMode | None = None
+
+
+class ToolOutput(OutputSettings):
+    """A tool's output settings: an optional named OutputProfile plus overrides."""
+
+    profile: Name | None = Field(default=None, description="Name of an OutputProfile; fields set here override it.")
+
+
+# ---------------------------------------------------------------------------
+# Tool
+
+
+class HandlerCommand(_Model):
+    """Run a program. ``argv`` items are templates: ``{path}`` is replaced by args.path."""
+
+    argv: list[Annotated[str, Field(max_length=4096)]] = Field(min_length=1, max_length=256)
+    shell: bool = Field(default=False, description="Run through /bin/sh -c. Off by default: arguments are never shell-interpreted.")
+    cwd: str | None = Field(default=None, description="Working directory, relative to the workspace root.")
+    env: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(default_factory=list, description="Names of environment variables passed through (allow-list).")
+    set_env: dict[str, str] = Field(default_factory=dict, description="Variables set for the command.")
+
+
+class HandlerHttp(_Model):
+    """Send an HTTP request. ``url``, header values and ``body`` are templates."""
+
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "GET"
+    url: str = Field(min_length=1, max_length=4096)
+    headers: dict[str, str] = Field(default_factory=dict)
+    body: Any = None
+
+
+class HandlerSpec(_Model):
+    """The object form of a handler: exactly one of its keys."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra={"minProperties": 1, "maxProperties": 1})
+
+    builtin: Name | None = Field(default=None, description="A built-in tool: file_read, file_edit, artifact_read, list_dir, glob, grep, run_command.")
+    python: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", description="module.path:function")
+    mcp: str | None = Field(default=None, pattern=r"^[A-Za-z][A-Za-z0-9_.-]*/.+$", description="server/tool of a declared McpServer")
+    command: HandlerCommand | None = None
+    http: HandlerHttp | None = None
+
+
+# The short string forms: builtin:file_read, python:pkg.mod:func, mcp:server/tool.
+HANDLER_STRING_PATTERN = r"^(builtin:[A-Za-z][A-Za-z0-9_.-]*|python:[A-Za-z_][\w.]*:[A-Za-z_]\w*|mcp:[A-Za-z][A-Za-z0-9_.-]*/.+)$"
+HandlerString = Annotated[str, Field(pattern=HANDLER_STRING_PATTERN, description="builtin:NAME, python:module:function or mcp:server/tool")]
+
+
+class OnTimeout(str, Enum):
+    kill = "kill"
+    background = "background"
+
+
+class Timeout(_Model):
+    total_s: float = Field(default=60.0, gt=0, le=86_400, description="Wall-clock limit for one call.")
+    idle_s: float | None = Field(default=None, gt=0, le=86_400, description="Limit on time without output or progress.")
+    grace_s: float = Field(default=2.0, ge=0, le=60, description="Between SIGTERM and SIGKILL when a process tree is stopped.")
+    on_timeout: OnTimeout = OnTimeout.kill
+
+
+class Retry(_Model):
+    """Retries happen only for read-only or idempotent tools, on transient errors."""
+
+    attempts: int = Field(default=0, ge=0, le=10, description="Extra attempts after the first.")
+    backoff_s: float = Field(default=0.5, gt=0, le=600)
+    max_backoff_s: float = Field(default=10.0, gt=0, le=3600)
+
+
+class Risk(str, Enum):
+    low = "low"
+    medium = "medium"
+    high = "high"
+    critical = "critical"
+
+
+class Trust(str, Enum):
+    trusted = "trusted"
+    untrusted = "untrusted"
+
+
+class FailurePolicy(str, Enum):
+    """What an expression that errors at run time counts as. ``fail`` is fail-closed."""
+
+    fail = "fail"
+    ignore = "ignore"
+
+
+class Rule(_Model):
+    """A business rule: ``expression`` must be true, else ``message`` goes to the model."""
+
+    name: Name | None = None
+    expression: CelExpression
+    message: str = Field(min_length=1, max_length=2000, description="Told to the model when the rule fails: say what to change.")
+    on_error: FailurePolicy = Field(default=FailurePolicy.fail, description="fail: an evaluation error rejects the call (default); ignore: it passes.")
+
+
+class ToolSpec(_Model):
+    description: str = Field(min_length=1, max_length=8000, description="Shown to the model.")
+    handler: HandlerString | HandlerSpec
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}}, description="JSON Schema (Draft 2020-12) of the arguments.")
+    rules: list[Rule] = Field(default_factory=list, max_length=100)
+    read_only: bool = Field(default=False, description="Only read-only calls run concurrently. Default false: the call runs alone.")
+    idempotent: bool = False
+    timeout: Timeout = Field(default_factory=Timeout)
+    output: ToolOutput = Field(default_factory=ToolOutput)
+    risk: Risk = Risk.medium
+    trust: Trust = Field(default=Trust.trusted, description="untrusted: content is marked as data, not instructions.")
+    redaction: list[Name] = Field(default_factory=list, description="RedactionProfile names applied to this tool's output.")
+    retry: Retry = Field(default_factory=Retry)
+    defer_loading: bool = Field(default=False, description="Leave out of the initial tool list; found through tool_search.")
+    process_isolation: bool = Field(default=False, description="Run a python handler in a child process so that a timeout can kill it.")
+
+
+# ---------------------------------------------------------------------------
+# Policy
+
+
+class Effect(str, Enum):
+    allow = "allow"
+    ask = "ask"
+    deny = "deny"
+
+
+class Enforcement(str, Enum):
+    deny = "deny"
+    warn = "warn"
+    audit = "audit"
+
+
+class PermissionMode(str, Enum):
+    default = "default"
+    plan = "plan"
+    accept_edits = "accept_edits"
+    bypass = "bypass"
+
+
+class PolicyRule(_Model):
+    name: Name
+    effect: Effect
+    tools: list[Glob] = Field(default_factory=lambda: ["*"], min_length=1, description="Tool name globs, optionally tool@version.")
+    when: CelExpression | None = Field(default=None, description="CEL over tool, args, session, call, commands.")
+    reason: str | None = Field(default=None, max_length=2000)
+    reason_expression: CelExpression | None = Field(default=None, description="CEL producing the reason string.")
+    enforce: Enforcement = Enforcement.deny
+    on_error: FailurePolicy = FailurePolicy.fail
+
+
+class Quotas(_Model):
+    calls_per_session: int | None = Field(default=None, ge=1)
+    calls_per_tool: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
+    execution_seconds_per_session: float | None = Field(default=None, gt=0)
+    output_bytes_per_session: int | None = Field(default=None, ge=1)
+    max_concurrent_per_tool: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
+
+
+class CircuitBreaker(_Model):
+    tools: list[Glob] = Field(default_factory=lambda: ["*"], min_length=1)
+    failures: int = Field(default=5, ge=1, le=10_000)
+    window_s: float = Field(default=60.0, gt=0)
+    cooldown_s: float = Field(default=30.0, gt=0)
+    half_open_calls: int = Field(default=1, ge=1, le=100)
+
+
+class PolicySpec(_Model):
+    default_mode: PermissionMode | None = None
+    forbidden_modes: list[PermissionMode] = Field(default_factory=list)
+    rules: list[PolicyRule] = Field(default_factory=list, max_length=10_000)
+    quotas: Quotas | None = None
+    circuit_breakers: list[CircuitBreaker] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------
+# RedactionProfile, OutputProfile
+
+
+class Validator(str, Enum):
+    """Checks a candidate match must pass before it is redacted."""
+
+    luhn = "luhn"
+    iban = "iban"
+    cn_resident_id = "cn_resident_id"
+
+
+class RedactionPattern(_Model):
+    name: Name
+    regex: str = Field(min_length=1, max_length=4000, description="RE2 syntax: no look-arounds or back-references.")
+    replacement: str | None = Field(default=None, max_length=200, description="Default: [REDACTED:<name>].")
+    validator: Validator | None = None
+    case_insensitive: bool = False
+
+
+class RedactionProfileSpec(_Model):
+    patterns: list[RedactionPattern] = Field(min_length=1, max_length=500)
+
+
+class OutputProfileSpec(OutputSettings):
+    pass
+
+
+# ---------------------------------------------------------------------------
+# McpServer
+
+
+class McpTransport(str, Enum):
+    stdio = "stdio"
+    http = "http"
+
+
+class McpToolOverride(_Model):
+    read_only: bool | None = None
+    idempotent: bool | None = None
+    risk: Risk | None = None
+    trust: Trust | None = None
+    timeout: Timeout | None = None
+    output: ToolOutput | None = None
+
+
+class McpServerSpec(_Model):
+    transport: McpTransport
+    command: list[str] | None = Field(default=None, min_length=1, description="argv of a stdio server.")
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = Field(default=None, description="URL of a streamable-HTTP server.")
+    headers: dict[str, str] = Field(default_factory=dict)
+    connect_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    call_timeout_s: float = Field(default=60.0, gt=0, le=86_400)
+    include: list[Glob] = Field(default_factory=lambda: ["*"], description="Globs of the server's tool names to import.")
+    exclude: list[Glob] = Field(default_factory=list)
+    overrides: dict[str, McpToolOverride] = Field(default_factory=dict, description="Attribute overrides by tool name.")
+    trust: Trust = Trust.untrusted
+
+
+# ---------------------------------------------------------------------------
+# Workflow
+
+
+class Compensation(_Model):
+    tool: Name
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class WorkflowStep(_Model):
+    id: Name
+    tool: Name
+    args: dict[str, Any] = Field(default_factory=dict, description="Templates may read ${inputs.x} and ${steps.<id>.result}.")
+    depends_on: list[Name] = Field(default_factory=list)
+    when: CelExpression | None = None
+    compensate: Compensation | None = None
+
+
+class WorkflowSpec(_Model):
+    description: str | None = None
+    inputs: dict[str, Any] = Field(default_factory=lambda: {"type": "object"}, description="JSON Schema of the workflow inputs.")
+    steps: list[WorkflowStep] = Field(min_length=1, max_length=500)
+
+
+# ---------------------------------------------------------------------------
+# PolicyTest
+
+
+class SessionFixture(_Model):
+    id: str = "test-session"
+    user: str | None = None
+    mode: PermissionMode = PermissionMode.default
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class Expectation(_Model):
+    decision: Effect | None = None
+    rule: Name | None = None
+    validation_error: bool = False
+
+
+class PolicyTestCase(_Model):
+    name: str = Field(min_length=1, max_length=200)
+    tool: str = Field(min_length=1, description="Tool name, optionally tool@version.")
+    args: dict[str, Any] = Field(default_factory=dict)
+    session: SessionFixture = Field(default_factory=SessionFixture)
+    expect: Expectation
+
+
+class PolicyTestSpec(_Model):
+    cases: list[PolicyTestCase] = Field(min_length=1, max_length=10_000)
+
+
+# ---------------------------------------------------------------------------
+# Include: pull shipped packs into a config dir
+
+
+class IncludeSpec(_Model):
+    packs: list[Name] = Field(min_length=1, description="Names of packs under policies/, e.g. redaction-default.")
+
+
+# ---------------------------------------------------------------------------
+# documents
+
+
+class _Document(_Model):
+    api_version: Literal["toolrt/v1"] = Field(alias="apiVersion")
+    metadata: Metadata
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class ToolDocument(_Document):
+    kind: Literal["Tool"]
+    spec: ToolSpec
+
+
+class PolicyDocument(_Document):
+    kind: Literal["Policy"]
+    spec: PolicySpec
+
+
+class RedactionProfileDocument(_Document):
+    kind: Literal["RedactionProfile"]
+    spec: RedactionProfileSpec
+
+
+class OutputProfileDocument(_Document):
+    kind: Literal["OutputProfile"]
+    spec: OutputProfileSpec
+
+
+class McpServerDocument(_Document):
+    kind: Literal["McpServer"]
+    spec: McpServerSpec
+
+
+class WorkflowDocument(_Document):
+    kind: Literal["Workflow"]
+    spec: WorkflowSpec
+
+
+class PolicyTestDocument(_Document):
+    kind: Literal["PolicyTest"]
+    spec: PolicyTestSpec
+
+
+class IncludeDocument(_Document):
+    kind: Literal["Include"]
+    spec: IncludeSpec
+
+
+Document = (
+    ToolDocument
+    | PolicyDocument
+    | RedactionProfileDocument
+    | OutputProfileDocument
+    | McpServerDocument
+    | WorkflowDocument
+    | PolicyTestDocument
+    | IncludeDocument
+)
+
+DOCUMENT_MODELS: dict[str, type[_Document]] = {
+    "Tool": ToolDocument,
+    "Policy": PolicyDocument,
+    "RedactionProfile": RedactionProfileDocument,
+    "OutputProfile": OutputProfileDocument,
+    "McpServer": McpServerDocument,
+    "Workflow": WorkflowDocument,
+    "PolicyTest": PolicyTestDocument,
+    "Include": IncludeDocument,
+}
+KINDS = tuple(DOCUMENT_MODELS)

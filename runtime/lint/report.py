@@ -1,0 +1,95 @@
+"""Rendering lint results: text, JSON, SARIF 2.1.0 and GitHub workflow annotations."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from runtime.config.problems import Problem, Severity
+
+FORMATS = ("text", "json", "sarif", "github")
+_SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def render(problems: Sequence[Problem], fmt: str, *, files: int, documents: int, strict: bool = False) -> str:
+    """The report in ``fmt``. With ``strict``, warnings are shown as errors."""
+    shown = [_promote(p) for p in problems] if strict else list(problems)
+    if fmt == "json":
+        return _json(shown, files, documents)
+    if fmt == "sarif":
+        return _sarif(shown)
+    if fmt == "github":
+        return _github(shown)
+    return _text(shown, files, documents)
+
+
+def _promote(problem: Problem) -> Problem:
+    if problem.severity is Severity.warning:
+        return Problem(problem.location, problem.code, problem.message, Severity.error)
+    return problem
+
+
+def _counts(problems: Sequence[Problem]) -> tuple[int, int]:
+    errors = sum(1 for p in problems if p.is_error)
+    return errors, len(problems) - errors
+
+
+def _text(problems: Sequence[Problem], files: int, documents: int) -> str:
+    lines = [str(p) for p in problems]
+    errors, warnings = _counts(problems)
+    lines.append(f"{files} file(s), {documents} document(s): {errors} error(s), {warnings} warning(s)")
+    return "\n".join(lines) + "\n"
+
+
+def _json(problems: Sequence[Problem], files: int, documents: int) -> str:
+    errors, warnings = _counts(problems)
+    body = {
+        "files": files,
+        "documents": documents,
+        "errors": errors,
+        "warnings": warnings,
+        "problems": [
+            {"file": p.location.file, "line": p.location.line, "col": p.location.col, "severity": p.severity.value, "code": p.code, "message": p.message}
+            for p in problems
+        ],
+    }
+    return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
+
+
+def _sarif(problems: Sequence[Problem]) -> str:
+    codes = sorted({p.code for p in problems})
+    results = []
+    for p in problems:
+        region = {"startLine": max(p.location.line, 1), "startColumn": max(p.location.col, 1)}
+        results.append(
+            {
+                "ruleId": p.code,
+                "ruleIndex": codes.index(p.code),
+                "level": "error" if p.is_error else "warning",
+                "message": {"text": p.message},
+                "locations": [{"physicalLocation": {"artifactLocation": {"uri": p.location.file}, "region": region}}],
+            }
+        )
+    log = {
+        "$schema": _SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {"driver": {"name": "toolrt", "rules": [{"id": c, "shortDescription": {"text": c}} for c in codes]}},
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+
+
+def _github(problems: Sequence[Problem]) -> str:
+    lines = []
+    for p in problems:
+        level = "error" if p.is_error else "warning"
+        message = p.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        where = f"file={p.location.file}"
+        if p.location.line > 0:
+            where += f",line={p.location.line},col={p.location.col}"
+        lines.append(f"::{level} {where},title={p.code}::{message}")
+    return "\n".join(lines) + ("\n" if lines else "")

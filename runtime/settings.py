@@ -1,0 +1,83 @@
+"""Runtime settings: ``TOOLRT_*`` environment variables, an optional TOML file, defaults.
+
+Precedence, highest first: arguments passed to :class:`Settings`, environment
+variables (``TOOLRT_MAX_CONCURRENCY=4``), the settings file (``TOOLRT_SETTINGS_FILE``
+or ``Settings.load(path)``), then the defaults below. Limits that a config document
+can set (timeouts, output sizes) follow tool value, then profile, then these defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+from runtime.config.models import PermissionMode, TruncationMode
+
+Engine = Literal["auto", "fast", "portable"]
+
+
+class DefaultOutput(BaseModel):
+    """Output limits for tools and profiles that do not set them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_chars: int = Field(default=30_000, ge=1)
+    preview_chars: int = Field(default=2_000, ge=0)
+    head_chars: int = Field(default=5_000, ge=0)
+    tail_chars: int = Field(default=5_000, ge=0)
+    on_success: TruncationMode = TruncationMode.artifact
+    on_error: TruncationMode = TruncationMode.head_tail
+
+
+class Settings(BaseSettings):
+    """Everything the runtime needs that is not in the config documents."""
+
+    model_config = SettingsConfigDict(env_prefix="TOOLRT_", env_nested_delimiter="__", extra="forbid", frozen=True)
+
+    config_dir: Path = Field(default=Path("toolrt.d"), description="Directory of YAML config documents.")
+    workspace_root: Path = Field(default=Path("."), description="Root that every path argument must stay inside.")
+    state_dir: Path = Field(default=Path(".toolrt"), description="Runtime state: locks, caches.")
+    artifact_dir: Path = Field(default=Path(".toolrt/artifacts"), description="Where truncated outputs are stored.")
+    audit_store: Path = Field(default=Path(".toolrt/audit.sqlite3"), description="SQLite audit log.")
+    log_format: Literal["json", "text"] = "text"
+    log_level: Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    permission_mode: PermissionMode = PermissionMode.default
+    max_concurrency: int = Field(default=8, ge=1, le=1024, description="Read-only calls run at once, per turn.")
+    hot_reload: bool = True
+    cel_engine: Engine = Field(default="auto", description="auto picks cel-expr-python when installed.")
+    schema_engine: Engine = Field(default="auto", description="auto picks jsonschema-rs when installed.")
+    pack_dirs: list[Path] = Field(default_factory=list, description="Extra directories searched for packs, before the shipped ones.")
+    max_config_file_bytes: int = Field(default=1_048_576, ge=1024)
+    default_output: DefaultOutput = Field(default_factory=DefaultOutput)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        settings_file = _settings_file.get() or os.environ.get("TOOLRT_SETTINGS_FILE")
+        if settings_file:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(settings_file)))
+        return tuple(sources)
+
+    @classmethod
+    def load(cls, settings_file: Path | None = None, **overrides: Any) -> Settings:
+        """Settings with ``settings_file`` (TOML) under the environment and ``overrides``."""
+        token = _settings_file.set(settings_file)
+        try:
+            return cls(**overrides)
+        finally:
+            _settings_file.reset(token)
+
+
+_settings_file: ContextVar[Path | None] = ContextVar("toolrt_settings_file", default=None)

@@ -1,0 +1,169 @@
+"""The immutable registry snapshot: everything the pipeline reads, compiled.
+
+A snapshot is built once from config (see :mod:`runtime.config.compile`) and never
+changes: frozen dataclasses, tuples and read-only mappings all the way down. It holds
+compiled things only (argument validators, CEL programs, RE2 patterns, glob
+matchers, resolved profiles, resolved handlers), never source text to interpret per
+call. Its ``version`` is a hash of the documents' content, so an edit that changes
+nothing (a comment, key order) yields the same version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime.config.models import (
+    Effect,
+    Enforcement,
+    FailurePolicy,
+    HandlerCommand,
+    HandlerHttp,
+    McpServerSpec,
+    Metadata,
+    PolicySpec,
+    PolicyTestCase,
+    ToolSpec,
+    TruncationMode,
+    Validator,
+    WorkflowSpec,
+)
+from runtime.config.problems import Location, Problem
+from runtime.policy.cel import CelProgram
+from runtime.validation.arguments import ArgumentValidator
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRule:
+    """A tool's business rule, compiled."""
+
+    name: str
+    source: str
+    message: str
+    on_error: FailurePolicy
+    program: CelProgram
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedOutput:
+    """Output limits with every field decided (tool, then profile, then default)."""
+
+    max_chars: int
+    preview_chars: int
+    head_chars: int
+    tail_chars: int
+    on_success: TruncationMode
+    on_error: TruncationMode
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledPattern:
+    name: str
+    regex: Any  # a compiled RE2 pattern
+    replacement: str
+    validator: Validator | None
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRedaction:
+    """A redaction profile: its patterns, and one RE2 alternation of all of them
+    (one linear scan of the text finds every candidate)."""
+
+    name: str
+    patterns: tuple[CompiledPattern, ...]
+    combined: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Handler:
+    """A resolved handler. ``kind`` is builtin, python, mcp, command or http."""
+
+    kind: str
+    target: str  # builtin name, module:function, server/tool, or "" for command/http
+    command: HandlerCommand | None = None
+    http: HandlerHttp | None = None
+    function: Callable[..., Any] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledTool:
+    name: str
+    version: str | None
+    metadata: Metadata
+    spec: ToolSpec
+    handler: Handler
+    arguments: ArgumentValidator
+    rules: tuple[CompiledRule, ...]
+    output: ResolvedOutput
+    redaction: tuple[CompiledRedaction, ...]
+    source: Location
+
+    @property
+    def key(self) -> str:
+        """``name@version``, or just the name for an unversioned tool."""
+        return f"{self.name}@{self.version}" if self.version else self.name
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledPolicyRule:
+    policy: str
+    name: str
+    effect: Effect
+    tool_globs: tuple[str, ...]
+    tool_matcher: Any  # compiled regex over "name" and "name@version"
+    when: CelProgram | None
+    reason: str | None
+    reason_program: CelProgram | None
+    enforce: Enforcement
+    on_error: FailurePolicy
+    source: Location
+
+    def matches_tool(self, name: str, version: str | None = None) -> bool:
+        if self.tool_matcher.fullmatch(name):
+            return True
+        return bool(version) and bool(self.tool_matcher.fullmatch(f"{name}@{version}"))
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledPolicy:
+    name: str
+    spec: PolicySpec
+    rules: tuple[CompiledPolicyRule, ...]
+    source: Location
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyTestEntry:
+    suite: str
+    case: PolicyTestCase
+    source: Location
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One consistent, compiled view of the config. Read it once per turn."""
+
+    version: str
+    tools: Mapping[str, CompiledTool]
+    tool_versions: Mapping[str, Mapping[str, CompiledTool]]
+    policies: tuple[CompiledPolicy, ...]
+    redaction_profiles: Mapping[str, CompiledRedaction]
+    output_profiles: Mapping[str, ResolvedOutput]
+    mcp_servers: Mapping[str, McpServerSpec]
+    workflows: Mapping[str, WorkflowSpec]
+    policy_tests: tuple[PolicyTestEntry, ...]
+    sources: tuple[str, ...]
+    warnings: tuple[Problem, ...]
+    cel_engine: str
+    schema_engine: str
+
+    def tool(self, name: str, version: str | None = None) -> CompiledTool | None:
+        """The tool called ``name`` (a given ``version`` of it, if asked), or None."""
+        if version is None:
+            return self.tools.get(name)
+        return self.tool_versions.get(name, {}).get(version)
+
+    @property
+    def policy_rules(self) -> tuple[CompiledPolicyRule, ...]:
+        return tuple(rule for policy in self.policies for rule in policy.rules)
