@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
 def _settings(engine: str | None) -> Settings:
     if engine is None:
         return Settings()
-    return Settings(cel_engine=engine, schema_engine=engine)
+    return Settings.model_validate({"cel_engine": engine, "schema_engine": engine})
 
 
 def _lint(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -8,6 +8,7 @@ and only skips publishing the result, so lint and runtime can never disagree.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
@@ -166,7 +167,8 @@ class _Builder:
         spec = model.spec
         pieces = self.cache.compiled(("tool", entry.source.content_hash, self.engine.name, self.schema_engine), lambda: self._tool_pieces(model))
         self.report(entry, pieces.findings)
-        handler, findings = resolve_handler(spec, list(mcp_servers), self.search_dirs)
+        handler_key = ("handler", entry.source.content_hash, tuple(sorted(mcp_servers)), tuple(self.search_dirs))
+        handler, findings = self.cache.compiled(handler_key, functools.partial(resolve_handler, spec, list(mcp_servers), self.search_dirs))
         self.report(entry, findings)
         ok = handler is not None and pieces.arguments is not None and not any(not f.warning for f in pieces.findings)
         profile = None
@@ -242,7 +244,7 @@ class _Builder:
         compiled: dict[str, CompiledRedaction] = {}
         for entry in entries:
             model: RedactionProfileDocument = entry.model  # type: ignore[assignment]
-            result = self.cache.compiled(("redaction", entry.source.content_hash), lambda m=model: _compile_redaction(m))
+            result = self.cache.compiled(("redaction", entry.source.content_hash), functools.partial(_compile_redaction, model))
             findings, profile = result
             self.report(entry, findings)
             if profile is not None:

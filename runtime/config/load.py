@@ -7,12 +7,12 @@ unchanged document is not validated again.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from pydantic import BaseModel
+from typing import Any
 
 from runtime.config.cache import CompileCache
 from runtime.config.files import available_packs, builtin_pack_dirs, discover, find_pack, read_source
@@ -29,7 +29,7 @@ _MAX_PACK_DEPTH = 8
 @dataclass(frozen=True, slots=True)
 class LoadedDocument:
     source: SourceDocument
-    model: BaseModel
+    model: Any  # one of the *Document models of runtime.config.models
     pack: str | None  # the pack it came from, or None for the user's own files
 
 
@@ -70,7 +70,7 @@ def _load_files(files: Iterable[Path], pack: str | None, settings: Settings, cac
         if source is None:
             continue
         loaded.files.append(source.display)
-        parsed = cache.parsed(source.display, source.digest, lambda src=source: parse_yaml(src.text, src.display))
+        parsed = cache.parsed(source.display, source.digest, functools.partial(parse_yaml, source.text, source.display))
         loaded.problems.extend(parsed.problems)
         for doc in parsed.documents:
             if doc.data is None:

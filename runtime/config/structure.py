@@ -63,13 +63,13 @@ def check_structure(doc: SourceDocument) -> StructureResult:
     if problems:
         return _fail(*problems)
 
-    python, fast = _validators(kind)
+    python, fast = _validators(str(kind))
     if fast is None or not fast.is_valid(data):
         found = violations(python, data, root="the document")
         if found:
             return _fail(*(_to_problem(doc, v) for v in found))
     try:
-        return StructureResult(DOCUMENT_MODELS[kind].model_validate(data), ())
+        return StructureResult(DOCUMENT_MODELS[str(kind)].model_validate(data), ())
     except ValidationError as err:
         return _fail(*(_pydantic_problem(doc, e) for e in err.errors()))
 
@@ -105,9 +105,11 @@ def _allowed_keys(data: Any, path: tuple[str | int, ...]) -> list[str]:
         node = _resolve(schema, node)
         if isinstance(part, int):
             node = node.get("items", {})
+            value = value[part] if isinstance(value, list) and part < len(value) else None
+            continue
         else:
             node = _pick_object_branch(schema, node).get("properties", {}).get(part, {})
-        value = value[part] if isinstance(value, (dict, list)) else None
+        value = value.get(part) if isinstance(value, dict) else None
     node = _pick_object_branch(schema, _resolve(schema, node))
     return list(node.get("properties", {}))
 

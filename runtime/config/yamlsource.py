@@ -22,6 +22,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ruamel.yaml.resolver import VersionedResolver
 
 from runtime.config.problems import Location, Problem
 
@@ -101,6 +102,18 @@ class ParsedFile:
     problems: list[Problem]
 
 
+class _MemoResolver(VersionedResolver):
+    """ruamel's resolver looks up the YAML version (through exception handling) for
+    every scalar; config files are YAML 1.2 throughout, so look it up once."""
+
+    @property
+    def versioned_resolver(self) -> Any:
+        table = self.__dict__.get("_memo_table")
+        if table is None:
+            table = self.__dict__["_memo_table"] = VersionedResolver.versioned_resolver.fget(self)  # type: ignore[attr-defined]
+        return table
+
+
 class _Refused(Exception):
     """Internal: a node we will not construct; carries the problem to report."""
 
@@ -116,7 +129,8 @@ def parse_yaml(text: str, file: str) -> ParsedFile:
     lines = tuple(text.splitlines())
     documents: list[SourceDocument] = []
     problems: list[Problem] = []
-    loader = YAML(typ="safe", pure=True)
+    loader = YAML(typ="safe", pure=False)  # libyaml via ruamel.yaml.clib when installed
+    loader.Resolver = _MemoResolver
     try:
         for index, root in enumerate(_compose_all(loader, text)):
             if root is None:
@@ -231,7 +245,8 @@ class _Builder:
         return str(node.value)
 
     def _scalar(self, node: ScalarNode, path: Path) -> Any:
-        tag = node.tag.removeprefix(_CORE) if node.tag.startswith(_CORE) else None
+        full_tag = str(node.tag)
+        tag = full_tag.removeprefix(_CORE) if full_tag.startswith(_CORE) else None
         value: str = node.value
         if tag in ("str", "timestamp"):
             self.styles[path] = ScalarStyle(node.style, node.start_mark.line + 1, node.start_mark.column + 1)

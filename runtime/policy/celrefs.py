@@ -22,7 +22,8 @@ _KEYWORDS = frozenset(
     {"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if",
      "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"}
 )
-_PUNCT = ("==", "!=", "<=", ">=", "&&", "||", "<", ">", "+", "-", "*", "/", "%", "!", "?", ":", ".", ",", "(", ")", "[", "]", "{", "}")
+_TWO_CHAR = frozenset({"==", "!=", "<=", ">=", "&&", "||"})
+_ONE_CHAR = frozenset("<>+-*/%!?:.,()[]{}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,14 +95,14 @@ def tokenize(source: str) -> list[Token]:
             while i < n and (source[i].isalnum() or source[i] in "._" or (source[i] in "+-" and source[i - 1] in "eE")):
                 i += 1
             tokens.append(Token("number", source[start:i], start))
+        elif source[i : i + 2] in _TWO_CHAR:
+            tokens.append(Token("punct", source[i : i + 2], i))
+            i += 2
+        elif ch in _ONE_CHAR:
+            tokens.append(Token("punct", ch, i))
+            i += 1
         else:
-            for punct in _PUNCT:
-                if source.startswith(punct, i):
-                    tokens.append(Token("punct", punct, i))
-                    i += len(punct)
-                    break
-            else:
-                raise LexError(f"unexpected character {ch!r}", i)
+            raise LexError(f"unexpected character {ch!r}", i)
     return tokens
 
 

@@ -116,7 +116,7 @@ def _check_subschema(path: Path, schema: dict[str, Any]) -> Iterator[SchemaFindi
         yield from _pattern_finding((*path, "patternProperties", name), name)
     yield from _check_values(path, schema)
     required = schema.get("required")
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    properties: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
     if isinstance(required, list) and schema.get("additionalProperties") is False and not schema.get("patternProperties"):
         for index, name in enumerate(required):
             if name not in properties:
