@@ -94,22 +94,18 @@ def _to_problem(doc: SourceDocument, v: Violation) -> Problem:
 
 
 def _allowed_keys(data: Any, path: tuple[str | int, ...]) -> list[str]:
-    """Keys the schema allows at ``path`` (walks the kind schema alongside the data)."""
+    """Keys the schema allows at ``path`` (walks the document's kind schema)."""
     kind = data.get("kind") if isinstance(data, dict) else None
     if kind not in DOCUMENT_MODELS:
         return []
     schema = kind_schema(kind)
     node: Any = schema
-    value: Any = data
     for part in path:
         node = _resolve(schema, node)
         if isinstance(part, int):
             node = node.get("items", {})
-            value = value[part] if isinstance(value, list) and part < len(value) else None
-            continue
         else:
             node = _pick_object_branch(schema, node).get("properties", {}).get(part, {})
-        value = value.get(part) if isinstance(value, dict) else None
     node = _pick_object_branch(schema, _resolve(schema, node))
     return list(node.get("properties", {}))
 
