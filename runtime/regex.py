@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import re._constants as sre_constants
 import re._parser as sre_parse
+import warnings
 from typing import Any
 
 import re2
@@ -82,7 +83,9 @@ def _nested_unbounded_quantifier(pattern: str) -> str | None:
     patterns Python's parser cannot read (RE2-only syntax) are not analysed.
     """
     try:
-        parsed = sre_parse.parse(pattern)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. FutureWarning for POSIX classes such as [[:alpha:]]
+            parsed = sre_parse.parse(pattern)
     except Exception:  # noqa: BLE001 - RE2 accepted it; Python's parser is only a helper here
         return None
     return "(...+)+" if _has_nested(list(parsed)) else None
@@ -115,6 +118,9 @@ def _has_nested(items: list[Any]) -> bool:
 def _body_is_ambiguous(body: list[Any]) -> bool:
     while len(body) == 1 and body[0][0] == sre_constants.SUBPATTERN:
         body = list(body[0][1][-1])
+    if len(body) == 1 and body[0][0] == sre_constants.BRANCH:
+        # (a+|b)+ : one alternative is itself ambiguous under the outer repeat
+        return any(_body_is_ambiguous(list(branch)) for branch in body[0][1][1])
     repeats = [i for i, (op, arg) in enumerate(body) if op in _REPEATS and arg[1] == sre_constants.MAXREPEAT]
     if not repeats:
         return False

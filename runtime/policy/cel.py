@@ -141,6 +141,13 @@ def _fast_compile_error(text: str) -> CelCompileError:
 _PORTABLE_LOCK = threading.Lock()
 
 
+@dataclass(frozen=True, slots=True)
+class _Unusable:
+    """An activation that could not be converted; evaluating against it is an error."""
+
+    reason: str
+
+
 class _PortableProgram:
     __slots__ = ("source", "_runner")
 
@@ -151,6 +158,8 @@ class _PortableProgram:
     def evaluate(self, activation: Any) -> Outcome:
         from celpy.evaluation import CELEvalError
 
+        if isinstance(activation, _Unusable):
+            return Outcome(error=activation.reason)
         try:
             with _PORTABLE_LOCK:
                 result = self._runner.evaluate(activation)
@@ -196,16 +205,27 @@ class PortableEngine:
 
     def activation(self, data: Mapping[str, Any], variables: tuple[str, ...]) -> Any:
         json_to_cel = self._celpy.json_to_cel
-        return {name: json_to_cel(data[name]) for name in variables if name in data}
+        try:
+            return {name: json_to_cel(data[name]) for name in variables if name in data}
+        except (ValueError, TypeError, OverflowError) as err:
+            # e.g. an integer beyond 64 bits: every evaluation against it is an error
+            return _Unusable(f"value cannot be represented in CEL: {err}")
 
 
 def _portable_overrides() -> dict[str, Any]:
-    """Numeric comparisons across int, uint and double, as cel-cpp evaluates them on
-    dynamic values (``args.n > 3.0`` with n = 5 is true there, an error in cel-python)."""
+    """Operators and functions that make cel-python give cel-cpp's verdicts.
+
+    cel-python leans on Python semantics where CEL differs: ``true == 1`` (bool is an
+    int), ``"a" == 7`` raising instead of being false, ``[1].contains(1)``, negative
+    list indexes, ``size(null)``, int/uint mixing and ``x / 0.0``. Each override below
+    restores the CEL answer (the one the fast engine gives) for that case and
+    delegates everything else to cel-python.
+    """
+    import math
     import operator
 
     from celpy import celtypes
-    from celpy.evaluation import base_functions
+    from celpy.evaluation import CELEvalError, base_functions
 
     numeric = (celtypes.IntType, celtypes.UintType, celtypes.DoubleType)
 
@@ -215,27 +235,127 @@ def _portable_overrides() -> dict[str, Any]:
     def plain(value: Any) -> int | float:
         return float(value) if isinstance(value, celtypes.DoubleType) else int(value)
 
-    def comparison(name: str, op: Any) -> Any:
+    def no_overload(name: str, *values: Any) -> CELEvalError:
+        kinds = ", ".join(type(v).__name__ for v in values)
+        return CELEvalError(f"no matching overload for {name} applied to ({kinds})", TypeError, ())
+
+    def category(value: Any) -> str:
+        if value is None:
+            return "null"
+        if isinstance(value, celtypes.BoolType):
+            return "bool"
+        if is_number(value):
+            return "number"
+        if isinstance(value, (celtypes.ListType, list)):
+            return "list"
+        if isinstance(value, (celtypes.MapType, dict)):
+            return "map"
+        return type(value).__name__
+
+    def equal(a: Any, b: Any) -> bool:
+        kind = category(a)
+        if kind != category(b):
+            return False
+        if kind == "number":
+            return plain(a) == plain(b)
+        if kind == "list":
+            return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b, strict=True))
+        if kind == "map":
+            if len(a) != len(b):
+                return False
+            for key, value in a.items():
+                match = next((k for k in b if equal(k, key)), _MISSING)
+                if match is _MISSING or not equal(value, b[match]):
+                    return False
+            return True
+        return bool(a == b)
+
+    def errors_first(*values: Any) -> Any:
+        return next((v for v in values if isinstance(v, CELEvalError)), None)
+
+    def eq(a: Any, b: Any) -> Any:
+        return errors_first(a, b) or celtypes.BoolType(equal(a, b))
+
+    def ne(a: Any, b: Any) -> Any:
+        return errors_first(a, b) or celtypes.BoolType(not equal(a, b))
+
+    def ordering(name: str, op: Any) -> Any:
         base = base_functions[name]
 
         def compare(a: Any, b: Any) -> Any:
-            if is_number(a) and is_number(b) and type(a) is not type(b):
+            error = errors_first(a, b)
+            if error is not None:
+                return error
+            if is_number(a) and is_number(b):
                 return celtypes.BoolType(op(plain(a), plain(b)))
+            if category(a) != category(b) or category(a) in ("number", "null", "list", "map"):
+                return no_overload(name, a, b)
             return base(a, b)
 
         return compare
 
-    base_in = base_functions["_in_"]
+    def contains_item(item: Any, container: Any) -> Any:
+        error = errors_first(item, container)
+        if error is not None:
+            return error
+        if isinstance(container, (celtypes.ListType, list)):
+            return celtypes.BoolType(any(equal(item, x) for x in container))
+        if isinstance(container, (celtypes.MapType, dict)):
+            return celtypes.BoolType(any(equal(item, k) for k in container))
+        return no_overload("_in_", item, container)
 
-    def contains(item: Any, container: Any) -> Any:
-        if is_number(item) and isinstance(container, celtypes.ListType):
-            return celtypes.BoolType(any(is_number(x) and plain(x) == plain(item) for x in container))
-        return base_in(item, container)
+    def arithmetic(name: str) -> Any:
+        base = base_functions[name]
 
-    ops = {"_<_": operator.lt, "_<=_": operator.le, "_>_": operator.gt, "_>=_": operator.ge, "_==_": operator.eq, "_!=_": operator.ne}
-    overrides = {name: comparison(name, op) for name, op in ops.items()}
-    overrides["_in_"] = contains
+        def apply(a: Any, b: Any) -> Any:
+            error = errors_first(a, b)
+            if error is not None:
+                return error
+            if isinstance(a, celtypes.BoolType) or isinstance(b, celtypes.BoolType):
+                return no_overload(name, a, b)
+            if is_number(a) and is_number(b) and type(a) is not type(b):
+                return no_overload(name, a, b)
+            if name == "_/_" and isinstance(a, celtypes.DoubleType) and isinstance(b, celtypes.DoubleType) and float(b) == 0.0:
+                x = float(a)
+                if x == 0.0 or math.isnan(x):
+                    return celtypes.DoubleType(math.nan)
+                return celtypes.DoubleType(math.copysign(math.inf, x) * math.copysign(1.0, float(b)))
+            return base(a, b)
+
+        return apply
+
+    def index(container: Any, key: Any) -> Any:
+        error = errors_first(container, key)
+        if error is not None:
+            return error
+        if isinstance(container, (celtypes.ListType, list)):
+            if not is_number(key) or isinstance(key, celtypes.DoubleType) and not float(key).is_integer():
+                return no_overload("_[_]", container, key)
+            position = int(plain(key))
+            if position < 0 or position >= len(container):
+                return CELEvalError(f"index out of bounds: {position}", IndexError, ())
+            return container[position]
+        return base_functions["_[_]"](container, key)
+
+    def size(value: Any) -> Any:
+        if isinstance(value, (celtypes.StringType, celtypes.BytesType, celtypes.ListType, celtypes.MapType, str, bytes, list, dict)):
+            return celtypes.IntType(len(value))
+        return errors_first(value) or no_overload("size", value)
+
+    def contains(text: Any, part: Any) -> Any:
+        if isinstance(text, celtypes.StringType) and isinstance(part, celtypes.StringType):
+            return base_functions["contains"](text, part)
+        return errors_first(text, part) or no_overload("contains", text, part)
+
+    overrides: dict[str, Any] = {"_==_": eq, "_!=_": ne, "_in_": contains_item, "_[_]": index, "size": size, "contains": contains}
+    for name, op in {"_<_": operator.lt, "_<=_": operator.le, "_>_": operator.gt, "_>=_": operator.ge}.items():
+        overrides[name] = ordering(name, op)
+    for name in ("_+_", "_-_", "_*_", "_/_", "_%_"):
+        overrides[name] = arithmetic(name)
     return overrides
+
+
+_MISSING = object()
 
 
 def _celpy_message(err: Any) -> str:

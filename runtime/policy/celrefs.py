@@ -136,7 +136,7 @@ def string_value(token: Token) -> str | None:
 def analyse(source: str) -> ExpressionFacts:
     """Extract the facts listed in the module docstring. Raises :class:`LexError`."""
     tokens = tokenize(source)
-    bound = _bound_variables(tokens)
+    scopes = _macro_scopes(tokens)
     roots: list[Reference] = []
     args_paths: list[ArgsPath] = []
     regexes: list[Reference] = []
@@ -146,7 +146,7 @@ def analyse(source: str) -> ExpressionFacts:
         if token.kind == "ident":
             is_member = before is not None and before.text == "."
             is_call = after is not None and after.text == "("
-            if not is_member and not is_call and token.text not in _KEYWORDS and token.text not in bound:
+            if not is_member and not is_call and token.text not in _KEYWORDS and not _is_bound(token.text, index, scopes):
                 roots.append(Reference(token.text, token.offset))
                 if token.text == "args":
                     path = _args_path(tokens, index + 1)
@@ -187,16 +187,36 @@ def _args_path(tokens: list[Token], start: int) -> ArgsPath | None:
     return ArgsPath(tuple(fields), offset) if fields else None
 
 
-def _bound_variables(tokens: list[Token]) -> frozenset[str]:
-    """Names bound by comprehension macros: ``x`` in ``list.all(x, ...)``, ``k, v`` in two-variable forms."""
-    names: set[str] = set()
+def _macro_scopes(tokens: list[Token]) -> list[tuple[int, int, frozenset[str]]]:
+    """(first, last, names): token ranges where a comprehension macro binds ``names``,
+    e.g. ``x`` inside ``list.all(x, ...)`` (and ``k, v`` in two-variable forms)."""
+    scopes = []
     for i in range(len(tokens) - 3):
         if tokens[i].text == "." and tokens[i + 1].text in _MACROS and tokens[i + 2].text == "(":
+            names: set[str] = set()
             j = i + 3
             while j + 1 < len(tokens) and tokens[j].kind == "ident" and tokens[j + 1].text == ",":
                 names.add(tokens[j].text)
                 j += 2
-    return frozenset(names)
+            if names:
+                scopes.append((i + 3, _closing(tokens, i + 2), frozenset(names)))
+    return scopes
+
+
+def _closing(tokens: list[Token], open_index: int) -> int:
+    depth = 0
+    for k in range(open_index, len(tokens)):
+        if tokens[k].text == "(":
+            depth += 1
+        elif tokens[k].text == ")":
+            depth -= 1
+            if depth == 0:
+                return k
+    return len(tokens)
+
+
+def _is_bound(name: str, index: int, scopes: list[tuple[int, int, frozenset[str]]]) -> bool:
+    return any(first <= index <= last and name in names for first, last, names in scopes)
 
 
 def _macro_depth(tokens: list[Token]) -> int:

@@ -9,6 +9,8 @@ annotation in both (the Draft 2020-12 default), so they cannot disagree on it.
 
 from __future__ import annotations
 
+import copy
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,8 +43,9 @@ class ArgumentValidator:
 
     def __init__(self, schema: Mapping[str, Any], engine: str = "auto") -> None:
         use_fast = engine == "fast" or (engine == "auto" and fast_schema_available())
-        self._python = python_validator(dict(schema))
-        self._rust = _rust_validator(schema) if use_fast else None
+        schema = copy.deepcopy(dict(schema))  # the compiled validator must not share the spec's dicts
+        self._python = python_validator(schema)
+        self._rust = _rust_validator(schema) if use_fast and not _has_class_escapes(schema) else None
         self.engine = "fast" if self._rust is not None else "portable"
 
     def validate(self, args: Any) -> tuple[ArgumentProblem, ...]:
@@ -57,6 +60,26 @@ class ArgumentValidator:
         if not found and self._rust is not None:
             found = _rust_violations(self._rust, args)
         return tuple(ArgumentProblem(pointer(v.path), v.message) for v in found)
+
+
+_CLASS_ESCAPES = re.compile(r"\\[sSbBwWdD]")
+
+
+def _has_class_escapes(schema: Any) -> bool:
+    """True when a ``pattern`` uses ``\\s``, ``\\b``, ``\\w`` or ``\\d``: RE2 reads them as ASCII
+    classes and Rust's regex as Unicode ones, so such schemas use the portable
+    validator alone, keeping one meaning for every pattern."""
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "pattern" and isinstance(value, str) and _CLASS_ESCAPES.search(value):
+                return True
+            if key == "patternProperties" and isinstance(value, dict) and any(_CLASS_ESCAPES.search(k) for k in value):
+                return True
+            if _has_class_escapes(value):
+                return True
+    elif isinstance(schema, list):
+        return any(_has_class_escapes(item) for item in schema)
+    return False
 
 
 def _rust_validator(schema: Mapping[str, Any]) -> Any:

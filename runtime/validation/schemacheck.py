@@ -22,6 +22,7 @@ from jsonschema import Draft202012Validator
 from runtime.config.suggest import did_you_mean
 from runtime.regex import RegexRejected, check_pattern
 from runtime.validation.violations import python_validator, violations
+from runtime.validation.wording import sentence
 
 Path = tuple[str | int, ...]
 
@@ -71,7 +72,7 @@ def check_input_schema(schema: Any) -> list[SchemaFinding]:
     findings: list[SchemaFinding] = []
     if _meta_valid_fast(schema) is not True:
         for v in violations(_meta_validator(), schema, root="the schema"):
-            findings.append(SchemaFinding(v.path, "schema-invalid", f"not a valid JSON Schema: {v.message}. Fix this keyword (Draft 2020-12)."))
+            findings.append(SchemaFinding(v.path, "schema-invalid", f"not a valid JSON Schema: {sentence(v.message)} Fix this keyword (Draft 2020-12)."))
     if findings:
         return findings
     if not isinstance(schema, dict) or schema.get("type") != "object":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import jsonschema
@@ -43,7 +44,20 @@ def _re2_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> It
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-Re2Draft202012Validator = jsonschema.validators.extend(Draft202012Validator, {"pattern": _re2_pattern})
+def _decimal_multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    """``multipleOf`` in decimal arithmetic: 0.3 is a multiple of 0.1 (binary floats say no)."""
+    if not validator.is_type(instance, "number"):
+        return
+    try:
+        quotient = Decimal(str(instance)) / Decimal(str(divisor))
+        exact = quotient == quotient.to_integral_value()
+    except (InvalidOperation, ArithmeticError):
+        exact = False
+    if not exact:
+        yield ValidationError(f"{instance!r} is not a multiple of {divisor}")
+
+
+Re2Draft202012Validator = jsonschema.validators.extend(Draft202012Validator, {"pattern": _re2_pattern, "multipleOf": _decimal_multiple_of})
 
 
 def python_validator(schema: Mapping[str, Any] | bool) -> Any:
@@ -53,10 +67,14 @@ def python_validator(schema: Mapping[str, Any] | bool) -> Any:
 
 def violations(validator: Any, instance: Any, root: str = "the arguments") -> list[Violation]:
     """Every violation of ``validator``'s schema by ``instance``, explained."""
-    found: list[Violation] = []
+    found: dict[tuple[Any, ...], Violation] = {}
     for error in validator.iter_errors(instance):
-        found.extend(_explain(error, root))
-    return found
+        for violation in _explain(error, root):
+            # jsonschema reports one `required` error per missing name, each carrying
+            # the whole list; and a non-object schema can fail several meta-schema
+            # branches the same way. Say each thing once.
+            found.setdefault((violation.path, violation.keyword, violation.message), violation)
+    return list(found.values())
 
 
 def _explain(error: ValidationError, root: str) -> list[Violation]:
@@ -67,8 +85,9 @@ def _explain(error: ValidationError, root: str) -> list[Violation]:
         if branch is not None:
             return [v for sub in branch for v in _explain(sub, root)]
         types = _branch_types(error.validator_value)
-        if types:
+        if types and json_type(error.instance) not in types and not (json_type(error.instance) == "integer" and "number" in types):
             return [Violation(path, "type", describe("type", path, error.instance, types, {}, root))]
+        return [Violation(path, keyword, _alternatives(error, keyword, path, root))]
     if keyword == "additionalProperties" and isinstance(error.instance, dict):
         allowed = set(error.schema.get("properties", {})) if isinstance(error.schema, dict) else set()
         extras = [k for k in error.instance if k not in allowed]
@@ -79,6 +98,21 @@ def _explain(error: ValidationError, root: str) -> list[Violation]:
     if keyword == "false" or error.validator_value is False and keyword == "additionalProperties":
         return [Violation(path, "false", describe("false", path, error.instance, False, error.schema, root))]
     return [Violation(path, keyword, describe(keyword, path, error.instance, error.validator_value, error.schema, root))]
+
+
+def _alternatives(error: ValidationError, keyword: str, path: tuple[str | int, ...], root: str) -> str:
+    """"does not match any of the allowed forms: (1) ...; (2) ..." with each branch's first reason."""
+    by_branch: dict[int, list[ValidationError]] = {}
+    for sub in error.context or ():
+        index = sub.relative_schema_path[0] if sub.relative_schema_path else -1
+        by_branch.setdefault(int(index), []).append(sub)
+    reasons = []
+    for number, index in enumerate(sorted(by_branch), start=1):
+        explained = _explain(by_branch[index][0], root)
+        if explained:
+            reasons.append(f"({number}) {explained[0].message}")
+    head = describe(keyword, path, error.instance, error.validator_value, error.schema, root)
+    return f"{head}: {'; '.join(reasons[:5])}" if reasons else head
 
 
 def _matching_branch(error: ValidationError) -> list[ValidationError] | None:

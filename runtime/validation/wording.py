@@ -52,6 +52,12 @@ def json_type(value: Any) -> str:
     return type(value).__name__
 
 
+def sentence(text: str) -> str:
+    """``text`` ending with exactly one full stop (or its own ``?``/``!``)."""
+    text = text.rstrip()
+    return text if text.endswith((".", "?", "!")) else text + "."
+
+
 def field_name(path: Sequence[str | int], root: str = "the arguments") -> str:
     """``filter.limit`` / ``items[2]`` / ``the arguments`` for the empty path."""
     if not path:
