@@ -84,6 +84,8 @@ class Handler:
     command: HandlerCommand | None = None
     http: HandlerHttp | None = None
     function: Callable[..., Any] | None = field(default=None, compare=False)
+    is_async: bool = False  # python handlers: a coroutine function
+    takes_context: bool = False  # python handlers: accepts (args, context)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,9 @@ class CompiledTool:
     output: ResolvedOutput
     redaction: tuple[CompiledRedaction, ...]
     source: Location
+    defaults: Mapping[str, Any]  # top-level input-schema defaults, filled into valid calls
+    attributes: Mapping[str, Any]  # what CEL sees as `tool`
+    redactor: Any = None  # runtime.shaping.redact.Redactor over `redaction`, built once
 
     @property
     def key(self) -> str:

@@ -197,6 +197,8 @@ class _Builder:
             output=self._resolve_output(spec.output, profile),
             redaction=tuple(profiles),
             source=entry.source.locate(()),
+            defaults=_defaults(spec.input_schema),
+            attributes=_attributes(model, handler.kind),
         )
 
     def _tool_pieces(self, model: ToolDocument) -> _ToolPieces:
@@ -295,6 +297,31 @@ class _Builder:
                 findings.extend(more)
             compiled.append((glob_matcher(rule.tools), when, reason))
         return _PolicyPieces(tuple(findings), tuple(compiled))
+
+
+def _defaults(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return MappingProxyType({})
+    return MappingProxyType({name: sub["default"] for name, sub in properties.items() if isinstance(sub, dict) and "default" in sub})
+
+
+def _attributes(model: ToolDocument, handler_kind: str) -> Mapping[str, Any]:
+    """The tool as CEL expressions see it (``tool.read_only``, ``tool.labels``...)."""
+    spec = model.spec
+    return MappingProxyType(
+        {
+            "name": model.metadata.name,
+            "version": model.metadata.version or "",
+            "labels": dict(model.metadata.labels),
+            "read_only": spec.read_only,
+            "idempotent": spec.idempotent,
+            "risk": spec.risk.value,
+            "trust": spec.trust.value,
+            "handler": handler_kind,
+            "defer_loading": spec.defer_loading,
+        }
+    )
 
 
 def glob_matcher(globs: Sequence[str]) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import importlib.util
+import inspect
 import string
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -65,14 +66,29 @@ def resolve_handler(spec: ToolSpec, mcp_servers: Sequence[str], search_dirs: Seq
             findings.extend(_template_findings(value, spec, (*_HANDLER_PATH, "http", "headers", name)))
     if any(not f.warning for f in findings):
         return None, findings
+    is_async, takes_context = _call_style(function) if function is not None else (False, False)
     handler = Handler(
         kind=kind,
         target=target,
         command=form.command if form is not None else None,
         http=form.http if form is not None else None,
         function=function,
+        is_async=is_async,
+        takes_context=takes_context,
     )
     return handler, findings
+
+
+def _call_style(function: Callable[..., Any]) -> tuple[bool, bool]:
+    """(is a coroutine function, takes a second ``context`` parameter): decided once."""
+    is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(type(function).__call__)
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return is_async, False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    takes_context = len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
+    return is_async, takes_context
 
 
 def _template_findings(template: str, spec: ToolSpec, path: tuple[str | int, ...]) -> Iterator[Finding]:

@@ -227,13 +227,15 @@ def _portable_overrides() -> dict[str, Any]:
     from celpy import celtypes
     from celpy.evaluation import CELEvalError, base_functions
 
-    numeric = (celtypes.IntType, celtypes.UintType, celtypes.DoubleType)
+    # cel-python returns plain Python str / float / int from some operations (string
+    # concatenation, double arithmetic), so both the celtypes and the plain types count.
+    bools = (bool, celtypes.BoolType)
 
     def is_number(value: Any) -> bool:
-        return isinstance(value, numeric) and not isinstance(value, celtypes.BoolType)
+        return isinstance(value, (int, float)) and not isinstance(value, bools)
 
     def plain(value: Any) -> int | float:
-        return float(value) if isinstance(value, celtypes.DoubleType) else int(value)
+        return float(value) if isinstance(value, float) else int(value)
 
     def no_overload(name: str, *values: Any) -> CELEvalError:
         kinds = ", ".join(type(v).__name__ for v in values)
@@ -242,10 +244,14 @@ def _portable_overrides() -> dict[str, Any]:
     def category(value: Any) -> str:
         if value is None:
             return "null"
-        if isinstance(value, celtypes.BoolType):
+        if isinstance(value, bools):
             return "bool"
         if is_number(value):
             return "number"
+        if isinstance(value, str):
+            return "string"
+        if isinstance(value, bytes):
+            return "bytes"
         if isinstance(value, (celtypes.ListType, list)):
             return "list"
         if isinstance(value, (celtypes.MapType, dict)):
@@ -311,11 +317,11 @@ def _portable_overrides() -> dict[str, Any]:
             error = errors_first(a, b)
             if error is not None:
                 return error
-            if isinstance(a, celtypes.BoolType) or isinstance(b, celtypes.BoolType):
+            if isinstance(a, bools) or isinstance(b, bools) or category(a) != category(b):
                 return no_overload(name, a, b)
-            if is_number(a) and is_number(b) and type(a) is not type(b):
+            if is_number(a) and is_number(b) and _number_kind(a) != _number_kind(b):
                 return no_overload(name, a, b)
-            if name == "_/_" and isinstance(a, celtypes.DoubleType) and isinstance(b, celtypes.DoubleType) and float(b) == 0.0:
+            if name == "_/_" and isinstance(a, float) and isinstance(b, float) and b == 0.0:
                 x = float(a)
                 if x == 0.0 or math.isnan(x):
                     return celtypes.DoubleType(math.nan)
@@ -328,8 +334,10 @@ def _portable_overrides() -> dict[str, Any]:
         error = errors_first(container, key)
         if error is not None:
             return error
+        if isinstance(container, (str, bytes)):
+            return no_overload("_[_]", container, key)  # CEL has no string indexing
         if isinstance(container, (celtypes.ListType, list)):
-            if not is_number(key) or isinstance(key, celtypes.DoubleType) and not float(key).is_integer():
+            if not is_number(key) or isinstance(key, float) and not float(key).is_integer():
                 return no_overload("_[_]", container, key)
             position = int(plain(key))
             if position < 0 or position >= len(container):
@@ -356,6 +364,15 @@ def _portable_overrides() -> dict[str, Any]:
 
 
 _MISSING = object()
+
+
+def _number_kind(value: Any) -> str:
+    """int, uint or double: CEL does not mix them in arithmetic."""
+    from celpy import celtypes
+
+    if isinstance(value, float):
+        return "double"
+    return "uint" if isinstance(value, celtypes.UintType) else "int"
 
 
 def _celpy_message(err: Any) -> str:

@@ -1,0 +1,242 @@
+"""Running a child process under total and idle timeouts, and stopping its whole tree.
+
+Killing only the process we started leaves its children running (a test runner's
+workers, a shell's pipeline). Every child is started in a new session, so its
+process group holds its descendants; a stop signals the group, and also any
+descendant that left the group (found through /proc before signalling), first with
+SIGTERM, then, after the grace period, with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import secrets
+import signal
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+_READ_CHUNK = 65536
+_POLL_S = 0.01
+_EXIT_POLL_S = 0.25
+_DRAIN_S = 0.5
+_REAP_S = 2.0
+TAG_VARIABLE = "TOOLRT_PROCESS_TAG"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessResult:
+    exit_code: int | None
+    timed_out: str | None  # "total", "idle" or None
+    pid: int
+
+
+class Progress:
+    """Lets output (or a handler's progress report) push an idle deadline forward."""
+
+    __slots__ = ("_scope", "_deadline", "_idle_s", "_loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, deadline: float, idle_s: float | None) -> None:
+        self._loop = loop
+        self._deadline = deadline
+        self._idle_s = idle_s
+        self._scope: asyncio.Timeout | None = None
+
+    def attach(self, scope: asyncio.Timeout) -> None:
+        self._scope = scope
+        self.touch()
+
+    def touch(self) -> None:
+        """Activity seen now: the next idle expiry is idle_s from now (never past the total deadline)."""
+        if self._scope is not None and self._idle_s is not None and not self._scope.expired():
+            self._scope.reschedule(min(self._deadline, self._loop.time() + self._idle_s))
+
+    def touch_threadsafe(self) -> None:
+        self._loop.call_soon_threadsafe(self.touch)
+
+    def which(self) -> str:
+        """Which limit expired: total or idle."""
+        return "total" if self._loop.time() >= self._deadline - 0.005 else "idle"
+
+
+async def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    total_s: float,
+    idle_s: float | None,
+    grace_s: float,
+    on_output: Callable[[str], None],
+) -> ProcessResult:
+    """Run ``argv``; feed its combined stdout/stderr text to ``on_output`` as it arrives.
+
+    On a timeout the whole process tree is stopped before this returns. If the
+    awaiting task is cancelled, the tree is stopped too and the cancellation goes on.
+    A descendant left running after the command itself exited (and holding its
+    output open) is stopped after a short drain period.
+    """
+    loop = asyncio.get_running_loop()
+    tag = secrets.token_hex(8)
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=str(cwd),
+        env={**env, TAG_VARIABLE: tag},
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
+    tree = _Tree(proc, tag)
+    stdout = proc.stdout
+    if stdout is None:  # pragma: no cover - PIPE was requested
+        raise RuntimeError("no stdout pipe")
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    progress = Progress(loop, loop.time() + total_s, idle_s)
+    timed_out: str | None = None
+    reader: asyncio.Future[bytes] | None = None
+    try:
+        async with asyncio.timeout_at(loop.time() + total_s) as scope:
+            progress.attach(scope)
+            exited_at: float | None = None
+            while True:
+                if reader is None:
+                    reader = asyncio.ensure_future(stdout.read(_READ_CHUNK))
+                done, _ = await asyncio.wait({reader}, timeout=_EXIT_POLL_S)
+                if not done:
+                    if proc.returncode is not None:
+                        exited_at = exited_at or loop.time()
+                        if loop.time() - exited_at >= _DRAIN_S:
+                            break  # the command is done; a leftover descendant holds the pipe
+                    continue
+                chunk = reader.result()
+                reader = None
+                if not chunk:
+                    break
+                progress.touch()
+                text = decoder.decode(chunk)
+                if text:
+                    on_output(text)
+    except TimeoutError:
+        timed_out = progress.which()
+    except BaseException:
+        await asyncio.shield(tree.stop(grace_s))
+        raise
+    finally:
+        if reader is not None and not reader.done():
+            reader.cancel()
+    await tree.stop(grace_s)
+    tail = decoder.decode(b"", final=True)
+    if tail:
+        on_output(tail)
+    return ProcessResult(proc.returncode if timed_out is None else None, timed_out, proc.pid)
+
+
+class _Tree:
+    """A started process and everything it spawned (found by parent links and by the
+    tag variable every descendant inherits, which also finds those that escaped into
+    a session of their own and were re-parented)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, tag: str) -> None:
+        self.proc = proc
+        self.marker = f"{TAG_VARIABLE}={tag}".encode() + b"\0"
+
+    def members(self) -> set[int]:
+        found = descendants(self.proc.pid) | tagged(self.marker)
+        if self.proc.returncode is None:
+            found.add(self.proc.pid)
+        found.discard(os.getpid())
+        return {pid for pid in found if _is_running(pid)}
+
+    async def stop(self, grace_s: float) -> None:
+        """SIGTERM the group and every member, SIGKILL what is left after ``grace_s``,
+        then reap the leader."""
+        victims = self.members()
+        if victims:
+            _signal_all(self.proc.pid, victims, signal.SIGTERM)
+            loop = asyncio.get_running_loop()
+            give_up = loop.time() + grace_s
+            while loop.time() < give_up and _alive(victims):
+                await asyncio.sleep(_POLL_S)
+            victims = self.members()
+            if victims:
+                _signal_all(self.proc.pid, victims, signal.SIGKILL)
+        try:
+            await asyncio.wait_for(self.proc.wait(), _REAP_S)
+        except TimeoutError:
+            # Something outside the tree still holds our pipe: stop reading from it.
+            transport = getattr(self.proc, "_transport", None)
+            if transport is not None:
+                transport.close()
+
+
+def _signal_all(pgid: int, pids: set[int], sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def _alive(pids: set[int]) -> bool:
+    return any(_is_running(pid) for pid in pids)
+
+
+def _is_running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    # The state follows the ")" that closes the command name; Z (zombie) and X are dead.
+    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+    return state not in (b"Z", b"X")
+
+
+def tagged(marker: bytes) -> set[int]:
+    """Processes whose environment contains ``marker`` (``NAME=value\\0``)."""
+    found: set[int] = set()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as handle:
+                    if marker in handle.read():
+                        found.add(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def descendants(root: int) -> set[int]:
+    """Every live descendant of ``root``, from the parent links in /proc."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return set()
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found: set[int] = set()
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found

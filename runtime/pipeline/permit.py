@@ -1,0 +1,74 @@
+"""Stage 04, permit: may this validated call run?
+
+The stage talks to a :class:`Permitter` through one method. Until policies decide
+(the policy engine plugs in here), :class:`DefaultPermitter` allows read-only tools
+and, for the rest, follows the session's mode: ``bypass`` allows, ``plan`` denies,
+anything else asks the :class:`Approver`; with no approver, asking means no.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Protocol
+
+from runtime.records import Decision, Session, Stage, Status, ToolResult, ValidatedCall, error_result
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """An approver's answer."""
+
+    approved: bool
+    reason: str | None = None
+
+
+class Approver(Protocol):
+    """Asked about calls whose decision is ``ask``; supplied by the embedding app."""
+
+    async def __call__(self, call: ValidatedCall, session: Session, decision: Decision) -> Approval: ...
+
+
+class Permitter(Protocol):
+    """Decides allow / ask / deny for one validated call."""
+
+    def decide(self, call: ValidatedCall, session: Session) -> Decision: ...
+
+
+class DefaultPermitter:
+    """Read-only tools run; others follow the session mode (see module docstring)."""
+
+    def decide(self, call: ValidatedCall, session: Session) -> Decision:
+        if call.tool.spec.read_only:
+            return Decision("allow", reason="read-only tool")
+        if session.mode == "bypass":
+            return Decision("allow", reason="session is in bypass mode")
+        if session.mode == "plan":
+            return Decision("deny", reason="the session is in plan mode: only read-only tools may run")
+        return Decision("ask", reason=f"`{call.tool.name}` can change things, so a person approves each call")
+
+
+async def permit(call: ValidatedCall, session: Session, permitter: Permitter, approver: Approver | None, approval_timeout_s: float) -> Decision | ToolResult:
+    """The decision to go on with (allow), or an error result saying why not."""
+    decision = permitter.decide(call, session)
+    if decision.effect == "allow":
+        return decision
+    if decision.effect == "deny":
+        return _denied(call, decision, decision.reason or "denied by policy")
+    if approver is None:
+        return _denied(call, decision, f"{decision.reason or 'this call needs approval'}; no approver is available in this session, so it was not run")
+    try:
+        async with asyncio.timeout(approval_timeout_s):
+            answer = await approver(call, session, decision)
+    except TimeoutError:
+        return _denied(call, decision, f"approval did not arrive within {approval_timeout_s:g} s, so the call was not run")
+    except Exception as err:  # noqa: BLE001 - a broken approver must not crash the turn; it counts as no
+        return _denied(call, decision, f"the approver failed ({type(err).__name__}), so the call was not run")
+    if not answer.approved:
+        return _denied(call, decision, f"a person declined this call{': ' + answer.reason if answer.reason else ''}")
+    return Decision("allow", rule=decision.rule, reason=answer.reason or "approved")
+
+
+def _denied(call: ValidatedCall, decision: Decision, why: str) -> ToolResult:
+    rule = f" (rule `{decision.rule}`)" if decision.rule else ""
+    return error_result(call.call, Status.denied, "denied", Stage.permit, f"Permission denied for `{call.tool.name}`{rule}: {why}.", decision=decision.effect, rule=decision.rule)

@@ -1,0 +1,60 @@
+"""Stage 03, validate: the input schema, then the tool's business rules (CEL)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from runtime.config.models import FailurePolicy
+from runtime.policy.cel import RULE_VARIABLES, get_engine
+from runtime.records import BoundCall, Session, Stage, Status, ToolResult, ValidatedCall, error_result
+from runtime.snapshot import Snapshot
+
+
+def validate(bound: BoundCall, session: Session, snapshot: Snapshot) -> ValidatedCall | ToolResult:
+    """Arguments checked against the compiled schema and rules, with schema defaults
+    filled in; or an error result saying what to fix."""
+    call, tool = bound.call, bound.tool
+    args = call.args
+    if args is None:
+        return error_result(call, Status.invalid, "bad_arguments", Stage.validate, f"Arguments for `{tool.name}` could not be read: {call.parse_error or 'missing'}.")
+    problems = tool.arguments.validate(args)
+    if problems:
+        lines = "\n".join(f"- {p.message}" for p in problems[:20])
+        more = f"\n- ... and {len(problems) - 20} more" if len(problems) > 20 else ""
+        return error_result(
+            call, Status.invalid, "invalid_arguments", Stage.validate,
+            f"Invalid arguments for `{tool.name}`:\n{lines}{more}\nFix the arguments and call `{tool.name}` again.",
+            problems=tuple({"pointer": p.pointer, "message": p.message} for p in problems),
+        )
+    filled: Mapping[str, Any] = MappingProxyType({**tool.defaults, **args}) if tool.defaults else args
+    if tool.rules:
+        failure = _check_rules(bound, filled, session, snapshot)
+        if failure is not None:
+            return failure
+    return ValidatedCall(call, tool, filled)
+
+
+def _check_rules(bound: BoundCall, args: Mapping[str, Any], session: Session, snapshot: Snapshot) -> ToolResult | None:
+    call, tool = bound.call, bound.tool
+    engine = get_engine(snapshot.cel_engine)
+    data = {"args": dict(args), "tool": dict(tool.attributes), "session": session_view(session), "call": {"id": call.id, "index": call.index}}
+    activation = engine.activation(data, RULE_VARIABLES)
+    for rule in tool.rules:
+        outcome = rule.program.evaluate(activation)
+        if outcome.is_true:
+            continue
+        if outcome.error is not None:
+            if rule.on_error is FailurePolicy.ignore:
+                continue
+            message = f"{rule.message} (rule `{rule.name}` could not be checked: {outcome.error})"
+        else:
+            message = rule.message
+        return error_result(call, Status.invalid, "rule_failed", Stage.validate, f"`{tool.name}` refused these arguments: {message}", rule=rule.name)
+    return None
+
+
+def session_view(session: Session) -> dict[str, Any]:
+    """What CEL expressions see as ``session``."""
+    return {"id": session.id, "user": session.user or "", "mode": session.mode, "labels": dict(session.labels)}

@@ -1,0 +1,138 @@
+"""The typed records that carry one call through the pipeline.
+
+Progress is carried by types, so that execution cannot be reached with unvalidated
+arguments::
+
+    Call -> BoundCall -> ValidatedCall -> (Decision) -> Outcome -> ToolResult
+
+Every stage returns either the next record or a :class:`ToolResult` (an error result);
+a ToolResult is the only way out of the pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runtime.snapshot import CompiledTool
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+class Stage(str, Enum):
+    """The seven stages, in order."""
+
+    parse = "parse"
+    lookup = "lookup"
+    validate = "validate"
+    permit = "permit"
+    execute = "execute"
+    shape = "shape"
+    respond = "respond"
+
+
+class Status(str, Enum):
+    """How a call ended. Everything but ``ok`` is an error result (``is_error``)."""
+
+    ok = "ok"
+    error = "error"  # the tool ran and failed
+    invalid = "invalid"  # bad JSON, unknown tool, schema or rule violation
+    denied = "denied"  # permission stage said no
+    timeout = "timeout"
+    unknown = "unknown"  # a write whose effect is unknown (timed out, crashed, still running)
+    not_executed = "not_executed"  # skipped: duplicate id, interrupted, stop_on_error, turn deadline
+    background = "background"  # kept running in the background; poll the handle
+    internal = "internal"  # a bug in toolrt, contained
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One tool call as the model made it. ``args`` is None when they could not be parsed."""
+
+    id: str
+    name: str
+    args: Mapping[str, Any] | None
+    index: int = 0  # position in the turn
+    raw_arguments: str | None = None  # the provider's argument string, when it sent one
+    parse_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """Who the calls are made for. ``mode`` is a permission mode name."""
+
+    id: str = "default"
+    user: str | None = None
+    mode: str = "default"
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class BoundCall:
+    call: Call
+    tool: CompiledTool
+
+
+@dataclass(frozen=True, slots=True)
+class ValidatedCall:
+    """A call whose arguments passed the schema and every business rule."""
+
+    call: Call
+    tool: CompiledTool
+    args: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The permission stage's verdict and why."""
+
+    effect: str  # allow | ask | deny
+    rule: str | None = None
+    reason: str | None = None
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a handler produced: a value (success) or an error text, before shaping."""
+
+    value: Any = None
+    error: str | None = None
+    status: Status = Status.ok
+    code: str | None = None
+    metadata: Mapping[str, Any] = _EMPTY
+
+    @property
+    def is_error(self) -> bool:
+        return self.status is not Status.ok and self.status is not Status.background
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """Exactly one per call: the text the model reads, and where it came from.
+
+    ``metadata`` carries provenance: snapshot version, decision, per-stage timings,
+    redactions by kind (never values), truncation and artifact details.
+    """
+
+    call_id: str
+    name: str
+    content: str
+    status: Status = Status.ok
+    code: str | None = None
+    stage: Stage | None = None
+    structured: Any = None
+    metadata: Mapping[str, Any] = _EMPTY
+
+    @property
+    def is_error(self) -> bool:
+        return self.status is not Status.ok and self.status is not Status.background
+
+
+def error_result(call: Call, status: Status, code: str, stage: Stage, message: str, **metadata: Any) -> ToolResult:
+    """An error result for ``call``, said in words the model can act on."""
+    return ToolResult(call_id=call.id, name=call.name, content=message, status=status, code=code, stage=stage, metadata=MappingProxyType(metadata))
