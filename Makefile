@@ -22,7 +22,9 @@ test: $(STAMP)
 	$(BIN)/python -m pytest; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
 lint: $(STAMP)
-	$(BIN)/toolrt lint --strict examples/coding-agent examples/customer-service policies
+	$(BIN)/toolrt lint --strict examples/coding-agent
+	$(BIN)/toolrt lint --strict examples/customer-service
+	$(BIN)/toolrt lint --strict policies
 	$(BIN)/ruff check runtime tests
 	$(BIN)/mypy
 

@@ -7,6 +7,7 @@ Exit codes: 0 success, 1 problems found (lint errors, failed checks), 2 usage er
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,7 +52,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     out = stdout or sys.stdout
     err = stderr or sys.stderr
     try:
-        args = _parser().parse_args(argv)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = _parser().parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code) if isinstance(exit_.code, int) else EXIT_USAGE
     if args.command == "lint":

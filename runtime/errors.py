@@ -8,7 +8,11 @@
     │                             problem found (file:line:col, code, message).
     ├── CelCompileError           a CEL expression that does not compile (line:col in
     │                             the expression); turned into a ConfigError problem.
-    └── UsageError                the person at the command line: bad flags or paths.
+    ├── UsageError                the person at the command line: bad flags or paths.
+    └── ToolError                 raised BY a handler to fail a call on purpose; its
+        │                         message is what the model reads ("ticket not found").
+        └── TransientError        a failure worth retrying (read-only or idempotent
+                                  tools only, with backoff).
 
 Errors the *model* must act on (bad arguments, unknown tools, denials, timeouts) are
 never raised at the embedding app: the pipeline turns them into error results.
@@ -52,3 +56,15 @@ class CelCompileError(ToolrtError):
 
 class UsageError(ToolrtError):
     """Bad command-line usage (unknown flag, missing path)."""
+
+
+class ToolError(ToolrtError):
+    """Raised by a handler to fail the call with a message for the model.
+
+    Unlike any other exception, it means "nothing was changed", so even a write tool
+    reports a plain error rather than "result unknown".
+    """
+
+
+class TransientError(ToolError):
+    """A failure that may go away on retry (a busy service, a dropped connection)."""

@@ -26,6 +26,9 @@ _RE2_HINTS = {
     "invalid perl operator: (?<!": "negative look-behind `(?<!...)` is not supported",
     "invalid perl operator: (?>": "atomic groups `(?>...)` are not supported",
     "bad repetition operator: ++": "possessive quantifiers such as `++` are not supported",
+    "invalid named capture group: (?P=": "named back-references `(?P=name)` are not supported",
+    "invalid perl operator: (?P=": "named back-references `(?P=name)` are not supported",
+    "invalid perl operator: (?P>": "recursion `(?P>name)` is not supported",
     "bad repetition operator: *+": "possessive quantifiers such as `*+` are not supported",
 }
 
@@ -66,6 +69,8 @@ def check_pattern(pattern: str) -> None:
         for needle, hint in _RE2_HINTS.items():
             if detail.startswith(needle):
                 raise RegexRejected("regex-unsupported", f"{hint} in RE2 syntax (linear-time matching). Rewrite the pattern without it, e.g. match the context and use a capture group.") from None
+        if "(?P=" in pattern and detail.startswith("invalid perl operator: (?P"):
+            raise RegexRejected("regex-unsupported", "named back-references `(?P=name)` are not supported in RE2 syntax (linear-time matching). Rewrite the pattern without them.") from None
         if detail.startswith("invalid escape sequence: \\") and detail[-1:].isdigit():
             raise RegexRejected("regex-unsupported", "back-references such as `\\1` are not supported in RE2 syntax (linear-time matching). Rewrite the pattern without them.") from None
         raise RegexRejected("regex-invalid", f"invalid regular expression: {detail}. Fix the pattern (RE2 syntax).") from None

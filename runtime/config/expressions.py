@@ -18,6 +18,7 @@ from runtime.errors import CelCompileError
 from runtime.policy.cel import CelEngine, CelProgram
 from runtime.policy.celrefs import LexError, Token, analyse, offset_to_line_col, string_value
 from runtime.regex import RegexRejected, check_pattern
+from runtime.validation.wording import sentence
 
 Path = tuple[str | int, ...]
 
@@ -77,7 +78,8 @@ def compile_expression(
         program = engine.compile(source, variables)
     except CelCompileError as err:
         code = "cel-syntax" if "yntax" in err.message else "cel-type"
-        findings.append(Finding(path, code, f"CEL {'syntax' if code == 'cel-syntax' else 'type'} error: {err.message}. Fix the expression.", inner=(err.line, err.col)))
+        detail = err.message.removeprefix("Syntax error: ").removeprefix("syntax error: ")
+        findings.append(Finding(path, code, f"CEL {'syntax' if code == 'cel-syntax' else 'type'} error: {sentence(detail)} Fix the expression.", inner=(err.line, err.col)))
         return None, findings
     return program, findings
 

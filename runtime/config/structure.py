@@ -19,7 +19,7 @@ from runtime.config.schema import kind_schema
 from runtime.config.suggest import did_you_mean
 from runtime.config.yamlsource import SourceDocument
 from runtime.validation.violations import Violation, python_validator, violations
-from runtime.validation.wording import field_name
+from runtime.validation.wording import field_name, sentence
 
 _CODES = {"additionalProperties": "unknown-key", "required": "missing-key", "type": "wrong-type", "false": "unknown-key"}
 _HANDLER_KEYS = "builtin, python, mcp, command or http"
@@ -53,12 +53,12 @@ def check_structure(doc: SourceDocument) -> StructureResult:
     api_version = data.get("apiVersion")
     if api_version is None:
         problems.append(Problem(doc.locate(()), "missing-key", f"`apiVersion` is missing; add `apiVersion: {API_VERSION}`."))
-    elif api_version != API_VERSION:
+    elif not isinstance(api_version, str) or api_version != API_VERSION:
         problems.append(Problem(doc.locate(("apiVersion",)), "unknown-api-version", f"apiVersion `{api_version}` is not supported; use `{API_VERSION}`."))
     kind = data.get("kind")
     if kind is None:
         problems.append(Problem(doc.locate(()), "missing-key", f"`kind` is missing; add one of: {', '.join(KINDS)}."))
-    elif kind not in DOCUMENT_MODELS:
+    elif not isinstance(kind, str) or kind not in DOCUMENT_MODELS:
         problems.append(Problem(doc.locate(("kind",)), "unknown-kind", f"unknown kind `{kind}`.{did_you_mean(str(kind), KINDS)} Known kinds: {', '.join(KINDS)}."))
     if problems:
         return _fail(*problems)
@@ -90,7 +90,7 @@ def _to_problem(doc: SourceDocument, v: Violation) -> Problem:
         return Problem(doc.locate(v.path), "invalid-value", f"`{'.'.join(map(str, v.path))}` takes exactly one of {_HANDLER_KEYS}.")
     if v.keyword == "required" and v.key is not None:
         return Problem(doc.locate(v.path), code, f"{v.message}; add `{v.key}`.")
-    return Problem(doc.locate(v.path), code, v.message + ".")
+    return Problem(doc.locate(v.path), code, sentence(v.message))
 
 
 def _allowed_keys(data: Any, path: tuple[str | int, ...]) -> list[str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +77,12 @@ class SourceDocument:
                 return ""
         return value
 
+    def _block_indent(self, indicator_line: int) -> int:
+        for text in self.lines[indicator_line:]:
+            if text.strip():
+                return len(text) - len(text.lstrip(" "))
+        return 0
+
     def locate_in_scalar(self, path: Path, line_in_text: int, col_in_text: int) -> Location:
         """Map a 1-based position inside a string value (a CEL expression, a regex) to the file."""
         style = self.scalar_styles.get(tuple(path))
@@ -85,11 +92,10 @@ class SourceDocument:
         if line_in_text > len(text_lines):  # e.g. "unexpected end": point just past the text
             line_in_text, col_in_text = len(text_lines), len(text_lines[-1]) + 1
         if style.style in ("|", ">"):
-            # Block scalars start on the line after the indicator; find the indentation.
+            # Block scalars start on the line after the indicator; every content line
+            # shares the indentation of the first non-empty one.
             file_line = style.line + line_in_text
-            text = self.lines[file_line - 1] if 0 < file_line <= len(self.lines) else ""
-            indent = len(text) - len(text.lstrip(" "))
-            return Location(self.file, file_line, indent + col_in_text)
+            return Location(self.file, file_line, self._block_indent(style.line) + col_in_text)
         if line_in_text == 1:
             quote = 1 if style.style in ('"', "'") else 0
             return Location(self.file, style.line, style.col + quote + col_in_text - 1)
@@ -129,7 +135,10 @@ def parse_yaml(text: str, file: str) -> ParsedFile:
     lines = tuple(text.splitlines())
     documents: list[SourceDocument] = []
     problems: list[Problem] = []
-    loader = YAML(typ="safe", pure=False)  # libyaml via ruamel.yaml.clib when installed
+    # libyaml (via ruamel.yaml.clib) is 5x faster, but it recurses in C and can crash
+    # the process on pathologically deep nesting; such text goes to the pure-Python
+    # parser, whose recursion ends in a RecursionError we report.
+    loader = YAML(typ="safe", pure=_looks_deep(text))
     loader.Resolver = _MemoResolver
     try:
         for index, root in enumerate(_compose_all(loader, text)):
@@ -163,6 +172,27 @@ def parse_yaml(text: str, file: str) -> ParsedFile:
     except RecursionError:
         problems.append(Problem(Location(file, 1, 1), "yaml-too-deep", f"YAML nesting is too deep to parse; config documents may nest at most {_MAX_DEPTH} levels."))
     return ParsedFile(documents, problems)
+
+
+_BRACKETS = re.compile(r"[\[\]{}]")
+_INDENT = re.compile(r"^[ \t]*", re.MULTILINE)
+_DASHES = re.compile(r"(?:-[ \t]+){32,}")
+
+
+def _looks_deep(text: str) -> bool:
+    """True when ``text`` may nest far deeper than any config needs (checked cheaply)."""
+    if _DASHES.search(text):
+        return True
+    if max((len(m) for m in _INDENT.findall(text)), default=0) > 256:
+        return True
+    if text.count("[") + text.count("{") > _MAX_DEPTH:
+        depth = deepest = 0
+        for match in _BRACKETS.finditer(text):
+            depth = depth + 1 if match.group() in "[{" else max(depth - 1, 0)
+            deepest = max(deepest, depth)
+            if deepest > _MAX_DEPTH:
+                return True
+    return False
 
 
 def _compose_all(loader: YAML, text: str) -> Iterator[Node | None]:
@@ -225,7 +255,7 @@ class _Builder:
                 where = f" (first at line {first[0]})" if first else ""
                 raise _Refused(key_node, "yaml-duplicate-key", f"duplicate key `{key}`{where}; a key may appear once per mapping. Remove one of them.")
             explicit.add(key)
-            self.key_positions[(*path, key)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            self.key_positions.setdefault((*path, key), (key_node.start_mark.line + 1, key_node.start_mark.column + 1))
             result[key] = self.build(value_node, (*path, key), depth + 1)
         # `<<: *defaults` merge keys: explicit keys win, earlier merges win over later.
         for key_node, value_node in merged:
@@ -249,7 +279,7 @@ class _Builder:
         tag = full_tag.removeprefix(_CORE) if full_tag.startswith(_CORE) else None
         value: str = node.value
         if tag in ("str", "timestamp"):
-            self.styles[path] = ScalarStyle(node.style, node.start_mark.line + 1, node.start_mark.column + 1)
+            self.styles.setdefault(path, ScalarStyle(node.style, node.start_mark.line + 1, node.start_mark.column + 1))
             return value
         if tag == "null":
             return None

@@ -88,8 +88,13 @@ def _github(problems: Sequence[Problem]) -> str:
     for p in problems:
         level = "error" if p.is_error else "warning"
         message = p.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        where = f"file={p.location.file}"
+        where = f"file={_property(p.location.file)}"
         if p.location.line > 0:
             where += f",line={p.location.line},col={p.location.col}"
-        lines.append(f"::{level} {where},title={p.code}::{message}")
+        lines.append(f"::{level} {where},title={_property(p.code)}::{message}")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _property(value: str) -> str:
+    """Escape a workflow-command property value (GitHub: %, CR, LF, ':' and ',')."""
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").replace(":", "%3A").replace(",", "%2C")

@@ -1,0 +1,30 @@
+"""What one turn's calls share: the captured snapshot, the session, the services."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from runtime.records import Session
+from runtime.settings import Settings
+from runtime.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from runtime.pipeline.permit import Approver, Permitter
+
+
+@dataclass(frozen=True)
+class TurnEnv:
+    """Read once per turn: every call of the turn uses this same snapshot."""
+
+    snapshot: Snapshot
+    settings: Settings
+    session: Session
+    permitter: Permitter
+    approver: Approver | None
+    artifacts: Any  # runtime.shaping.artifacts.ArtifactStore | None
+    workspace_root: Path
+    request_id: str
+    trace_id: str | None = None
+    approval_timeout_s: float = 300.0

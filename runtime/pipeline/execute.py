@@ -1,0 +1,137 @@
+"""Stage 05, execute: run the handler under its timeouts; every failure becomes an Outcome.
+
+A timed-out or crashed call to a tool that is not read-only ends as ``unknown``: it
+may or may not have taken effect, and the model is told to check before retrying.
+Retries happen only for read-only or idempotent tools, only after transient errors,
+with exponential backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from runtime.context import ToolContext
+from runtime.errors import ToolError, TransientError
+from runtime.execution.command import CommandError, prepare
+from runtime.execution.output import OutputCollector
+from runtime.execution.processes import run_process
+from runtime.execution.python import call_python
+from runtime.pipeline.env import TurnEnv
+from runtime.records import Outcome, Status, ValidatedCall
+from runtime.snapshot import CompiledTool
+
+_UNKNOWN = "Result unknown: `{tool}` {what}; it may or may not have taken effect. Check whether it did before retrying."
+_TRANSIENT_OS = (ConnectionError, TimeoutError, BlockingIOError)
+
+
+async def execute(call: ValidatedCall, env: TurnEnv) -> Outcome:
+    """Run ``call``'s handler (with retries where safe) and report what happened."""
+    tool = call.tool
+    retry = tool.spec.retry
+    retry_allowed = retry.attempts > 0 and (tool.spec.read_only or tool.spec.idempotent)
+    attempt = 0
+    while True:
+        outcome = await _run_once(call, env)
+        transient = outcome.metadata.get("transient") is True
+        if not (retry_allowed and transient and attempt < retry.attempts):
+            if attempt:
+                outcome = Outcome(outcome.value, outcome.error, outcome.status, outcome.code, MappingProxyType({**outcome.metadata, "attempts": attempt + 1}))
+            return outcome
+        await asyncio.sleep(min(retry.max_backoff_s, retry.backoff_s * (2**attempt)))
+        attempt += 1
+
+
+async def _run_once(call: ValidatedCall, env: TurnEnv) -> Outcome:
+    handler = call.tool.handler
+    if handler.kind == "python":
+        return await _python(call, env)
+    if handler.kind == "command":
+        return await _command(call, env)
+    what = f"built-in `{handler.target}`" if handler.kind == "builtin" else f"{handler.kind} handlers"
+    return Outcome(error=f"{what} cannot run in this version of toolrt yet.", status=Status.error, code="not_available")
+
+
+def context_for(call: ValidatedCall, env: TurnEnv) -> ToolContext:
+    return ToolContext(
+        workspace_root=env.workspace_root,
+        session=env.session,
+        call_id=call.call.id,
+        request_id=env.request_id,
+        trace_id=env.trace_id,
+        tool=call.tool.name,
+        snapshot_version=env.snapshot.version,
+        artifacts=env.artifacts,
+    )
+
+
+async def _python(call: ValidatedCall, env: TurnEnv) -> Outcome:
+    tool = call.tool
+    timeout = tool.spec.timeout
+    result = await call_python(tool.handler, call.args, context_for(call, env), total_s=timeout.total_s, idle_s=timeout.idle_s)
+    if result.timed_out is not None:
+        limit = timeout.total_s if result.timed_out == "total" else timeout.idle_s
+        what = f"timed out after {limit:g} s ({'no progress' if result.timed_out == 'idle' else 'total time'})"
+        if result.abandoned:
+            what += " and could not be stopped: it is still running"
+        return _failure(tool, what, Status.timeout, "timeout")
+    error = result.exception
+    if error is None:
+        return Outcome(value=result.value)
+    if isinstance(error, ToolError):
+        return Outcome(error=str(error) or type(error).__name__, status=Status.error, code="tool_error", metadata=_transient(isinstance(error, TransientError)))
+    detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return _failure(tool, f"failed with {detail}", Status.error, "handler_error", transient=isinstance(error, _TRANSIENT_OS))
+
+
+async def _command(call: ValidatedCall, env: TurnEnv) -> Outcome:
+    tool = call.tool
+    command = tool.handler.command
+    if command is None:  # pragma: no cover - the snapshot guarantees it
+        return Outcome(error="command handler without a command", status=Status.internal, code="internal")
+    try:
+        prepared = prepare(command, call.args, env.workspace_root)
+    except CommandError as err:
+        return Outcome(error=f"`{tool.name}` cannot run: {err}.", status=Status.invalid, code="bad_command")
+    collector = OutputCollector(
+        limit_chars=tool.output.max_chars,
+        tail_chars=max(tool.output.tail_chars, tool.output.preview_chars),
+        redactor=tool.redactor.stream() if tool.redactor is not None else None,
+        open_writer=(lambda: env.artifacts.writer(call_id=call.call.id, tool=tool.name)) if env.artifacts is not None else None,
+    )
+    timeout = tool.spec.timeout
+    try:
+        result = await run_process(prepared.argv, cwd=prepared.cwd, env=prepared.env, total_s=timeout.total_s, idle_s=timeout.idle_s, grace_s=timeout.grace_s, on_output=collector.feed)
+    except FileNotFoundError:
+        collector.abort()
+        return Outcome(error=f"`{tool.name}` cannot run: program `{prepared.argv[0]}` was not found.", status=Status.error, code="program_not_found")
+    except PermissionError:
+        collector.abort()
+        return Outcome(error=f"`{tool.name}` cannot run: program `{prepared.argv[0]}` is not executable.", status=Status.error, code="program_not_executable")
+    except BaseException:
+        collector.abort()
+        raise
+    output = collector.finish()
+    meta: dict[str, Any] = {"pid": result.pid, "exit_code": result.exit_code, "output_chars": output.total_chars}
+    if output.redactions:
+        meta["redactions"] = output.redactions
+    if result.timed_out is not None:
+        limit = timeout.total_s if result.timed_out == "total" else timeout.idle_s
+        reason = "no output" if result.timed_out == "idle" else "total time"
+        failure = _failure(tool, f"timed out after {limit:g} s ({reason}); its process tree was stopped", Status.timeout, "timeout")
+        return Outcome(output, failure.error, failure.status, failure.code, MappingProxyType({**meta, "timed_out": result.timed_out}))
+    if result.exit_code != 0:
+        return Outcome(output, f"`{tool.name}` exited with code {result.exit_code}.", Status.error, "exit_status", MappingProxyType(meta))
+    return Outcome(output, metadata=MappingProxyType(meta))
+
+
+def _failure(tool: CompiledTool, what: str, status: Status, code: str, *, transient: bool = False) -> Outcome:
+    if not tool.spec.read_only:
+        return Outcome(error=_UNKNOWN.format(tool=tool.name, what=what), status=Status.unknown, code=code, metadata=_transient(transient))
+    return Outcome(error=f"`{tool.name}` {what}.", status=status, code=code, metadata=_transient(transient))
+
+
+def _transient(flag: bool) -> Mapping[str, Any]:
+    return MappingProxyType({"transient": True}) if flag else MappingProxyType({})

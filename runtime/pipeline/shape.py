@@ -1,0 +1,132 @@
+"""Stage 06, shape: serialize -> redact -> truncate -> mark untrusted content.
+
+Redaction happens before anything is stored, logged or returned: streamed command
+output was redacted as it arrived (see :mod:`runtime.execution.output`), everything
+else is redacted here, error messages included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from runtime.config.models import TruncationMode, Trust
+from runtime.execution.output import CollectedOutput
+from runtime.pipeline.env import TurnEnv
+from runtime.records import Call, Outcome, Stage, Status, ToolResult
+from runtime.shaping.serialize import serialize
+from runtime.shaping.truncate import truncate
+from runtime.shaping.untrusted import wrap_untrusted
+from runtime.snapshot import CompiledTool, ResolvedOutput
+
+
+def shape(call: Call, tool: CompiledTool, outcome: Outcome, env: TurnEnv, metadata: Mapping[str, Any]) -> ToolResult:
+    """The result the model reads for ``outcome``."""
+    meta: dict[str, Any] = {**metadata, **{k: v for k, v in outcome.metadata.items() if k != "transient"}}
+    redactions: dict[str, int] = dict(meta.pop("redactions", {}) or {})
+    is_error = outcome.is_error
+    structured = None
+    value = outcome.value
+    if isinstance(value, CollectedOutput):
+        body, truncation = _collected(value, tool.output, is_error)
+        redactions = _merge(redactions, value.redactions)
+    else:
+        serialized = serialize(value) if value is not None else None
+        text = serialized.text if serialized is not None else ""
+        if tool.redactor is not None and tool.redactor.enabled:
+            text, counts = tool.redactor.redact(text)
+            redactions = _merge(redactions, counts)
+            if serialized is not None and serialized.structured is not None:
+                structured, _ = tool.redactor.redact_value(serialized.structured)
+        elif serialized is not None:
+            structured = serialized.structured
+        body, info = truncate(text, tool.output, is_error=is_error, save=_saver(call, tool, env))
+        truncation = {"truncated": info.truncated, "original_chars": info.original_chars, "mode": info.mode, "artifact_id": info.artifact_id} if info.truncated else {}
+        if truncation:
+            structured = None  # a cut-down text no longer matches the data
+    error_text = outcome.error or ""
+    if error_text and tool.redactor is not None and tool.redactor.enabled:
+        error_text, counts = tool.redactor.redact(error_text)
+        redactions = _merge(redactions, counts)
+    if tool.spec.trust is Trust.untrusted and body:
+        body = wrap_untrusted(body, tool=tool.name)
+    content = f"{error_text}\n\n{body}" if error_text and body else (error_text or body)
+    if redactions:
+        meta["redactions"] = redactions
+    meta.update(truncation)
+    return ToolResult(
+        call_id=call.id,
+        name=call.name,
+        content=content,
+        status=outcome.status,
+        code=outcome.code,
+        stage=Stage.execute if is_error else None,
+        structured=structured,
+        metadata=MappingProxyType(meta),
+    )
+
+
+def redact_error(result: ToolResult, tool: CompiledTool | None) -> ToolResult:
+    """An earlier stage's error result with the tool's redaction applied (such
+    messages can quote the arguments)."""
+    if tool is None or tool.redactor is None or not tool.redactor.enabled:
+        return result
+    content, counts = tool.redactor.redact(result.content)
+    if not counts:
+        return result
+    return ToolResult(result.call_id, result.name, content, result.status, result.code, result.stage, result.structured, MappingProxyType({**result.metadata, "redactions": counts}))
+
+
+def _saver(call: Call, tool: CompiledTool, env: TurnEnv) -> Any:
+    if env.artifacts is None:
+        return None
+    return lambda text: env.artifacts.save(text, call_id=call.id, tool=tool.name)
+
+
+def _collected(output: CollectedOutput, limits: ResolvedOutput, is_error: bool) -> tuple[str, dict[str, Any]]:
+    """Body text for streamed command output (already redacted; maybe spilled)."""
+    if not output.spilled:
+        text = output.text or ""
+        if len(text) <= limits.max_chars:
+            return text, {}
+        # Held in memory but over the limit (the limit counts the kept text): cut it here.
+        body, info = truncate(text, limits, is_error=is_error, save=None)
+        return body, {"truncated": True, "original_chars": info.original_chars, "mode": info.mode}
+    total = output.total_chars
+    artifact = output.artifact
+    mode = limits.on_error if is_error else limits.on_success
+    where = (
+        f'The full output ({total:,} characters) is saved as artifact `{artifact.id}`; read more with artifact_read(id="{artifact.id}", offset=<character offset>, limit=<characters>).'
+        if artifact is not None
+        else f"The full output ({total:,} characters) could not be kept: {output.spill_error or 'no artifact store'}."
+    )
+    head, tail = output.head, output.tail
+    if mode is TruncationMode.artifact and artifact is not None:
+        preview = head[: limits.preview_chars]
+        body = f"[Output truncated: showing the first {len(preview):,} of {total:,} characters. {where}]\n{preview}"
+    elif mode is TruncationMode.head:
+        body = f"{head[: limits.head_chars or limits.max_chars]}\n[... output truncated after {limits.head_chars or limits.max_chars:,} of {total:,} characters. {where}]"
+    elif mode is TruncationMode.tail:
+        kept = tail[-(limits.tail_chars or limits.max_chars):]
+        body = f"[... output truncated: showing the last {len(kept):,} of {total:,} characters. {where}]\n{kept}"
+    else:
+        first = head[: limits.head_chars]
+        last = tail[-limits.tail_chars :] if limits.tail_chars else ""
+        omitted = max(total - len(first) - len(last), 0)
+        body = f"{first}\n[... {omitted:,} characters omitted. {where}]\n{last}"
+    info: dict[str, Any] = {"truncated": True, "original_chars": total, "mode": mode.value}
+    if artifact is not None:
+        info["artifact_id"] = artifact.id
+    return body, info
+
+
+def _merge(into: dict[str, int], more: Mapping[str, int]) -> dict[str, int]:
+    for name, count in more.items():
+        into[name] = into.get(name, 0) + count
+    return into
+
+
+def not_executed(call: Call, reason: str, code: str) -> ToolResult:
+    """The result of a call that was never run."""
+    return ToolResult(call.id, call.name, f"Not executed: {reason}.", Status.not_executed, code, Stage.respond)

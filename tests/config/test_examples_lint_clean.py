@@ -1,0 +1,52 @@
+"""The shipped examples and packs lint without a single problem, whichever engines run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runtime.config.compile import build_snapshot
+from runtime.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+ENGINES = [pytest.param(Settings(cel_engine=e, schema_engine=e), id=e) for e in ("fast", "portable")]
+
+
+@pytest.mark.parametrize("settings", ENGINES)
+@pytest.mark.parametrize(
+    ("folder", "files", "documents"),
+    [
+        pytest.param("examples/coding-agent", 6, 14, id="coding-agent"),
+        pytest.param("examples/customer-service", 3, 10, id="customer-service"),
+        pytest.param("policies", 3, 5, id="policies"),
+    ],
+)
+def test_shipped_config_lints_clean(folder: str, files: int, documents: int, settings: Settings) -> None:
+    result = build_snapshot([REPO / folder], settings)
+    assert [str(p) for p in result.problems] == []
+    assert result.snapshot is not None
+    assert result.snapshot.warnings == ()
+    assert (len(result.files), result.documents) == (files, documents)
+    assert result.snapshot.cel_engine == settings.cel_engine
+
+
+def test_coding_agent_example_compiles_its_tools_and_packs() -> None:
+    snapshot = build_snapshot([REPO / "examples" / "coding-agent"], Settings(cel_engine="fast", schema_engine="fast")).snapshot
+    assert snapshot is not None
+    assert sorted(snapshot.tools) == ["file_edit", "file_read", "git_push", "grep", "run_tests"]
+    assert {"secrets", "pii"} <= set(snapshot.redaction_profiles)
+    assert {"inline-large", "test-output"} <= set(snapshot.output_profiles)
+
+
+@pytest.mark.parametrize("folder", ["examples/coding-agent", "examples/customer-service", "policies"])
+def test_each_folder_lints_clean_on_its_own_as_make_lint_runs_them(folder: str) -> None:
+    result = build_snapshot([REPO / folder], Settings(cel_engine="fast", schema_engine="fast"))
+    assert [str(p) for p in result.problems] == []
+
+
+def test_two_configs_linted_together_report_their_shared_include_name_twice() -> None:
+    # Both examples name their Include document `shipped-packs`: one config holding
+    # both is a real name clash, reported at both places.
+    result = build_snapshot([REPO / "examples" / "coding-agent", REPO / "examples" / "customer-service"], Settings(cel_engine="fast", schema_engine="fast"))
+    assert sorted(p.code for p in result.problems) == ["duplicate-name", "duplicate-name"]
