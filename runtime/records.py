@@ -104,7 +104,7 @@ class Outcome:
     error: str | None = None
     status: Status = Status.ok
     code: str | None = None
-    metadata: Mapping[str, Any] = _EMPTY
+    metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
 
     @property
     def is_error(self) -> bool:
@@ -126,7 +126,7 @@ class ToolResult:
     code: str | None = None
     stage: Stage | None = None
     structured: Any = None
-    metadata: Mapping[str, Any] = _EMPTY
+    metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
 
     @property
     def is_error(self) -> bool:

@@ -38,6 +38,7 @@ from runtime.errors import ConfigError
 from runtime.policy.cel import POLICY_VARIABLES, RULE_VARIABLES, CelEngine, get_engine
 from runtime.regex import RegexRejected, check_pattern, compile_re2
 from runtime.settings import Settings
+from runtime.shaping.redact import Redactor
 from runtime.snapshot import (
     CompiledPattern,
     CompiledPolicy,
@@ -112,6 +113,7 @@ class _Builder:
         self.schema_engine = "fast" if settings.schema_engine == "fast" or (settings.schema_engine == "auto" and fast_schema_available()) else "portable"
         self.search_dirs = [r if r.is_dir() else r.parent for r in roots]
         self.problems: list[Problem] = []
+        self.redaction_hashes: dict[str, str] = {}
 
     def report(self, entry: LoadedDocument, findings: Sequence[Finding], prefix: tuple[str | int, ...] = ()) -> None:
         doc = entry.source
@@ -186,6 +188,8 @@ class _Builder:
                 ok = False
         if not ok or handler is None or pieces.arguments is None:
             return None
+        redactor_key = ("redactor", *(self.redaction_hashes[p.name] for p in profiles))
+        redactor = self.cache.compiled(redactor_key, functools.partial(Redactor, tuple(profiles)))
         return CompiledTool(
             name=model.metadata.name,
             version=model.metadata.version,
@@ -199,6 +203,7 @@ class _Builder:
             source=entry.source.locate(()),
             defaults=_defaults(spec.input_schema),
             attributes=_attributes(model, handler.kind),
+            redactor=redactor,
         )
 
     def _tool_pieces(self, model: ToolDocument) -> _ToolPieces:
@@ -246,6 +251,7 @@ class _Builder:
         compiled: dict[str, CompiledRedaction] = {}
         for entry in entries:
             model: RedactionProfileDocument = entry.model  # type: ignore[assignment]
+            self.redaction_hashes[model.metadata.name] = entry.source.content_hash
             result = self.cache.compiled(("redaction", entry.source.content_hash), functools.partial(_compile_redaction, model))
             findings, profile = result
             self.report(entry, findings)

@@ -74,6 +74,8 @@ class OutputCollector:
             return
         if self._writer is None and self._spill_error is None:
             self._start_spill()
+        if len(self._head) < self._limit:
+            self._head += text[: self._limit - len(self._head)]
         if self._writer is not None:
             try:
                 self._writer.write(text)

@@ -22,6 +22,7 @@ from runtime.execution.python import call_python
 from runtime.pipeline.env import TurnEnv
 from runtime.records import Outcome, Status, ValidatedCall
 from runtime.snapshot import CompiledTool
+from runtime.tools.builtins import HANDLERS as BUILTIN_HANDLERS
 
 _UNKNOWN = "Result unknown: `{tool}` {what}; it may or may not have taken effect. Check whether it did before retrying."
 _TRANSIENT_OS = (ConnectionError, TimeoutError, BlockingIOError)
@@ -50,6 +51,8 @@ async def _run_once(call: ValidatedCall, env: TurnEnv) -> Outcome:
         return await _python(call, env)
     if handler.kind == "command":
         return await _command(call, env)
+    if handler.kind == "builtin" and handler.target in BUILTIN_HANDLERS:
+        return await _builtin(call, env)
     what = f"built-in `{handler.target}`" if handler.kind == "builtin" else f"{handler.kind} handlers"
     return Outcome(error=f"{what} cannot run in this version of toolrt yet.", status=Status.error, code="not_available")
 
@@ -86,6 +89,18 @@ async def _python(call: ValidatedCall, env: TurnEnv) -> Outcome:
     return _failure(tool, f"failed with {detail}", Status.error, "handler_error", transient=isinstance(error, _TRANSIENT_OS))
 
 
+async def _builtin(call: ValidatedCall, env: TurnEnv) -> Outcome:
+    function = BUILTIN_HANDLERS[call.tool.handler.target]
+    timeout = call.tool.spec.timeout
+    try:
+        async with asyncio.timeout(timeout.total_s):
+            return Outcome(value=await function(call.args, env))
+    except TimeoutError:
+        return _failure(call.tool, f"timed out after {timeout.total_s:g} s", Status.timeout, "timeout")
+    except ToolError as err:
+        return Outcome(error=str(err), status=Status.error, code="tool_error")
+
+
 async def _command(call: ValidatedCall, env: TurnEnv) -> Outcome:
     tool = call.tool
     command = tool.handler.command
@@ -115,8 +130,6 @@ async def _command(call: ValidatedCall, env: TurnEnv) -> Outcome:
         raise
     output = collector.finish()
     meta: dict[str, Any] = {"pid": result.pid, "exit_code": result.exit_code, "output_chars": output.total_chars}
-    if output.redactions:
-        meta["redactions"] = output.redactions
     if result.timed_out is not None:
         limit = timeout.total_s if result.timed_out == "total" else timeout.idle_s
         reason = "no output" if result.timed_out == "idle" else "total time"

@@ -16,7 +16,7 @@ from runtime.execution.output import CollectedOutput
 from runtime.pipeline.env import TurnEnv
 from runtime.records import Call, Outcome, Stage, Status, ToolResult
 from runtime.shaping.serialize import serialize
-from runtime.shaping.truncate import truncate
+from runtime.shaping.truncate import read_more_call, truncate
 from runtime.shaping.untrusted import wrap_untrusted
 from runtime.snapshot import CompiledTool, ResolvedOutput
 
@@ -91,17 +91,17 @@ def _collected(output: CollectedOutput, limits: ResolvedOutput, is_error: bool) 
         if len(text) <= limits.max_chars:
             return text, {}
         # Held in memory but over the limit (the limit counts the kept text): cut it here.
-        body, info = truncate(text, limits, is_error=is_error, save=None)
-        return body, {"truncated": True, "original_chars": info.original_chars, "mode": info.mode}
+        body, cut = truncate(text, limits, is_error=is_error, save=None)
+        return body, {"truncated": True, "original_chars": cut.original_chars, "mode": cut.mode}
     total = output.total_chars
     artifact = output.artifact
     mode = limits.on_error if is_error else limits.on_success
+    head, tail = output.head, output.tail
     where = (
-        f'The full output ({total:,} characters) is saved as artifact `{artifact.id}`; read more with artifact_read(id="{artifact.id}", offset=<character offset>, limit=<characters>).'
+        f"The full output ({total:,} characters) is saved as artifact `{artifact.id}`; read more with {read_more_call(artifact.id, len(head[: limits.preview_chars]))}."
         if artifact is not None
         else f"The full output ({total:,} characters) could not be kept: {output.spill_error or 'no artifact store'}."
     )
-    head, tail = output.head, output.tail
     if mode is TruncationMode.artifact and artifact is not None:
         preview = head[: limits.preview_chars]
         body = f"[Output truncated: showing the first {len(preview):,} of {total:,} characters. {where}]\n{preview}"

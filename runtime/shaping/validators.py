@@ -92,7 +92,7 @@ def cn_resident_id(text: str) -> bool:
     """True when ``text`` is a valid 18-character PRC resident identity number (GB 11643).
 
     Checks the ISO 7064 mod 11-2 check character (``X`` for 10, either case) and that
-    characters 7-14 are a real birth date (1900-01-01 or later, not in the far
+    characters 7-14 are a real birth date (1800-01-01 or later, not in the far
     future): real IDs always have one, and it rejects most 18-digit counters that
     happen to pass the checksum.
     """
@@ -106,7 +106,7 @@ def cn_resident_id(text: str) -> bool:
         born = _dt.date(int(value[6:10]), int(value[10:12]), int(value[12:14]))
     except ValueError:
         return False
-    return _dt.date(1900, 1, 1) <= born <= _dt.date.today() + _dt.timedelta(days=366)
+    return _dt.date(1800, 1, 1) <= born <= _dt.date.today() + _dt.timedelta(days=366)
 
 
 VALIDATORS: dict[Validator, Callable[[str], bool]] = {

@@ -1,0 +1,86 @@
+"""The pipeline: one call in, exactly one result out. The stages are ordered here and
+nowhere else::
+
+    01 parse     (provider adapters: runtime.adapters)   -> Call
+    02 lookup    runtime.pipeline.lookup                  -> BoundCall
+    03 validate  runtime.pipeline.validate                -> ValidatedCall
+    04 permit    runtime.pipeline.permit                  -> Decision
+    05 execute   runtime.pipeline.execute                 -> Outcome
+    06 shape     runtime.pipeline.shape                   -> ToolResult
+    07 respond   runtime.pipeline.turn (order, pairing)
+
+Each stage returns the next record or a ToolResult; a ToolResult ends the call.
+"""
+
+from __future__ import annotations
+
+import time
+from types import MappingProxyType
+from typing import Any
+
+from runtime.pipeline.env import TurnEnv
+from runtime.pipeline.execute import execute
+from runtime.pipeline.lookup import lookup
+from runtime.pipeline.permit import permit
+from runtime.pipeline.shape import redact_error, shape
+from runtime.pipeline.validate import validate
+from runtime.records import Call, Stage, Status, ToolResult, error_result
+
+
+async def run_call(call: Call, env: TurnEnv) -> ToolResult:
+    """Run ``call`` through every stage. Never raises (except cancellation)."""
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    tool = None
+    try:
+        result = await _stages(call, env, timings)
+        tool = env.snapshot.tool(*_split(call.name))
+    except Exception as err:  # noqa: BLE001 - the last line of defence: a bug becomes a result, not a crash
+        result = error_result(call, Status.internal, "internal_error", Stage.execute, f"toolrt failed while handling this call ({type(err).__name__}); the call may not have run. This is a bug in toolrt, not in your arguments.")
+    timings["total_ms"] = (time.perf_counter() - started) * 1000
+    return _finish(result, env, timings, tool)
+
+
+async def _stages(call: Call, env: TurnEnv, timings: dict[str, float]) -> ToolResult:
+    clock = time.perf_counter
+    if call.parse_error is not None:
+        return error_result(call, Status.invalid, "parse_error", Stage.parse, call.parse_error)
+    t0 = clock()
+    bound = lookup(call, env.snapshot)
+    if isinstance(bound, ToolResult):
+        return bound
+    t1 = clock()
+    validated = validate(bound, env.session, env.snapshot)
+    t2 = clock()
+    timings["validate_ms"] = (t2 - t1) * 1000
+    if isinstance(validated, ToolResult):
+        return redact_error(validated, bound.tool)
+    decision = await permit(validated, env.session, env.permitter, env.approver, env.approval_timeout_s)
+    t3 = clock()
+    timings["permit_ms"] = (t3 - t2) * 1000
+    if isinstance(decision, ToolResult):
+        return redact_error(decision, bound.tool)
+    outcome = await execute(validated, env)
+    t4 = clock()
+    timings["execute_ms"] = (t4 - t3) * 1000
+    metadata: dict[str, Any] = {"decision": decision.effect}
+    if decision.rule:
+        metadata["rule"] = decision.rule
+    if decision.warnings:
+        metadata["warnings"] = decision.warnings
+    result = shape(call, validated.tool, outcome, env, metadata)
+    timings["shape_ms"] = (clock() - t4) * 1000
+    timings["lookup_ms"] = (t1 - t0) * 1000
+    return result
+
+
+def _split(name: str) -> tuple[str, str | None]:
+    base, _, version = name.partition("@")
+    return base, version or None
+
+
+def _finish(result: ToolResult, env: TurnEnv, timings: dict[str, float], tool: Any) -> ToolResult:
+    meta = {**result.metadata, "snapshot": env.snapshot.version, "status": result.status.value, "timings_ms": {k.removesuffix("_ms"): round(v, 3) for k, v in timings.items()}}
+    if tool is not None and tool.version:
+        meta["tool_version"] = tool.version
+    return ToolResult(result.call_id, result.name, result.content, result.status, result.code, result.stage, result.structured, MappingProxyType(meta))

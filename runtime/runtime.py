@@ -1,0 +1,115 @@
+"""The embedding API: :class:`Runtime` holds the current snapshot and runs turns."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from runtime.config.cache import CompileCache
+from runtime.config.compile import BuildResult, build_snapshot
+from runtime.errors import ConfigError
+from runtime.pipeline.env import TurnEnv
+from runtime.pipeline.permit import Approver, DefaultPermitter, Permitter
+from runtime.pipeline.turn import run_turn
+from runtime.records import Call, Session, ToolResult
+from runtime.settings import Settings
+from runtime.shaping.artifacts import ArtifactStore
+from runtime.snapshot import Snapshot
+
+
+class Runtime:
+    """Runs tool calls against a compiled config.
+
+    ``config`` is a list of config paths (directories or YAML files). The snapshot is
+    built once here (raising :class:`ConfigError` with every problem if the config is
+    broken) and replaced only by a clean :meth:`reload`. Each turn reads the snapshot
+    once and uses it for all of its calls.
+    """
+
+    def __init__(
+        self,
+        config: Sequence[Path | str],
+        *,
+        settings: Settings | None = None,
+        workspace_root: Path | str | None = None,
+        approver: Approver | None = None,
+        permitter: Permitter | None = None,
+        artifacts: ArtifactStore | None = None,
+    ) -> None:
+        self.settings = settings or Settings()
+        self._paths = [Path(p) for p in config]
+        self._cache = CompileCache()
+        result = build_snapshot(self._paths, self.settings, self._cache)
+        if result.snapshot is None:
+            raise ConfigError(result.problems)
+        self._snapshot: Snapshot = result.snapshot
+        self.last_reload_error: ConfigError | None = None
+        self.workspace_root = Path(workspace_root if workspace_root is not None else self.settings.workspace_root).resolve()
+        self.approver = approver
+        self.permitter: Permitter = permitter or DefaultPermitter()
+        self.artifacts = artifacts if artifacts is not None else ArtifactStore(self._under_workspace(self.settings.artifact_dir))
+
+    def _under_workspace(self, path: Path) -> Path:
+        return path if path.is_absolute() else self.workspace_root / path
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The snapshot new turns will use."""
+        return self._snapshot
+
+    def reload(self) -> BuildResult:
+        """Rebuild from the config paths; swap only if the result is clean."""
+        result = build_snapshot(self._paths, self.settings, self._cache)
+        if result.snapshot is None:
+            self.last_reload_error = ConfigError(result.problems)
+        else:
+            self.last_reload_error = None
+            self._snapshot = result.snapshot  # one reference assignment: turns in flight keep theirs
+        return result
+
+    def _env(self, session: Session, trace_id: str | None) -> TurnEnv:
+        return TurnEnv(
+            snapshot=self._snapshot,
+            settings=self.settings,
+            session=session,
+            permitter=self.permitter,
+            approver=self.approver,
+            artifacts=self.artifacts,
+            workspace_root=self.workspace_root,
+            request_id=uuid.uuid4().hex,
+            trace_id=trace_id,
+        )
+
+    async def run_turn(
+        self,
+        calls: Sequence[Call],
+        session: Session | None = None,
+        *,
+        parallel: bool = True,
+        stop_on_error: bool = False,
+        deadline_s: float | None = None,
+        interrupt: asyncio.Event | None = None,
+        trace_id: str | None = None,
+    ) -> list[ToolResult]:
+        """One result per call, in order. Never raises for anything a call does."""
+        env = self._env(session or Session(mode=self.settings.permission_mode.value), trace_id)
+        return await run_turn(calls, env, parallel=parallel and self.settings.max_concurrency > 1, stop_on_error=stop_on_error, deadline_s=deadline_s, interrupt=interrupt)
+
+    def run_turn_sync(self, calls: Sequence[Call], session: Session | None = None, **options: Any) -> list[ToolResult]:
+        """:meth:`run_turn` for code without an event loop (or called from inside one)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run_turn(calls, session, **options))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, self.run_turn(calls, session, **options)).result()
+
+    async def call(self, name: str, args: Mapping[str, Any] | None = None, session: Session | None = None, *, call_id: str | None = None) -> ToolResult:
+        """Run one call by name."""
+        call = Call(id=call_id or f"call_{uuid.uuid4().hex[:12]}", name=name, args=dict(args or {}))
+        (result,) = await self.run_turn([call], session)
+        return result

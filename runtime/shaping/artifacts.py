@@ -1,0 +1,519 @@
+"""Full outputs that were too long to show: saved to disk, read back page by page.
+
+Layout: one directory, three files per artifact, all named by its id::
+
+    art_<24 hex>.txt    the text, UTF-8
+    art_<24 hex>.idx    byte offset of every 4,096th character (only when not ASCII)
+    art_<24 hex>.json   id, call, tool, sizes, SHA-256, stride: written last, so it is
+                        the commit record; an artifact without it does not exist
+
+Why UTF-8 plus a sparse index (and not UTF-32, or no index): pages are addressed in
+characters (what the model counts and what the truncation notice says), while a
+file is addressed in bytes. UTF-32 would make the mapping trivial but quadruple the
+size of the common (ASCII) case; scanning from the start would make reading page
+10,000 of a 1 GB output read 1 GB. With one 8-byte offset every 4,096 characters a
+read seeks to the nearest indexed point and decodes at most 4,095 characters to
+reach the exact offset; the index costs 2 MB per billion characters and is skipped
+entirely for ASCII text, where character and byte offsets are equal.
+
+Saving is atomic (temporary file in the same directory, fsync, rename, fsync of the
+directory), ids are random (``secrets``), and every id that comes from a model is
+validated before it gets near a path. Retention (count, total size, age; oldest
+first) runs after each save.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import secrets
+import tempfile
+import time
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, BinaryIO
+
+from runtime.errors import ToolrtError
+from runtime.regex import RegexRejected, compile_re2
+from runtime.shaping._unicode import clean, to_utf8
+
+INDEX_STRIDE = 4096
+"""Characters between two entries of an artifact's offset index."""
+
+MAX_PAGE_CHARS = 1_000_000
+"""The largest ``limit`` :meth:`ArtifactStore.read` accepts."""
+
+PATTERN_SCAN_CHARS = 8_000_000
+"""Characters one filtered read scans at most before returning what it found so far
+(with ``next_offset`` set, so the caller can go on): a pattern that matches nothing
+in a 1 GB artifact must not make one call read 1 GB."""
+
+_LINE_CHUNK = 65_536  # lines longer than this are matched piece by piece
+_PREFIX = "art_"
+_HEX = frozenset("0123456789abcdef")
+_TEMP_PREFIX = ".tmp-"
+_WRITE_SLICE = 1 << 20  # characters encoded at a time by save(): bounds the extra memory
+
+
+class ArtifactError(ToolrtError):
+    """An artifact id that is invalid or unknown, a bad read request, or a failed save."""
+
+
+class ArtifactSaveError(ArtifactError, OSError):
+    """An artifact could not be saved (disk full, too large, no permission).
+
+    Also an :class:`OSError`: it is an I/O failure, and code that streams output to
+    a writer and handles I/O errors (falling back to head and tail) handles it too.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactRef:
+    """A saved artifact: its id, file, size in characters and bytes, and SHA-256 of the UTF-8 text."""
+
+    id: str
+    path: Path
+    chars: int
+    bytes: int
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactPage:
+    """Part of an artifact. ``next_offset`` is where to go on reading, None at the end."""
+
+    text: str
+    offset: int
+    next_offset: int | None
+    total_chars: int
+
+
+def check_artifact_id(artifact_id: object) -> str:
+    """``artifact_id`` if it is a well-formed id, else :class:`ArtifactError` saying why.
+
+    Ids come from the model, so anything that is not exactly ``art_`` + 24 lowercase
+    hex digits is rejected before it is used in a path.
+    """
+    if not isinstance(artifact_id, str):
+        raise ArtifactError(f"artifact id must be a string, not {type(artifact_id).__name__}.")
+    shown = repr(artifact_id[:60]) + ("..." if len(artifact_id) > 60 else "")
+    if "\x00" in artifact_id:
+        raise ArtifactError(f"invalid artifact id {shown}: it contains a NUL byte. Use the id from the truncation notice, e.g. art_0123456789abcdef01234567.")
+    if "/" in artifact_id or "\\" in artifact_id or ".." in artifact_id:
+        raise ArtifactError(f"invalid artifact id {shown}: it contains a path separator or `..`; an artifact id is a name, not a path. Use the id from the truncation notice, e.g. art_0123456789abcdef01234567.")
+    token = artifact_id[len(_PREFIX) :]
+    if not artifact_id.startswith(_PREFIX) or len(token) != 24 or not _HEX.issuperset(token):
+        raise ArtifactError(f"invalid artifact id {shown}: expected `art_` followed by 24 lowercase hex digits, e.g. art_0123456789abcdef01234567.")
+    return artifact_id
+
+
+def _is_artifact_id(name: str) -> bool:
+    return name.startswith(_PREFIX) and len(name) == len(_PREFIX) + 24 and _HEX.issuperset(name[len(_PREFIX) :])
+
+
+def _fsync_dir(path: Path) -> None:
+    # Makes the renames durable: without it a crash can lose a rename that was done.
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return  # not supported here (e.g. some network file systems): best effort
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _unlink(path: str | Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+class ArtifactStore:
+    """A directory of saved outputs, with retention by count, total size and age."""
+
+    def __init__(self, root: Path, max_count: int = 1000, max_bytes: int = 1 << 30, max_age_s: float = 7 * 86400) -> None:
+        if max_count < 1 or max_bytes < 1 or max_age_s <= 0:
+            raise ValueError("max_count, max_bytes and max_age_s must be positive")
+        self.root = Path(root)
+        self.max_count = max_count
+        self.max_bytes = max_bytes
+        self.max_age_s = max_age_s
+        # Leftovers of a crashed writer are removed after this long; a live writer
+        # streaming for longer than a day would lose its temporary file.
+        self.stale_temp_s = min(max_age_s, 86400.0)
+
+    # -- writing -----------------------------------------------------------------------
+
+    def save(self, text: str, *, call_id: str, tool: str) -> ArtifactRef:
+        """Save ``text`` atomically and return where it is; then apply retention."""
+        writer = self.writer(call_id=call_id, tool=tool)
+        try:
+            for start in range(0, len(text), _WRITE_SLICE):
+                writer.write(text[start : start + _WRITE_SLICE])
+            return writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+
+    def writer(self, *, call_id: str, tool: str) -> ArtifactWriter:
+        """A writer for output too large to hold in memory: ``write`` chunks, then ``close``."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as err:
+            raise ArtifactSaveError(f"cannot create the artifact directory {self.root}: {err.strerror or err}") from err
+        return ArtifactWriter(self, call_id=call_id, tool=tool)
+
+    # -- reading -----------------------------------------------------------------------
+
+    def _paths(self, artifact_id: str) -> tuple[Path, Path, Path]:
+        base = self.root / artifact_id
+        return base.with_suffix(".txt"), base.with_suffix(".idx"), base.with_suffix(".json")
+
+    def _meta(self, artifact_id: str) -> dict[str, Any]:
+        check_artifact_id(artifact_id)
+        meta_path = self._paths(artifact_id)[2]
+        try:
+            with _open_nofollow(meta_path) as handle:
+                meta = json.loads(handle.read().decode("utf-8"))
+        except FileNotFoundError:
+            raise ArtifactError(
+                f"no artifact {artifact_id}: it does not exist or has expired (artifacts are kept for at most {self.max_age_s / 86400:g} days and the newest {self.max_count:,}). Run the tool again to get a fresh one."
+            ) from None
+        except (OSError, ValueError) as err:
+            raise ArtifactError(f"artifact {artifact_id} cannot be read: {err}") from err
+        if not isinstance(meta, dict) or meta.get("id") != artifact_id:
+            raise ArtifactError(f"artifact {artifact_id} cannot be read: its metadata is damaged.")
+        return meta
+
+    def info(self, artifact_id: str) -> ArtifactRef:
+        """The :class:`ArtifactRef` of a saved artifact (:class:`ArtifactError` if unknown)."""
+        meta = self._meta(artifact_id)
+        return ArtifactRef(artifact_id, self._paths(artifact_id)[0], int(meta["chars"]), int(meta["bytes"]), str(meta["sha256"]))
+
+    def read(self, artifact_id: str, offset: int = 0, limit: int = 2000, pattern: str | None = None) -> ArtifactPage:
+        """Up to ``limit`` characters of an artifact from character ``offset``.
+
+        With ``pattern`` (RE2 syntax), only the lines that match are returned, joined
+        as they were; ``offset``/``next_offset`` still count characters of the whole
+        artifact, so paging works the same way. A filtered read scans at most
+        :data:`PATTERN_SCAN_CHARS` characters per call. Only the page is read from
+        disk, never the whole file.
+        """
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ArtifactError(f"offset must be a whole number of characters >= 0, not {offset!r}.")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ArtifactError(f"limit must be a whole number of characters >= 1, not {limit!r}.")
+        limit = min(limit, MAX_PAGE_CHARS)
+        regex = None
+        if pattern is not None:
+            try:
+                regex = compile_re2(pattern)
+            except RegexRejected as err:
+                raise ArtifactError(f"pattern {pattern[:80]!r} cannot be used: {err.message}") from None
+        meta = self._meta(artifact_id)
+        total = int(meta["chars"])
+        if offset >= total:
+            return ArtifactPage("", offset, None, total)
+        text_path, index_path, _ = self._paths(artifact_id)
+        try:
+            with _open_nofollow(text_path) as raw:
+                skip = self._seek(raw, index_path, offset, int(meta["bytes"]) == total, int(meta.get("stride", INDEX_STRIDE)))
+                reader = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="\n")
+                while skip:
+                    skip -= len(reader.read(skip)) or skip  # `or skip`: stop at a premature end
+                if regex is None:
+                    text = reader.read(limit)
+                    end = offset + len(text)
+                else:
+                    text, end = _filter_lines(reader, regex, offset, min(total, offset + PATTERN_SCAN_CHARS), limit)
+                reader.detach()
+        except FileNotFoundError:
+            raise ArtifactError(f"no artifact {artifact_id}: it has just expired. Run the tool again to get a fresh one.") from None
+        except OSError as err:
+            raise ArtifactError(f"artifact {artifact_id} cannot be read: {err.strerror or err}") from err
+        return ArtifactPage(text, offset, end if end < total else None, total)
+
+    @staticmethod
+    def _seek(raw: BinaryIO, index_path: Path, offset: int, ascii_only: bool, stride: int) -> int:
+        """Seek ``raw`` near character ``offset``; return how many characters remain to skip."""
+        if ascii_only:
+            raw.seek(offset)
+            return 0
+        entry = offset // stride
+        with _open_nofollow(index_path) as index:
+            index.seek(entry * 8)
+            packed = index.read(8)
+        if len(packed) != 8:
+            raise ArtifactError("the artifact's offset index is damaged.")
+        position = array("Q")
+        position.frombytes(packed)
+        if _BIG_ENDIAN:
+            position.byteswap()
+        raw.seek(position[0])
+        return offset - entry * stride
+
+    # -- retention ---------------------------------------------------------------------
+
+    def enforce_retention(self, *, keep: str | None = None) -> int:
+        """Delete the oldest artifacts until count, total bytes and age are within limits.
+
+        ``keep`` (the artifact just saved) is never deleted. Leftovers of crashed
+        writers are removed once they are :attr:`stale_temp_s` old. Returns the
+        number of artifacts deleted. Safe to run from several processes at once.
+        """
+        now = time.time()
+        groups: dict[str, _Group] = {}
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return 0
+        for entry in entries:
+            name = entry.name
+            try:
+                stat = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # deleted meanwhile by another process
+            if name.startswith(_TEMP_PREFIX):
+                if now - stat.st_mtime > self.stale_temp_s:
+                    _unlink(entry.path)
+                continue
+            stem, dot, suffix = name.partition(".")
+            if not dot or suffix not in ("txt", "idx", "json") or not _is_artifact_id(stem):
+                continue  # not ours: leave it alone
+            group = groups.setdefault(stem, _Group(stem))
+            group.bytes += stat.st_size
+            group.files.append(entry.path)
+            if suffix == "json":
+                group.committed = stat.st_mtime
+            else:
+                group.newest_file = max(group.newest_file, stat.st_mtime)
+        committed = sorted((g for g in groups.values() if g.committed is not None), key=lambda g: (g.committed, g.id))
+        count = len(committed)
+        total = sum(g.bytes for g in committed)
+        deleted = 0
+        for group in committed:
+            if group.id == keep:
+                continue
+            if count <= self.max_count and total <= self.max_bytes and now - (group.committed or now) <= self.max_age_s:
+                break  # oldest first: everything after this is newer and within the limits too
+            group.delete()
+            count -= 1
+            total -= group.bytes
+            deleted += 1
+        for group in groups.values():
+            # Files of an artifact whose commit record never appeared (crash between
+            # renames), or whose deletion was interrupted.
+            if group.committed is None and now - group.newest_file > self.stale_temp_s:
+                group.delete()
+        return deleted
+
+
+_BIG_ENDIAN = array("Q", [1]).tobytes()[0] == 0  # the index is little-endian on disk
+
+
+@dataclass(slots=True)
+class _Group:
+    """The files of one artifact id found in the directory."""
+
+    id: str
+    bytes: int = 0
+    committed: float | None = None  # mtime of the commit record, None if there is none
+    newest_file: float = 0.0
+    files: list[str] = field(default_factory=list)
+
+    def delete(self) -> None:
+        # The commit record goes first: a concurrent reader then sees "expired", never
+        # a half-deleted artifact.
+        for path in sorted(self.files, key=lambda p: not p.endswith(".json")):
+            _unlink(path)
+
+
+def _open_nofollow(path: Path) -> BinaryIO:
+    # O_NOFOLLOW: a symlink planted in the artifact directory is not followed.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    return open(fd, "rb")
+
+
+def _filter_lines(reader: io.TextIOWrapper, regex: Any, offset: int, scan_end: int, limit: int) -> tuple[str, int]:
+    """The lines of ``reader`` matching ``regex``, from ``offset``; and where reading stopped."""
+    found: list[str] = []
+    size = 0
+    position = offset
+    while position < scan_end:
+        line = reader.readline(_LINE_CHUNK)
+        if not line:
+            break
+        # Match the line without its newline, so that `$` means the end of the line.
+        if regex.search(line[:-1] if line.endswith("\n") else line) is None:
+            position += len(line)
+            continue
+        room = limit - size
+        if len(line) > room:
+            if found:
+                break  # the next page starts with this line
+            line = line[:room]  # a single line longer than a page: give a page of it
+        found.append(line)
+        size += len(line)
+        position += len(line)
+        if size >= limit:
+            break
+    return "".join(found), position
+
+
+class ArtifactWriter:
+    """Streams one artifact to disk: ``write(chunk)`` any number of times, then ``close()``.
+
+    Nothing is visible until :meth:`close` commits it; :meth:`abort` (or leaving a
+    ``with`` block with an exception) discards it. The whole text is never held in
+    memory: only the offset index (8 bytes per 4,096 characters) is.
+    """
+
+    def __init__(self, store: ArtifactStore, *, call_id: str, tool: str) -> None:
+        self.id = _PREFIX + secrets.token_hex(12)
+        self._store = store
+        self._call_id = call_id
+        self._tool = tool
+        fd, temp = _mkstemp(store.root, ".txt")
+        self._temp = Path(temp)
+        self._file: BinaryIO | None = open(fd, "wb")  # closed by close() or abort()
+        self._hash = hashlib.sha256()
+        self._chars = 0
+        self._bytes = 0
+        self._offsets = array("Q", [0])  # byte offset of character k * INDEX_STRIDE
+        self._done = False
+
+    @property
+    def chars(self) -> int:
+        """Characters written so far."""
+        return self._chars
+
+    def write(self, chunk: str) -> None:
+        """Append ``chunk``. Raises :class:`ArtifactError` past the store's ``max_bytes``."""
+        if self._file is None:
+            raise ArtifactError("this artifact is already closed or aborted.")
+        if not chunk:
+            return
+        chunk = clean(chunk)
+        if chunk.isascii():
+            # One character, one byte: the index points follow by arithmetic.
+            data = chunk.encode("ascii")
+            point = len(self._offsets) * INDEX_STRIDE
+            while point < self._chars + len(chunk):
+                self._offsets.append(self._bytes + point - self._chars)
+                point += INDEX_STRIDE
+            self._emit(data)
+            self._chars += len(chunk)
+            return
+        base = self._chars
+        start = 0
+        while True:
+            point = len(self._offsets) * INDEX_STRIDE - base  # the next index point, within chunk
+            if point >= len(chunk):
+                break
+            self._emit(to_utf8(chunk[start:point]))
+            self._offsets.append(self._bytes)  # the byte where character base + point starts
+            start = point
+        self._emit(to_utf8(chunk[start:]))
+        self._chars = base + len(chunk)
+
+    def _emit(self, data: bytes) -> None:
+        if self._file is None:
+            raise ArtifactError("this artifact is already closed or aborted.")
+        if self._bytes + len(data) > self._store.max_bytes:
+            self.abort()
+            raise ArtifactSaveError(f"the output is larger than the artifact store's limit of {self._store.max_bytes:,} bytes; it was not kept.")
+        try:
+            self._file.write(data)
+        except OSError as err:
+            self.abort()
+            raise ArtifactSaveError(f"could not write the artifact: {err.strerror or err}") from err
+        self._hash.update(data)
+        self._bytes += len(data)
+
+    def close(self) -> ArtifactRef:
+        """Commit the artifact (fsync, rename, fsync directory) and apply retention."""
+        if self._file is None:
+            raise ArtifactError("this artifact is already closed or aborted.")
+        store = self._store
+        text_path, index_path, meta_path = store._paths(self.id)
+        temps: list[Path] = [self._temp]
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            self._file = None
+            if self._bytes != self._chars:
+                index = array("Q", self._offsets)
+                if _BIG_ENDIAN:
+                    index.byteswap()
+                temps.append(_write_temp(store.root, ".idx", index.tobytes()))
+                os.replace(temps[-1], index_path)
+            os.replace(self._temp, text_path)
+            digest = self._hash.hexdigest()
+            meta = {
+                "id": self.id,
+                "call_id": self._call_id,
+                "tool": self._tool,
+                "chars": self._chars,
+                "bytes": self._bytes,
+                "sha256": digest,
+                "stride": INDEX_STRIDE,
+                "created": time.time(),
+            }
+            temps.append(_write_temp(store.root, ".json", json.dumps(meta, ensure_ascii=False).encode("utf-8")))
+            os.replace(temps[-1], meta_path)  # the commit point
+            _fsync_dir(store.root)
+        except OSError as err:
+            self.abort()
+            for path in (*temps, text_path, index_path):
+                _unlink(path)
+            raise ArtifactSaveError(f"could not save the artifact: {err.strerror or err}") from err
+        self._done = True
+        try:
+            store.enforce_retention(keep=self.id)
+        except OSError:
+            pass  # retention is housekeeping: the artifact itself is saved
+        return ArtifactRef(self.id, text_path, self._chars, self._bytes, digest)
+
+    def abort(self) -> None:
+        """Discard everything written. Safe to call more than once, and after a failure."""
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
+        if not self._done:
+            _unlink(self._temp)
+
+    def __enter__(self) -> ArtifactWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
+        if kind is not None or self._file is not None:
+            self.abort()  # an exception, or the block ended without close(): keep nothing
+
+
+def _mkstemp(root: Path, suffix: str) -> tuple[int, str]:
+    try:
+        return tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=suffix, dir=root)  # mode 0600
+    except OSError as err:
+        raise ArtifactSaveError(f"cannot create a file in the artifact directory {root}: {err.strerror or err}") from err
+
+
+def _write_temp(root: Path, suffix: str, data: bytes) -> Path:
+    fd, temp = _mkstemp(root, suffix)
+    try:
+        with open(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError:
+        _unlink(temp)
+        raise
+    return Path(temp)

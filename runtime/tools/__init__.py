@@ -1,0 +1,1 @@
+"""Built-in tools (``handler: builtin:<name>``)."""

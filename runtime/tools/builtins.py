@@ -1,0 +1,57 @@
+"""The built-in handlers that ship with the pipeline.
+
+``artifact_read`` pages through outputs the pipeline truncated into artifacts, so that
+a truncation notice is always actionable; ``tool_search`` finds tools declared with
+``defer_loading`` (left out of the initial tool list). The workspace tools
+(file_read, file_edit, grep, ...) are declared the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from runtime.errors import ToolError
+from runtime.shaping.artifacts import ArtifactError
+
+if TYPE_CHECKING:
+    from runtime.pipeline.env import TurnEnv
+
+BuiltinHandler = Callable[[Mapping[str, Any], "TurnEnv"], Awaitable[Any]]
+
+
+async def artifact_read(args: Mapping[str, Any], env: TurnEnv) -> str:
+    """A page of an artifact: ``id``, ``offset`` and ``limit`` in characters, optional RE2 ``pattern``."""
+    if env.artifacts is None:
+        raise ToolError("no artifact store is configured in this runtime")
+    artifact_id = args.get("id")
+    offset = int(args.get("offset", 0))
+    limit = int(args.get("limit", 2000))
+    try:
+        page = env.artifacts.read(artifact_id, offset=offset, limit=limit, pattern=args.get("pattern"))
+    except ArtifactError as err:
+        raise ToolError(str(err)) from err
+    if page.next_offset is None:
+        footer = f"[end of artifact: {page.total_chars:,} characters in all]"
+    else:
+        footer = f'[characters {page.offset:,}-{page.next_offset:,} of {page.total_chars:,}; continue with artifact_read(id="{artifact_id}", offset={page.next_offset})]'
+    return f"{page.text}\n{footer}" if page.text else footer
+
+
+async def tool_search(args: Mapping[str, Any], env: TurnEnv) -> list[dict[str, Any]]:
+    """Tools whose name or description match ``query`` (deferred tools included), best first."""
+    words = [w for w in re.split(r"\W+", str(args.get("query", "")).lower()) if w]
+    limit = int(args.get("limit", 5))
+    scored = []
+    for tool in env.snapshot.tools.values():
+        name = tool.name.lower()
+        text = f"{name} {tool.spec.description.lower()}"
+        score = sum(3 if w in name else 1 if w in text else 0 for w in words)
+        if score:
+            scored.append((-score, tool.name, tool))
+    scored.sort(key=lambda item: (item[0], item[1]))
+    return [{"name": t.name, "description": t.spec.description, "input_schema": t.spec.input_schema} for _, _, t in scored[:limit]]
+
+
+HANDLERS: dict[str, BuiltinHandler] = {"artifact_read": artifact_read, "tool_search": tool_search}
