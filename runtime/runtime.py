@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import itertools
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -49,6 +50,8 @@ class Runtime:
         self._snapshot: Snapshot = result.snapshot
         self.last_reload_error: ConfigError | None = None
         self.workspace_root = Path(workspace_root if workspace_root is not None else self.settings.workspace_root).resolve()
+        self._id_prefix = f"req_{uuid.uuid4().hex[:8]}_"
+        self._turns = itertools.count(1)
         self.approver = approver
         self.permitter: Permitter = permitter or DefaultPermitter()
         self.artifacts = artifacts if artifacts is not None else ArtifactStore(self._under_workspace(self.settings.artifact_dir))
@@ -80,7 +83,7 @@ class Runtime:
             approver=self.approver,
             artifacts=self.artifacts,
             workspace_root=self.workspace_root,
-            request_id=uuid.uuid4().hex,
+            request_id=f"{self._id_prefix}{next(self._turns)}",
             trace_id=trace_id,
         )
 

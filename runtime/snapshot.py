@@ -103,6 +103,7 @@ class CompiledTool:
     defaults: Mapping[str, Any]  # top-level input-schema defaults, filled into valid calls
     attributes: Mapping[str, Any]  # what CEL sees as `tool`
     redactor: Any = None  # runtime.shaping.redact.Redactor over `redaction`, built once
+    rule_variables: frozenset[str] = frozenset()  # the CEL variables the rules read
 
     @property
     def key(self) -> str:

@@ -36,6 +36,7 @@ from runtime.config.problems import Problem, Severity, sorted_problems
 from runtime.config.suggest import did_you_mean
 from runtime.errors import ConfigError
 from runtime.policy.cel import POLICY_VARIABLES, RULE_VARIABLES, CelEngine, get_engine
+from runtime.policy.celrefs import LexError, analyse
 from runtime.regex import RegexRejected, check_pattern, compile_re2
 from runtime.settings import Settings
 from runtime.shaping.redact import Redactor
@@ -97,6 +98,7 @@ class _ToolPieces:
     findings: tuple[Finding, ...]
     arguments: ArgumentValidator | None
     rules: tuple[CompiledRule, ...]
+    variables: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,7 @@ class _Builder:
             defaults=_defaults(spec.input_schema),
             attributes=_attributes(model, handler.kind),
             redactor=redactor,
+            rule_variables=pieces.variables,
         )
 
     def _tool_pieces(self, model: ToolDocument) -> _ToolPieces:
@@ -223,7 +226,8 @@ class _Builder:
             findings.extend(rule_findings)
             if program is not None:
                 rules.append(CompiledRule(name, rule.expression, rule.message, rule.on_error, program))
-        return _ToolPieces(tuple(findings), arguments, tuple(rules))
+        variables = frozenset(ref.name for rule in spec.rules for ref in _roots(rule.expression))
+        return _ToolPieces(tuple(findings), arguments, tuple(rules), variables)
 
     def _expression(self, source: str, path: tuple[str | int, ...], variables: tuple[str, ...], schema: dict[str, Any] | None) -> tuple[Any, list[Finding]]:
         return compile_expression(source, path, variables, self.engine, schema)
@@ -328,6 +332,13 @@ def _attributes(model: ToolDocument, handler_kind: str) -> Mapping[str, Any]:
             "defer_loading": spec.defer_loading,
         }
     )
+
+
+def _roots(source: str) -> tuple[Any, ...]:
+    try:
+        return analyse(source).roots
+    except LexError:
+        return ()
 
 
 def glob_matcher(globs: Sequence[str]) -> Any:

@@ -80,7 +80,10 @@ def _split(name: str) -> tuple[str, str | None]:
 
 
 def _finish(result: ToolResult, env: TurnEnv, timings: dict[str, float], tool: Any) -> ToolResult:
-    meta = {**result.metadata, "snapshot": env.snapshot.version, "status": result.status.value, "timings_ms": {k.removesuffix("_ms"): round(v, 3) for k, v in timings.items()}}
+    meta = result.metadata if type(result.metadata) is dict else dict(result.metadata)  # shape hands over a fresh dict
+    meta["snapshot"] = env.snapshot.version
+    meta["status"] = result.status.value
+    meta["timings_ms"] = timings
     if tool is not None and tool.version:
         meta["tool_version"] = tool.version
     return ToolResult(result.call_id, result.name, result.content, result.status, result.code, result.stage, result.structured, MappingProxyType(meta))

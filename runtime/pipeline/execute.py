@@ -73,7 +73,8 @@ def context_for(call: ValidatedCall, env: TurnEnv) -> ToolContext:
 async def _python(call: ValidatedCall, env: TurnEnv) -> Outcome:
     tool = call.tool
     timeout = tool.spec.timeout
-    result = await call_python(tool.handler, call.args, context_for(call, env), total_s=timeout.total_s, idle_s=timeout.idle_s)
+    context = context_for(call, env) if tool.handler.takes_context else None
+    result = await call_python(tool.handler, call.args, context, total_s=timeout.total_s, idle_s=timeout.idle_s)
     if result.timed_out is not None:
         limit = timeout.total_s if result.timed_out == "total" else timeout.idle_s
         what = f"timed out after {limit:g} s ({'no progress' if result.timed_out == 'idle' else 'total time'})"

@@ -15,6 +15,7 @@ from runtime.config.models import TruncationMode, Trust
 from runtime.execution.output import CollectedOutput
 from runtime.pipeline.env import TurnEnv
 from runtime.records import Call, Outcome, Stage, Status, ToolResult
+from runtime.shaping._unicode import clean
 from runtime.shaping.serialize import serialize
 from runtime.shaping.truncate import read_more_call, truncate
 from runtime.shaping.untrusted import wrap_untrusted
@@ -23,11 +24,13 @@ from runtime.snapshot import CompiledTool, ResolvedOutput
 
 def shape(call: Call, tool: CompiledTool, outcome: Outcome, env: TurnEnv, metadata: Mapping[str, Any]) -> ToolResult:
     """The result the model reads for ``outcome``."""
+    value = outcome.value
+    if type(value) is str and outcome.error is None and len(value) <= tool.output.max_chars and tool.spec.trust is Trust.trusted and not outcome.metadata:
+        return _short_text(call, tool, value, outcome, metadata)
     meta: dict[str, Any] = {**metadata, **{k: v for k, v in outcome.metadata.items() if k != "transient"}}
     redactions: dict[str, int] = dict(meta.pop("redactions", {}) or {})
     is_error = outcome.is_error
     structured = None
-    value = outcome.value
     if isinstance(value, CollectedOutput):
         body, truncation = _collected(value, tool.output, is_error)
         redactions = _merge(redactions, value.redactions)
@@ -65,6 +68,17 @@ def shape(call: Call, tool: CompiledTool, outcome: Outcome, env: TurnEnv, metada
         structured=structured,
         metadata=MappingProxyType(meta),
     )
+
+
+def _short_text(call: Call, tool: CompiledTool, text: str, outcome: Outcome, metadata: Mapping[str, Any]) -> ToolResult:
+    """The common case, kept cheap: a short string result from a trusted tool."""
+    text = clean(text)
+    meta = dict(metadata)
+    if tool.redactor is not None and tool.redactor.enabled:
+        text, counts = tool.redactor.redact(text)
+        if counts:
+            meta["redactions"] = counts
+    return ToolResult(call.id, call.name, text, outcome.status, outcome.code, None, None, meta)
 
 
 def redact_error(result: ToolResult, tool: CompiledTool | None) -> ToolResult:

@@ -29,6 +29,8 @@ async def run_turn(
     interrupt: asyncio.Event | None = None,
 ) -> list[ToolResult]:
     """Results for ``calls``, one each, in the same order."""
+    if len(calls) == 1 and deadline_s is None and interrupt is None:
+        return [await run_call(calls[0], env)]  # the common case: nothing to schedule
     results: list[ToolResult | None] = [None] * len(calls)
     runnable: list[int] = []
     seen: set[str] = set()

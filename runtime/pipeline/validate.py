@@ -39,7 +39,17 @@ def validate(bound: BoundCall, session: Session, snapshot: Snapshot) -> Validate
 def _check_rules(bound: BoundCall, args: Mapping[str, Any], session: Session, snapshot: Snapshot) -> ToolResult | None:
     call, tool = bound.call, bound.tool
     engine = get_engine(snapshot.cel_engine)
-    data = {"args": dict(args), "tool": dict(tool.attributes), "session": session_view(session), "call": {"id": call.id, "index": call.index}}
+    # Only the variables the rules read: building CEL values is most of a rule's cost.
+    used = tool.rule_variables
+    data: dict[str, Any] = {}
+    if "args" in used:
+        data["args"] = dict(args)
+    if "tool" in used:
+        data["tool"] = dict(tool.attributes)
+    if "session" in used:
+        data["session"] = session_view(session)
+    if "call" in used:
+        data["call"] = {"id": call.id, "index": call.index}
     activation = engine.activation(data, RULE_VARIABLES)
     for rule in tool.rules:
         outcome = rule.program.evaluate(activation)

@@ -420,6 +420,9 @@ def fast_available() -> bool:
 
 def get_engine(name: str = "auto") -> CelEngine:
     """The engine called ``name``: ``fast``, ``portable`` or ``auto`` (fast when installed)."""
+    engine = _engines.get(name)
+    if engine is not None:
+        return engine  # the per-call path: no lock once the engine exists
     if name == "auto":
         name = "fast" if fast_available() else "portable"
     if name not in ("fast", "portable"):

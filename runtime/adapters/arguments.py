@@ -1,0 +1,279 @@
+"""Stage 01 helpers: turn a provider's tool arguments into a dict, or say what is wrong.
+
+OpenAI sends arguments as a JSON *string* the model wrote token by token, so it can
+be anything: bad JSON, a list, ``NaN``, megabytes of text, ten thousand nested
+brackets, lone UTF-16 surrogates. Anthropic sends an already-decoded ``input``
+object, which still deserves the same checks. Both functions here never raise: they
+return an error message the model can act on instead.
+
+Rules (the same for both entry points):
+
+- the arguments must be a JSON object; ``None``, ``""`` (and whitespace) mean ``{}``,
+  which is what OpenAI sends for a tool without parameters;
+- at most ``max_bytes`` (UTF-8 bytes of the raw string; characters of the strings
+  and keys of a decoded object) and at most ``max_depth`` nested arrays/objects. The
+  depth is measured without recursion, so ten thousand ``[`` give a clean error;
+- no ``NaN``, ``Infinity``, ``-Infinity``, no number that overflows a double, no
+  integer longer than Python converts (4,300 digits), no repeated key in one object;
+- no lone surrogate (``"\\ud800"``) in a string or key: it cannot be encoded as UTF-8
+  and would break every later stage. The message gives the JSON pointer of the value;
+- NUL characters and raw control characters inside strings are accepted (tools decide
+  what a path with a NUL means; a raw newline inside a string is a common and
+  unambiguous model slip).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from itertools import accumulate
+from typing import Any
+
+MAX_BYTES = 1_000_000
+MAX_DEPTH = 64
+
+_EXCERPT_CHARS = 30
+_POINTER_CHARS = 200
+# A JSON string literal, unrolled-loop form (linear, no nested quantifier blow-up).
+_STRING_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET_RE = re.compile(r"[^\[\]{}]+")
+_BRACKET_DELTA = {"[": 1, "{": 1, "]": -1, "}": -1}
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_CONTROL_RE = re.compile("[\x00-\x1f\x7f]")
+
+
+class _Bad:
+    """A value json.loads could parse but JSON does not allow; reported with its pointer."""
+
+    __slots__ = ("kind", "text")
+
+    def __init__(self, kind: str, text: str) -> None:
+        self.kind = kind
+        self.text = text
+
+
+def decode_arguments(raw: str | None, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> tuple[dict[str, Any] | None, str | None]:
+    """Decode an OpenAI argument string: ``(args, None)`` or ``(None, message)``.
+
+    The message says what is wrong and where, e.g.
+    ``arguments are not valid JSON: Expecting ',' delimiter at line 1 column 14: ...`{"path": "a" "b"}`...``.
+    """
+    try:
+        return _decode(raw, max_bytes, max_depth)
+    except Exception as err:  # noqa: BLE001 - a model's text must never raise out of stage 01
+        return None, f"arguments could not be decoded: {type(err).__name__}"
+
+
+def check_object(value: Any, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> str | None:
+    """Check already-decoded arguments (Anthropic ``input``): None when fine, else a message.
+
+    Applies the same rules as :func:`decode_arguments`: a JSON object, not too deep,
+    not too large, only JSON values, finite numbers, no lone surrogates.
+    """
+    try:
+        if not isinstance(value, Mapping):
+            return _not_object(value)
+        return _walk(value, max_bytes=max_bytes, max_depth=max_depth)
+    except Exception as err:  # noqa: BLE001 - a hostile object (a broken __iter__...) must not raise
+        return f"arguments could not be checked: {type(err).__name__}"
+
+
+# ---------------------------------------------------------------------------
+
+
+def _decode(raw: Any, max_bytes: int, max_depth: int) -> tuple[dict[str, Any] | None, str | None]:
+    if raw is None:
+        return {}, None
+    if isinstance(raw, Mapping):  # some clients hand over arguments already decoded
+        problem = check_object(raw, max_bytes=max_bytes, max_depth=max_depth)
+        return (None, problem) if problem else (dict(raw), None)
+    if isinstance(raw, bytes | bytearray):
+        try:
+            raw = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as err:
+            return None, f"arguments are not valid UTF-8 (byte {err.start})"
+    if not isinstance(raw, str):
+        return None, f"arguments must be a JSON string, got {type(raw).__name__}"
+    if not raw.strip():
+        return {}, None
+    if len(raw) > max_bytes or (len(raw) * 4 > max_bytes and len(raw.encode("utf-8", "surrogatepass")) > max_bytes):
+        # A character is 1 to 4 bytes: only the uncertain middle needs encoding.
+        return None, (
+            f"arguments are too large: {len(raw):,} characters, the limit is {max_bytes:,} bytes; "
+            "pass large content by reference (a file path) or in smaller pieces"
+        )
+    depth = _bracket_depth(raw, max_depth)
+    if depth > max_depth:
+        return None, _too_deep(depth, max_depth)
+    try:
+        value = json.loads(raw, strict=False, parse_constant=_constant, parse_float=_float, parse_int=_int, object_pairs_hook=_object)
+    except json.JSONDecodeError as err:
+        return None, f"arguments are not valid JSON: {err.msg} at line {err.lineno} column {err.colno}: ...`{_excerpt(err.doc, err.pos)}`..."
+    except RecursionError:  # a backstop: the bracket scan above should have caught it
+        return None, _too_deep(max_depth + 1, max_depth)
+    if isinstance(value, _Bad) and value.kind == "duplicate":
+        return None, _bad_message(value, _pointer(()))
+    if not isinstance(value, dict):
+        return None, _not_object(value)
+    problem = _walk(value, max_bytes=max_bytes, max_depth=max_depth)
+    return (None, problem) if problem else (value, None)
+
+
+def _bracket_depth(raw: str, max_depth: int) -> int:
+    """Deepest nesting of arrays/objects in ``raw``, by a linear scan (no recursion).
+
+    Brackets inside string literals do not count. On malformed JSON the answer is an
+    estimate; json.loads reports the syntax error when the estimate is within limits.
+    """
+    if raw.count("[") + raw.count("{") <= max_depth:
+        return 0  # cannot be deeper than the number of opening brackets
+    brackets = _NOT_BRACKET_RE.sub("", _STRING_RE.sub("", raw))
+    if not brackets:
+        return 0
+    return max(accumulate(map(_BRACKET_DELTA.__getitem__, brackets)))
+
+
+def _too_deep(depth: int, max_depth: int) -> str:
+    return f"arguments are nested too deeply ({depth:,} levels of arrays/objects, the limit is {max_depth}); send a flatter structure"
+
+
+def _constant(text: str) -> _Bad:
+    return _Bad("constant", text)
+
+
+def _float(text: str) -> float | _Bad:
+    value = float(text)
+    return value if math.isfinite(value) else _Bad("overflow", text)
+
+
+def _int(text: str) -> int | _Bad:
+    try:
+        return int(text)
+    except ValueError:  # longer than sys.get_int_max_str_digits()
+        return _Bad("digits", text)
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any] | _Bad:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                return _Bad("duplicate", key)
+            seen.add(key)
+    return result
+
+
+def _excerpt(doc: str, pos: int) -> str:
+    start = max(0, pos - _EXCERPT_CHARS)
+    return printable(doc[start : pos + _EXCERPT_CHARS])
+
+
+def printable(text: str) -> str:
+    """``text`` safe to quote in a message: control characters and lone surrogates escaped."""
+    text = _CONTROL_RE.sub(lambda m: json.dumps(m.group())[1:-1], text)
+    return _SURROGATE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _pointer(path: tuple[str | int, ...]) -> str:
+    """RFC 6901 pointer of ``path`` (printable), or "the top level" for the root."""
+    if not path:
+        return "the top level"
+    text = printable("".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path))
+    return text if len(text) <= _POINTER_CHARS else text[: _POINTER_CHARS - 3] + "..."
+
+
+_JSON_NAMES = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number", type(None): "null"}
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, _Bad):
+        return value.text if value.kind == "constant" else "a number"
+    for kind, name in _JSON_NAMES.items():
+        if type(value) is kind:
+            return name
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return type(value).__name__
+
+
+def _not_object(value: Any) -> str:
+    return f'arguments must be a JSON object such as {{"name": value}}, got {_type_name(value)}'
+
+
+def _bad_message(bad: _Bad, where: str) -> str:
+    if bad.kind == "constant":
+        return f"arguments contain {bad.text} at {where}, which is not a JSON number; use a finite number, null or a string"
+    if bad.kind == "overflow":
+        return f"the number {printable(bad.text[:40])} at {where} is too large (it overflows a 64-bit float)"
+    if bad.kind == "digits":
+        return f"the integer at {where} has {len(bad.text.lstrip('-')):,} digits, too many to convert; send it as a string"
+    return f'the object at {where} repeats the key "{printable(bad.text[:100])}"; send each key once'
+
+
+def _walk(root: Any, *, max_bytes: int, max_depth: int) -> str | None:
+    """Check every value under ``root`` iteratively; the first problem, or None."""
+    size = 0
+    stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(root, 1, ())]
+    while stack:
+        value, depth, path = stack.pop()
+        if isinstance(value, str):
+            size += len(value)
+            if size > max_bytes:
+                return f"arguments are too large: more than {max_bytes:,} characters of text; pass large content by reference (a file path) or in smaller pieces"
+            problem = _surrogate(value, path, "")
+            if problem:
+                return problem
+            continue
+        if value is None or isinstance(value, bool | int):
+            continue
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                return f"arguments contain {_non_finite(value)} at {_pointer(path)}, which is not a JSON number; use a finite number, null or a string"
+            continue
+        if isinstance(value, _Bad):
+            return _bad_message(value, _pointer(path))
+        if depth > max_depth:
+            return _too_deep(depth, max_depth) + f" (at {_pointer(path)})"
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    return f"the object at {_pointer(path)} has a key that is not a string ({type(key).__name__})"
+                size += len(key) + 1
+                problem = _surrogate(key, (*path, key), " in a key")
+                if problem:
+                    return problem
+                stack.append((item, depth + 1, (*path, key)))
+            size += 1
+        elif isinstance(value, list | tuple):
+            stack.extend((item, depth + 1, (*path, i)) for i, item in enumerate(value))
+            size += 1
+        else:
+            return f"arguments contain a {type(value).__name__} at {_pointer(path)}, which is not a JSON value"
+        if size > max_bytes:
+            return f"arguments are too large: more than {max_bytes:,} characters; pass large content by reference (a file path) or in smaller pieces"
+    return None
+
+
+def _surrogate(text: str, path: tuple[str | int, ...], where: str) -> str | None:
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        char = text[err.start]
+        return (
+            f"arguments contain a lone UTF-16 surrogate (\\u{ord(char):04x}){where} at {_pointer(path)}; "
+            "send valid Unicode text (a \\ud800-\\udbff escape must be followed by a \\udc00-\\udfff one)"
+        )
+    return None
+
+
+def _non_finite(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
