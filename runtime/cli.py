@@ -8,15 +8,24 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from runtime.config.compile import build_snapshot
+from runtime import adapters
+from runtime.adapters import PROVIDERS
+from runtime.adapters import mcp as mcp_adapter
+from runtime.approvers import TerminalApprover
+from runtime.config.compile import build_snapshot, load_snapshot
+from runtime.config.models import PermissionMode
 from runtime.config.schema import all_schemas, render
+from runtime.errors import ConfigError
 from runtime.lint.report import FORMATS
 from runtime.lint.report import render as render_report
+from runtime.records import Call, Session
+from runtime.runtime import Runtime
 from runtime.settings import Settings
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -42,6 +51,26 @@ def _parser() -> argparse.ArgumentParser:
     schema.add_argument("--out", type=Path, default=None, help="directory to write the schemas to (default: print the combined schema)")
     schema.add_argument("--check", action="store_true", help="exit 1 if the files in --out differ from the models")
 
+    def runtime_options(command: argparse.ArgumentParser) -> None:
+        command.add_argument("--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)")
+        command.add_argument("--workspace", type=Path, default=None, help="workspace root (default: the workspace_root setting)")
+        command.add_argument("--provider", choices=PROVIDERS, default="anthropic")
+        command.add_argument("--format", choices=("json", "text"), default="json")
+        command.add_argument("--mode", choices=[m.value for m in PermissionMode], default=None, help="the session's permission mode")
+
+    run = sub.add_parser("run", help="run one assistant turn's tool calls and print what to send back")
+    runtime_options(run)
+    run.add_argument("calls_file", help="the assistant message (or its list of calls) as JSON; - for stdin")
+
+    call = sub.add_parser("call", help="run one tool call")
+    runtime_options(call)
+    call.add_argument("tool")
+    call.add_argument("--args", default="{}", help="the arguments as a JSON object")
+
+    tools = sub.add_parser("tools", help="print the tool definitions for a provider")
+    tools.add_argument("--config", type=Path, action="append", required=True)
+    tools.add_argument("--provider", choices=("anthropic", "openai", "openai-chat", "openai-responses", "mcp"), default="anthropic")
+
     demo = sub.add_parser("demo", help="load the shipped example and show what it compiles to")
     demo.add_argument("--config", type=Path, default=None, help="example config directory")
     return parser
@@ -60,6 +89,10 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return _lint(args, out, err)
     if args.command == "schema":
         return _schema(args, out, err)
+    if args.command in ("run", "call"):
+        return _run(args, out, err)
+    if args.command == "tools":
+        return _tools(args, out, err)
     return _demo(args, out, err)
 
 
@@ -100,6 +133,65 @@ def _schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for name, schema in schemas.items():
         (args.out / name).write_text(render(schema), encoding="utf-8")
     out.write(f"wrote {len(schemas)} schemas to {args.out}\n")
+    return EXIT_OK
+
+
+def _runtime(args: argparse.Namespace, err: TextIO) -> Runtime | None:
+    try:
+        settings = Settings()
+        return Runtime(args.config, settings=settings, workspace_root=args.workspace, approver=TerminalApprover(stderr=err))
+    except ConfigError as error:
+        for problem in error.problems:
+            err.write(f"{problem}\n")
+        return None
+
+
+def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    missing = [p for p in args.config if not p.exists()]
+    if missing:
+        err.write(f"toolrt: no such config: {', '.join(map(str, missing))}\n")
+        return EXIT_USAGE
+    if args.command == "run":
+        try:
+            text = sys.stdin.read() if args.calls_file == "-" else Path(args.calls_file).read_text(encoding="utf-8")
+            payload = json.loads(text)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            err.write(f"toolrt run: cannot read the calls file: {error}\n")
+            return EXIT_USAGE
+    else:
+        try:
+            call_args = json.loads(args.args)
+        except json.JSONDecodeError as error:
+            err.write(f"toolrt call: --args is not valid JSON: {error}\n")
+            return EXIT_USAGE
+        payload = None
+    runtime = _runtime(args, err)
+    if runtime is None:
+        return EXIT_PROBLEMS
+    if payload is None:
+        calls = [Call(id="call_1", name=args.tool, args=call_args if isinstance(call_args, dict) else None, parse_error=None if isinstance(call_args, dict) else "arguments must be a JSON object")]
+    else:
+        calls = adapters.parse_calls(args.provider, payload, snapshot=runtime.snapshot)
+    session = Session(mode=args.mode or runtime.settings.permission_mode.value)
+    results = runtime.run_turn_sync(calls, session)
+    if args.format == "json":
+        out.write(json.dumps(adapters.render_results(args.provider, results), indent=2, ensure_ascii=False) + "\n")
+    else:
+        for result in results:
+            out.write(f"[{result.call_id}] {result.name}: {result.status.value}\n{result.content}\n\n")
+    return EXIT_OK
+
+
+def _tools(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        snapshot = load_snapshot(args.config, Settings())
+    except ConfigError as error:
+        for problem in error.problems:
+            err.write(f"{problem}\n")
+        return EXIT_PROBLEMS
+    provider = "openai-chat" if args.provider == "openai" else args.provider
+    definitions = mcp_adapter.tool_definitions(snapshot) if provider == "mcp" else adapters.tool_definitions(provider, snapshot)
+    out.write(json.dumps(definitions, indent=2, ensure_ascii=False) + "\n")
     return EXIT_OK
 
 
