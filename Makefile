@@ -29,7 +29,10 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[fast,dev,bench]"
 	$(BIN)/python tests/benchmarks/bench_snapshot.py
+	$(BIN)/python tests/benchmarks/bench_pipeline.py
+	@if [ -f tests/benchmarks/bench_redaction.py ]; then $(BIN)/python tests/benchmarks/bench_redaction.py; fi
 
 schemas: $(STAMP)
 	$(BIN)/toolrt schema --out schemas
