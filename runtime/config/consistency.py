@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from runtime.config.load import LoadedDocument
@@ -17,6 +18,8 @@ def check_consistency(docs: Sequence[LoadedDocument]) -> list[Problem]:
     versions = {(e.model.metadata.name, e.model.metadata.version) for e in docs if isinstance(e.model, ToolDocument)}
     for entry in docs:
         model = entry.model
+        if isinstance(model, ToolDocument) and not _PROVIDER_NAME.fullmatch(model.metadata.name):
+            problems.append(Problem(entry.source.locate(("metadata", "name")), "invalid-value", f"tool name `{model.metadata.name}` cannot be sent to model APIs, which accept only letters, digits, `_` and `-` in tool names (Anthropic and OpenAI). Rename it, e.g. `{_PROVIDER_SAFE.sub('_', model.metadata.name)}`."))
         if isinstance(model, WorkflowDocument):
             problems.extend(_workflow(entry, model, tools))
         elif isinstance(model, PolicyTestDocument):
@@ -40,6 +43,10 @@ def check_consistency(docs: Sequence[LoadedDocument]) -> list[Problem]:
                         hint = did_you_mean(plain, tools)
                         problems.append(Problem(entry.source.locate(("spec", "rules", index, "tools", g_index)), "unknown-tool", f"rule `{rule.name}` names tool `{plain}`, which is not declared, so the rule never applies.{hint}", Severity.warning))
     return problems
+
+
+_PROVIDER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_PROVIDER_SAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def _duplicates(docs: Sequence[LoadedDocument]) -> list[Problem]:

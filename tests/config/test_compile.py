@@ -155,3 +155,11 @@ def test_build_snapshot_reports_problems_instead_of_raising(tmp_path, settings):
     result = build_snapshot([tmp_path], settings)
     assert result.snapshot is None
     assert [p.code for p in result.problems] == ["yaml-syntax"]
+
+
+def test_tool_names_that_model_apis_reject_are_lint_errors(tmp_path, settings):
+    write_tool(tmp_path, "a.yaml", name="git.push")
+    result = build_snapshot([tmp_path], settings)
+    (problem,) = result.problems
+    assert (problem.code, problem.location.line) == ("invalid-value", 3)
+    assert "`git_push`" in problem.message
