@@ -10,10 +10,14 @@ compiled into an immutable :class:`Snapshot`::
     problems = tool.arguments.validate({"path": 3})
 """
 
+from runtime import adapters
 from runtime.config.cache import CompileCache
 from runtime.config.compile import BuildResult, build_snapshot, load_snapshot
 from runtime.config.problems import Location, Problem, Severity
-from runtime.errors import CelCompileError, ConfigError, ToolrtError, UsageError
+from runtime.errors import CelCompileError, ConfigError, ToolError, ToolrtError, TransientError, UsageError
+from runtime.pipeline.permit import Approval, Approver
+from runtime.records import Call, Session, Status, ToolResult
+from runtime.runtime import Runtime
 from runtime.settings import Settings
 from runtime.snapshot import CompiledRule, CompiledTool, Snapshot
 from runtime.validation.arguments import ArgumentProblem
@@ -21,7 +25,10 @@ from runtime.validation.arguments import ArgumentProblem
 __version__ = "0.1.0"
 
 __all__ = [
+    "Approval",
+    "Approver",
     "ArgumentProblem",
+    "Call",
     "BuildResult",
     "CelCompileError",
     "CompileCache",
@@ -30,12 +37,19 @@ __all__ = [
     "ConfigError",
     "Location",
     "Problem",
+    "Runtime",
+    "Session",
     "Settings",
     "Severity",
     "Snapshot",
+    "Status",
+    "ToolError",
+    "ToolResult",
     "ToolrtError",
+    "TransientError",
     "UsageError",
     "__version__",
+    "adapters",
     "build_snapshot",
     "load_snapshot",
 ]

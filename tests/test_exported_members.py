@@ -6,7 +6,10 @@ import runtime
 def test_public_api_is_exactly_the_documented_names():
     assert sorted(runtime.__all__) == sorted(
         [
+            "Approval",
+            "Approver",
             "ArgumentProblem",
+            "Call",
             "BuildResult",
             "CelCompileError",
             "CompileCache",
@@ -15,12 +18,19 @@ def test_public_api_is_exactly_the_documented_names():
             "ConfigError",
             "Location",
             "Problem",
+            "Runtime",
+            "Session",
             "Settings",
             "Severity",
             "Snapshot",
+            "Status",
+            "ToolError",
+            "ToolResult",
             "ToolrtError",
+            "TransientError",
             "UsageError",
             "__version__",
+            "adapters",
             "build_snapshot",
             "load_snapshot",
         ]
@@ -36,3 +46,4 @@ def test_config_errors_are_toolrt_errors():
     assert issubclass(runtime.ConfigError, runtime.ToolrtError)
     assert issubclass(runtime.CelCompileError, runtime.ToolrtError)
     assert issubclass(runtime.UsageError, runtime.ToolrtError)
+    assert issubclass(runtime.TransientError, runtime.ToolError)
