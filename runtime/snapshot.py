@@ -86,6 +86,7 @@ class Handler:
     function: Callable[..., Any] | None = field(default=None, compare=False)
     is_async: bool = False  # python handlers: a coroutine function
     takes_context: bool = False  # python handlers: accepts (args, context)
+    search_dirs: tuple[str, ...] = ()  # python handlers: where a module beside the config is found
 
 
 @dataclass(frozen=True, slots=True)

@@ -330,7 +330,7 @@ class _Transformer:
             if name not in required and not accepts_null(sub, self.root):
                 node = _nullable(node)
             converted[name] = node
-        out["type"] = _with_type(out.get("type"), "object")
+        out.setdefault("type", "object")
         out["properties"] = converted
         out["required"] = list(converted)
         out["additionalProperties"] = False
@@ -368,8 +368,6 @@ class _Transformer:
             return ["object"]
         if "items" in schema:
             return ["array"]
-        if "$ref" in schema:
-            return None
         return None
 
     def count_enum(self, values: Any, path: tuple[str, ...]) -> None:
@@ -476,12 +474,6 @@ def _types(schema: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[str] |
     if isinstance(types, list) and types and all(isinstance(t, str) for t in types):
         return list(types)
     raise _NotStrict("type must be a name or a list of names", path)
-
-
-def _with_type(current: Any, name: str) -> Any:
-    if current is None:
-        return name
-    return current
 
 
 def _json_type(value: Any) -> str | None:

@@ -75,6 +75,7 @@ def resolve_handler(spec: ToolSpec, mcp_servers: Sequence[str], search_dirs: Seq
         function=function,
         is_async=is_async,
         takes_context=takes_context,
+        search_dirs=tuple(str(d) for d in search_dirs) if kind == "python" else (),
     )
     return handler, findings
 

@@ -9,12 +9,19 @@ with exponential backoff.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import secrets
+import sys
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from runtime.context import ToolContext
 from runtime.errors import ToolError, TransientError
+from runtime.execution.child import RESULT_MARKER
 from runtime.execution.command import CommandError, prepare
 from runtime.execution.output import OutputCollector
 from runtime.execution.processes import run_process
@@ -26,6 +33,7 @@ from runtime.tools.builtins import HANDLERS as BUILTIN_HANDLERS
 
 _UNKNOWN = "Result unknown: `{tool}` {what}; it may or may not have taken effect. Check whether it did before retrying."
 _TRANSIENT_OS = (ConnectionError, TimeoutError, BlockingIOError)
+_CHILD_OUTPUT_LIMIT = 16 * 1024 * 1024
 
 
 async def execute(call: ValidatedCall, env: TurnEnv) -> Outcome:
@@ -72,6 +80,8 @@ def context_for(call: ValidatedCall, env: TurnEnv) -> ToolContext:
 
 async def _python(call: ValidatedCall, env: TurnEnv) -> Outcome:
     tool = call.tool
+    if tool.spec.process_isolation:
+        return await _isolated(call, env)
     timeout = tool.spec.timeout
     context = context_for(call, env) if tool.handler.takes_context else None
     result = await call_python(tool.handler, call.args, context, total_s=timeout.total_s, idle_s=timeout.idle_s)
@@ -88,6 +98,49 @@ async def _python(call: ValidatedCall, env: TurnEnv) -> Outcome:
         return Outcome(error=str(error) or type(error).__name__, status=Status.error, code="tool_error", metadata=_transient(isinstance(error, TransientError)))
     detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     return _failure(tool, f"failed with {detail}", Status.error, "handler_error", transient=isinstance(error, _TRANSIENT_OS))
+
+
+async def _isolated(call: ValidatedCall, env: TurnEnv) -> Outcome:
+    """A python handler in a child process, so that a timeout can kill it."""
+    tool = call.tool
+    handler = tool.handler
+    nonce = secrets.token_hex(8)
+    context = {
+        "workspace_root": str(env.workspace_root), "session_id": env.session.id, "call_id": call.call.id, "request_id": env.request_id,
+        "trace_id": env.trace_id, "tool": tool.name, "snapshot_version": env.snapshot.version,
+    }
+    request = {"nonce": nonce, "target": handler.target, "search_dirs": list(handler.search_dirs), "args": dict(call.args), "takes_context": handler.takes_context, "context": context}
+    output: list[str] = []
+    size = [0]
+
+    def keep(text: str) -> None:
+        if size[0] < _CHILD_OUTPUT_LIMIT:
+            output.append(text)
+            size[0] += len(text)
+
+    with tempfile.TemporaryDirectory(prefix="toolrt-child-") as folder:
+        request_file = Path(folder) / "request.json"
+        request_file.write_text(json.dumps(request, ensure_ascii=False, default=str), encoding="utf-8")
+        timeout = tool.spec.timeout
+        result = await run_process(
+            [sys.executable, "-m", "runtime.execution.child", str(request_file)],
+            cwd=env.workspace_root, env=os.environ, total_s=timeout.total_s, idle_s=timeout.idle_s, grace_s=timeout.grace_s, on_output=keep,
+        )
+    if result.timed_out is not None:
+        limit = timeout.total_s if result.timed_out == "total" else timeout.idle_s
+        return _failure(tool, f"timed out after {limit:g} s ({'no progress' if result.timed_out == 'idle' else 'total time'}); its process was stopped", Status.timeout, "timeout")
+    marker = RESULT_MARKER + nonce + " "
+    text = "".join(output)
+    at = text.rfind(marker)
+    if at < 0:
+        return _failure(tool, f"stopped without a result (exit code {result.exit_code})", Status.error, "handler_crashed")
+    payload = json.loads(text[at + len(marker) :].splitlines()[0])
+    if payload["ok"]:
+        return Outcome(value=payload["value"])
+    if payload["tool_error"]:
+        return Outcome(error=payload["message"] or payload["type"], status=Status.error, code="tool_error", metadata=_transient(payload["transient"]))
+    detail = f"{payload['type']}: {payload['message']}" if payload["message"] else payload["type"]
+    return _failure(tool, f"failed with {detail}", Status.error, "handler_error")
 
 
 async def _builtin(call: ValidatedCall, env: TurnEnv) -> Outcome:

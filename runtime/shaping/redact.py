@@ -3,15 +3,23 @@
 A :class:`Redactor` is built once per set of profiles (at snapshot build time) and
 shared by every call of the tools that use that set. All patterns of all its
 profiles are joined into **one** RE2 alternation, so one linear-time scan of the text
-finds every candidate, whatever the number of patterns (Python ``re`` would need one
-backtracking pass per pattern and is ~50x slower here; see FACTS.md).
+finds every candidate, whatever the number of patterns (Python ``re`` is 30-160x
+slower on the same patterns: ``tests/benchmarks/bench_redaction.py``).
 
 Semantics are those of applying the alternation left to right: at each position the
 leftmost match wins and, among matches starting there, the pattern listed first (in
 profile order, then pattern order). A candidate of a pattern with a ``validator``
 that fails its checksum is kept as is; the later patterns are then tried at the same
 position (an 18-digit number that is not a card number may still be a resident ID),
-and the scan goes on from the next character.
+and the scan goes on from the next character (so a card number glued to a preceding
+number is still found, which ``re.sub`` would skip).
+
+How the pattern that matched is known: not by capture groups (one wrapping group per
+pattern, told apart by group offsets, was the first design; RE2 then runs its
+submatch engine on every candidate, ~13-16 us each, against 3.5 us for the DFA alone,
+and a log with an order id on every fifth line has thousands of candidates). The scan
+is non-capturing; the winner is settled on the candidate's span afterwards (see
+:meth:`_Scanner.identify`), exactly as the capturing alternation would have.
 
 The text is scanned as UTF-8 bytes, encoded once: google-re2's ``str`` interface
 re-encodes the whole text on every ``search`` call, which would make a scan with
@@ -31,6 +39,15 @@ from runtime.shaping._unicode import to_utf8
 from runtime.shaping.validators import VALIDATORS
 from runtime.snapshot import CompiledPattern, CompiledRedaction
 
+try:  # google-re2's matcher below its Python wrapper (see _Regex)
+    from re2 import _re2 as _low
+
+    _UNANCHORED = _low.RE2.Anchor.UNANCHORED
+    _ANCHOR_START = _low.RE2.Anchor.ANCHOR_START
+    _ANCHOR_BOTH = _low.RE2.Anchor.ANCHOR_BOTH
+except (ImportError, AttributeError):  # pragma: no cover - other google-re2 layouts
+    _low = None
+
 DEFAULT_WINDOW = 64 * 1024
 """Bytes of output a :class:`StreamRedactor` holds back between chunks.
 
@@ -40,30 +57,90 @@ the window may be missed or only partly redacted. The stream emits text only onc
 twice this much is pending, so every byte is scanned at most about twice.
 """
 
-# The DFA of a big alternation needs more than RE2's default 8 MiB to stay in its fast
-# path (when the budget runs out RE2 falls back to a much slower NFA). Memory is only
-# used as the DFA grows, and one compiled alternation is shared by every tool that
-# uses the same profiles (see _compile_combined).
+# The DFA of a big alternation (many profiles) can outgrow RE2's default budget of
+# 8 MiB, and RE2 then falls back to its much slower NFA. The shipped 20 patterns fit
+# either way; the headroom is for larger configs. Memory is only used as the DFA
+# grows, and one compiled alternation is shared by every tool that uses the same
+# profiles (see _compile).
 _MAX_MEM = 64 << 20
+
+
+def _options() -> Any:
+    options = re2.Options()
+    options.log_errors = False  # RE2 would otherwise write to the app's stderr
+    options.max_mem = _MAX_MEM
+    # Capture groups are never needed (patterns are told apart without them, see
+    # _Scanner.identify) and make RE2 run its slow submatch engine on every match:
+    # measured 13-16 us per candidate with groups, 3.5 us without.
+    options.never_capture = True
+    return options
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile(source: str) -> Any:
+    # Cached by source: tools sharing the same profiles share one RE2 object (and its
+    # DFA cache) instead of each holding a copy.
+    return re2.compile(source, _options())
+
+
+@functools.lru_cache(maxsize=256)
+def _compile_set(sources: tuple[str, ...]) -> Any:
+    patterns = re2.Set.FullMatchSet(_options())
+    for source in sources:
+        # One optional character on each side: the slice handed to the set carries the
+        # characters around the candidate, so \b, ^ and $ at its edges see them (a
+        # set cannot be given a position inside a longer text).
+        patterns.Add(f"(?s:.)?(?:{source})(?s:.)?")
+    patterns.Compile()
+    return patterns
+
+
+class _Regex:
+    """A compiled pattern applied to UTF-8 bytes at a position, with the text around as context.
+
+    Calls google-re2's matcher directly when it can: the public wrapper spends ~3 us
+    per call building a generator and a match object, more than the match itself
+    costs on a short candidate, and a log full of look-alike numbers has thousands.
+    """
+
+    __slots__ = ("_public", "_match")
+
+    def __init__(self, regex: Any) -> None:
+        self._public = regex
+        low = getattr(regex, "_regexp", None)
+        self._match = low.Match if _low is not None and low is not None and hasattr(low, "Match") else None
+
+    def search(self, data: bytes, pos: int) -> tuple[int, int] | None:
+        """The span of the leftmost match at or after ``pos``, or None."""
+        if self._match is not None:
+            span = self._match(_UNANCHORED, data, pos, len(data))[0]
+            return None if span[0] < 0 else span
+        found = self._public.search(data, pos)
+        return None if found is None else found.span()
+
+    def match_end(self, data: bytes, pos: int) -> int | None:
+        """Where a match starting exactly at ``pos`` ends, or None."""
+        if self._match is not None:
+            end = self._match(_ANCHOR_START, data, pos, len(data))[0][1]
+            return None if end < 0 else end
+        found = self._public.match(data, pos)
+        return None if found is None else found.end()
+
+    def spans(self, data: bytes, pos: int, end: int) -> bool:
+        """True when a match covers exactly ``data[pos:end]`` (context: the whole ``data``)."""
+        if self._match is not None:
+            return self._match(_ANCHOR_BOTH, data, pos, end)[0][0] >= 0
+        return self._public.fullmatch(data, pos, end) is not None
 
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
-    """One pattern inside a combined alternation."""
+    """One pattern of a scanner."""
 
     name: str
-    group: int  # the capture group that wraps this pattern in the alternation
     replacement: bytes
     validator: Callable[[str], bool] | None
-    regex: Any  # the pattern alone, to retry at a position where a validator said no
-
-
-@dataclass(frozen=True, slots=True)
-class _Scanner:
-    """One compiled alternation and the patterns in it, in order."""
-
-    regex: Any
-    entries: tuple[_Entry, ...]
+    alone: _Regex  # the pattern by itself: to confirm which pattern matched, and to retry
 
 
 def _pattern_source(pattern: CompiledPattern) -> str:
@@ -75,22 +152,87 @@ def _pattern_source(pattern: CompiledPattern) -> str:
     return source if pattern.regex.options.case_sensitive else f"(?i){source}"
 
 
-@functools.lru_cache(maxsize=256)
-def _compile_combined(source: str) -> Any:
-    # Cached by source: tools sharing the same profiles share one RE2 object (and
-    # its DFA cache) instead of each holding a copy.
-    options = re2.Options()
-    options.log_errors = False
-    options.max_mem = _MAX_MEM
-    return re2.compile(source, options)
+class _Scanner:
+    """One RE2 alternation of several patterns, and how to tell which one matched.
+
+    The alternation is non-capturing: RE2 answers "where is the leftmost match" with
+    its DFA alone. Which pattern it was is then settled on the candidate only: an
+    ``RE2::Set`` of all patterns lists those that match that exact span, and the
+    first of them (in pattern order) that also matches in place, with the real text
+    around it, is the one the alternation chose (leftmost-first: an earlier pattern
+    matching at that position would have been chosen instead).
+    """
+
+    __slots__ = ("finder", "entries", "_sources", "_set", "_later")
+
+    def __init__(self, patterns: Sequence[CompiledPattern]) -> None:
+        sources = tuple(_pattern_source(p) for p in patterns)
+        self._sources = sources
+        self.finder = _Regex(_compile("|".join(f"(?:{source})" for source in sources)))
+        self.entries = tuple(
+            _Entry(
+                name=pattern.name,
+                replacement=to_utf8(pattern.replacement),
+                validator=VALIDATORS.get(pattern.validator) if pattern.validator is not None else None,
+                alone=_Regex(_compile(source)),
+            )
+            for pattern, source in zip(patterns, sources, strict=True)
+        )
+        try:
+            self._set: Any = _compile_set(sources) if len(sources) > 1 else None
+        except re2.error:
+            self._set = None  # too big for a set: identify() tries the patterns in order
+        # The alternation of the patterns after each one: where a candidate rejected by
+        # its validator may still match (built when first needed, then kept).
+        self._later: dict[int, _Regex | None] = {}
+        for index, entry in enumerate(self.entries):
+            if entry.validator is not None:
+                self._later_finder(index)
+
+    def _later_finder(self, index: int) -> _Regex | None:
+        if index not in self._later:
+            rest = self._sources[index + 1 :]
+            self._later[index] = _Regex(_compile("|".join(f"(?:{source})" for source in rest))) if rest else None
+        return self._later[index]
+
+    def identify(self, data: bytes, begin: int, end: int, after: int = -1) -> int:
+        """The first pattern after index ``after`` that matches exactly ``data[begin:end]`` in place."""
+        entries = self.entries
+        if self._set is not None:
+            lo = _char_start(data, begin - 1) if begin > 0 else begin
+            hi = end + _char_len(data[end]) if end < len(data) else end
+            for index in sorted(self._set.Match(data[lo:hi]) or ()):
+                if index > after and entries[index].alone.spans(data, begin, end):
+                    return index
+        for index in range(after + 1, len(entries)):  # no set (or a bug in it): the slow, sure way
+            if entries[index].alone.spans(data, begin, end):
+                return index
+        raise AssertionError("a match of the alternation matched none of its patterns")
+
+    def accept(self, data: bytes, begin: int, end: int) -> tuple[_Entry, int] | None:
+        """The pattern to redact this candidate with and where its match ends; or None.
+
+        A candidate rejected by its pattern's validator (or empty, which would redact
+        nothing) is offered to the later patterns at the same position; earlier ones
+        cannot match there (leftmost-first).
+        """
+        index = self.identify(data, begin, end)
+        while True:
+            entry = self.entries[index]
+            if end > begin and (entry.validator is None or _valid(entry.validator, data[begin:end])):
+                return entry, end
+            later = self._later_finder(index)
+            stop = later.match_end(data, begin) if later is not None else None
+            if stop is None:
+                return None
+            index, end = self.identify(data, begin, stop, after=index), stop
 
 
 def _build_scanners(patterns: Sequence[CompiledPattern]) -> tuple[_Scanner, ...]:
     """As few alternations as possible; normally exactly one.
 
-    Patterns that cannot share one alternation (two patterns defining the same named
-    group, or an alternation beyond RE2's size limit) start another one; the scanners
-    then run one after the other.
+    Patterns that cannot share one alternation (beyond RE2's program size limit)
+    start another one; the scanners then run one after the other.
     """
     scanners: list[_Scanner] = []
     pending: list[CompiledPattern] = list(patterns)
@@ -98,7 +240,7 @@ def _build_scanners(patterns: Sequence[CompiledPattern]) -> tuple[_Scanner, ...]
         count = len(pending)
         while True:
             try:
-                scanners.append(_scanner(pending[:count]))
+                scanners.append(_Scanner(pending[:count]))
                 break
             except re2.error:
                 if count == 1:
@@ -106,26 +248,6 @@ def _build_scanners(patterns: Sequence[CompiledPattern]) -> tuple[_Scanner, ...]
                 count = max(1, count // 2)
         pending = pending[count:]
     return tuple(scanners)
-
-
-def _scanner(patterns: Sequence[CompiledPattern]) -> _Scanner:
-    entries: list[_Entry] = []
-    sources: list[str] = []
-    group = 1
-    for pattern in patterns:
-        entries.append(
-            _Entry(
-                name=pattern.name,
-                group=group,
-                replacement=to_utf8(pattern.replacement),
-                validator=VALIDATORS.get(pattern.validator) if pattern.validator is not None else None,
-                regex=pattern.regex,
-            )
-        )
-        sources.append(f"({_pattern_source(pattern)})")
-        # The wrapping group, then the pattern's own groups: the next wrapper follows.
-        group += 1 + int(pattern.regex.groups)
-    return _Scanner(_compile_combined("|".join(sources)), tuple(entries))
 
 
 def _char_len(lead: int) -> int:
@@ -150,53 +272,26 @@ def _scan(scanner: _Scanner, data: bytes, start: int, limit: int | None, out: li
     """
     end = len(data) if limit is None else limit
     emitted = pos = start
-    search = scanner.regex.search
+    search = scanner.finder.search
     while pos <= len(data):
-        match = search(data, pos)
-        if match is None:
+        span = search(data, pos)
+        if span is None or span[0] >= end:
             break
-        begin = match.start()
-        if begin >= end:
-            break
-        entry = _accept(scanner, match, data, begin)
-        if entry is None:
+        begin = span[0]
+        accepted = scanner.accept(data, begin, span[1])
+        if accepted is None:
+            # Nothing to redact here: go on from the next character (not from the end
+            # of the rejected candidate, which may contain a real match).
             pos = begin + _char_len(data[begin]) if begin < len(data) else begin + 1
             continue
-        stop = entry[1]
+        entry, stop = accepted
         out.append(data[emitted:begin])
-        out.append(entry[0].replacement)
-        counts[entry[0].name] = counts.get(entry[0].name, 0) + 1
+        out.append(entry.replacement)
+        counts[entry.name] = counts.get(entry.name, 0) + 1
         emitted = pos = stop
     boundary = max(end, emitted)
     out.append(data[emitted:boundary])
     return boundary
-
-
-def _accept(scanner: _Scanner, match: Any, data: bytes, begin: int) -> tuple[_Entry, int] | None:
-    """The pattern to redact this candidate with, and where its match ends; or None."""
-    entries = scanner.entries
-    index = _matched_entry(entries, match)
-    entry = entries[index]
-    stop = match.end()
-    if stop > begin and (entry.validator is None or _valid(entry.validator, data[begin:stop])):
-        return entry, stop
-    # Rejected (checksum failed, or an empty match, which would redact nothing): a
-    # later pattern may still match here. Earlier ones cannot (leftmost-first).
-    for later in entries[index + 1 :]:
-        other = later.regex.match(data, begin)
-        if other is None or other.end() <= begin:
-            continue
-        if later.validator is None or _valid(later.validator, data[begin : other.end()]):
-            return later, other.end()
-    return None
-
-
-def _matched_entry(entries: tuple[_Entry, ...], match: Any) -> int:
-    """Which pattern of the alternation matched: the one whose wrapping group took part."""
-    for index, entry in enumerate(entries):
-        if match.start(entry.group) != -1:
-            return index
-    raise AssertionError("a match of the alternation matched none of its patterns")
 
 
 def _valid(validator: Callable[[str], bool], candidate: bytes) -> bool:
@@ -244,13 +339,13 @@ class Redactor:
         data = to_utf8(text)
         changed = False
         for scanner in self._scanners:
-            if scanner.regex.search(data) is None:
-                continue  # the common case: nothing to redact, no copy made
             out: list[bytes] = []
+            before = sum(counts.values())
             _scan(scanner, data, 0, None, out, counts)
-            data = b"".join(out)
-            changed = True
-        if not changed:
+            if sum(counts.values()) != before:
+                data = b"".join(out)
+                changed = True
+        if not changed:  # the common case: nothing redacted, the text itself comes back
             return text, counts
         return data.decode("utf-8"), counts
 

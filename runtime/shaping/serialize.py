@@ -42,7 +42,7 @@ class Serialized:
     """
 
     text: str
-    structured: Any | None = None
+    structured: Any = None  # JSON-compatible data, or None
     notes: tuple[str, ...] = ()
 
 

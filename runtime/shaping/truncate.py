@@ -81,15 +81,17 @@ def _artifact(text: str, output: ResolvedOutput, artifact_id: str) -> str:
     shown = _head_cut(text, min(output.preview_chars, output.max_chars))
     total = len(text)
     call = read_more_call(artifact_id, shown)
-    how = f"To read the rest, call {call} and go on from the next_offset it returns; add pattern=\"<regex>\" to get only the matching lines."
+    how = f'To read the rest, call {call} and go on from the next_offset it returns; add pattern="<regex>" to get only the matching lines.'
     if shown == 0:
-        return f"[Output too long to show: {total:,} characters. The full output is saved as artifact {artifact_id}. To read it, call {call} and go on from the next_offset it returns; add pattern=\"<regex>\" to get only the matching lines.]"
+        return f'[Output too long to show: {total:,} characters. The full output is saved as artifact {artifact_id}. To read it, call {call} and go on from the next_offset it returns; add pattern="<regex>" to get only the matching lines.]'
     return f"[Output truncated: {total:,} characters in total; the first {shown:,} are shown below. The full output is saved as artifact {artifact_id}. {how}]\n{text[:shown]}"
 
 
 def _head(text: str, output: ResolvedOutput) -> str:
     cut = _head_cut(text, _limit(output.head_chars, output.max_chars))
-    return f"{_ensure_newline(text[:cut])}[... output truncated: the first {cut:,} of {len(text):,} characters are shown above; the remaining {len(text) - cut:,} characters were cut and are not kept.]"
+    return (
+        f"{_ensure_newline(text[:cut])}[... output truncated: the first {cut:,} of {len(text):,} characters are shown above; the remaining {len(text) - cut:,} characters were cut and are not kept.]"
+    )
 
 
 def _tail(text: str, output: ResolvedOutput) -> str:

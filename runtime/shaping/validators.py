@@ -23,24 +23,25 @@ def _compact(text: str) -> str:
     return text.translate(_SEPARATORS)
 
 
+# Luhn doubles every second digit from the right and subtracts 9 when the result is
+# above 9 (0123456789 -> 0246813579). As a byte translation table it runs in C.
+_LUHN_DOUBLED = bytes.maketrans(b"0123456789", b"0246813579")
+
+
 def luhn(digits: str) -> bool:
     """True when ``digits`` (spaces and dashes ignored) pass the Luhn mod-10 check.
 
     Used by payment card numbers (ISO/IEC 7812). At least two digits are required:
     a single ``0`` passing the check says nothing.
     """
-    number = _compact(digits)
+    number = digits if digits.isdigit() else _compact(digits)
     if len(number) < 2 or not number.isascii() or not number.isdigit():
         return False
-    total = 0
-    # From the rightmost digit: every second digit is doubled (minus 9 when above 9).
-    for index, char in enumerate(reversed(number)):
-        digit = ord(char) - 48
-        if index % 2 == 1:
-            digit *= 2
-            if digit > 9:
-                digit -= 9
-        total += digit
+    # Called for every card-shaped candidate in the output (order ids, timestamps), so
+    # it is a few C-level passes over bytes instead of a Python loop per digit: the
+    # sum of ASCII codes minus 48 per digit is the sum of the digits.
+    data = number.encode("ascii")
+    total = sum(data[-1::-2]) + sum(data[-2::-2].translate(_LUHN_DOUBLED)) - 48 * len(data)
     return total % 10 == 0
 
 

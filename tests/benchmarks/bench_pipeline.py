@@ -83,7 +83,7 @@ kind: Tool
 metadata: {name: flood}
 spec:
   description: Prints a lot.
-  handler: {command: {argv: [sh, -c, "yes '2026-11-29T10:00:00Z INFO request served in 12ms user=alice@example.com path=/api/v1/items' | head -c {bytes}"]}}
+  handler: {command: {argv: [sh, -c, "yes '2026-11-29T10:00:00Z INFO request 7f3a9c served in 12ms status=200 path=/api/v1/items?page=3 build=4.2.1' | head -c {bytes}"]}}
   read_only: true
   timeout: {total_s: 600}
   redaction: [secrets, pii]
@@ -243,9 +243,15 @@ sys.path.insert(0, {str(config)!r})
 from runtime.runtime import Runtime
 from runtime.records import Call
 rt = Runtime([{str(config)!r}], workspace_root={str(workspace)!r})
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def peak_kb():
+    # VmHWM is this process's own peak; ru_maxrss would include the parent's at fork time.
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = peak_kb()
 (r,) = asyncio.run(rt.run_turn([Call("f", "flood", {{"bytes": {size}}})]))
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+after = peak_kb()
 art = r.metadata.get("artifact_id")
 print(json.dumps({{"before_kb": before, "after_kb": after, "status": r.status.value, "notice": r.content[:300], "artifact": art,
                   "chars": r.metadata.get("original_chars"), "redactions": r.metadata.get("redactions")}}))
