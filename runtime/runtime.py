@@ -13,6 +13,7 @@ from typing import Any
 from runtime.config.cache import CompileCache
 from runtime.config.compile import BuildResult, build_snapshot
 from runtime.errors import ConfigError
+from runtime.execution.jobs import JobRegistry
 from runtime.pipeline.env import TurnEnv
 from runtime.pipeline.permit import Approver, DefaultPermitter, Permitter
 from runtime.pipeline.turn import run_turn
@@ -55,6 +56,7 @@ class Runtime:
         self.approver = approver
         self.permitter: Permitter = permitter or DefaultPermitter()
         self.artifacts = artifacts if artifacts is not None else ArtifactStore(self._under_workspace(self.settings.artifact_dir))
+        self.jobs = JobRegistry()
 
     def _under_workspace(self, path: Path) -> Path:
         return path if path.is_absolute() else self.workspace_root / path
@@ -85,6 +87,7 @@ class Runtime:
             workspace_root=self.workspace_root,
             request_id=f"{self._id_prefix}{next(self._turns)}",
             trace_id=trace_id,
+            jobs=self.jobs,
         )
 
     async def run_turn(
@@ -110,6 +113,10 @@ class Runtime:
             return asyncio.run(self.run_turn(calls, session, **options))
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
             return pool.submit(asyncio.run, self.run_turn(calls, session, **options)).result()
+
+    async def close(self) -> None:
+        """Stop background jobs (and their process trees)."""
+        await self.jobs.close()
 
     async def call(self, name: str, args: Mapping[str, Any] | None = None, session: Session | None = None, *, call_id: str | None = None) -> ToolResult:
         """Run one call by name."""

@@ -23,7 +23,7 @@ from runtime.config.models import HandlerSpec, ToolSpec
 from runtime.config.suggest import did_you_mean
 from runtime.snapshot import Handler
 
-BUILTINS = ("file_read", "file_edit", "artifact_read", "list_dir", "glob", "grep", "run_command", "tool_search")
+BUILTINS = ("file_read", "file_edit", "artifact_read", "list_dir", "glob", "grep", "run_command", "tool_search", "job_status")
 _HANDLER_PATH = ("spec", "handler")
 
 

@@ -102,6 +102,12 @@ class OutputCollector:
                 self._writer.abort()
             self._writer = None
 
+    def peek(self, chars: int) -> tuple[str, int]:
+        """The last ``chars`` characters collected so far (redacted), and the total so far."""
+        if self._writer is None and self._spill_error is None:
+            return "".join(self._parts)[-chars:], self._total
+        return self._tail[-chars:], self._total
+
     def finish(self) -> CollectedOutput:
         if self._redactor is not None:
             self._store(self._redactor.finish())

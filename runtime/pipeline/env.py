@@ -28,3 +28,4 @@ class TurnEnv:
     request_id: str
     trace_id: str | None = None
     approval_timeout_s: float = 300.0
+    jobs: Any = None  # runtime.execution.jobs.JobRegistry: background commands

@@ -19,6 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from runtime.config.models import OnTimeout
 from runtime.context import ToolContext
 from runtime.errors import ToolError, TransientError
 from runtime.execution.child import RESULT_MARKER
@@ -34,6 +35,7 @@ from runtime.tools.builtins import HANDLERS as BUILTIN_HANDLERS
 _UNKNOWN = "Result unknown: `{tool}` {what}; it may or may not have taken effect. Check whether it did before retrying."
 _TRANSIENT_OS = (ConnectionError, TimeoutError, BlockingIOError)
 _CHILD_OUTPUT_LIMIT = 16 * 1024 * 1024
+_BACKGROUND_MAX_S = 3600.0  # a background job is stopped after an hour
 
 
 async def execute(call: ValidatedCall, env: TurnEnv) -> Outcome:
@@ -171,8 +173,22 @@ async def _command(call: ValidatedCall, env: TurnEnv) -> Outcome:
         open_writer=(lambda: env.artifacts.writer(call_id=call.call.id, tool=tool.name)) if env.artifacts is not None else None,
     )
     timeout = tool.spec.timeout
+    background = timeout.on_timeout is OnTimeout.background and env.jobs is not None
     try:
-        result = await run_process(prepared.argv, cwd=prepared.cwd, env=prepared.env, total_s=timeout.total_s, idle_s=timeout.idle_s, grace_s=timeout.grace_s, on_output=collector.feed)
+        if background:
+            process = asyncio.ensure_future(
+                run_process(prepared.argv, cwd=prepared.cwd, env=prepared.env, total_s=_BACKGROUND_MAX_S, idle_s=timeout.idle_s, grace_s=timeout.grace_s, on_output=collector.feed)
+            )
+            try:
+                await asyncio.wait({process}, timeout=timeout.total_s)
+            except asyncio.CancelledError:
+                process.cancel()
+                raise
+            if not process.done():
+                return _backgrounded(tool, env.jobs.adopt(tool.name, process, collector), timeout.total_s)
+            result = process.result()
+        else:
+            result = await run_process(prepared.argv, cwd=prepared.cwd, env=prepared.env, total_s=timeout.total_s, idle_s=timeout.idle_s, grace_s=timeout.grace_s, on_output=collector.feed)
     except FileNotFoundError:
         collector.abort()
         return Outcome(error=f"`{tool.name}` cannot run: program `{prepared.argv[0]}` was not found.", status=Status.error, code="program_not_found")
@@ -192,6 +208,15 @@ async def _command(call: ValidatedCall, env: TurnEnv) -> Outcome:
     if result.exit_code != 0:
         return Outcome(output, f"`{tool.name}` exited with code {result.exit_code}.", Status.error, "exit_status", MappingProxyType(meta))
     return Outcome(output, metadata=MappingProxyType(meta))
+
+
+def _backgrounded(tool: CompiledTool, job: Any, after_s: float) -> Outcome:
+    tail, total = job.collector.peek(2000)
+    message = (
+        f"`{tool.name}` is still running after {after_s:g} s and goes on in the background as job `{job.id}`. "
+        f'Check on it with job_status(id="{job.id}"). Output so far: {total:,} characters' + (f"; the last part:\n{tail}" if tail else ".")
+    )
+    return Outcome(value=message, status=Status.background, code="background", metadata=MappingProxyType({"job_id": job.id}))
 
 
 def _failure(tool: CompiledTool, what: str, status: Status, code: str, *, transient: bool = False) -> Outcome:

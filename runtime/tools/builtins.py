@@ -9,6 +9,7 @@ a truncation notice is always actionable; ``tool_search`` finds tools declared w
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -54,4 +55,25 @@ async def tool_search(args: Mapping[str, Any], env: TurnEnv) -> list[dict[str, A
     return [{"name": t.name, "description": t.spec.description, "input_schema": t.spec.input_schema} for _, _, t in scored[:limit]]
 
 
-HANDLERS: dict[str, BuiltinHandler] = {"artifact_read": artifact_read, "tool_search": tool_search}
+async def job_status(args: Mapping[str, Any], env: TurnEnv) -> str:
+    """Where a background job is: running or finished, exit code, the end of its output."""
+    job = env.jobs.get(str(args.get("id", ""))) if env.jobs is not None else None
+    if job is None:
+        raise ToolError(f"no background job `{args.get('id')}` in this runtime")
+    tail_chars = int(args.get("tail_chars", 2000))
+    elapsed = time.monotonic() - job.started
+    if job.running:
+        tail, total = job.collector.peek(tail_chars)
+        return f"job `{job.id}` ({job.tool}) is running ({elapsed:.0f} s so far, {total:,} characters of output). Last output:\n{tail}"
+    output = job.output
+    state = f"exited with code {job.exit_code}" if job.error is None else job.error
+    lines = [f"job `{job.id}` ({job.tool}) {state} after {elapsed:.0f} s."]
+    if output is not None:
+        text = output.text if output.text is not None else output.tail
+        if output.artifact is not None:
+            lines.append(f'Its full output ({output.total_chars:,} characters) is artifact `{output.artifact.id}`: read it with artifact_read(id="{output.artifact.id}").')
+        lines.append(f"Last output:\n{text[-tail_chars:]}")
+    return "\n".join(lines)
+
+
+HANDLERS: dict[str, BuiltinHandler] = {"artifact_read": artifact_read, "tool_search": tool_search, "job_status": job_status}

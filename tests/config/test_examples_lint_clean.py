@@ -17,9 +17,9 @@ ENGINES = [pytest.param(Settings(cel_engine=e, schema_engine=e), id=e) for e in 
 @pytest.mark.parametrize(
     ("folder", "files", "documents"),
     [
-        pytest.param("examples/coding-agent", 7, 16, id="coding-agent"),
+        pytest.param("examples/coding-agent", 7, 17, id="coding-agent"),
         pytest.param("examples/customer-service", 3, 10, id="customer-service"),
-        pytest.param("policies", 4, 7, id="policies"),
+        pytest.param("policies", 4, 8, id="policies"),
     ],
 )
 def test_shipped_config_lints_clean(folder: str, files: int, documents: int, settings: Settings) -> None:
@@ -34,7 +34,7 @@ def test_shipped_config_lints_clean(folder: str, files: int, documents: int, set
 def test_coding_agent_example_compiles_its_tools_and_packs() -> None:
     snapshot = build_snapshot([REPO / "examples" / "coding-agent"], Settings(cel_engine="fast", schema_engine="fast")).snapshot
     assert snapshot is not None
-    assert sorted(snapshot.tools) == ["artifact_read", "file_edit", "file_read", "git_push", "grep", "run_tests", "tool_search"]
+    assert sorted(snapshot.tools) == ["artifact_read", "file_edit", "file_read", "git_push", "grep", "job_status", "run_tests", "tool_search"]
     assert {"secrets", "pii"} <= set(snapshot.redaction_profiles)
     assert {"inline-large", "test-output"} <= set(snapshot.output_profiles)
 

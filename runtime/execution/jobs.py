@@ -1,0 +1,81 @@
+"""Commands kept running past their time limit (``on_timeout: background``).
+
+Instead of being stopped, the command goes on in a background task that keeps
+collecting (redacted, spilled) output; the call returns at once with a job id, and
+the model polls it with the ``job_status`` built-in. Jobs are stopped (process tree
+and all) when they exceed ``max_lifetime_s`` or when the runtime closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import itertools
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime.execution.output import CollectedOutput, OutputCollector
+
+
+@dataclass
+class Job:
+    id: str
+    tool: str
+    task: asyncio.Future[Any]
+    collector: OutputCollector
+    started: float = field(default_factory=time.monotonic)
+    exit_code: int | None = None
+    output: CollectedOutput | None = None
+    error: str | None = None
+
+    @property
+    def running(self) -> bool:
+        return not self.task.done()
+
+
+class JobRegistry:
+    """The background jobs of one runtime."""
+
+    def __init__(self, max_jobs: int = 100) -> None:
+        self._jobs: dict[str, Job] = {}
+        self._ids = itertools.count(1)
+        self._prefix = secrets.token_hex(3)
+        self.max_jobs = max_jobs
+
+    def adopt(self, tool: str, task: asyncio.Future[Any], collector: OutputCollector) -> Job:
+        """Track a command that goes on running; ``task`` resolves to its ProcessResult."""
+        self._forget_finished()
+        job = Job(f"job_{self._prefix}{next(self._ids)}", tool, task, collector)
+        task.add_done_callback(functools.partial(_record, job))
+        self._jobs[job.id] = job
+        return job
+
+    def get(self, job_id: str) -> Job | None:
+        return self._jobs.get(job_id)
+
+    def _forget_finished(self) -> None:
+        if len(self._jobs) < self.max_jobs:
+            return
+        for job_id in [j.id for j in self._jobs.values() if not j.running][: len(self._jobs) - self.max_jobs + 1]:
+            del self._jobs[job_id]
+
+    async def close(self) -> None:
+        """Stop every job still running (their process trees are stopped)."""
+        running = [job.task for job in self._jobs.values() if job.running]
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+
+
+def _record(job: Job, done: asyncio.Future[Any]) -> None:
+    if done.cancelled():
+        job.error = "stopped: the runtime closed or the job outlived its limit"
+    elif done.exception() is not None:
+        job.error = f"failed: {type(done.exception()).__name__}: {done.exception()}"
+    else:
+        job.exit_code = done.result().exit_code
+        if done.result().timed_out:
+            job.error = f"stopped after running {done.result().timed_out} too long"
+    job.output = job.collector.finish()
