@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from runtime.adapters.arguments import MAX_DEPTH
 from runtime.config.models import FailurePolicy
 from runtime.policy.cel import RULE_VARIABLES, get_engine
 from runtime.records import BoundCall, Session, Stage, Status, ToolResult, ValidatedCall, error_result
@@ -19,6 +20,10 @@ def validate(bound: BoundCall, session: Session, snapshot: Snapshot) -> Validate
     args = call.args
     if args is None:
         return error_result(call, Status.invalid, "bad_arguments", Stage.validate, f"Arguments for `{tool.name}` could not be read: {call.parse_error or 'missing'}.")
+    if _nested_deeper_than(args, MAX_DEPTH):
+        # Checked before any validator recurses into them (calls built by the app
+        # itself do not pass through the provider adapters' checks).
+        return error_result(call, Status.invalid, "invalid_arguments", Stage.validate, f"Arguments for `{tool.name}` nest deeper than {MAX_DEPTH} levels of lists and objects; send a flatter structure.")
     problems = tool.arguments.validate(args)
     if problems:
         lines = "\n".join(f"- {p.message}" for p in problems[:20])
@@ -63,6 +68,18 @@ def _check_rules(bound: BoundCall, args: Mapping[str, Any], session: Session, sn
             message = rule.message
         return error_result(call, Status.invalid, "rule_failed", Stage.validate, f"`{tool.name}` refused these arguments: {message}", rule=rule.name)
     return None
+
+
+def _nested_deeper_than(args: Mapping[str, Any], limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(args, 1)]
+    while stack:
+        node, depth = stack.pop()
+        for child in node.values() if isinstance(node, Mapping) else node:
+            if isinstance(child, (Mapping, list, tuple)):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 def session_view(session: Session) -> dict[str, Any]:

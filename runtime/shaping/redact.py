@@ -64,6 +64,8 @@ twice this much is pending, so every byte is scanned at most about twice.
 # profiles (see _compile).
 _MAX_MEM = 64 << 20
 
+_MAX_VALUE_DEPTH = 200  # redact_value() nesting limit
+
 
 def _options() -> Any:
     options = re2.Options()
@@ -367,8 +369,10 @@ class Redactor:
             for name, number in found.items():
                 counts[name] = counts.get(name, 0) + number
             return text
-        if depth > 200:  # serialize() already cut deeper data; this only guards the stack
-            return value
+        if depth > _MAX_VALUE_DEPTH:
+            # serialize() already cuts data at 64 levels; deeper data from elsewhere is
+            # dropped rather than passed on unredacted (or overflowing the stack).
+            return f"<omitted: nested deeper than {_MAX_VALUE_DEPTH} levels>"
         if isinstance(value, dict):
             return {self._redact_value(k, counts, depth + 1): self._redact_value(v, counts, depth + 1) for k, v in value.items()}
         if isinstance(value, list | tuple):

@@ -35,8 +35,8 @@ def luhn(digits: str) -> bool:
     a single ``0`` passing the check says nothing.
     """
     number = digits if digits.isdigit() else _compact(digits)
-    if len(number) < 2 or not number.isascii() or not number.isdigit():
-        return False
+    if len(number) < 2 or not number.isascii() or not number.isdigit() or not number.strip("0"):
+        return False  # all zeros pass the arithmetic but are never a card number
     # Called for every card-shaped candidate in the output (order ids, timestamps), so
     # it is a few C-level passes over bytes instead of a Python loop per digit: the
     # sum of ASCII codes minus 48 per digit is the sum of the digits.

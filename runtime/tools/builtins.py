@@ -27,8 +27,11 @@ async def artifact_read(args: Mapping[str, Any], env: TurnEnv) -> str:
     if env.artifacts is None:
         raise ToolError("no artifact store is configured in this runtime")
     artifact_id = args.get("id")
-    offset = int(args.get("offset", 0))
-    limit = int(args.get("limit", 2000))
+    try:
+        offset = int(args.get("offset", 0))
+        limit = int(args.get("limit", 2000))
+    except (TypeError, ValueError):
+        raise ToolError("offset and limit must be whole numbers") from None
     try:
         page = env.artifacts.read(artifact_id, offset=offset, limit=limit, pattern=args.get("pattern"))
     except ArtifactError as err:
@@ -43,7 +46,10 @@ async def artifact_read(args: Mapping[str, Any], env: TurnEnv) -> str:
 async def tool_search(args: Mapping[str, Any], env: TurnEnv) -> list[dict[str, Any]]:
     """Tools whose name or description match ``query`` (deferred tools included), best first."""
     words = [w for w in re.split(r"\W+", str(args.get("query", "")).lower()) if w]
-    limit = int(args.get("limit", 5))
+    try:
+        limit = int(args.get("limit", 5))
+    except (TypeError, ValueError):
+        raise ToolError("limit must be a whole number") from None
     scored = []
     for tool in env.snapshot.tools.values():
         name = tool.name.lower()
@@ -60,7 +66,10 @@ async def job_status(args: Mapping[str, Any], env: TurnEnv) -> str:
     job = env.jobs.get(str(args.get("id", ""))) if env.jobs is not None else None
     if job is None:
         raise ToolError(f"no background job `{args.get('id')}` in this runtime")
-    tail_chars = int(args.get("tail_chars", 2000))
+    try:
+        tail_chars = int(args.get("tail_chars", 2000))
+    except (TypeError, ValueError):
+        raise ToolError("tail_chars must be a whole number") from None
     elapsed = time.monotonic() - job.started
     if job.running:
         tail, total = job.collector.peek(tail_chars)

@@ -286,6 +286,35 @@ def test_a_matching_line_longer_than_the_page_is_returned_in_pieces(store: Artif
     assert page.next_offset == 6 + 1000
 
 
+@pytest.mark.parametrize("pattern", ["ERROR", "^line 1", r"7$", r"\Aline", r"ok\z", r"^$", r"\bboom\b", r"(?i)error.*boom", r"x*", r"line \d+ ok\nline"])
+def test_batched_filtering_keeps_exactly_the_lines_a_line_by_line_filter_keeps(store: ArtifactStore, monkeypatch: pytest.MonkeyPatch, pattern: str) -> None:
+    import re2
+
+    monkeypatch.setattr(artifacts_module, "_BATCH_CHARS", 500)  # many batches
+    monkeypatch.setattr(artifacts_module, "_LINE_CHUNK", 300)  # and long lines cut into pieces
+    rng = random.Random(4)
+    lines = []
+    for i in range(2000):
+        kind = rng.random()
+        lines.append(f"line {i} {'ERROR boom' if kind < 0.05 else 'Error: boom' if kind < 0.07 else '' if kind < 0.1 else 'ok'}")
+        if kind > 0.995:
+            lines.append("line " + "x" * 1000 + " ERROR boom")  # longer than a piece
+    text = "\n".join(lines)  # no newline at the very end
+    ref = store.save(text, call_id="c", tool="t")
+    compiled = re2.compile(pattern)
+    pieces = []
+    for line in text.splitlines(keepends=True):
+        pieces += [line[i : i + 300] for i in range(0, len(line), 300)]
+    expected = "".join(p for p in pieces if compiled.search(p[:-1] if p.endswith("\n") else p))
+    got = ""
+    offset: int | None = 0
+    while offset is not None:
+        page = store.read(ref.id, offset=offset, limit=5000, pattern=pattern)
+        got += page.text
+        offset = page.next_offset
+    assert got == expected
+
+
 def test_an_invalid_pattern_is_an_artifact_error_that_says_why(store: ArtifactStore) -> None:
     ref = store.save("abc", call_id="c", tool="t")
     with pytest.raises(ArtifactError, match="look-ahead"):
