@@ -8,6 +8,8 @@ from collections.abc import Iterable
 
 def closest(word: str, candidates: Iterable[str], limit: int = 1) -> list[str]:
     """The candidates most similar to ``word``, best first (may be empty)."""
+    if len(word) > 200:
+        return []  # nobody misspells a 200-character name; and matching it would be slow
     pool = sorted(set(candidates))
     by_case = {c.lower(): c for c in pool}
     hits = difflib.get_close_matches(word.lower(), list(by_case), n=limit, cutoff=0.6)
@@ -23,4 +25,5 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
 def ranked(word: str, candidates: Iterable[str]) -> list[str]:
     """All candidates, the closest to ``word`` first, then alphabetically."""
     pool = sorted(set(candidates))
-    return sorted(pool, key=lambda c: (-difflib.SequenceMatcher(None, word.lower(), c.lower()).ratio(), c))
+    probe = word.lower()[:200]
+    return sorted(pool, key=lambda c: (-difflib.SequenceMatcher(None, probe, c.lower()).ratio(), c))

@@ -164,6 +164,11 @@ class _Tree:
             victims = self.members()
             if victims:
                 _signal_all(self.proc.pid, victims, signal.SIGKILL)
+                # SIGKILL is not instant (a large process takes a while to tear down):
+                # return only once they are gone, so "stopped" means stopped.
+                give_up = loop.time() + _REAP_S
+                while loop.time() < give_up and _alive(victims):
+                    await asyncio.sleep(_POLL_S)
         try:
             await asyncio.wait_for(self.proc.wait(), _REAP_S)
         except TimeoutError:

@@ -35,29 +35,41 @@ class PythonOutcome:
 
 
 async def call_python(handler: Handler, args: Mapping[str, Any], context: ToolContext | None, *, total_s: float, idle_s: float | None) -> PythonOutcome:
-    """Run ``handler`` with ``args`` (and ``context`` when it takes one; pass None otherwise)."""
+    """Run ``handler`` with ``args`` (and ``context`` when it takes one; pass None otherwise).
+
+    Whatever the handler raises (SystemExit and a CancelledError of its own making
+    included) becomes an outcome; only a cancellation of the calling task goes on.
+    """
     function = handler.function
     if function is None:
         return PythonOutcome(exception=RuntimeError(f"handler {handler.target} is not resolved"))
     loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    if task is None:  # pragma: no cover - always inside a task under asyncio
+        raise RuntimeError("call_python must run inside a task")
     if handler.is_async and idle_s is None and context is None:
-        return await _async_total_only(function, (dict(args),), loop, total_s)
+        return await _async_total_only(function, (dict(args),), loop, task, total_s)
     progress = Progress(loop, loop.time() + total_s, idle_s)
     if context is not None:
         object.__setattr__(context, "_on_progress", lambda _message: progress.touch_threadsafe())
         call_args: tuple[Any, ...] = (dict(args), context)
     else:
         call_args = (dict(args),)
+    cancelling = task.cancelling()
     if handler.is_async:
         try:
             async with asyncio.timeout_at(loop.time() + total_s) as scope:
                 progress.attach(scope)
                 return PythonOutcome(value=await function(*call_args))
         except TimeoutError:
-            if context is not None:
-                context.cancelled.set()
+            _cancel(context)
             return PythonOutcome(timed_out=progress.which())
-        except Exception as err:  # noqa: BLE001 - a failing handler becomes an error result
+        except asyncio.CancelledError as err:
+            if task.cancelling() > cancelling:
+                _cancel(context)
+                raise  # the turn is being cancelled
+            return PythonOutcome(exception=err)  # raised by the handler itself
+        except (Exception, SystemExit) as err:  # noqa: BLE001 - a failing handler becomes an error result
             return PythonOutcome(exception=err)
     run = functools.partial(contextvars.copy_context().run, function, *call_args)
     future = loop.run_in_executor(_EXECUTOR, run)
@@ -66,24 +78,28 @@ async def call_python(handler: Handler, args: Mapping[str, Any], context: ToolCo
             progress.attach(scope)
             return PythonOutcome(value=await asyncio.shield(future))
     except TimeoutError:
-        if context is not None:
-            context.cancelled.set()
+        _cancel(context)
         return PythonOutcome(timed_out=progress.which(), abandoned=not future.done())
-    except asyncio.CancelledError:
-        if context is not None:
-            context.cancelled.set()
-        raise
-    except Exception as err:  # noqa: BLE001 - a failing handler becomes an error result
+    except asyncio.CancelledError as err:
+        if task.cancelling() > cancelling:
+            _cancel(context)
+            raise
+        return PythonOutcome(exception=err)
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - a failing handler becomes an error result
         return PythonOutcome(exception=err)
 
 
-async def _async_total_only(function: Any, call_args: tuple[Any, ...], loop: asyncio.AbstractEventLoop, total_s: float) -> PythonOutcome:
+def _cancel(context: ToolContext | None) -> None:
+    if context is not None:
+        context.cancelled.set()
+
+
+async def _async_total_only(function: Any, call_args: tuple[Any, ...], loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any], total_s: float) -> PythonOutcome:
     """The hot path (an async handler with only a total limit): one timer, no context
-    manager. The timer cancels this task; the cancellation it caused is taken back."""
-    task = asyncio.current_task()
-    if task is None:  # pragma: no cover - always inside a task under asyncio
-        raise RuntimeError("call_python must run inside a task")
+    manager. The timer cancels this task; that cancellation is always taken back,
+    also when the handler swallows it."""
     expired = False
+    cancelling = task.cancelling()
 
     def expire() -> None:
         nonlocal expired
@@ -92,12 +108,20 @@ async def _async_total_only(function: Any, call_args: tuple[Any, ...], loop: asy
 
     timer = loop.call_at(loop.time() + total_s, expire)
     try:
-        return PythonOutcome(value=await function(*call_args))
-    except asyncio.CancelledError:
-        if expired and task.uncancel() == 0:
-            return PythonOutcome(timed_out="total")
-        raise
-    except Exception as err:  # noqa: BLE001 - a failing handler becomes an error result
+        value = await function(*call_args)
+    except asyncio.CancelledError as err:
+        if expired:
+            task.uncancel()
+            if task.cancelling() <= cancelling:
+                return PythonOutcome(timed_out="total")
+            raise  # cancelled from outside as well
+        if task.cancelling() > cancelling:
+            raise  # the turn is being cancelled
+        return PythonOutcome(exception=err)  # raised by the handler itself
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - a failing handler becomes an error result
         return PythonOutcome(exception=err)
     finally:
         timer.cancel()
+    if expired:
+        task.uncancel()  # the handler caught our cancellation and returned (a partial) result
+    return PythonOutcome(value=value)

@@ -35,7 +35,7 @@ async def run_call(call: Call, env: TurnEnv) -> ToolResult:
     try:
         result = await _stages(call, env, timings)
         tool = env.snapshot.tool(*_split(call.name))
-    except Exception as err:  # noqa: BLE001 - the last line of defence: a bug becomes a result, not a crash
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - the last line of defence: a bug becomes a result, not a crash
         result = error_result(call, Status.internal, "internal_error", Stage.execute, f"toolrt failed while handling this call ({type(err).__name__}); the call may not have run. This is a bug in toolrt, not in your arguments.")
     timings["total_ms"] = (time.perf_counter() - started) * 1000
     return _finish(result, env, timings, tool)

@@ -9,6 +9,7 @@ with exponential backoff.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import secrets
@@ -195,6 +196,14 @@ async def _command(call: ValidatedCall, env: TurnEnv) -> Outcome:
     except PermissionError:
         collector.abort()
         return Outcome(error=f"`{tool.name}` cannot run: program `{prepared.argv[0]}` is not executable.", status=Status.error, code="program_not_executable")
+    except (ValueError, UnicodeError):
+        collector.abort()
+        return Outcome(error=f"`{tool.name}` cannot run: an argument contains a NUL character or text that cannot be encoded; remove it.", status=Status.invalid, code="bad_command")
+    except OSError as err:
+        collector.abort()
+        if err.errno == errno.E2BIG:
+            return Outcome(error=f"`{tool.name}` cannot run: the arguments are too long for a command line; pass less text.", status=Status.invalid, code="bad_command")
+        return Outcome(error=f"`{tool.name}` cannot run: {err.strerror or err}.", status=Status.error, code="spawn_failed")
     except BaseException:
         collector.abort()
         raise

@@ -18,7 +18,8 @@ def lookup(call: Call, snapshot: Snapshot) -> BoundCall | ToolResult:
         return BoundCall(call, tool)
     if version and snapshot.tool(name) is not None:
         versions = ", ".join(sorted(v for v in snapshot.tool_versions.get(name, {}) if v)) or "none"
-        return error_result(call, Status.invalid, "unknown_version", Stage.lookup, f"Tool `{name}` has no version `{version}` (versions: {versions}). Call `{name}` without a version to use the default.")
+        shown_version = version if len(version) <= 64 else version[:64] + "..."
+        return error_result(call, Status.invalid, "unknown_version", Stage.lookup, f"Tool `{name}` has no version `{shown_version}` (versions: {versions}). Call `{name}` without a version to use the default.")
     names = ranked(call.name, snapshot.tools)
     listed = ", ".join(names[:_LISTED]) + (f", ... ({len(names) - _LISTED} more)" if len(names) > _LISTED else "")
     shown = call.name if len(call.name) <= 100 else call.name[:100] + "..."

@@ -64,6 +64,8 @@ async def permit(call: ValidatedCall, session: Session, permitter: Permitter, ap
         return _denied(call, decision, f"approval did not arrive within {approval_timeout_s:g} s, so the call was not run")
     except Exception as err:  # noqa: BLE001 - a broken approver must not crash the turn; it counts as no
         return _denied(call, decision, f"the approver failed ({type(err).__name__}), so the call was not run")
+    if not isinstance(answer, Approval):
+        return _denied(call, decision, f"the approver gave no clear answer ({type(answer).__name__}), so the call was not run")
     if not answer.approved:
         return _denied(call, decision, f"a person declined this call{': ' + answer.reason if answer.reason else ''}")
     return Decision("allow", rule=decision.rule, reason=answer.reason or "approved")

@@ -52,6 +52,9 @@ def shape(call: Call, tool: CompiledTool, outcome: Outcome, env: TurnEnv, metada
     if error_text and tool.redactor is not None and tool.redactor.enabled:
         error_text, counts = tool.redactor.redact(error_text)
         redactions = _merge(redactions, counts)
+    if len(error_text) > tool.output.max_chars:
+        # A handler's exception text is output too, and as unbounded.
+        error_text, _ = truncate(error_text, tool.output, is_error=True, save=None)
     if tool.spec.trust is Trust.untrusted and body:
         body = wrap_untrusted(body, tool=tool.name)
     content = f"{error_text}\n\n{body}" if error_text and body else (error_text or body)

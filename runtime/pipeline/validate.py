@@ -20,10 +20,15 @@ def validate(bound: BoundCall, session: Session, snapshot: Snapshot) -> Validate
     args = call.args
     if args is None:
         return error_result(call, Status.invalid, "bad_arguments", Stage.validate, f"Arguments for `{tool.name}` could not be read: {call.parse_error or 'missing'}.")
-    if _nested_deeper_than(args, MAX_DEPTH):
+    too_deep, huge = _scan(args, MAX_DEPTH)
+    if too_deep:
         # Checked before any validator recurses into them (calls built by the app
         # itself do not pass through the provider adapters' checks).
         return error_result(call, Status.invalid, "invalid_arguments", Stage.validate, f"Arguments for `{tool.name}` nest deeper than {MAX_DEPTH} levels of lists and objects; send a flatter structure.")
+    if huge:
+        # Beyond 64 bits: the fast validator and CEL engine cannot take such numbers
+        # (one waves them through, one crashes); no tool needs them as numbers.
+        return error_result(call, Status.invalid, "invalid_arguments", Stage.validate, f"Arguments for `{tool.name}` contain an integer beyond the 64-bit range; send large numbers as strings.")
     problems = tool.arguments.validate(args)
     if problems:
         lines = "\n".join(f"- {p.message}" for p in problems[:20])
@@ -70,16 +75,24 @@ def _check_rules(bound: BoundCall, args: Mapping[str, Any], session: Session, sn
     return None
 
 
-def _nested_deeper_than(args: Mapping[str, Any], limit: int) -> bool:
+_INT64 = (-(2**63), 2**63 - 1)  # what both CEL engines read as an int
+
+
+def _scan(args: Mapping[str, Any], limit: int) -> tuple[bool, bool]:
+    """(nests deeper than ``limit``, holds an integer beyond 64 bits), without recursion."""
+    low, high = _INT64
+    huge = False
     stack: list[tuple[Any, int]] = [(args, 1)]
     while stack:
         node, depth = stack.pop()
         for child in node.values() if isinstance(node, Mapping) else node:
             if isinstance(child, (Mapping, list, tuple)):
                 if depth + 1 > limit:
-                    return True
+                    return True, huge
                 stack.append((child, depth + 1))
-    return False
+            elif type(child) is int and not low <= child <= high:
+                huge = True
+    return False, huge
 
 
 def session_view(session: Session) -> dict[str, Any]:

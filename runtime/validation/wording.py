@@ -52,6 +52,10 @@ def json_type(value: Any) -> str:
     return type(value).__name__
 
 
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def sentence(text: str) -> str:
     """``text`` ending with exactly one full stop (or its own ``?``/``!``)."""
     text = text.rstrip()
@@ -73,7 +77,7 @@ def field_name(path: Sequence[str | int], root: str = "the arguments") -> str:
 
 def pointer(path: Sequence[str | int]) -> str:
     """RFC 6901 JSON pointer of ``path``."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+    return "".join("/" + _short(str(p), 200).replace("~", "~0").replace("/", "~1") for p in path)
 
 
 def type_phrase(types: str | Iterable[str]) -> str:
@@ -112,7 +116,8 @@ def describe(keyword: str, path: Sequence[str | int], instance: Any, value: Any,
         allowed_text = f"; allowed: {', '.join(allowed)}" if allowed else ""
         what = "unknown argument" if root == "the arguments" else "unknown key"
         where = "" if not path else f" in {name}"
-        return f"{what}{'s' if len(extra) > 1 else ''} {', '.join(f'`{e}`' for e in extra)}{where}{allowed_text}.{hint}".replace("..", ".")
+        named = ", ".join(f"`{_short(e)}`" for e in extra[:10]) + (f" and {len(extra) - 10} more" if len(extra) > 10 else "")
+        return f"{what}{'s' if len(extra) > 1 else ''} {named}{where}{allowed_text}.{hint}".replace("..", ".")
     if keyword == "enum":
         options = ", ".join(show(v) for v in value[:20])
         hint = did_you_mean(instance, [v for v in value if isinstance(v, str)]) if isinstance(instance, str) else ""

@@ -19,7 +19,6 @@ import asyncio
 import json
 import math
 import os
-import resource
 import statistics
 import subprocess
 import sys

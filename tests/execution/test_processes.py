@@ -1,0 +1,182 @@
+"""run_process: combined output, stdin closed, total and idle timeouts, and stopping the
+WHOLE process tree (background children, setsid'd children, double forks, children
+that ignore SIGTERM), checked through /proc."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from proc_tools import Watcher, is_alive, kill_all, live_pids_with, settle
+
+from runtime.execution.processes import ProcessResult, run_process
+
+# Every way a shell script can leave processes behind: a plain background child, a
+# child in its own session, a double fork (re-parented to init), a double fork into a
+# new session, and a subshell that ignores SIGTERM (so only SIGKILL stops it).
+TREE = "sleep 30 & setsid sleep 30 & ( (sleep 30 &) & ) ; ( (setsid sleep 30 &) & ) ; (trap '' TERM; sleep 30) & echo ready; sleep 30"
+TREE_PROCESSES = 6  # the shell and five sleeps (the subshells exec or exit)
+
+
+def marker() -> str:
+    return f"TOOLRT_TEST_MARK={uuid.uuid4().hex}"
+
+
+async def run(script: str, mark: str, *, total_s: float = 5.0, idle_s: float | None = None, grace_s: float = 0.1, cwd: Path | None = None) -> tuple[ProcessResult, str]:
+    name, value = mark.split("=", 1)
+    chunks: list[str] = []
+    result = await run_process(["/bin/sh", "-c", script], cwd=cwd or Path("/tmp"), env={"PATH": os.environ["PATH"], name: value}, total_s=total_s, idle_s=idle_s, grace_s=grace_s, on_output=chunks.append)
+    return result, "".join(chunks)
+
+
+async def test_stdout_and_stderr_are_combined_and_the_exit_code_kept() -> None:
+    result, output = await run("echo out; echo err >&2; exit 3", marker())
+    assert result.exit_code == 3 and result.timed_out is None
+    assert "out\n" in output and "err\n" in output
+
+
+async def test_stdin_is_closed_so_reading_returns_at_once() -> None:
+    started = time.monotonic()
+    result, output = await run("cat; read x; echo read-status=$?", marker(), total_s=5.0)
+    assert time.monotonic() - started < 1.5
+    assert result.timed_out is None and result.exit_code == 0
+    assert "read-status=1" in output  # EOF, not a wait for a keyboard
+
+
+async def test_total_timeout_stops_every_process_of_the_tree() -> None:
+    mark = marker()
+    async with Watcher(mark) as watcher:
+        result, output = await run(TREE, mark, total_s=0.4)
+    left, _ = await settle(watcher, 0.5)
+    kill_all(left)
+    assert result.timed_out == "total" and result.exit_code is None
+    assert "ready" in output
+    assert len(watcher.seen) >= TREE_PROCESSES, "the tree did not start: the test proves nothing"
+    assert left == set()
+
+
+async def test_idle_timeout_fires_after_output_stops_and_stops_the_tree() -> None:
+    mark = marker()
+    script = "sleep 30 & setsid sleep 30 & for i in 1 2 3 4 5 6; do echo tick $i; sleep 0.1; done; sleep 30"
+    started = time.monotonic()
+    async with Watcher(mark) as watcher:
+        result, output = await run(script, mark, total_s=10.0, idle_s=0.3)
+    elapsed = time.monotonic() - started
+    left, _ = await settle(watcher, 0.5)
+    kill_all(left)
+    assert result.timed_out == "idle"
+    assert output.count("tick") == 6  # output kept pushing the idle deadline forward
+    assert 0.75 <= elapsed < 3.0  # ticks until ~0.5 s, then 0.3 s of silence
+    assert left == set()
+
+
+async def test_steady_output_keeps_a_long_command_under_a_short_idle_limit_alive() -> None:
+    result, output = await run("for i in 1 2 3 4 5 6 7 8; do echo $i; sleep 0.1; done", marker(), total_s=5.0, idle_s=0.3)
+    assert result.timed_out is None and result.exit_code == 0
+    assert output.split() == [str(i) for i in range(1, 9)]
+
+
+async def test_total_limit_wins_over_an_idle_limit_kept_alive_by_output() -> None:
+    result, _ = await run("while true; do echo x; sleep 0.05; done", marker(), total_s=0.4, idle_s=0.2)
+    assert result.timed_out == "total"
+
+
+async def test_a_sigterm_ignoring_leader_is_killed_after_the_grace_period() -> None:
+    mark = marker()
+    started = time.monotonic()
+    async with Watcher(mark) as watcher:
+        result, _ = await run("trap '' TERM; echo ready; while true; do sleep 0.05; done", mark, total_s=0.3, grace_s=0.3)
+    elapsed = time.monotonic() - started
+    left, _ = await settle(watcher, 0.5)
+    kill_all(left)
+    assert result.timed_out == "total"
+    assert 0.55 <= elapsed < 2.0  # 0.3 s run + 0.3 s grace before SIGKILL
+    assert left == set()
+
+
+async def test_a_background_child_left_holding_the_output_pipe_is_stopped_after_the_command_exits() -> None:
+    mark = marker()
+    started = time.monotonic()
+    async with Watcher(mark) as watcher:
+        result, output = await run("sleep 30 & echo done", mark, total_s=10.0)
+    elapsed = time.monotonic() - started
+    left, _ = await settle(watcher, 0.5)
+    kill_all(left)
+    assert result.exit_code == 0 and result.timed_out is None
+    assert output == "done\n"
+    assert elapsed < 2.5
+    assert left == set()
+
+
+async def test_cancelling_the_awaiting_task_stops_the_tree_and_propagates() -> None:
+    mark = marker()
+    async with Watcher(mark) as watcher:
+        task = asyncio.ensure_future(run(TREE, mark, total_s=10.0))
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    left, _ = await settle(watcher, 0.5)
+    kill_all(left)
+    assert len(watcher.seen) >= TREE_PROCESSES
+    assert left == set()
+
+
+async def test_zero_orphans_over_50_timed_out_runs(record_property: pytest.RecordProperty) -> None:
+    """The required deliverable: 50 runs of the full tree, each killed at its total
+    timeout; after each, no process of the tree may be alive. Also measures the kill
+    latency: from the deadline to the moment no process of the tree is left."""
+    total_s = 0.2
+    latencies: list[float] = []
+    returned_late: list[float] = []
+    alive_at_return = 0
+    orphans: list[tuple[int, set[int]]] = []
+    for run_index in range(50):
+        mark = marker()
+        async with Watcher(mark, interval_s=0.05) as watcher:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + total_s
+            result, output = await run(TREE, mark, total_s=total_s, grace_s=0.05)
+            returned = loop.time()
+        at_return = {pid for pid in watcher.seen if is_alive(pid)} | live_pids_with(mark.split("=", 1)[1])
+        alive_at_return += bool(at_return)
+        left, waited = await settle(watcher, 2.0)
+        latencies.append(returned - deadline + waited)
+        returned_late.append(returned - deadline)
+        assert result.timed_out == "total", output
+        if left:
+            orphans.append((run_index, left))
+            kill_all(left)
+    summary = (
+        f"runs=50 orphans={len(orphans)} runs_with_a_dying_process_at_return={alive_at_return} "
+        f"kill_latency_ms median={statistics.median(latencies) * 1000:.0f} max={max(latencies) * 1000:.0f} "
+        f"return_after_deadline_ms median={statistics.median(returned_late) * 1000:.0f} max={max(returned_late) * 1000:.0f}"
+    )
+    record_property("zero_orphans", summary)
+    print(summary)
+    assert orphans == [], summary
+    assert max(latencies) < 2.0, summary
+
+
+async def test_no_killed_descendant_is_still_alive_when_run_process_returns() -> None:
+    # A double-forked grandchild that ignores SIGTERM and holds ~600 MB: SIGKILL takes a
+    # few tens of milliseconds to tear it down, and run_process does not wait for that.
+    code = "import signal, sys\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nheld = []\nfor _ in range(6):\n    held.append(b'x' * 100_000_000)\n    print('.', flush=True)\nprint('ready', flush=True)\nsignal.pause()\n"
+    mark = marker()
+    script = f'( ("{sys.executable}" -c "$CODE" &) & ) ; sleep 30'
+    name, value = mark.split("=", 1)
+    chunks: list[str] = []
+    async with Watcher(mark) as watcher:
+        result = await run_process(["/bin/sh", "-c", script], cwd=Path("/tmp"), env={"PATH": os.environ["PATH"], name: value, "CODE": code}, total_s=10.0, idle_s=0.3, grace_s=0.05, on_output=chunks.append)
+    alive = {pid for pid in watcher.seen if is_alive(pid)}
+    left, _ = await settle(watcher, 2.0)
+    kill_all(left)
+    assert "ready" in "".join(chunks) and result.timed_out == "idle"
+    assert left == set()  # it does die, shortly after
+    assert alive == set()
