@@ -26,7 +26,7 @@ from runtime.snapshot import Handler
 _EXECUTOR = ThreadPoolExecutor(max_workers=32, thread_name_prefix="toolrt-handler")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PythonOutcome:
     value: Any = None
     exception: BaseException | None = None

@@ -80,10 +80,15 @@ def _split(name: str) -> tuple[str, str | None]:
 
 
 def _finish(result: ToolResult, env: TurnEnv, timings: dict[str, float], tool: Any) -> ToolResult:
-    meta = result.metadata if type(result.metadata) is dict else dict(result.metadata)  # shape hands over a fresh dict
+    fresh = type(result.metadata) is dict  # shape hands over a dict no one else holds
+    meta: dict[str, Any] = result.metadata if fresh else dict(result.metadata)  # type: ignore[assignment]
     meta["snapshot"] = env.snapshot.version
     meta["status"] = result.status.value
     meta["timings_ms"] = timings
     if tool is not None and tool.version:
         meta["tool_version"] = tool.version
+    if fresh:
+        # Seal the metadata of the result shape just built instead of building it again.
+        object.__setattr__(result, "metadata", MappingProxyType(meta))
+        return result
     return ToolResult(result.call_id, result.name, result.content, result.status, result.code, result.stage, result.structured, MappingProxyType(meta))

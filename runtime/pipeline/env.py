@@ -14,9 +14,12 @@ if TYPE_CHECKING:
     from runtime.pipeline.permit import Approver, Permitter
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TurnEnv:
-    """Read once per turn: every call of the turn uses this same snapshot."""
+    """Read once per turn: every call of the turn uses this same snapshot.
+
+    Never changed after it is made (not frozen only because a frozen dataclass costs
+    microseconds to build, and one is built per turn)."""
 
     snapshot: Snapshot
     settings: Settings

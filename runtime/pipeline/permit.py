@@ -35,12 +35,15 @@ class Permitter(Protocol):
     def decide(self, call: ValidatedCall, session: Session) -> Decision: ...
 
 
+_READ_ONLY = Decision("allow", reason="read-only tool")
+
+
 class DefaultPermitter:
     """Read-only tools run; others follow the session mode (see module docstring)."""
 
     def decide(self, call: ValidatedCall, session: Session) -> Decision:
         if call.tool.spec.read_only:
-            return Decision("allow", reason="read-only tool")
+            return _READ_ONLY
         if session.mode == "bypass":
             return Decision("allow", reason="session is in bypass mode")
         if session.mode == "plan":

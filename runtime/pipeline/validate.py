@@ -82,6 +82,15 @@ def _scan(args: Mapping[str, Any], limit: int) -> tuple[bool, bool]:
     """(nests deeper than ``limit``, holds an integer beyond 64 bits), without recursion."""
     low, high = _INT64
     huge = False
+    nested = False
+    for value in args.values() if isinstance(args, Mapping) else (args,):  # the common case: flat arguments, one pass, no stack
+        kind = type(value)
+        if kind is int:
+            huge = huge or not low <= value <= high
+        elif kind is not str and kind is not bool and kind is not float and value is not None:
+            nested = True
+    if not nested:
+        return False, huge
     stack: list[tuple[Any, int]] = [(args, 1)]
     while stack:
         node, depth = stack.pop()

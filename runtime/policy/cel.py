@@ -60,6 +60,9 @@ class CelEngine(Protocol):
     def activation(self, data: Mapping[str, Any], variables: tuple[str, ...]) -> Any: ...
 
 
+_TRUE = Outcome(value=True)
+_FALSE = Outcome(value=False)
+
 # ---------------------------------------------------------------------------
 # fast: cel-expr-python
 
@@ -79,6 +82,12 @@ class _FastProgram:
             result = self._expression.eval(activation)
         except Exception as err:  # noqa: BLE001 - translate every engine failure into an outcome
             return Outcome(error=str(err))
+        value = result.value()
+        # An error's value is its message (a str), never a bool: booleans are safe to take as is.
+        if value is True:
+            return _TRUE
+        if value is False:
+            return _FALSE
         if result.type() == self._error_type:
             return Outcome(error=str(result.value()))
         try:

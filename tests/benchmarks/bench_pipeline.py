@@ -126,16 +126,37 @@ async def time_async(fn: Any, n: int) -> list[float]:
     return samples
 
 
+async def interleaved(contenders: dict[str, Any], n: int, rounds: int = 10) -> dict[str, list[float]]:
+    """Time every contender in turns (``rounds`` rounds of ``n / rounds`` calls each), so
+    that a slow patch of the machine hits all of them alike."""
+    samples: dict[str, list[float]] = {name: [] for name in contenders}
+    for fn in contenders.values():
+        for _ in range(200):
+            await fn()
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            samples[name].extend(await time_async_raw(fn, max(n // rounds, 20)))
+    return samples
+
+
+async def time_async_raw(fn: Any, n: int) -> list[float]:
+    samples = []
+    for _ in range(n):
+        started = time.perf_counter()
+        await fn()
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
 async def per_call(config: Path, workspace: Path, n: int) -> dict[str, list[float]]:
-    results: dict[str, list[float]] = {}
+    contenders: dict[str, Any] = {}
+    sys.path.insert(0, str(config))
+    from bench_handlers import noop  # type: ignore[import-not-found]
 
     async def plain() -> None:
-        from bench_handlers import noop  # type: ignore[import-not-found]
-
         await noop(dict(ARGS))
 
-    sys.path.insert(0, str(config))
-    results["plain async function call"] = await time_async(plain, n)
+    contenders["plain async function call"] = plain
     session = Session()
     for engine in ("fast", "portable"):
         runtime = Runtime([config], workspace_root=workspace, settings=Settings(cel_engine=engine, schema_engine=engine))
@@ -146,13 +167,13 @@ async def per_call(config: Path, workspace: Path, n: int) -> dict[str, list[floa
             if result.is_error:
                 raise SystemExit(f"benchmark call failed: {result.content}")
 
-        results[f"toolrt, 7 stages ({engine} engines)"] = await time_async(one, n if engine == "fast" else max(n // 5, 200))
-    results.update(await peers(n))
-    return results
+        contenders[f"toolrt, 7 stages ({engine} engines)"] = one
+    contenders.update(peers())
+    return await interleaved(contenders, n)
 
 
-async def peers(n: int) -> dict[str, list[float]]:
-    found: dict[str, list[float]] = {}
+def peers() -> dict[str, Any]:
+    found: dict[str, Any] = {}
     try:
         from agents import function_tool  # type: ignore[import-not-found]
         from agents.tool_context import ToolContext  # type: ignore[import-not-found]
@@ -168,7 +189,7 @@ async def peers(n: int) -> dict[str, list[float]]:
         async def agents_call() -> None:
             await noop.on_invoke_tool(context, payload)
 
-        found["OpenAI Agents SDK FunctionTool.on_invoke_tool"] = await time_async(agents_call, n)
+        found["OpenAI Agents SDK FunctionTool.on_invoke_tool"] = agents_call
     except Exception as err:  # noqa: BLE001 - a peer that is missing or changed is reported, not fatal
         print(f"(OpenAI Agents SDK not measured: {type(err).__name__}: {err})")
     try:
@@ -192,7 +213,7 @@ async def peers(n: int) -> dict[str, list[float]]:
         async def langgraph_call() -> None:
             await app.ainvoke({"messages": [message]})
 
-        found["LangGraph ToolNode (one-node graph)"] = await time_async(langgraph_call, max(n // 5, 200))
+        found["LangGraph ToolNode (one-node graph)"] = langgraph_call
     except Exception as err:  # noqa: BLE001
         print(f"(LangGraph not measured: {type(err).__name__}: {err})")
     return found
@@ -268,14 +289,14 @@ print(json.dumps({{"before_kb": before, "after_kb": after, "status": r.status.va
 
 
 def main() -> int:
-    n = 3000
+    n = 2000
     config = make_config()
     workspace = Path(tempfile.mkdtemp(prefix="toolrt-ws-"))
 
     async def run_all() -> None:
         per = await per_call(config, workspace, n)
         base = statistics.median(per["toolrt, 7 stages (fast engines)"])
-        print(f"== per-call cost, {n} calls each (p50 / p90 / p99, and p50 relative to toolrt with fast engines)")
+        print(f"== per-call cost, {n} calls each, measured in 10 interleaved rounds (p50 / p90 / p99, and p50 relative to toolrt with fast engines)")
         for name, samples in per.items():
             p50, p90, p99 = (percentile(samples, q) * 1e6 for q in (0.5, 0.9, 0.99))
             print(f"{name:48} {p50:9.1f} us {p90:9.1f} us {p99:9.1f} us   {p50 / (base * 1e6):6.2f}x")

@@ -4,6 +4,7 @@ what truncation saved."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -155,7 +156,7 @@ async def test_artifact_mode_saves_the_text_and_names_the_artifact_and_the_call_
 
 
 async def test_artifact_mode_without_a_store_falls_back_to_head_and_tail(env: TurnEnv) -> None:
-    bare = TurnEnv(**{**env.__dict__, "artifacts": None})
+    bare = dataclasses.replace(env, artifacts=None)
     full = expected_lines(100)
     result = await run_one(bare, "lines_artifact", {"n": 100})
     assert result.content.startswith(f"[The full output ({len(full):,} characters) could not be kept (no artifact store is configured)")
