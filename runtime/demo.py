@@ -7,6 +7,7 @@ validators and CEL rules (nothing is executed).
 
 from __future__ import annotations
 
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -51,7 +52,42 @@ def run_demo(config: Path | None, out: TextIO, err: TextIO) -> int:
     out.write("\n== model calls checked against the compiled snapshot (validation and rules only)\n")
     for name, args in _CALLS:
         _check_call(snapshot, name, args, out)
+    _run_a_turn(config, out)
     return 0
+
+
+_TURN = {
+    "role": "assistant",
+    "content": [
+        {"type": "text", "text": "Let me look around first."},
+        {"type": "tool_use", "id": "toolu_01", "name": "tool_search", "input": {"query": "artifact output"}},
+        {"type": "tool_use", "id": "toolu_02", "name": "fiel_read", "input": {"path": "README.md"}},
+        {"type": "tool_use", "id": "toolu_03", "name": "git_push", "input": {"branch": "main"}},
+        {"type": "tool_use", "id": "toolu_04", "name": "git_push", "input": {"branch": "feature/login"}},
+        {"type": "tool_use", "id": "toolu_05", "name": "artifact_read", "input": {"id": "../../etc/passwd"}},
+    ],
+}
+
+
+def _run_a_turn(config: Path, out: TextIO) -> None:
+    """One recorded assistant turn through all seven stages, answered as Anthropic expects."""
+    from runtime import adapters
+    from runtime.records import Session
+    from runtime.runtime import Runtime
+
+    out.write("\n== one assistant turn through the whole pipeline (Anthropic format; nobody is there to approve)\n")
+    with tempfile.TemporaryDirectory(prefix="toolrt-demo-") as workspace:
+        runtime = Runtime([config], workspace_root=workspace)
+        calls = adapters.parse_calls("anthropic", _TURN)
+        started = time.perf_counter()
+        results = runtime.run_turn_sync(calls, Session(id="demo"))
+        elapsed_ms = (time.perf_counter() - started) * 1000
+    for result in results:
+        summary = " ".join(result.content.split())
+        out.write(f"{result.call_id}  {result.name:14} {result.status.value:9} {summary[:110]}{'...' if len(summary) > 110 else ''}\n")
+    reply = adapters.anthropic.render_results(results)
+    out.write(f"\n{len(results)} calls, {sum(r.is_error for r in results)} error results, {elapsed_ms:.0f} ms; the reply is one user message with "
+              f"{len(reply['content'])} tool_result blocks (toolrt run prints it whole)\n")
 
 
 def _tools_table(snapshot: Snapshot, out: TextIO) -> None:
