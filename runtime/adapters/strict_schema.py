@@ -55,6 +55,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.validation.wording import json_type
+
 # Limits of OpenAI Structured Outputs (one place, so that a change upstream is one edit).
 MAX_OBJECT_NESTING = 10
 MAX_PROPERTIES = 5_000
@@ -476,18 +478,13 @@ def _types(schema: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[str] |
     raise _NotStrict("type must be a name or a list of names", path)
 
 
+_SCALARS = frozenset({"null", "boolean", "integer", "number", "string"})
+
+
 def _json_type(value: Any) -> str | None:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return None
+    """The JSON type of a scalar ``enum``/``const`` value; None for anything else."""
+    kind = json_type(value)
+    return kind if kind in _SCALARS else None
 
 
 def _describe(schema: Mapping[str, Any]) -> list[str]:
