@@ -14,6 +14,7 @@ from runtime.config.cache import CompileCache
 from runtime.config.compile import BuildResult, build_snapshot
 from runtime.errors import ConfigError
 from runtime.execution.jobs import JobRegistry
+from runtime.pipeline import run_call
 from runtime.pipeline.env import TurnEnv
 from runtime.pipeline.permit import Approver, DefaultPermitter, Permitter
 from runtime.pipeline.turn import run_turn
@@ -103,6 +104,8 @@ class Runtime:
     ) -> list[ToolResult]:
         """One result per call, in order. Never raises for anything a call does."""
         env = self._env(session or Session(mode=self.settings.permission_mode.value), trace_id)
+        if len(calls) == 1 and deadline_s is None and interrupt is None:
+            return [await run_call(calls[0], env)]  # nothing to schedule
         return await run_turn(calls, env, parallel=parallel and self.settings.max_concurrency > 1, stop_on_error=stop_on_error, deadline_s=deadline_s, interrupt=interrupt)
 
     def run_turn_sync(self, calls: Sequence[Call], session: Session | None = None, **options: Any) -> list[ToolResult]:

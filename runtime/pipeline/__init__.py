@@ -21,10 +21,10 @@ from typing import Any
 from runtime.pipeline.env import TurnEnv
 from runtime.pipeline.execute import execute
 from runtime.pipeline.lookup import lookup
-from runtime.pipeline.permit import permit
+from runtime.pipeline.permit import settle
 from runtime.pipeline.shape import redact_error, shape
 from runtime.pipeline.validate import validate
-from runtime.records import Call, Stage, Status, ToolResult, error_result
+from runtime.records import Call, Decision, Stage, Status, ToolResult, error_result
 
 
 async def run_call(call: Call, env: TurnEnv) -> ToolResult:
@@ -55,7 +55,10 @@ async def _stages(call: Call, env: TurnEnv, timings: dict[str, float]) -> ToolRe
     timings["validate_ms"] = (t2 - t1) * 1000
     if isinstance(validated, ToolResult):
         return redact_error(validated, bound.tool)
-    decision = await permit(validated, env.session, env.permitter, env.approver, env.approval_timeout_s)
+    verdict = env.permitter.decide(validated, env.session)
+    decision: Decision | ToolResult = verdict
+    if verdict.effect != "allow":  # allow (the common case) needs no await
+        decision = await settle(validated, env.session, verdict, env.approver, env.approval_timeout_s)
     t3 = clock()
     timings["permit_ms"] = (t3 - t2) * 1000
     if isinstance(decision, ToolResult):

@@ -43,7 +43,9 @@ async def execute(call: ValidatedCall, env: TurnEnv) -> Outcome:
     """Run ``call``'s handler (with retries where safe) and report what happened."""
     tool = call.tool
     retry = tool.spec.retry
-    retry_allowed = retry.attempts > 0 and (tool.spec.read_only or tool.spec.idempotent)
+    if retry.attempts == 0:
+        return await _run_once(call, env)  # no retries declared: no loop
+    retry_allowed = tool.spec.read_only or tool.spec.idempotent
     attempt = 0
     while True:
         outcome = await _run_once(call, env)

@@ -56,6 +56,11 @@ async def permit(call: ValidatedCall, session: Session, permitter: Permitter, ap
     decision = permitter.decide(call, session)
     if decision.effect == "allow":
         return decision
+    return await settle(call, session, decision, approver, approval_timeout_s)
+
+
+async def settle(call: ValidatedCall, session: Session, decision: Decision, approver: Approver | None, approval_timeout_s: float) -> Decision | ToolResult:
+    """A decision that is not a plain allow: denied, or put to the approver."""
     if decision.effect == "deny":
         return _denied(call, decision, decision.reason or "denied by policy")
     if approver is None:
