@@ -79,29 +79,39 @@ _INT64 = (-(2**63), 2**63 - 1)  # what both CEL engines read as an int
 
 
 def _scan(args: Mapping[str, Any], limit: int) -> tuple[bool, bool]:
-    """(nests deeper than ``limit``, holds an integer beyond 64 bits), without recursion."""
+    """(nests deeper than ``limit``, holds an integer beyond 64 bits), without recursion.
+
+    Runs on every call, so it tests exact types first (an ABC ``isinstance`` costs
+    ten times more) and only walks into containers."""
     low, high = _INT64
     huge = False
-    nested = False
-    for value in args.values() if isinstance(args, Mapping) else (args,):  # the common case: flat arguments, one pass, no stack
+    stack: list[tuple[Any, int]] = []
+    children = args.values() if isinstance(args, dict) else _children(args)
+    for value in children:
         kind = type(value)
         if kind is int:
             huge = huge or not low <= value <= high
-        elif kind is not str and kind is not bool and kind is not float and value is not None:
-            nested = True
-    if not nested:
-        return False, huge
-    stack: list[tuple[Any, int]] = [(args, 1)]
+        elif kind is dict or kind is list or kind is tuple:
+            stack.append((value, 2))
+        elif kind is not str and kind is not bool and kind is not float and value is not None and isinstance(value, Mapping):
+            stack.append((value, 2))
     while stack:
         node, depth = stack.pop()
-        for child in node.values() if isinstance(node, Mapping) else node:
-            if isinstance(child, (Mapping, list, tuple)):
-                if depth + 1 > limit:
-                    return True, huge
-                stack.append((child, depth + 1))
-            elif type(child) is int and not low <= child <= high:
-                huge = True
+        if depth > limit:
+            return True, huge
+        for value in node.values() if isinstance(node, Mapping) else node:
+            kind = type(value)
+            if kind is int:
+                huge = huge or not low <= value <= high
+            elif kind is dict or kind is list or kind is tuple or (kind is not str and isinstance(value, Mapping)):
+                stack.append((value, depth + 1))
     return False, huge
+
+
+def _children(args: Any) -> Any:
+    if isinstance(args, Mapping):
+        return args.values()
+    return (args,)  # not an object at all: the schema check says so; look inside it anyway
 
 
 def session_view(session: Session) -> dict[str, Any]:
