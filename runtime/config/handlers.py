@@ -21,6 +21,7 @@ from typing import Any
 from runtime.config.expressions import Finding
 from runtime.config.models import HandlerSpec, ToolSpec
 from runtime.config.suggest import did_you_mean
+from runtime.execution.command import quote_state
 from runtime.snapshot import Handler
 
 BUILTINS = ("file_read", "file_edit", "artifact_read", "list_dir", "glob", "grep", "run_command", "tool_search", "job_status")
@@ -60,6 +61,8 @@ def resolve_handler(spec: ToolSpec, mcp_servers: Sequence[str], search_dirs: Seq
     elif form is not None and kind == "command" and form.command is not None:
         for index, item in enumerate(form.command.argv):
             findings.extend(_template_findings(item, spec, (*_HANDLER_PATH, "command", "argv", index)))
+        if form.command.shell:
+            findings.extend(_single_quoted_placeholders(form.command.argv))
     elif form is not None and kind == "http" and form.http is not None:
         findings.extend(_template_findings(form.http.url, spec, (*_HANDLER_PATH, "http", "url")))
         for name, value in form.http.headers.items():
@@ -92,6 +95,17 @@ def _call_style(function: Callable[..., Any]) -> tuple[bool, bool]:
     return is_async, takes_context
 
 
+def _single_quoted_placeholders(argv: list[str]) -> Iterator[Finding]:
+    """In a shell template a placeholder inside '...' would reach the shell unexpanded."""
+    quote: str | None = None
+    for index, item in enumerate(argv):
+        for literal, name, _spec, _conversion in string.Formatter().parse(item):
+            quote = quote_state(literal, quote)
+            if name is not None and quote == "'":
+                yield Finding((*_HANDLER_PATH, "command", "argv", index), "handler-template", f"placeholder `{{{name}}}` is inside single quotes, where the shell cannot expand it; use double quotes or none (values are always passed safely).")
+        quote = quote_state(" ", quote)
+
+
 def _template_findings(template: str, spec: ToolSpec, path: tuple[str | int, ...]) -> Iterator[Finding]:
     declared = spec.input_schema.get("properties", {}) if isinstance(spec.input_schema.get("properties"), dict) else {}
     try:
@@ -101,6 +115,9 @@ def _template_findings(template: str, spec: ToolSpec, path: tuple[str | int, ...
         return
     for name in fields:
         root = name.split(".")[0].split("[")[0]
+        if root and name != root:
+            yield Finding(path, "handler-template", f"template uses `{{{name}}}`; only plain argument names are filled in, e.g. `{{{root}}}`.")
+            continue
         if not root:
             yield Finding(path, "handler-template", f"template `{template}` has an empty `{{}}`; name the argument, e.g. `{{path}}`.")
         elif root not in declared:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -60,15 +59,62 @@ def _argv(template: list[str], args: Mapping[str, Any]) -> list[str]:
             value = args[whole]
             argv.extend(_text(v) for v in value) if isinstance(value, list) else argv.append(_text(value))
             continue
-        argv.append(_fill(item, args, quote=False))
+        argv.append(_fill(item, args))
     if not argv:
         raise CommandError("the command line is empty for these arguments")
     return argv
 
 
 def _shell_line(template: list[str], args: Mapping[str, Any]) -> list[str]:
-    line = " ".join(_fill(item, args, quote=True) for item in template)
-    return ["/bin/sh", "-c", line]
+    """The template as a shell script whose placeholders read positional parameters.
+
+    Values never become script text: ``{msg}`` turns into ``"${1}"`` (or ``${1}`` inside
+    double quotes) and the value is passed as ``$1``, so ``$(...)``, backticks and quotes
+    in a value stay literal wherever the placeholder sits.
+    """
+    script: list[str] = []
+    values: list[str] = []
+    quote: str | None = None
+    for position, item in enumerate(template):
+        if position:
+            script.append(" ")
+        for literal, name, _spec, _conversion in string.Formatter().parse(item):
+            quote = quote_state(literal, quote)
+            script.append(literal)
+            if name is None:
+                continue
+            if quote == "'":
+                raise CommandError(f"placeholder `{{{name}}}` sits inside single quotes in the command template, where the shell cannot expand it")
+            if name not in args or args[name] is None:
+                raise CommandError(f"argument `{name}` is needed to build the command; pass it")
+            value = args[name]
+            if isinstance(value, list) and quote is None:
+                # Each item its own word, as in argv mode.
+                references = []
+                for item_value in value:
+                    values.append(_text(item_value))
+                    references.append('"${' + str(len(values)) + '}"')
+                script.append(" ".join(references))
+                continue
+            values.append(" ".join(_text(v) for v in value) if isinstance(value, list) else _text(value))
+            reference = "${" + str(len(values)) + "}"
+            script.append(reference if quote == '"' else f'"{reference}"')
+    return ["/bin/sh", "-c", "".join(script), "toolrt-command", *values]
+
+
+def quote_state(text: str, quote: str | None) -> str | None:
+    """The shell quoting in force after ``text``, starting from ``quote``."""
+    escaped = False
+    for char in text:
+        if escaped:
+            escaped = False
+        elif char == "\\" and quote != "'":
+            escaped = True
+        elif quote is None and char in "'\"":
+            quote = char
+        elif char == quote:
+            quote = None
+    return quote
 
 
 def _whole_placeholder(item: str) -> str | None:
@@ -78,7 +124,7 @@ def _whole_placeholder(item: str) -> str | None:
     return None
 
 
-def _fill(item: str, args: Mapping[str, Any], *, quote: bool) -> str:
+def _fill(item: str, args: Mapping[str, Any]) -> str:
     out = []
     for literal, name, _spec, _conversion in string.Formatter().parse(item):
         out.append(literal)
@@ -87,10 +133,7 @@ def _fill(item: str, args: Mapping[str, Any], *, quote: bool) -> str:
         if name not in args or args[name] is None:
             raise CommandError(f"argument `{name}` is needed to build the command; pass it")
         value = args[name]
-        text = " ".join(_text(v) for v in value) if isinstance(value, list) and not quote else _text(value)
-        if quote:
-            text = " ".join(shlex.quote(_text(v)) for v in value) if isinstance(value, list) else shlex.quote(text)
-        out.append(text)
+        out.append(" ".join(_text(v) for v in value) if isinstance(value, list) else _text(value))
     return "".join(out)
 
 

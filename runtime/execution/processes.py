@@ -115,6 +115,8 @@ async def run_process(
                 chunk = reader.result()
                 reader = None
                 if not chunk:
+                    # Output closed (e.g. `exec >log`): the command may still be working.
+                    await proc.wait()
                     break
                 progress.touch()
                 text = decoder.decode(chunk)

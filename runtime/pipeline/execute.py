@@ -99,9 +99,10 @@ async def _python(call: ValidatedCall, env: TurnEnv) -> Outcome:
     error = result.exception
     if error is None:
         return Outcome(value=result.value)
+    text = _text_of(error)
     if isinstance(error, ToolError):
-        return Outcome(error=str(error) or type(error).__name__, status=Status.error, code="tool_error", metadata=_transient(isinstance(error, TransientError)))
-    detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        return Outcome(error=text or type(error).__name__, status=Status.error, code="tool_error", metadata=_transient(isinstance(error, TransientError)))
+    detail = f"{type(error).__name__}: {text}" if text else type(error).__name__
     return _failure(tool, f"failed with {detail}", Status.error, "handler_error", transient=isinstance(error, _TRANSIENT_OS))
 
 
@@ -119,9 +120,13 @@ async def _isolated(call: ValidatedCall, env: TurnEnv) -> Outcome:
     size = [0]
 
     def keep(text: str) -> None:
-        if size[0] < _CHILD_OUTPUT_LIMIT:
-            output.append(text)
-            size[0] += len(text)
+        # The result line comes last: keep the end of the output, bounded.
+        output.append(text)
+        size[0] += len(text)
+        if size[0] > 2 * _CHILD_OUTPUT_LIMIT:
+            tail = "".join(output)[-_CHILD_OUTPUT_LIMIT:]
+            output[:] = [tail]
+            size[0] = len(tail)
 
     with tempfile.TemporaryDirectory(prefix="toolrt-child-") as folder:
         request_file = Path(folder) / "request.json"
@@ -234,6 +239,14 @@ def _failure(tool: CompiledTool, what: str, status: Status, code: str, *, transi
     if not tool.spec.read_only:
         return Outcome(error=_UNKNOWN.format(tool=tool.name, what=what), status=Status.unknown, code=code, metadata=_transient(transient))
     return Outcome(error=f"`{tool.name}` {what}.", status=status, code=code, metadata=_transient(transient))
+
+
+def _text_of(error: BaseException) -> str:
+    """``str(error)``, or "" when the exception cannot even say what it is."""
+    try:
+        return str(error)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not turn into a toolrt failure
+        return ""
 
 
 def _transient(flag: bool) -> Mapping[str, Any]:

@@ -90,9 +90,14 @@ def redact_error(result: ToolResult, tool: CompiledTool | None) -> ToolResult:
     if tool is None or tool.redactor is None or not tool.redactor.enabled:
         return result
     content, counts = tool.redactor.redact(result.content)
+    metadata = dict(result.metadata)
+    if "problems" in metadata:
+        metadata["problems"], more = tool.redactor.redact_value(metadata["problems"])
+        counts = _merge(counts, more) if more else counts
     if not counts:
         return result
-    return ToolResult(result.call_id, result.name, content, result.status, result.code, result.stage, result.structured, MappingProxyType({**result.metadata, "redactions": counts}))
+    metadata["redactions"] = counts
+    return ToolResult(result.call_id, result.name, content, result.status, result.code, result.stage, result.structured, MappingProxyType(metadata))
 
 
 def _saver(call: Call, tool: CompiledTool, env: TurnEnv) -> Any:

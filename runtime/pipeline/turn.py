@@ -128,6 +128,12 @@ async def _run_batch(
     finally:
         if waiter is not None:
             waiter.cancel()
+        # Cancelled from outside (the app dropped the turn): no call may run on unowned.
+        orphans = [task for task in tasks if not task.done()]
+        for task in orphans:
+            task.cancel()
+        if orphans:
+            await asyncio.shield(asyncio.gather(*orphans, return_exceptions=True))
     for task, index in tasks.items():
         if results[index] is None and task.done() and not task.cancelled():
             results[index] = task.result()
