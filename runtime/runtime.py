@@ -16,8 +16,9 @@ from runtime.errors import ConfigError
 from runtime.execution.jobs import JobRegistry
 from runtime.pipeline import run_call
 from runtime.pipeline.env import TurnEnv
-from runtime.pipeline.permit import Approver, DefaultPermitter, Permitter
+from runtime.pipeline.permit import Approver, Permitter
 from runtime.pipeline.turn import run_turn
+from runtime.policy.decision import PolicyPermitter
 from runtime.records import Call, Session, ToolResult
 from runtime.settings import Settings
 from runtime.shaping.artifacts import ArtifactStore
@@ -55,7 +56,7 @@ class Runtime:
         self._id_prefix = f"req_{uuid.uuid4().hex[:8]}_"
         self._turns = itertools.count(1)
         self.approver = approver
-        self.permitter: Permitter = permitter or DefaultPermitter()
+        self.permitter: Permitter = permitter or PolicyPermitter()
         self.artifacts = artifacts if artifacts is not None else ArtifactStore(self._under_workspace(self.settings.artifact_dir))
         self.jobs = JobRegistry()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from runtime.config.models import (
@@ -164,6 +165,8 @@ class Snapshot:
     warnings: tuple[Problem, ...]
     cel_engine: str
     schema_engine: str
+    rule_index: Mapping[str, tuple[CompiledPolicyRule, ...]] = field(default_factory=lambda: MappingProxyType({}))  # tool key -> policy rules whose globs match it
+    forbidden_modes: frozenset[str] = frozenset()  # permission modes some policy forbids
 
     def tool(self, name: str, version: str | None = None) -> CompiledTool | None:
         """The tool called ``name`` (a given ``version`` of it, if asked), or None."""

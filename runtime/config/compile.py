@@ -37,6 +37,7 @@ from runtime.config.suggest import did_you_mean
 from runtime.errors import ConfigError
 from runtime.policy.cel import POLICY_VARIABLES, RULE_VARIABLES, CelEngine, get_engine
 from runtime.policy.celrefs import LexError, analyse
+from runtime.policy.decision import rules_by_tool
 from runtime.regex import RegexRejected, check_pattern, compile_re2
 from runtime.settings import Settings
 from runtime.shaping.redact import Redactor
@@ -162,6 +163,8 @@ class _Builder:
             warnings=tuple(p for p in self.problems if not p.is_error),
             cel_engine=self.engine.name,
             schema_engine=self.schema_engine,
+            rule_index=rules_by_tool([rule for policy in policies for rule in policy.rules], by_name),
+            forbidden_modes=frozenset(m.value for policy in policies for m in policy.spec.forbidden_modes),
         )
 
     # -- tools ----------------------------------------------------------------

@@ -55,7 +55,7 @@ async def _stages(call: Call, env: TurnEnv, timings: dict[str, float]) -> ToolRe
     timings["validate_ms"] = (t2 - t1) * 1000
     if isinstance(validated, ToolResult):
         return redact_error(validated, bound.tool)
-    verdict = env.permitter.decide(validated, env.session)
+    verdict = env.permitter.decide(validated, env.session, env.snapshot)
     decision: Decision | ToolResult = verdict
     if verdict.effect != "allow":  # allow (the common case) needs no await
         decision = await settle(validated, env.session, verdict, env.approver, env.approval_timeout_s)

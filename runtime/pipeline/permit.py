@@ -1,9 +1,9 @@
 """Stage 04, permit: may this validated call run?
 
-The stage talks to a :class:`Permitter` through one method. Until policies decide
-(the policy engine plugs in here), :class:`DefaultPermitter` allows read-only tools
-and, for the rest, follows the session's mode: ``bypass`` allows, ``plan`` denies,
-anything else asks the :class:`Approver`; with no approver, asking means no.
+The stage talks to a :class:`Permitter` through one method; the default one decides
+from the snapshot's Policy documents and the session's mode
+(:class:`runtime.policy.decision.PolicyPermitter`). ``ask`` goes to the
+:class:`Approver`; with no approver, or none in time, asking means no.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from runtime.records import Decision, Session, Stage, Status, ToolResult, ValidatedCall, error_result
+from runtime.snapshot import Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,28 +33,12 @@ class Approver(Protocol):
 class Permitter(Protocol):
     """Decides allow / ask / deny for one validated call."""
 
-    def decide(self, call: ValidatedCall, session: Session) -> Decision: ...
+    def decide(self, call: ValidatedCall, session: Session, snapshot: Snapshot) -> Decision: ...
 
 
-_READ_ONLY = Decision("allow", reason="read-only tool")
-
-
-class DefaultPermitter:
-    """Read-only tools run; others follow the session mode (see module docstring)."""
-
-    def decide(self, call: ValidatedCall, session: Session) -> Decision:
-        if call.tool.spec.read_only:
-            return _READ_ONLY
-        if session.mode == "bypass":
-            return Decision("allow", reason="session is in bypass mode")
-        if session.mode == "plan":
-            return Decision("deny", reason="the session is in plan mode: only read-only tools may run")
-        return Decision("ask", reason=f"`{call.tool.name}` can change things, so a person approves each call")
-
-
-async def permit(call: ValidatedCall, session: Session, permitter: Permitter, approver: Approver | None, approval_timeout_s: float) -> Decision | ToolResult:
+async def permit(call: ValidatedCall, session: Session, snapshot: Snapshot, permitter: Permitter, approver: Approver | None, approval_timeout_s: float) -> Decision | ToolResult:
     """The decision to go on with (allow), or an error result saying why not."""
-    decision = permitter.decide(call, session)
+    decision = permitter.decide(call, session, snapshot)
     if decision.effect == "allow":
         return decision
     return await settle(call, session, decision, approver, approval_timeout_s)

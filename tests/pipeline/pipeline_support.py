@@ -23,7 +23,8 @@ from typing import Any
 
 from runtime.config.compile import build_snapshot
 from runtime.pipeline.env import TurnEnv
-from runtime.pipeline.permit import Approval, Approver, DefaultPermitter
+from runtime.pipeline.permit import Approval, Approver
+from runtime.policy.decision import PolicyPermitter
 from runtime.records import Call, Decision, Session, ValidatedCall
 from runtime.settings import Settings
 from runtime.shaping.artifacts import ArtifactStore
@@ -104,7 +105,7 @@ def make_env(
         snapshot=snapshot,
         settings=settings or Settings(),
         session=session or Session(),
-        permitter=DefaultPermitter(),
+        permitter=PolicyPermitter(),
         approver=approver,
         artifacts=store,
         workspace_root=workspace,

@@ -1,0 +1,135 @@
+"""Permission decisions from Policy documents (deny > ask > allow > mode default)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runtime import Call, Runtime, Session, load_snapshot
+from runtime.pipeline.lookup import lookup
+from runtime.pipeline.validate import validate
+from runtime.policy.decision import PolicyPermitter
+from runtime.records import BoundCall, ToolResult, ValidatedCall
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+TOOLS = """
+apiVersion: toolrt/v1
+kind: Tool
+metadata: {{name: {name}}}
+spec:
+  description: {name}
+  handler: builtin:tool_search
+  read_only: {read_only}
+  risk: {risk}
+  input_schema: {{type: object, properties: {{path: {{type: string}}}}}}
+"""
+
+
+def make(tmp_path: Path, rules: str, *, forbidden: str = "[]") -> Path:
+    docs = [
+        TOOLS.format(name="reader", read_only="true", risk="low"),
+        TOOLS.format(name="writer", read_only="false", risk="medium"),
+        TOOLS.format(name="launcher", read_only="false", risk="critical"),
+        f"apiVersion: toolrt/v1\nkind: Policy\nmetadata: {{name: p}}\nspec:\n  forbidden_modes: {forbidden}\n  rules:\n{rules}",
+    ]
+    (tmp_path / "c.yaml").write_text("\n---\n".join(docs))
+    return tmp_path
+
+
+def decide(config: Path, name: str, args: dict, mode: str = "default"):
+    snapshot = load_snapshot([config])
+    bound = lookup(Call("1", name, args), snapshot)
+    assert isinstance(bound, BoundCall)
+    validated = validate(bound, Session(mode=mode), snapshot)
+    assert isinstance(validated, ValidatedCall)
+    return PolicyPermitter().decide(validated, Session(mode=mode), snapshot)
+
+
+RULE = "    - {{name: {name}, effect: {effect}, tools: {tools}{extra}}}\n"
+
+
+def rule(name: str, effect: str, tools: str = '["*"]', extra: str = "") -> str:
+    return RULE.format(name=name, effect=effect, tools=tools, extra=extra)
+
+
+def test_deny_wins_over_ask_and_allow(tmp_path: Path) -> None:
+    config = make(tmp_path, rule("a", "allow") + rule("q", "ask") + rule("d", "deny", '["writer"]', ", reason: no writing"))
+    decision = decide(config, "writer", {})
+    assert (decision.effect, decision.rule, decision.reason) == ("deny", "p/d", "no writing")
+
+
+def test_ask_wins_over_allow(tmp_path: Path) -> None:
+    decision = decide(make(tmp_path, rule("a", "allow") + rule("q", "ask", '["reader"]')), "reader", {})
+    assert (decision.effect, decision.rule) == ("ask", "p/q")
+
+
+def test_rules_for_other_tools_do_not_apply_and_the_mode_decides(tmp_path: Path) -> None:
+    config = make(tmp_path, rule("d", "deny", '["writer"]'))
+    assert decide(config, "reader", {}).effect == "allow"
+    assert decide(config, "writer", {"path": "x"}, mode="bypass").effect == "deny"
+
+
+def test_a_failing_condition_counts_as_matching_for_deny_but_not_for_allow(tmp_path: Path) -> None:
+    config = make(tmp_path, rule("d", "deny", '["reader"]', ", when: 'args.path.startsWith(\"/\")'"))
+    decision = decide(config, "reader", {})  # args.path missing: the condition errors
+    assert decision.effect == "deny"
+    assert "could not be evaluated" in (decision.reason or "")
+    allow_only = make(tmp_path, rule("a", "allow", '["writer"]', ", when: 'args.path.startsWith(\"/\")'"))
+    assert decide(allow_only, "writer", {}).effect == "ask"  # the allow did not apply: mode default
+
+
+def test_on_error_ignore_lets_a_failing_deny_condition_pass(tmp_path: Path) -> None:
+    config = make(tmp_path, rule("d", "deny", '["reader"]', ", when: 'args.path == \"x\"', on_error: ignore"))
+    assert decide(config, "reader", {}).effect == "allow"
+
+
+def test_warn_rules_let_the_call_through_with_a_warning_and_audit_rules_change_nothing(tmp_path: Path) -> None:
+    config = make(tmp_path, rule("w", "deny", '["reader"]', ", enforce: warn, reason: soon forbidden") + rule("au", "deny", '["reader"]', ", enforce: audit"))
+    decision = decide(config, "reader", {})
+    assert decision.effect == "allow"
+    assert decision.warnings == ("p/w: soon forbidden",)
+
+
+def test_critical_tools_ask_unless_an_allow_rule_names_them(tmp_path: Path) -> None:
+    assert decide(make(tmp_path, rule("a", "allow")), "launcher", {}).effect == "ask"
+    assert decide(make(tmp_path, rule("a", "allow", '["launcher"]')), "launcher", {}).effect == "allow"
+
+
+def test_plan_mode_denies_writes_even_when_a_rule_allows_them(tmp_path: Path) -> None:
+    decision = decide(make(tmp_path, rule("a", "allow", '["writer"]')), "writer", {}, mode="plan")
+    assert decision.effect == "deny" and "plan mode" in (decision.reason or "")
+
+
+def test_a_forbidden_mode_is_denied(tmp_path: Path) -> None:
+    decision = decide(make(tmp_path, rule("a", "allow"), forbidden="[bypass]"), "reader", {}, mode="bypass")
+    assert decision.effect == "deny" and "bypass" in (decision.reason or "")
+
+
+@pytest.mark.parametrize("example", ["coding-agent", "customer-service"])
+def test_the_shipped_policy_tests_hold(example: str) -> None:
+    snapshot = load_snapshot([EXAMPLES / example])
+    assert snapshot.policy_tests
+    for entry in snapshot.policy_tests:
+        case = entry.case
+        session = Session(id=case.session.id, user=case.session.user, mode=case.session.mode.value, labels=dict(case.session.labels))
+        bound = lookup(Call("t", case.tool, case.args), snapshot)
+        assert isinstance(bound, BoundCall), case.name
+        validated = validate(bound, session, snapshot)
+        if case.expect.validation_error:
+            assert isinstance(validated, ToolResult), case.name
+            continue
+        assert isinstance(validated, ValidatedCall), f"{case.name}: {getattr(validated, 'content', '')}"
+        decision = PolicyPermitter().decide(validated, session, snapshot)
+        if case.expect.decision is not None:
+            assert decision.effect == case.expect.decision.value, f"{case.name}: {decision}"
+        if case.expect.rule is not None:
+            assert decision.rule is not None and decision.rule.endswith("/" + case.expect.rule), f"{case.name}: {decision}"
+
+
+async def test_a_denied_call_says_which_rule_and_why(tmp_path: Path) -> None:
+    runtime = Runtime([make(tmp_path, rule("d", "deny", '["reader"]', ", reason: reading is off today"))], workspace_root=tmp_path)
+    (result,) = await runtime.run_turn([Call("1", "reader", {})])
+    assert result.status.value == "denied"
+    assert "rule `p/d`" in result.content and "reading is off today" in result.content
