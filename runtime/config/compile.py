@@ -174,8 +174,10 @@ class _Builder:
         spec = model.spec
         pieces = self.cache.compiled(("tool", entry.source.content_hash, self.engine.name, self.schema_engine), lambda: self._tool_pieces(model))
         self.report(entry, pieces.findings)
-        handler_key = ("handler", entry.source.content_hash, tuple(sorted(mcp_servers)), tuple(self.search_dirs))
-        handler, findings = self.cache.compiled(handler_key, functools.partial(resolve_handler, spec, list(mcp_servers), self.search_dirs))
+        # A python module is looked for beside the YAML that names it, then in the roots.
+        search = (Path(entry.source.file).parent, *self.search_dirs)
+        handler_key = ("handler", entry.source.content_hash, tuple(sorted(mcp_servers)), search)
+        handler, findings = self.cache.compiled(handler_key, functools.partial(resolve_handler, spec, list(mcp_servers), list(search)))
         self.report(entry, findings)
         ok = handler is not None and pieces.arguments is not None and not any(not f.warning for f in pieces.findings)
         profile = None
