@@ -24,6 +24,7 @@ from runtime.config.schema import all_schemas, render
 from runtime.errors import ConfigError
 from runtime.lint.report import FORMATS
 from runtime.lint.report import render as render_report
+from runtime.policy.policytests import run_policy_tests
 from runtime.records import Call, Session
 from runtime.runtime import Runtime
 from runtime.settings import Settings
@@ -71,6 +72,9 @@ def _parser() -> argparse.ArgumentParser:
     tools.add_argument("--config", type=Path, action="append", required=True)
     tools.add_argument("--provider", choices=("anthropic", "openai", "openai-chat", "openai-responses", "mcp"), default="anthropic")
 
+    test = sub.add_parser("test", help="run the PolicyTest cases of a config (nothing is executed)")
+    test.add_argument("paths", nargs="*", type=Path, help="config directories or YAML files (default: the configured config_dir)")
+
     demo = sub.add_parser("demo", help="load the shipped example and show what it compiles to")
     demo.add_argument("--config", type=Path, default=None, help="example config directory")
     return parser
@@ -93,6 +97,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return _run(args, out, err)
     if args.command == "tools":
         return _tools(args, out, err)
+    if args.command == "test":
+        return _test(args, out, err)
     return _demo(args, out, err)
 
 
@@ -193,6 +199,26 @@ def _tools(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     definitions = mcp_adapter.tool_definitions(snapshot) if provider == "mcp" else adapters.tool_definitions(provider, snapshot)
     out.write(json.dumps(definitions, indent=2, ensure_ascii=False) + "\n")
     return EXIT_OK
+
+
+def _test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    paths = args.paths or [Settings().config_dir]
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        err.write(f"toolrt: no such file or directory: {', '.join(map(str, missing))}\n")
+        return EXIT_USAGE
+    try:
+        snapshot = load_snapshot(paths, Settings())
+    except ConfigError as error:
+        for problem in error.problems:
+            err.write(f"{problem}\n")
+        return EXIT_PROBLEMS
+    results = run_policy_tests(snapshot)
+    for case in results:
+        out.write(f"{'PASS' if case.passed else 'FAIL'}  {case.suite} / {case.name}: {case.detail}" + ("" if case.passed else f"  ({case.location})") + "\n")
+    failed = sum(not c.passed for c in results)
+    out.write(f"{len(results)} case(s): {len(results) - failed} passed, {failed} failed\n")
+    return EXIT_PROBLEMS if failed else EXIT_OK
 
 
 def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
 
 from runtime import Call, Runtime, Session, load_snapshot
+from runtime.cli import main
 from runtime.pipeline.lookup import lookup
 from runtime.pipeline.validate import validate
 from runtime.policy.decision import PolicyPermitter
-from runtime.records import BoundCall, ToolResult, ValidatedCall
+from runtime.policy.policytests import run_policy_tests
+from runtime.records import BoundCall, ValidatedCall
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -109,23 +112,24 @@ def test_a_forbidden_mode_is_denied(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("example", ["coding-agent", "customer-service"])
 def test_the_shipped_policy_tests_hold(example: str) -> None:
-    snapshot = load_snapshot([EXAMPLES / example])
-    assert snapshot.policy_tests
-    for entry in snapshot.policy_tests:
-        case = entry.case
-        session = Session(id=case.session.id, user=case.session.user, mode=case.session.mode.value, labels=dict(case.session.labels))
-        bound = lookup(Call("t", case.tool, case.args), snapshot)
-        assert isinstance(bound, BoundCall), case.name
-        validated = validate(bound, session, snapshot)
-        if case.expect.validation_error:
-            assert isinstance(validated, ToolResult), case.name
-            continue
-        assert isinstance(validated, ValidatedCall), f"{case.name}: {getattr(validated, 'content', '')}"
-        decision = PolicyPermitter().decide(validated, session, snapshot)
-        if case.expect.decision is not None:
-            assert decision.effect == case.expect.decision.value, f"{case.name}: {decision}"
-        if case.expect.rule is not None:
-            assert decision.rule is not None and decision.rule.endswith("/" + case.expect.rule), f"{case.name}: {decision}"
+    results = run_policy_tests(load_snapshot([EXAMPLES / example]))
+    assert results
+    assert [(r.name, r.detail) for r in results if not r.passed] == []
+
+
+def test_toolrt_test_reports_a_failing_case_and_exits_1(tmp_path: Path) -> None:
+    config = make(tmp_path, rule("q", "ask", '["reader"]'))
+    (config / "t.yaml").write_text(
+        "apiVersion: toolrt/v1\nkind: PolicyTest\nmetadata: {name: suite}\nspec:\n  cases:\n"
+        "    - {name: reading is allowed, tool: reader, expect: {decision: allow}}\n"
+        "    - {name: reading asks, tool: reader, expect: {decision: ask, rule: q}}\n"
+    )
+    out = io.StringIO()
+    assert main(["test", str(config)], stdout=out) == 1
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("FAIL  suite / reading is allowed: expected allow, got ask by rule `p/q`")
+    assert lines[1] == "PASS  suite / reading asks: ask by rule `p/q`"
+    assert lines[-1] == "2 case(s): 1 passed, 1 failed"
 
 
 async def test_a_denied_call_says_which_rule_and_why(tmp_path: Path) -> None:
