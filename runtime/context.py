@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from runtime.records import Session
 
@@ -43,10 +43,3 @@ class ToolContext:
         if self._on_progress is not None:
             self._on_progress(message)
 
-
-def no_progress(_message: str | None) -> None:
-    """A progress sink that ignores reports."""
-
-
-ProgressSink = Callable[[str | None], None]
-Handler = Callable[..., Any]

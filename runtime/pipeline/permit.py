@@ -1,9 +1,10 @@
 """Stage 04, permit: may this validated call run?
 
-The stage talks to a :class:`Permitter` through one method; the default one decides
-from the snapshot's Policy documents and the session's mode
-(:class:`runtime.policy.decision.PolicyPermitter`). ``ask`` goes to the
-:class:`Approver`; with no approver, or none in time, asking means no.
+The pipeline asks the turn's :class:`Permitter` (by default
+:class:`runtime.policy.decision.PolicyPermitter`, which decides from the snapshot's
+Policy documents and the session's mode); a plain allow goes straight on, anything
+else goes to :func:`settle`: deny becomes an error result, ask goes to the
+:class:`Approver` (with no approver, or none in time, asking means no).
 """
 
 from __future__ import annotations
@@ -34,14 +35,6 @@ class Permitter(Protocol):
     """Decides allow / ask / deny for one validated call."""
 
     def decide(self, call: ValidatedCall, session: Session, snapshot: Snapshot) -> Decision: ...
-
-
-async def permit(call: ValidatedCall, session: Session, snapshot: Snapshot, permitter: Permitter, approver: Approver | None, approval_timeout_s: float) -> Decision | ToolResult:
-    """The decision to go on with (allow), or an error result saying why not."""
-    decision = permitter.decide(call, session, snapshot)
-    if decision.effect == "allow":
-        return decision
-    return await settle(call, session, decision, approver, approval_timeout_s)
 
 
 async def settle(call: ValidatedCall, session: Session, decision: Decision, approver: Approver | None, approval_timeout_s: float) -> Decision | ToolResult:
