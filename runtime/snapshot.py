@@ -126,6 +126,7 @@ class CompiledPolicyRule:
     enforce: Enforcement
     on_error: FailurePolicy
     source: Location
+    names_tools: bool = False  # some glob is a plain tool name (no wildcard): it "names" that tool
 
     def matches_tool(self, name: str, version: str | None = None) -> bool:
         if self.tool_matcher.fullmatch(name):

@@ -52,6 +52,16 @@ def call_id(value: Any) -> str | None:
     return None
 
 
+def id_or_placeholder(value: Any, problems: list[str], problem: str, placeholder: str) -> str:
+    """The call id, or ``placeholder`` (noting ``problem``) when it is missing: every call
+    must still be answered, and the answer must carry some id."""
+    identifier = call_id(value)
+    if identifier is None:
+        problems.append(problem)
+        return placeholder
+    return identifier
+
+
 def tool_name(value: Any, problems: list[str], what: str) -> str:
     """A tool name as a string; a missing or odd name adds a problem and gives a best effort."""
     if not isinstance(value, str) or not value:

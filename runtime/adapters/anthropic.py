@@ -21,7 +21,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runtime.adapters._common import as_data, as_list, call_id, exported_tools, join_problems, text_of, tool_name
+from runtime.adapters._common import as_data, as_list, exported_tools, id_or_placeholder, join_problems, text_of, tool_name
 from runtime.adapters.arguments import check_object, decode_arguments
 from runtime.records import Call, ToolResult
 from runtime.snapshot import Snapshot
@@ -95,10 +95,7 @@ def _blocks(message: Any) -> list[Any]:
 
 def _call(block: Mapping[str, Any], index: int) -> Call:
     problems: list[str] = []
-    identifier = call_id(block.get("id"))
-    if identifier is None:
-        problems.append("the tool_use block has no id")
-        identifier = f"toolu_missing_{index}"
+    identifier = id_or_placeholder(block.get("id"), problems, "the tool_use block has no id", f"toolu_missing_{index}")
     name = tool_name(block.get("name"), problems, "tool_use block")
     raw: str | None = None
     args: dict[str, Any] | None = None

@@ -33,7 +33,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runtime.adapters._common import as_data, as_list, call_id, exported_tools, join_problems, text_of, tool_name
+from runtime.adapters._common import as_data, as_list, exported_tools, id_or_placeholder, join_problems, text_of, tool_name
 from runtime.adapters.arguments import decode_arguments
 from runtime.adapters.strict_schema import StrictSchema, strip_strict_nulls, to_strict
 from runtime.records import Call, ToolResult
@@ -82,10 +82,7 @@ def _chat_call(entry: Any, index: int, snapshot: Snapshot | None) -> Call:
     if not isinstance(entry, Mapping):
         return Call(id=f"call_missing_{index}", name="", args=None, index=index, parse_error=f"tool call #{index} is not an object")
     problems: list[str] = []
-    identifier = call_id(entry.get("id"))
-    if identifier is None:
-        problems.append("the tool call has no id")
-        identifier = f"call_missing_{index}"
+    identifier = id_or_placeholder(entry.get("id"), problems, "the tool call has no id", f"call_missing_{index}")
     kind = entry.get("type") or "function"
     if kind == "custom":
         custom = as_data(entry.get("custom"))
@@ -153,10 +150,7 @@ def tool_definitions_responses(snapshot: Snapshot, *, strict: bool = True, inclu
 
 def _responses_call(entry: Mapping[str, Any], index: int, snapshot: Snapshot | None) -> Call:
     problems: list[str] = []
-    identifier = call_id(entry.get("call_id"))
-    if identifier is None:
-        problems.append("the function call has no call_id")
-        identifier = f"call_missing_{index}"
+    identifier = id_or_placeholder(entry.get("call_id"), problems, "the function call has no call_id", f"call_missing_{index}")
     name = tool_name(entry.get("name"), problems, "function call")
     return _with_arguments(identifier, name, entry.get("arguments"), index, problems, snapshot)
 

@@ -84,8 +84,7 @@ def _decide(call: ValidatedCall, session: Session, rules: Sequence[CompiledPolic
             return Decision(effect.value, rule=f"{rule.policy}/{rule.name}", reason=reason, warnings=tuple(warnings))
     if matched[Effect.allow]:
         rule, _ = matched[Effect.allow][0]
-        explicit = any(not any(ch in g.split("@")[0] for ch in "*?[") for g in rule.tool_globs)
-        if tool.spec.risk is Risk.critical and not explicit:
+        if tool.spec.risk is Risk.critical and not rule.names_tools:
             return Decision("ask", rule=f"{rule.policy}/{rule.name}", reason=f"`{tool.name}` is a critical-risk tool; only an allow rule naming it can skip approval", warnings=tuple(warnings))
         if session.mode == "plan" and not tool.spec.read_only:
             return Decision("deny", reason="the session is in plan mode: only read-only tools may run", warnings=tuple(warnings))
