@@ -12,7 +12,12 @@ from runtime.records import Decision, Session, ValidatedCall
 
 
 class TerminalApprover:
-    """Asks the person at the terminal; when nobody is there (no TTY), says no."""
+    """Asks the person at the terminal; when nobody is there (no TTY), says no.
+
+    Answers: ``y`` runs the call once, ``a`` allows the tool for the rest of the
+    session, ``e`` asks for edited arguments (JSON) and runs with those (they are
+    validated and judged again), anything else declines.
+    """
 
     def __init__(self, stdin: TextIO | None = None, stderr: TextIO | None = None) -> None:
         self._in = stdin or sys.stdin
@@ -22,10 +27,22 @@ class TerminalApprover:
         if not self._in.isatty():
             return Approval(False, "no one is at a terminal to approve it")
         args = json.dumps(dict(call.args), ensure_ascii=False)[:500]
-        prompt = f"\n{call.tool.name} {args}\n{decision.reason or 'Approval needed.'}\nRun it? [y/N] "
-        answer = await asyncio.to_thread(self._ask, prompt)
-        approved = answer.strip().lower() in ("y", "yes")
-        return Approval(approved, None if approved else "declined at the terminal")
+        prompt = f"\n{call.tool.name} {args}\n{decision.reason or 'Approval needed.'}\nRun it? [y]es / [a]lways this session / [e]dit arguments / [N]o: "
+        answer = (await asyncio.to_thread(self._ask, prompt)).strip().lower()
+        if answer in ("y", "yes"):
+            return Approval(True, "approved at the terminal")
+        if answer in ("a", "always"):
+            return Approval(True, "approved at the terminal for this session", scope="session")
+        if answer in ("e", "edit"):
+            text = await asyncio.to_thread(self._ask, "Arguments as one line of JSON: ")
+            try:
+                edited = json.loads(text)
+            except json.JSONDecodeError:
+                return Approval(False, "the edited arguments were not valid JSON")
+            if not isinstance(edited, dict):
+                return Approval(False, "the edited arguments were not a JSON object")
+            return Approval(True, "approved at the terminal with edited arguments", args=edited)
+        return Approval(False, "declined at the terminal")
 
     def _ask(self, prompt: str) -> str:
         self._err.write(prompt)

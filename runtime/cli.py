@@ -24,6 +24,7 @@ from runtime.config.schema import all_schemas, render
 from runtime.errors import ConfigError
 from runtime.lint.report import FORMATS
 from runtime.lint.report import render as render_report
+from runtime.policy.explain import explain
 from runtime.policy.policytests import run_policy_tests
 from runtime.records import Call, Session
 from runtime.runtime import Runtime
@@ -75,6 +76,13 @@ def _parser() -> argparse.ArgumentParser:
     test = sub.add_parser("test", help="run the PolicyTest cases of a config (nothing is executed)")
     test.add_argument("paths", nargs="*", type=Path, help="config directories or YAML files (default: the configured config_dir)")
 
+    explain = sub.add_parser("explain", help="dry-run one call through lookup, validation and permission (nothing executes)")
+    explain.add_argument("tool")
+    explain.add_argument("--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)")
+    explain.add_argument("--args", default="{}", help="the arguments as a JSON object")
+    explain.add_argument("--session", default="{}", help='the session as JSON: {"id", "user", "mode", "labels"}')
+    explain.add_argument("--format", choices=("text", "json"), default="text")
+
     demo = sub.add_parser("demo", help="load the shipped example and show what it compiles to")
     demo.add_argument("--config", type=Path, default=None, help="example config directory")
     return parser
@@ -99,6 +107,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return _tools(args, out, err)
     if args.command == "test":
         return _test(args, out, err)
+    if args.command == "explain":
+        return _explain(args, out, err)
     return _demo(args, out, err)
 
 
@@ -219,6 +229,52 @@ def _test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     failed = sum(not c.passed for c in results)
     out.write(f"{len(results)} case(s): {len(results) - failed} passed, {failed} failed\n")
     return EXIT_PROBLEMS if failed else EXIT_OK
+
+
+def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        call_args = json.loads(args.args)
+        raw_session = json.loads(args.session)
+    except json.JSONDecodeError as error:
+        err.write(f"toolrt explain: --args and --session must be JSON: {error}\n")
+        return EXIT_USAGE
+    session = _session_from_json(raw_session)
+    if isinstance(session, str):
+        err.write(f"toolrt explain: --session {session}\n")
+        return EXIT_USAGE
+    missing = [p for p in args.config if not p.exists()]
+    if missing:
+        err.write(f"toolrt: no such config: {', '.join(map(str, missing))}\n")
+        return EXIT_USAGE
+    try:
+        snapshot = load_snapshot(args.config, Settings())
+    except ConfigError as error:
+        for problem in error.problems:
+            err.write(f"{problem}\n")
+        return EXIT_PROBLEMS
+    explanation = explain(snapshot, args.tool, call_args if isinstance(call_args, dict) else None, session)
+    out.write((explanation.to_json() if args.format == "json" else explanation.to_text()) + "\n")
+    return EXIT_OK
+
+
+def _session_from_json(raw: object) -> Session | str:
+    """A Session from ``--session`` JSON, or what is wrong with it."""
+    if not isinstance(raw, dict):
+        return "must be a JSON object"
+    unknown = sorted(set(raw) - {"id", "user", "mode", "labels"})
+    if unknown:
+        return f"has unknown keys {unknown}; use id, user, mode, labels"
+    modes = [m.value for m in PermissionMode]
+    mode = raw.get("mode", "default")
+    if mode not in modes:
+        return f"mode must be one of {modes}, got {mode!r}"
+    labels = raw.get("labels", {})
+    if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        return "labels must be an object of strings"
+    user = raw.get("user")
+    if user is not None and not isinstance(user, str):
+        return "user must be a string"
+    return Session(id=str(raw.get("id", "explain")), user=user, mode=mode, labels=labels)
 
 
 def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

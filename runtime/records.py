@@ -99,6 +99,7 @@ class Decision:
     rule: str | None = None
     reason: str | None = None
     warnings: tuple[str, ...] = ()
+    edited_args: Mapping[str, Any] | None = None  # an approver's replacement arguments, not yet validated
 
 
 @dataclass(slots=True)

@@ -19,6 +19,8 @@ from runtime.pipeline.env import TurnEnv
 from runtime.pipeline.permit import Approver, Permitter
 from runtime.pipeline.turn import run_turn
 from runtime.policy.decision import PolicyPermitter
+from runtime.policy.grants import SessionGrants
+from runtime.policy.limits import InMemoryLimitStore, Limits, LimitStore
 from runtime.records import Call, Session, ToolResult
 from runtime.settings import Settings
 from runtime.shaping.artifacts import ArtifactStore
@@ -50,7 +52,7 @@ class Runtime:
         result = build_snapshot(self._paths, self.settings, self._cache)
         if result.snapshot is None:
             raise ConfigError(result.problems)
-        self._snapshot: Snapshot = result.snapshot
+        snapshot: Snapshot = result.snapshot
         self.last_reload_error: ConfigError | None = None
         self.workspace_root = Path(workspace_root if workspace_root is not None else self.settings.workspace_root).resolve()
         self._id_prefix = f"req_{uuid.uuid4().hex[:8]}_"
@@ -59,6 +61,10 @@ class Runtime:
         self.permitter: Permitter = permitter or PolicyPermitter()
         self.artifacts = artifacts if artifacts is not None else ArtifactStore(self._under_workspace(self.settings.artifact_dir))
         self.jobs = JobRegistry()
+        self.grants = SessionGrants()  # "allow for this session" answers, per session id
+        # Quota counts and breaker states outlive snapshots: one store, a Limits per snapshot.
+        self.limit_store: LimitStore = InMemoryLimitStore()
+        self._current: tuple[Snapshot, Limits] = (snapshot, Limits.from_policies(snapshot.policies, store=self.limit_store))
 
     def _under_workspace(self, path: Path) -> Path:
         return path if path.is_absolute() else self.workspace_root / path
@@ -66,7 +72,7 @@ class Runtime:
     @property
     def snapshot(self) -> Snapshot:
         """The snapshot new turns will use."""
-        return self._snapshot
+        return self._current[0]
 
     def reload(self) -> BuildResult:
         """Rebuild from the config paths; swap only if the result is clean."""
@@ -75,12 +81,14 @@ class Runtime:
             self.last_reload_error = ConfigError(result.problems)
         else:
             self.last_reload_error = None
-            self._snapshot = result.snapshot  # one reference assignment: turns in flight keep theirs
+            limits = Limits.from_policies(result.snapshot.policies, store=self.limit_store)
+            self._current = (result.snapshot, limits)  # one reference assignment: turns in flight keep theirs
         return result
 
     def _env(self, session: Session, trace_id: str | None) -> TurnEnv:
+        snapshot, limits = self._current  # read once: the snapshot and its limits belong together
         return TurnEnv(
-            snapshot=self._snapshot,
+            snapshot=snapshot,
             settings=self.settings,
             session=session,
             permitter=self.permitter,
@@ -90,6 +98,8 @@ class Runtime:
             request_id=f"{self._id_prefix}{next(self._turns)}",
             trace_id=trace_id,
             jobs=self.jobs,
+            grants=self.grants,
+            limits=limits,
         )
 
     async def run_turn(
@@ -117,6 +127,11 @@ class Runtime:
             return asyncio.run(self.run_turn(calls, session, **options))
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
             return pool.submit(asyncio.run, self.run_turn(calls, session, **options)).result()
+
+    def end_session(self, session_id: str) -> None:
+        """Forget what the runtime keeps per session: its grants and quota counts."""
+        self.grants.forget(session_id)
+        self._current[1].forget_session(session_id)
 
     async def close(self) -> None:
         """Stop background jobs (and their process trees)."""

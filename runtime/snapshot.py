@@ -127,6 +127,7 @@ class CompiledPolicyRule:
     on_error: FailurePolicy
     source: Location
     names_tools: bool = False  # some glob is a plain tool name (no wildcard): it "names" that tool
+    command_patterns: tuple[str, ...] | None = None  # judged per command of a command-line tool
 
     def matches_tool(self, name: str, version: str | None = None) -> bool:
         if self.tool_matcher.fullmatch(name):

@@ -149,6 +149,7 @@ class _Builder:
         for tool in tools:
             by_name.setdefault(tool.name, {})[tool.version or ""] = tool
         defaults = {name: _default_version(versions) for name, versions in by_name.items()}
+        self._command_rules_apply(of[PolicyDocument], policies, tools)
         return Snapshot(
             version=_version(docs),
             tools=MappingProxyType(dict(sorted(defaults.items()))),
@@ -166,6 +167,17 @@ class _Builder:
             rule_index=rules_by_tool([rule for policy in policies for rule in policy.rules], by_name),
             forbidden_modes=frozenset(m.value for policy in policies for m in policy.spec.forbidden_modes),
         )
+
+    def _command_rules_apply(self, entries: Sequence[LoadedDocument], policies: Sequence[CompiledPolicy], tools: Sequence[CompiledTool]) -> None:
+        """Warn about `commands` rules that no command-line tool falls under: they never apply."""
+        own = {e.model.metadata.name for e in entries if e.pack is None}
+        with_lines = [t for t in tools if t.spec.command_line]
+        for policy in policies:
+            if policy.name not in own:
+                continue
+            for rule in policy.rules:
+                if rule.command_patterns is not None and not any(rule.matches_tool(t.name, t.version) for t in with_lines):
+                    self.problems.append(Problem(rule.source, "never-applies", f"rule `{rule.name}` has `commands` patterns, but none of the tools it names declares `command_line`, so it never applies. Name a tool that runs command lines (e.g. run_command) or drop `commands`.", Severity.warning))
 
     # -- tools ----------------------------------------------------------------
 
@@ -232,6 +244,8 @@ class _Builder:
             if program is not None:
                 rules.append(CompiledRule(name, rule.expression, rule.message, rule.on_error, program))
         variables = frozenset(ref.name for rule in spec.rules for ref in _roots(rule.expression))
+        if spec.command_line is not None and schema_readable:
+            findings.extend(_check_command_line(spec.command_line, spec.input_schema))
         return _ToolPieces(tuple(findings), arguments, tuple(rules), variables)
 
     def _expression(self, source: str, path: tuple[str | int, ...], variables: tuple[str, ...], schema: dict[str, Any] | None) -> tuple[Any, list[Finding]]:
@@ -290,6 +304,7 @@ class _Builder:
                 on_error=rule.on_error,
                 source=entry.source.locate(("spec", "rules", index)),
                 names_tools=any(not any(ch in glob.split("@")[0] for ch in "*?[") for glob in rule.tools),
+                command_patterns=tuple(rule.commands) if rule.commands is not None else None,
             )
             for index, (rule, (matcher, when, reason)) in enumerate(zip(model.spec.rules, pieces.rules, strict=True))
         )
@@ -315,6 +330,22 @@ class _Builder:
         return _PolicyPieces(tuple(findings), tuple(compiled))
 
 
+def _check_command_line(name: str, schema: Mapping[str, Any]) -> list[Finding]:
+    """``command_line`` must name a string property, or policy rules would judge nothing."""
+    properties = schema.get("properties")
+    spec = properties.get(name) if isinstance(properties, dict) else None
+    path = ("spec", "command_line")
+    if not isinstance(spec, dict):
+        known = sorted(properties) if isinstance(properties, dict) else []
+        return [Finding(path, "unknown-reference", f"`command_line` names argument `{name}`, which the input_schema does not declare.{did_you_mean(name, known)}")]
+    if spec.get("type") != "string":
+        return [Finding(path, "invalid-value", f"`command_line` argument `{name}` must be declared with `type: string` (a shell command line).")]
+    required = schema.get("required")
+    if not isinstance(required, list) or name not in required:
+        return [Finding(path, "invalid-value", f"`command_line` argument `{name}` must be listed in `required`, so that every call carries the command line its rules judge.")]
+    return []
+
+
 def _defaults(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     properties = schema.get("properties")
     if not isinstance(properties, dict):
@@ -336,6 +367,8 @@ def _attributes(model: ToolDocument, handler_kind: str) -> Mapping[str, Any]:
             "trust": spec.trust.value,
             "handler": handler_kind,
             "defer_loading": spec.defer_loading,
+            "edits_workspace": spec.edits_workspace,
+            "command_line": spec.command_line or "",
         }
     )
 

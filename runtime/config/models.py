@@ -170,6 +170,8 @@ class ToolSpec(_Model):
     retry: Retry = Field(default_factory=Retry)
     defer_loading: bool = Field(default=False, description="Leave out of the initial tool list; found through tool_search.")
     process_isolation: bool = Field(default=False, description="Run a python handler in a child process so that a timeout can kill it.")
+    edits_workspace: bool = Field(default=False, description="Changes files inside the workspace and nothing else: in accept_edits mode it runs without asking.")
+    command_line: Name | None = Field(default=None, description="The string argument that holds a shell command line: policy rules see it split into `commands` and judge it command by command.")
 
 
 # ---------------------------------------------------------------------------
@@ -200,6 +202,14 @@ class PolicyRule(_Model):
     effect: Effect
     tools: list[Glob] = Field(default_factory=lambda: ["*"], min_length=1, description="Tool name globs, optionally tool@version.")
     when: CelExpression | None = Field(default=None, description="CEL over tool, args, session, call, commands.")
+    commands: list[Annotated[str, Field(min_length=1, max_length=500)]] | None = Field(
+        default=None,
+        max_length=500,
+        description=(
+            "Command patterns for tools with a command_line, e.g. 'git push *' (words match argv items with * and ? globs; a last lone * matches any remaining items). "
+            "deny/ask: matches if any command of the line matches. allow: the line is allowed only if every command is matched by some allow rule."
+        ),
+    )
     reason: str | None = Field(default=None, max_length=2000)
     reason_expression: CelExpression | None = Field(default=None, description="CEL producing the reason string.")
     enforce: Enforcement = Enforcement.deny

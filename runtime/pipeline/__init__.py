@@ -24,7 +24,8 @@ from runtime.pipeline.lookup import lookup
 from runtime.pipeline.permit import settle
 from runtime.pipeline.shape import redact_error, shape
 from runtime.pipeline.validate import validate
-from runtime.records import Call, Decision, Stage, Status, ToolResult, error_result
+from runtime.policy.limits import Refusal
+from runtime.records import BoundCall, Call, Decision, Outcome, Stage, Status, ToolResult, ValidatedCall, error_result
 
 
 async def run_call(call: Call, env: TurnEnv) -> ToolResult:
@@ -58,12 +59,28 @@ async def _stages(call: Call, env: TurnEnv, timings: dict[str, float]) -> ToolRe
     verdict = env.permitter.decide(validated, env.session, env.snapshot)
     decision: Decision | ToolResult = verdict
     if verdict.effect != "allow":  # allow (the common case) needs no await
-        decision = await settle(validated, env.session, verdict, env.approver, env.approval_timeout_s)
+        decision = await settle(validated, env.session, verdict, env.approver, env.approval_timeout_s, env.grants)
+        if isinstance(decision, Decision) and decision.edited_args is not None:
+            edited = _judge_edited(bound, decision, env)
+            if isinstance(edited, ToolResult):
+                return redact_error(edited, bound.tool)
+            validated = edited
     t3 = clock()
     timings["permit_ms"] = (t3 - t2) * 1000
     if isinstance(decision, ToolResult):
         return redact_error(decision, bound.tool)
-    outcome = await execute(validated, env)
+    admission = None
+    if env.limits:  # quotas and circuit breakers: only when some Policy declares them
+        admission = env.limits.admit(validated.tool.name, env.session.id)
+        if isinstance(admission, Refusal):
+            code = "circuit_open" if admission.kind == "breaker" else "quota_exceeded"
+            return error_result(call, Status.denied, code, Stage.permit, admission.message, limit=admission.quota)
+    try:
+        outcome = await execute(validated, env)
+    except BaseException:  # cancelled: give back the admission's slot, then go on cancelling
+        if admission is not None:
+            admission.finish(seconds=clock() - t3, failed=True)
+        raise
     t4 = clock()
     timings["execute_ms"] = (t4 - t3) * 1000
     metadata: dict[str, Any] = {"decision": decision.effect}
@@ -71,10 +88,40 @@ async def _stages(call: Call, env: TurnEnv, timings: dict[str, float]) -> ToolRe
         metadata["rule"] = decision.rule
     if decision.warnings:
         metadata["warnings"] = decision.warnings
+    if decision.edited_args is not None:
+        metadata["arguments_edited_by_approver"] = True
     result = shape(call, validated.tool, outcome, env, metadata)
     timings["shape_ms"] = (clock() - t4) * 1000
+    if admission is not None:
+        admission.finish(seconds=t4 - t3, output_bytes=len(result.content.encode("utf-8", "surrogatepass")), failed=outcome.is_error, counts_for_breaker=_counts_for_breaker(outcome))
     timings["lookup_ms"] = (t1 - t0) * 1000
     return result
+
+
+_BREAKER_CODES = frozenset({"timeout", "handler_crashed", "handler_error", "spawn_failed"})
+
+
+def _counts_for_breaker(outcome: Outcome) -> bool:
+    """Timeouts, crashes and transient errors count toward a circuit breaker; a tool
+    that answers with an error on purpose ("ticket not found") is working fine."""
+    if not outcome.is_error:
+        return False
+    return outcome.code in _BREAKER_CODES or outcome.status is Status.unknown or bool(outcome.metadata.get("transient"))
+
+
+def _judge_edited(bound: BoundCall, approval: Decision, env: TurnEnv) -> ValidatedCall | ToolResult:
+    """Arguments an approver edited: validated and judged like the model's own. A person
+    approved them, so an ask stands approved; a deny still wins."""
+    call = bound.call
+    edited = Call(call.id, call.name, dict(approval.edited_args or {}), call.index)
+    validated = validate(BoundCall(edited, bound.tool), env.session, env.snapshot)
+    if isinstance(validated, ToolResult):
+        return error_result(call, validated.status, validated.code or "invalid_arguments", Stage.permit, f"The approver's edited arguments were not accepted, so the call was not run. {validated.content}")
+    verdict = env.permitter.decide(validated, env.session, env.snapshot)
+    if verdict.effect == "deny":
+        rule = f" (rule `{verdict.rule}`)" if verdict.rule else ""
+        return error_result(call, Status.denied, "denied", Stage.permit, f"Permission denied for `{call.name}` with the approver's edited arguments{rule}: {verdict.reason}.", decision="deny", rule=verdict.rule)
+    return validated
 
 
 def _split(name: str) -> tuple[str, str | None]:

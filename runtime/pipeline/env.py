@@ -32,3 +32,5 @@ class TurnEnv:
     trace_id: str | None = None
     approval_timeout_s: float = 300.0
     jobs: Any = None  # runtime.execution.jobs.JobRegistry: background commands
+    grants: Any = None  # runtime.policy.grants.SessionGrants: "allow for this session" answers
+    limits: Any = None  # runtime.policy.limits.Limits of this snapshot: quotas and circuit breakers (falsy when none)

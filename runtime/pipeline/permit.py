@@ -3,26 +3,39 @@
 The pipeline asks the turn's :class:`Permitter` (by default
 :class:`runtime.policy.decision.PolicyPermitter`, which decides from the snapshot's
 Policy documents and the session's mode); a plain allow goes straight on, anything
-else goes to :func:`settle`: deny becomes an error result, ask goes to the
-:class:`Approver` (with no approver, or none in time, asking means no).
+else goes to :func:`settle`: deny becomes an error result, ask is first checked
+against the session's grants ("allow for this session" answers given earlier) and
+then goes to the :class:`Approver` (with no approver, or none in time, asking means
+no). An approver may edit the arguments; the pipeline validates and judges the
+edited call again before it runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Literal, Protocol
 
+from runtime.policy.grants import SessionGrants, describe
 from runtime.records import Decision, Session, Stage, Status, ToolResult, ValidatedCall, error_result
 from runtime.snapshot import Snapshot
 
 
 @dataclass(frozen=True, slots=True)
 class Approval:
-    """An approver's answer."""
+    """An approver's answer.
+
+    ``args``: run with these arguments instead (they are validated and judged again).
+    ``scope="session"``: allow this tool for the rest of the session without asking,
+    for calls whose arguments match ``pattern`` (argument name -> glob) when given.
+    """
 
     approved: bool
     reason: str | None = None
+    args: Mapping[str, Any] | None = None
+    scope: Literal["once", "session"] = "once"
+    pattern: Mapping[str, str] | None = None
 
 
 class Approver(Protocol):
@@ -37,10 +50,16 @@ class Permitter(Protocol):
     def decide(self, call: ValidatedCall, session: Session, snapshot: Snapshot) -> Decision: ...
 
 
-async def settle(call: ValidatedCall, session: Session, decision: Decision, approver: Approver | None, approval_timeout_s: float) -> Decision | ToolResult:
-    """A decision that is not a plain allow: denied, or put to the approver."""
+async def settle(call: ValidatedCall, session: Session, decision: Decision, approver: Approver | None, approval_timeout_s: float, grants: SessionGrants | None = None) -> Decision | ToolResult:
+    """A decision that is not a plain allow: denied, covered by a session grant, or put
+    to the approver. An approval with edited arguments comes back as a Decision whose
+    ``edited_args`` the caller must validate and judge again."""
     if decision.effect == "deny":
         return _denied(call, decision, decision.reason or "denied by policy")
+    if grants:
+        grant = grants.covering(session.id, call)
+        if grant is not None:
+            return Decision("allow", rule="session-grant", reason=f"allowed for this session ({describe(grant.pattern)})", warnings=decision.warnings)
     if approver is None:
         return _denied(call, decision, f"{decision.reason or 'this call needs approval'}; no approver is available in this session, so it was not run")
     try:
@@ -54,7 +73,11 @@ async def settle(call: ValidatedCall, session: Session, decision: Decision, appr
         return _denied(call, decision, f"the approver gave no clear answer ({type(answer).__name__}), so the call was not run")
     if not answer.approved:
         return _denied(call, decision, f"a person declined this call{': ' + answer.reason if answer.reason else ''}")
-    return Decision("allow", rule=decision.rule, reason=answer.reason or "approved")
+    if answer.scope == "session" and grants is not None:
+        grants.add(session.id, call, answer.pattern)
+    if answer.args is not None and not isinstance(answer.args, Mapping):
+        return _denied(call, decision, "the approver's edited arguments are not an object, so the call was not run")
+    return Decision("allow", rule=decision.rule, reason=answer.reason or "approved", warnings=decision.warnings, edited_args=answer.args)
 
 
 def _denied(call: ValidatedCall, decision: Decision, why: str) -> ToolResult:

@@ -8,22 +8,42 @@ not matching for allow rules (fail closed) unless the rule says ``on_error: igno
 Rules with ``enforce: warn`` or ``audit`` never change the decision; ``warn`` rules
 that match are reported with it.
 
-This covers the decision itself; command-line splitting for ``commands``, quotas,
-breakers and session-scoped approvals belong to the policy engine proper.
+Tools that declare a ``command_line`` argument are judged command by command: the
+line is split (:mod:`runtime.policy.shell`) into the simple commands it would run,
+wrappers such as ``sudo`` or ``bash -c`` unwrapped. Rules see them as ``commands``
+(a list of argv lists) and can name them with ``commands`` patterns: a deny or ask
+rule matches if *any* command matches, and allow rules allow the line only if
+*every* command is matched by some allow rule. A line that cannot be split with
+certainty counts as matching every deny and ask command rule and is covered by no
+allow command rule, so a compound line can never slip past.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from runtime.config.models import Effect, Enforcement, FailurePolicy, Risk
 from runtime.policy.cel import POLICY_VARIABLES, get_engine
+from runtime.policy.shell import CommandLine, command_matches, split_command_line
 from runtime.records import Decision, Session, ValidatedCall
-from runtime.snapshot import CompiledPolicyRule, Snapshot
+from runtime.snapshot import CompiledPolicyRule, CompiledTool, Snapshot
 
 _READ_ONLY = Decision("allow", reason="read-only tool")
+
+
+@dataclass(slots=True)
+class RuleTrace:
+    """How one policy rule fared for a call (what ``toolrt explain`` shows)."""
+
+    rule: str  # policy/rule
+    effect: str
+    enforce: str
+    matched: bool
+    note: str
+    error: str | None = None
 
 
 def rules_by_tool(snapshot_rules: Sequence[CompiledPolicyRule], tools: Mapping[str, Mapping[str, Any]]) -> Mapping[str, tuple[CompiledPolicyRule, ...]]:
@@ -40,69 +60,179 @@ class PolicyPermitter:
     """Decides from the snapshot's policies and the session's mode."""
 
     def decide(self, call: ValidatedCall, session: Session, snapshot: Snapshot) -> Decision:
-        if snapshot.forbidden_modes:
-            forbidden = _forbidden_mode(snapshot, session.mode)
-            if forbidden is not None:
-                return forbidden
-        rules = snapshot.rule_index.get(call.tool.key, ())
-        if not rules:
-            return _mode_default(call, session)
-        return _decide(call, session, rules, snapshot)
+        """allow, ask or deny for ``call``, with the deciding rule and its reason."""
+        return decide(call, session, snapshot)
 
 
-def _decide(call: ValidatedCall, session: Session, rules: Sequence[CompiledPolicyRule], snapshot: Snapshot) -> Decision:
-    tool = call.tool
-    engine = get_engine(snapshot.cel_engine)
-    activation = None
-    matched: dict[Effect, list[tuple[CompiledPolicyRule, str | None]]] = {Effect.deny: [], Effect.ask: [], Effect.allow: []}
-    warnings: list[str] = []
-    for rule in rules:
-        error = None
-        if rule.when is not None:
-            if activation is None:
-                activation = engine.activation(_data(call, session), POLICY_VARIABLES)
-            outcome = rule.when.evaluate(activation)
-            if outcome.error is not None:
-                error = outcome.error
-                applies = rule.effect is not Effect.allow and rule.on_error is FailurePolicy.fail
-            else:
-                applies = outcome.is_true
+def decide(call: ValidatedCall, session: Session, snapshot: Snapshot, trace: list[RuleTrace] | None = None) -> Decision:
+    """The decision for ``call``; with ``trace``, every rule considered is appended to it."""
+    if snapshot.forbidden_modes:
+        forbidden = _forbidden_mode(snapshot, session.mode)
+        if forbidden is not None:
+            return forbidden
+    rules = snapshot.rule_index.get(call.tool.key, ())
+    if not rules and not call.tool.spec.command_line:
+        return _mode_default(call.tool, session)
+    return _Evaluation(call, session, snapshot, trace).run(rules)
+
+
+def command_line_of(call: ValidatedCall) -> CommandLine | None:
+    """The parsed command line of a command-line tool's call, else None."""
+    name = call.tool.spec.command_line
+    if not name:
+        return None
+    line = call.args.get(name)
+    return split_command_line(line if isinstance(line, str) else "")
+
+
+class _Evaluation:
+    """One call's walk over its rules."""
+
+    def __init__(self, call: ValidatedCall, session: Session, snapshot: Snapshot, trace: list[RuleTrace] | None) -> None:
+        self.call = call
+        self.session = session
+        self.snapshot = snapshot
+        self.trace = trace
+        self.line = command_line_of(call)
+        self.activation: Any = None
+
+    def _activation(self) -> Any:
+        if self.activation is None:
+            engine = get_engine(self.snapshot.cel_engine)
+            self.activation = engine.activation(_data(self.call, self.session, self.line), POLICY_VARIABLES)
+        return self.activation
+
+    def _note(self, rule: CompiledPolicyRule, matched: bool, note: str, error: str | None = None) -> None:
+        if self.trace is not None:
+            self.trace.append(RuleTrace(f"{rule.policy}/{rule.name}", rule.effect.value, rule.enforce.value, matched, note, error))
+
+    def run(self, rules: Sequence[CompiledPolicyRule]) -> Decision:
+        tool = self.call.tool
+        matched: dict[Effect, list[tuple[CompiledPolicyRule, str]]] = {Effect.deny: [], Effect.ask: [], Effect.allow: []}
+        covered: dict[int, CompiledPolicyRule] = {}  # command index -> the allow rule that covers it
+        warnings: list[str] = []
+        for rule in rules:
+            applies, why = self._applies(rule, covered)
             if not applies:
                 continue
-        if rule.enforce is Enforcement.warn and rule.effect is not Effect.allow:
-            warnings.append(f"{rule.policy}/{rule.name}: {_reason(rule, activation)}")
-            continue
-        if rule.enforce is Enforcement.audit:
-            continue
-        matched[rule.effect].append((rule, error))
-    for effect in (Effect.deny, Effect.ask):
-        if matched[effect]:
-            rule, error = matched[effect][0]
-            reason = _reason(rule, activation)
-            if error is not None:
-                reason += f" (its condition could not be evaluated: {error}; counted as matching)"
-            return Decision(effect.value, rule=f"{rule.policy}/{rule.name}", reason=reason, warnings=tuple(warnings))
-    if matched[Effect.allow]:
-        rule, _ = matched[Effect.allow][0]
-        if tool.spec.risk is Risk.critical and not rule.names_tools:
-            return Decision("ask", rule=f"{rule.policy}/{rule.name}", reason=f"`{tool.name}` is a critical-risk tool; only an allow rule naming it can skip approval", warnings=tuple(warnings))
-        if session.mode == "plan" and not tool.spec.read_only:
-            return Decision("deny", reason="the session is in plan mode: only read-only tools may run", warnings=tuple(warnings))
-        return Decision("allow", rule=f"{rule.policy}/{rule.name}", reason=_reason(rule, activation), warnings=tuple(warnings))
-    default = _mode_default(call, session)
-    return Decision(default.effect, default.rule, default.reason, tuple(warnings)) if warnings else default
+            if rule.enforce is Enforcement.audit:
+                self._note(rule, True, f"{why}; audit only, the decision is unchanged")
+                continue
+            if rule.enforce is Enforcement.warn and rule.effect is not Effect.allow:
+                warnings.append(f"{rule.policy}/{rule.name}: {self._reason(rule)}")
+                self._note(rule, True, f"{why}; warn only, the decision is unchanged")
+                continue
+            self._note(rule, True, why)
+            if rule.command_patterns is None or rule.effect is not Effect.allow:
+                matched[rule.effect].append((rule, why))
+        for effect in (Effect.deny, Effect.ask):
+            if matched[effect]:
+                rule, why = matched[effect][0]
+                return Decision(effect.value, rule=f"{rule.policy}/{rule.name}", reason=self._explained(rule, why), warnings=tuple(warnings))
+        allowed = self._allowed(matched[Effect.allow], covered)
+        if allowed is not None:
+            rule, reason = allowed
+            if tool.spec.risk is Risk.critical and not rule.names_tools:
+                return Decision("ask", rule=f"{rule.policy}/{rule.name}", reason=f"`{tool.name}` is a critical-risk tool; only an allow rule naming it can skip approval", warnings=tuple(warnings))
+            if self.session.mode == "plan" and not tool.spec.read_only:
+                return Decision("deny", reason=_PLAN_DENIAL, warnings=tuple(warnings))
+            return Decision("allow", rule=f"{rule.policy}/{rule.name}", reason=reason, warnings=tuple(warnings))
+        default = _mode_default(tool, self.session)
+        reason = default.reason or ""
+        if self.line is not None and default.effect != "allow":
+            reason = f"{reason}; {self._uncovered(covered)}"
+        return Decision(default.effect, default.rule, reason, tuple(warnings))
+
+    def _applies(self, rule: CompiledPolicyRule, covered: dict[int, CompiledPolicyRule]) -> tuple[bool, str]:
+        """Whether ``rule`` holds for this call, and a few words on why."""
+        why = "its tools match"
+        if rule.command_patterns is not None and self.line is None:
+            self._note(rule, False, "has `commands` patterns, but this tool runs no command line")
+            return False, ""
+        if rule.when is not None:
+            outcome = rule.when.evaluate(self._activation())
+            if outcome.error is not None:
+                if rule.effect is Effect.allow or rule.on_error is FailurePolicy.ignore:
+                    self._note(rule, False, "`when` could not be evaluated; counted as not matching", outcome.error)
+                    return False, ""
+                why = f"its condition could not be evaluated ({outcome.error}); counted as matching"
+            elif not outcome.is_true:
+                self._note(rule, False, "`when` is false")
+                return False, ""
+            else:
+                why = "`when` is true"
+        if rule.command_patterns is None:
+            return True, why
+        assert self.line is not None  # noqa: S101 - checked above; narrows the type
+        hits = [i for i, argv in enumerate(self.line.commands) if any(command_matches(argv, p) for p in rule.command_patterns)]
+        if rule.effect is Effect.allow:
+            if not self.line.certain:
+                self._note(rule, False, f"the command line cannot be judged with certainty ({self.line.problem}), so allow rules cover none of it")
+                return False, ""
+            for index in hits:
+                covered.setdefault(index, rule)
+            if not hits:
+                self._note(rule, False, "no command of the line matches its patterns")
+                return False, ""
+            return True, f"it allows {_quote_commands(self.line.commands[i] for i in hits)}"
+        if hits:
+            return True, f"{_quote_commands(self.line.commands[i] for i in hits)} matches its command patterns"
+        if not self.line.certain:
+            return True, f"the command line cannot be judged with certainty ({self.line.problem}); counted as matching"
+        self._note(rule, False, "no command of the line matches its patterns")
+        return False, ""
+
+    def _allowed(self, blanket: list[tuple[CompiledPolicyRule, str]], covered: dict[int, CompiledPolicyRule]) -> tuple[CompiledPolicyRule, str] | None:
+        """The allow rule that lets the call run, if any: a rule without command
+        patterns allows it outright; command rules must cover every command together."""
+        if blanket:
+            rule = blanket[0][0]
+            return rule, self._reason(rule)
+        line = self.line
+        if line is None or not line.certain or not line.commands or len(covered) < len(line.commands):
+            return None
+        first = covered[0]
+        return first, f"every command of the line is allowed ({', '.join(sorted({f'{r.policy}/{r.name}' for r in covered.values()}))})"
+
+    def _uncovered(self, covered: dict[int, CompiledPolicyRule]) -> str:
+        line = self.line
+        assert line is not None  # noqa: S101 - only called for command-line tools
+        if not line.certain:
+            return f"the command line cannot be judged command by command ({line.problem})"
+        missing = [argv for i, argv in enumerate(line.commands) if i not in covered]
+        if not missing:
+            return "the command line is empty"
+        return f"no allow rule covers {_quote_commands(missing)}"
+
+    def _explained(self, rule: CompiledPolicyRule, why: str) -> str:
+        reason = self._reason(rule)
+        if rule.command_patterns is not None or "could not be evaluated" in why:
+            return f"{reason} ({why})"
+        return reason
+
+    def _reason(self, rule: CompiledPolicyRule) -> str:
+        if rule.reason_program is not None:
+            outcome = rule.reason_program.evaluate(self._activation())
+            if outcome.error is None and isinstance(outcome.value, str):
+                return outcome.value
+        return rule.reason or f"rule `{rule.name}` of policy `{rule.policy}`"
 
 
-def _mode_default(call: ValidatedCall, session: Session) -> Decision:
-    tool = call.tool
-    if tool.spec.risk is Risk.critical and session.mode != "bypass":
-        return Decision("ask", reason=f"`{tool.name}` is a critical-risk tool")
+_PLAN_DENIAL = "the session is in plan mode: only read-only tools may run. Describe the change in your plan instead, or ask the user to leave plan mode"
+
+
+def _mode_default(tool: CompiledTool, session: Session) -> Decision:
+    mode = session.mode
+    if mode == "plan" and not tool.spec.read_only:
+        return Decision("deny", reason=_PLAN_DENIAL)
+    if tool.spec.risk is Risk.critical:  # even in bypass mode: only an allow rule naming it skips the person
+        return Decision("ask", reason=f"`{tool.name}` is a critical-risk tool; a person approves each call unless an allow rule names it")
     if tool.spec.read_only:
         return _READ_ONLY
-    if session.mode == "bypass":
+    if mode == "bypass":
         return Decision("allow", reason="the session is in bypass mode")
-    if session.mode == "plan":
-        return Decision("deny", reason="the session is in plan mode: only read-only tools may run")
+    if mode == "accept_edits" and tool.spec.edits_workspace:
+        return Decision("allow", reason="the session accepts workspace edits (accept_edits mode)")
     return Decision("ask", reason=f"`{tool.name}` can change things, so a person approves each call")
 
 
@@ -113,15 +243,13 @@ def _forbidden_mode(snapshot: Snapshot, mode: str) -> Decision | None:
     return None
 
 
-def _reason(rule: CompiledPolicyRule, activation: Any) -> str:
-    if rule.reason_program is not None and activation is not None:
-        outcome = rule.reason_program.evaluate(activation)
-        if outcome.error is None and isinstance(outcome.value, str):
-            return outcome.value
-    return rule.reason or f"rule `{rule.name}` of policy `{rule.policy}`"
+def _quote_commands(commands: Any) -> str:
+    quoted = [f"`{' '.join(argv)[:120]}`" for argv in commands]
+    return ", ".join(quoted[:5]) + (f" and {len(quoted) - 5} more" if len(quoted) > 5 else "")
 
 
-def _data(call: ValidatedCall, session: Session) -> dict[str, Any]:
+def _data(call: ValidatedCall, session: Session, line: CommandLine | None) -> dict[str, Any]:
     from runtime.pipeline.validate import session_view
 
-    return {"args": dict(call.args), "tool": dict(call.tool.attributes), "session": session_view(session), "call": {"id": call.call.id, "index": call.call.index}, "commands": []}
+    commands = [list(argv) for argv in line.commands] if line is not None else []
+    return {"args": dict(call.args), "tool": dict(call.tool.attributes), "session": session_view(session), "call": {"id": call.call.id, "index": call.call.index}, "commands": commands}

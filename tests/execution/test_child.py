@@ -54,7 +54,7 @@ def runtime(tmp_path: Path) -> Runtime:
     config = tmp_path / "config"
     config.mkdir()
     (config / "iso_handlers.py").write_text(HANDLERS)
-    docs = [TOOLS.format(name=n, read_only=ro, total_s=t) for n, ro, t in (("stuck", "true", 0.8), ("fine", "true", 20), ("later", "true", 20), ("refuse", "false", 20), ("crash", "false", 20), ("vanish", "true", 20))]
+    docs = [TOOLS.format(name=n, read_only=ro, total_s=t) for n, ro, t in (("stuck", "true", 2.5), ("fine", "true", 20), ("later", "true", 20), ("refuse", "false", 20), ("crash", "false", 20), ("vanish", "true", 20))]
     (config / "tools.yaml").write_text("---".join(docs))
     workspace = tmp_path / "ws"
     workspace.mkdir()

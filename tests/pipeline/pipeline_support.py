@@ -25,6 +25,7 @@ from runtime.config.compile import build_snapshot
 from runtime.pipeline.env import TurnEnv
 from runtime.pipeline.permit import Approval, Approver
 from runtime.policy.decision import PolicyPermitter
+from runtime.policy.grants import SessionGrants
 from runtime.records import Call, Decision, Session, ValidatedCall
 from runtime.settings import Settings
 from runtime.shaping.artifacts import ArtifactStore
@@ -98,6 +99,7 @@ def make_env(
     approval_timeout_s: float = 300.0,
     settings: Settings | None = None,
     artifacts: ArtifactStore | None | bool = True,
+    grants: SessionGrants | None = None,
 ) -> TurnEnv:
     """A TurnEnv built the way Runtime builds one, with every knob reachable."""
     store = ArtifactStore(workspace / ".artifacts") if artifacts is True else (artifacts or None)
@@ -111,6 +113,7 @@ def make_env(
         workspace_root=workspace,
         request_id=uuid.uuid4().hex,
         approval_timeout_s=approval_timeout_s,
+        grants=grants,
     )
 
 

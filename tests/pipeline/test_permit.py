@@ -12,6 +12,7 @@ from pipeline_support import ConfigDir, FakeApprover, call, make_env
 
 from runtime.pipeline.permit import Approval
 from runtime.pipeline.turn import run_turn
+from runtime.policy.grants import SessionGrants
 from runtime.records import Session, Stage, Status, ToolResult
 from runtime.snapshot import Snapshot
 
@@ -152,3 +153,96 @@ async def test_an_approver_returning_something_else_than_an_approval_counts_as_n
     result = await run_one(snapshot, workspace, "touch", {"file": "a.txt"}, approver=sloppy)
     assert_denied(result, "approver")
     assert not (workspace / "a.txt").exists()
+
+
+# -- approve for the session, edited arguments, accept_edits ------------------------
+
+
+@pytest.fixture
+def editing(config: ConfigDir) -> Snapshot:
+    config.handlers(HANDLERS)
+    config.tool("touch", config.py("touch"), input_schema={**FILE_SCHEMA, "properties": {"file": {"type": "string", "pattern": "^[a-z0-9.]+$"}}}, edits_workspace=True)
+    config.tool("launch", config.py("touch"), input_schema=FILE_SCHEMA, risk="critical")
+    config.document("Policy", "p", {"rules": [{"name": "no-env", "effect": "deny", "tools": ["touch"], "when": "args.file == 'env'", "reason": "never touch env"}]})
+    return config.snapshot()
+
+
+async def test_allow_for_session_is_not_asked_again_for_the_same_tool(editing: Snapshot, workspace: Path) -> None:
+    approver = FakeApprover(Approval(True, scope="session"))
+    grants = SessionGrants()
+    env = make_env(editing, workspace, approver=approver, grants=grants, session=Session(id="s1"))
+    results = await run_turn([call("touch", {"file": "1.txt"}), call("touch", {"file": "2.txt"})], env)
+    assert [r.status for r in results] == [Status.ok, Status.ok]
+    assert len(approver.asked) == 1
+    assert results[1].metadata["rule"] == "session-grant"
+
+
+async def test_a_session_grant_does_not_leak_into_other_sessions(editing: Snapshot, workspace: Path) -> None:
+    grants = SessionGrants()
+    await run_turn([call("touch", {"file": "1.txt"})], make_env(editing, workspace, approver=FakeApprover(Approval(True, scope="session")), grants=grants, session=Session(id="s1")))
+    other = FakeApprover(Approval(False, "no"))
+    (result,) = await run_turn([call("touch", {"file": "2.txt"})], make_env(editing, workspace, approver=other, grants=grants, session=Session(id="s2")))
+    assert result.status is Status.denied and len(other.asked) == 1
+
+
+async def test_a_session_grant_with_a_pattern_covers_only_matching_arguments(editing: Snapshot, workspace: Path) -> None:
+    approver = FakeApprover(Approval(True, scope="session", pattern={"file": "*.txt"}))
+    env = make_env(editing, workspace, approver=approver, grants=SessionGrants(), session=Session(id="s1"))
+    await run_turn([call("touch", {"file": "1.txt"}), call("touch", {"file": "2.txt"}), call("touch", {"file": "3.md"})], env)
+    assert [dict(c.args)["file"] for c, _, _ in approver.asked] == ["1.txt", "3.md"]
+
+
+async def test_a_session_grant_never_overrides_a_deny_rule(editing: Snapshot, workspace: Path) -> None:
+    env = make_env(editing, workspace, approver=FakeApprover(Approval(True, scope="session")), grants=SessionGrants(), session=Session(id="s1"))
+    results = await run_turn([call("touch", {"file": "1.txt"}), call("touch", {"file": "env"})], env)
+    assert results[1].status is Status.denied and "never touch env" in results[1].content
+    assert not (workspace / "env").exists()
+
+
+async def test_critical_tools_are_asked_every_time_despite_allow_for_session(editing: Snapshot, workspace: Path) -> None:
+    approver = FakeApprover(Approval(True, scope="session"))
+    env = make_env(editing, workspace, approver=approver, grants=SessionGrants(), session=Session(id="s1"))
+    results = await run_turn([call("launch", {"file": "1.txt"}), call("launch", {"file": "2.txt"})], env)
+    assert [r.status for r in results] == [Status.ok, Status.ok]
+    assert len(approver.asked) == 2
+
+
+async def test_approve_with_edited_arguments_runs_the_edited_call(editing: Snapshot, workspace: Path) -> None:
+    approver = FakeApprover(Approval(True, args={"file": "safe.txt"}))
+    (result,) = await run_turn([call("touch", {"file": "risky.txt"})], make_env(editing, workspace, approver=approver))
+    assert result.status is Status.ok and result.content == "touched safe.txt"
+    assert (workspace / "safe.txt").exists() and not (workspace / "risky.txt").exists()
+    assert result.metadata["arguments_edited_by_approver"] is True
+
+
+async def test_edited_arguments_that_fail_validation_are_not_run(editing: Snapshot, workspace: Path) -> None:
+    approver = FakeApprover(Approval(True, args={"file": "Bad Name!"}))
+    (result,) = await run_turn([call("touch", {"file": "ok.txt"})], make_env(editing, workspace, approver=approver))
+    assert result.status is Status.invalid and result.stage is Stage.permit
+    assert "edited arguments were not accepted" in result.content and "file" in result.content
+    assert list(workspace.iterdir()) in ([], [workspace / ".artifacts"])
+
+
+async def test_edited_arguments_that_a_deny_rule_catches_are_denied(editing: Snapshot, workspace: Path) -> None:
+    approver = FakeApprover(Approval(True, args={"file": "env"}))
+    (result,) = await run_turn([call("touch", {"file": "ok.txt"})], make_env(editing, workspace, approver=approver))
+    assert result.status is Status.denied and "edited arguments" in result.content and "never touch env" in result.content
+    assert not (workspace / "env").exists()
+
+
+async def test_accept_edits_mode_runs_workspace_edits_without_asking(editing: Snapshot, workspace: Path) -> None:
+    approver = FakeApprover(Approval(False, "should not be asked"))
+    (result,) = await run_turn([call("touch", {"file": "a.txt"})], make_env(editing, workspace, approver=approver, session=Session(mode="accept_edits")))
+    assert result.status is Status.ok and approver.asked == []
+    assert result.metadata["decision"] == "allow"
+
+
+async def test_accept_edits_mode_still_asks_for_tools_that_do_not_edit_the_workspace(snapshot: Snapshot, workspace: Path) -> None:
+    approver = FakeApprover(Approval(False, "no"))
+    (result,) = await run_turn([call("touch", {"file": "a.txt"})], make_env(snapshot, workspace, approver=approver, session=Session(mode="accept_edits")))
+    assert result.status is Status.denied and len(approver.asked) == 1
+
+
+async def test_accept_edits_mode_does_not_override_a_deny_rule(editing: Snapshot, workspace: Path) -> None:
+    (result,) = await run_turn([call("touch", {"file": "env"})], make_env(editing, workspace, session=Session(mode="accept_edits")))
+    assert result.status is Status.denied

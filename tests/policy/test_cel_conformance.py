@@ -183,6 +183,21 @@ CONFIG_CASES: dict[str, list[tuple[str, str, dict[str, Any], str | None]]] = {
         case("no match: no path", "false", {}),
         case("wrong type: int path", "error", {"path": 1}),
     ],
+    "policy:default-permissions/deny-secret-files-in-commands": [
+        case("matches: cat .env", "true", commands=[["ls"], ["cat", "./.env"]]),
+        case("matches: a key behind sudo", "true", commands=[["sudo", "cp", "id_rsa", "/tmp"], ["cp", "id_rsa", "/tmp"]]),
+        case("matches: .git internals", "true", commands=[["cat", ".git/config"]]),
+        case("no match: ordinary commands", "false", commands=[["git", "status"], ["pytest", "-q"]]),
+        case("no match: no commands", "false"),
+        case("no match: a .envrc", "false", commands=[["cat", ".envrc"]]),
+    ],
+    "policy:default-permissions/ask-network": [
+        case("matches: http handler that writes", "true", tool={"name": "x", "read_only": False, "handler": "http", "labels": {}}),
+        case("matches: labelled network tool", "true", tool={"name": "x", "read_only": False, "handler": "python", "labels": {"network": "true"}}),
+        case("no match: read-only http", "false", tool={"name": "x", "read_only": True, "handler": "http", "labels": {}}),
+        case("no match: local tool", "false", tool={"name": "x", "read_only": False, "handler": "python", "labels": {}}),
+        case("tool without labels", "error", tool={"name": "x", "read_only": False, "handler": "python"}),
+    ],
     "policy:default-permissions/ask-high-risk": [
         case("matches: high", "true", tool={"name": "x", "risk": "high"}),
         case("matches: critical", "true", tool={"name": "x", "risk": "critical"}),
@@ -248,7 +263,13 @@ def test_arguments_that_pass_validation_are_evaluated_without_raising(engine: st
 SWEEP_VALUES = {"int": 1, "double": 2.5, "bool": True, "null": None, "list": ["main"], "map": {"a": 1}, "string": "main", "dotenv": ".env", "huge-int": 2**70}
 # (key, kind) -> reason for a known divergence; none at present: the engines agree on every config
 # expression for every JSON type.
-SWEEP_DIVERGENCES: dict[tuple[str, str], str] = {}
+SWEEP_DIVERGENCES: dict[tuple[str, str], str] = {
+    # The portable engine converts the whole activation up front and fails on any
+    # integer beyond 64 bits, even in fields the expression never reads; the fast
+    # engine converts lazily. Unreachable in the pipeline: validation refuses such
+    # integers before any rule runs.
+    ("policy:default-permissions/deny-secret-files-in-commands", "huge-int"): "portable converts unread fields too and errors on a 2**70 it never reads",
+}
 
 
 def _sweep_params() -> list[Any]:

@@ -1,0 +1,200 @@
+"""Reading the audit database back: filters, time parsing, and the CLI's two formats.
+
+``toolrt audit [--session S] [--tool T] [--since ...] [--format table|json]`` is
+:func:`query` with :func:`parse_since` for the times and :func:`format_table` or
+:func:`format_json` for the output.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from runtime.audit.record import COLUMNS
+from runtime.errors import UsageError
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
+_SINCE_HELP = "expected a relative age such as 30s, 15m, 2h, 7d or 2w, or an ISO-8601 date or date-time such as 2024-05-01, 2024-05-01T12:30 or 2024-05-01T12:30:00Z (no zone means local time)"
+
+
+def query(
+    path: str | os.PathLike[str],
+    *,
+    session: str | None = None,
+    tool: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    status: str | Enum | None = None,
+    limit: int | None = 1000,
+) -> list[dict[str, Any]]:
+    """Audit rows from the database at ``path``, newest first.
+
+    Every filter is optional and they combine with AND: ``session`` and ``tool``
+    match exactly, ``since``/``until`` are unix times (``since <= ts < until``),
+    ``status`` is a status name or :class:`~runtime.records.Status`. ``limit=None``
+    returns every match. Each row is a dict with the audit columns plus ``id``;
+    ``args`` is decoded back from JSON and ``truncated`` is a bool.
+
+    Raises UsageError when the file is missing or is not an audit database.
+    """
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be at least 1 (or None for no limit), not {limit}")
+    where: list[str] = []
+    params: list[Any] = []
+    for column, value in (("session_id", session), ("tool", tool), ("status", status.value if isinstance(status, Enum) else status)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if since is not None:
+        where.append("ts >= ?")
+        params.append(float(since))
+    if until is not None:
+        where.append("ts < ?")
+        params.append(float(until))
+    sql = f"SELECT id, {', '.join(COLUMNS)} FROM calls"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY ts DESC, id DESC"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(int(limit))
+    conn = _open_for_reading(Path(path))
+    try:
+        conn.row_factory = sqlite3.Row
+        try:
+            rows = conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as err:
+            if "no such table" in str(err) or "no such column" in str(err):
+                raise UsageError(f"{path}: is an SQLite database but not a toolrt audit database ({err})") from err
+            raise
+        except sqlite3.DatabaseError as err:
+            raise UsageError(f"{path}: cannot read the audit database: {err}") from err
+    finally:
+        conn.close()
+    return [_decode(row) for row in rows]
+
+
+def _open_for_reading(path: Path) -> sqlite3.Connection:
+    if not path.exists():
+        raise UsageError(f"no audit database at {path}: no calls have been recorded there yet, or the path is wrong (set the audit path the runtime writes to)")
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory, not an audit database file")
+    try:
+        # Read-only: a query must never create or change the store. WAL readers
+        # still need the -shm file, which SQLite creates next to the database.
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+        conn.execute("PRAGMA query_only = 1")
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.DatabaseError as err:
+        raise UsageError(f"{path}: cannot open as an audit database: {err}") from err
+    return conn
+
+
+def _decode(row: sqlite3.Row) -> dict[str, Any]:
+    item = dict(row)
+    text = item.get("args")
+    if text is not None:
+        try:
+            item["args"] = json.loads(text)
+        except ValueError:
+            item["args"] = text  # written by something else: show it as it is
+    item["truncated"] = bool(item.get("truncated"))
+    return item
+
+
+def parse_since(text: str, now: float | None = None) -> float:
+    """A unix time from ``text``: a relative age before ``now`` (``30s``, ``15m``,
+    ``2h``, ``7d``, ``2w``) or an ISO-8601 date or date-time (a date means its
+    midnight; no zone means local time). ``now`` defaults to the current time.
+
+    Raises ValueError naming the accepted forms for anything else.
+    """
+    raw = text.strip() if isinstance(text, str) else ""
+    if not raw:
+        raise ValueError(f"empty time: {_SINCE_HELP}")
+    match = _RELATIVE.match(raw)
+    if match:
+        reference = time.time() if now is None else now
+        return reference - float(match.group(1)) * _UNITS[match.group(2).lower()]
+    try:
+        moment = _dt.datetime.fromisoformat(raw)  # a bare date reads as its midnight
+    except ValueError:
+        raise ValueError(f"cannot read the time {text!r}: {_SINCE_HELP}") from None
+    return moment.timestamp()  # a naive moment counts as local time
+
+
+# (title, key, width, right-aligned); the last column takes what is left of the line.
+_TABLE: tuple[tuple[str, str, int, bool], ...] = (
+    ("TIME", "ts", 19, False),
+    ("SESSION", "session_id", 12, False),
+    ("TOOL", "tool", 18, False),
+    ("STATUS", "status", 12, False),
+    ("DECISION", "decision", 8, False),
+    ("MS", "duration_ms", 9, True),
+    ("CALL", "call_id", 14, False),
+    ("DETAIL", "", 0, False),
+)
+
+
+def format_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Rows as a fixed-width text table (local times; long values end in ``…``).
+
+    The last column, DETAIL, shows whichever of rule, code, path and artifact are set.
+    """
+    if not rows:
+        return "no matching calls"
+    lines = ["  ".join(_cell(title, width, right) for title, _, width, right in _TABLE).rstrip()]
+    for row in rows:
+        cells = []
+        for _, key, width, right in _TABLE:
+            cells.append(_cell(_display(row, key), width, right))
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def _display(row: dict[str, Any], key: str) -> str:
+    if key == "ts":
+        ts = row.get("ts")
+        return _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if isinstance(ts, int | float) else "-"
+    if key == "duration_ms":
+        value = row.get(key)
+        if not isinstance(value, int | float):
+            return "-"
+        return f"{value:.3f}" if value < 1 else f"{value:.1f}" if value < 10_000 else f"{value:.0f}"
+    if key == "":
+        parts = [f"{name}={row[name]}" for name in ("rule", "code", "path", "artifact") if row.get(name)]
+        if row.get("truncated"):
+            parts.append("truncated")
+        return " ".join(parts)
+    value = row.get(key)
+    return "-" if value is None or value == "" else str(value)
+
+
+def _cell(text: str, width: int, right: bool) -> str:
+    text = text.replace("\n", " ").replace("\t", " ")
+    if not width:
+        return text
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    return text.rjust(width) if right else text.ljust(width)
+
+
+def format_json(rows: Sequence[dict[str, Any]]) -> str:
+    """Rows as a JSON array (each with an added ISO-8601 UTC ``time``), indented."""
+    out = []
+    for row in rows:
+        item = dict(row)
+        ts = item.get("ts")
+        if isinstance(ts, int | float):
+            item["time"] = _dt.datetime.fromtimestamp(ts, _dt.UTC).isoformat().replace("+00:00", "Z")
+        out.append(item)
+    return json.dumps(out, indent=2, ensure_ascii=False, default=str)

@@ -1,0 +1,429 @@
+"""One audit record per tool call, and how its arguments become JSON.
+
+An :class:`AuditRecord` is built on the caller's thread for every call, so it is a
+plain slots dataclass holding references only: nothing is copied, encoded or
+checked when it is made, and :meth:`AuditRecord.from_result` does not even read
+the result's metadata. Everything that costs (reading the metadata, JSON encoding
+of the arguments, coercing odd values to text) happens later in the writer
+thread, through :meth:`AuditRecord.to_row` / :meth:`AuditRecord.to_json`.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import json
+import math
+import time
+from collections.abc import Mapping, Set
+from dataclasses import dataclass, field, fields
+from decimal import Decimal
+from enum import Enum
+from pathlib import PurePath
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runtime.records import Session, ToolResult
+
+#: Largest encoded ``args`` JSON kept per record (bytes of UTF-8); larger ones are
+#: replaced by a marker object holding a preview.
+ARGS_MAX_BYTES = 64 * 1024
+#: Longest single string kept inside ``args``; a longer one is cut with a marker,
+#: so one huge value does not push the whole mapping over ``ARGS_MAX_BYTES``.
+STRING_MAX_CHARS = 8 * 1024
+#: Deepest nesting kept inside ``args``; deeper values (or cycles) become a marker.
+MAX_DEPTH = 32
+#: Most items kept from one list or mapping inside ``args``.
+MAX_ITEMS = 1000
+
+#: The columns of an audit row, in order (also the keys of :meth:`AuditRecord.to_json`).
+COLUMNS: tuple[str, ...] = (
+    "ts",
+    "session_id",
+    "user",
+    "request_id",
+    "trace_id",
+    "call_id",
+    "tool",
+    "tool_version",
+    "args",
+    "decision",
+    "rule",
+    "status",
+    "code",
+    "duration_ms",
+    "truncated",
+    "artifact",
+    "path",
+    "hash_before",
+    "hash_after",
+    "snapshot",
+)
+
+
+@dataclass(slots=True)
+class AuditRecord:
+    """What the audit log keeps about one call.
+
+    ``args`` must already be redacted (the caller redacts; the audit log stores what
+    it is given). It is held by reference until the writer thread encodes it, so
+    pass a mapping that is not changed afterwards.
+
+    ``ts`` is a unix time in seconds (when the record was made, normally as the
+    call finished). ``path``, ``hash_before`` and ``hash_after`` are set for writes:
+    the resolved path and the content hashes before and after the change.
+
+    ``metadata``, when set, is a result's metadata that the fields still unset are
+    read from by :meth:`resolve` (see :meth:`from_result`); it is not stored itself.
+
+    Not frozen: a frozen dataclass costs about a microsecond more to build, and one
+    is built for every call.
+    """
+
+    ts: float
+    session_id: str | None = None
+    user: str | None = None
+    request_id: str | None = None
+    trace_id: str | None = None
+    call_id: str | None = None
+    tool: str | None = None
+    tool_version: str | None = None
+    args: Mapping[str, Any] | None = None
+    decision: str | None = None
+    rule: str | None = None
+    status: str | None = None
+    code: str | None = None
+    duration_ms: float | None = None
+    truncated: bool = False
+    artifact: str | None = None
+    path: str | None = None
+    hash_before: str | None = None
+    hash_after: str | None = None
+    snapshot: str | None = None
+    metadata: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_result(
+        cls,
+        result: ToolResult,
+        *,
+        session: Session | str | None,
+        request_id: str | None,
+        trace_id: str | None,
+        args: Mapping[str, Any] | None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> AuditRecord:
+        """The record for ``result``.
+
+        Built on the caller's thread for every call, so it only stores references:
+        the fields that come from ``result.metadata`` (tool version, decision, rule,
+        status, duration, truncation, artifact, write path and hashes, snapshot)
+        are read by :meth:`resolve`, which the writer thread calls before storing
+        the record. (Reading a dozen keys of the metadata here would triple the
+        cost of this call.) Call :meth:`resolve` to read them on the spot.
+
+        Every metadata key is optional (an error result from an early stage has no
+        decision, timings or tool version). ``session`` is a :class:`Session` (its
+        ``id`` and ``user`` are kept) or a session id. ``extra`` sets fields by
+        name, e.g. ``{"path": ..., "hash_before": ..., "hash_after": ...}`` for a
+        write; those win over the metadata. An unknown name raises TypeError,
+        since it would be lost silently.
+        """
+        if session is None or isinstance(session, str):
+            session_id, user = session, None
+        else:
+            session_id, user = session.id, session.user
+        # The metadata, not the result: a queued record must not keep the output alive.
+        # The status enum stands in until resolve() reads the metadata's status text.
+        record = cls(time.time(), session_id, user, request_id, trace_id, result.call_id, result.name, None, args, None, None, result.status, result.code, None, False, None, None, None, None, None, result.metadata)
+        if extra:
+            unknown = [key for key in extra if key not in _FIELD_NAMES]
+            if unknown:
+                raise TypeError(f"AuditRecord.from_result: unknown field(s) in extra: {', '.join(sorted(map(str, unknown)))}")
+            for key, value in extra.items():
+                setattr(record, key, value)
+        return record
+
+    def resolve(self) -> AuditRecord:
+        """Fill the fields still unset (None, or False for ``truncated``) from
+        ``metadata``, then drop the reference to it. Returns self; does nothing
+        when there is no ``metadata``."""
+        metadata = self.metadata
+        if metadata is None:
+            return self
+        self.metadata = None
+        get = metadata.get
+        if self.tool_version is None:
+            self.tool_version = get("tool_version")
+        if self.decision is None:
+            self.decision = get("decision")
+        if self.rule is None:
+            self.rule = get("rule")
+        status = self.status
+        if status is None or isinstance(status, Enum):  # unset, or from_result's stand-in
+            text = get("status")
+            self.status = text if text is not None else status.value if status is not None else None
+        if self.duration_ms is None:
+            timings = get("timings_ms")
+            self.duration_ms = timings.get("total_ms") if isinstance(timings, Mapping) else None
+        if not self.truncated:
+            self.truncated = bool(get("truncated", False))
+        if self.artifact is None:
+            artifact = get("artifact_id")
+            self.artifact = artifact if artifact is not None else get("artifact")
+        if self.path is None:
+            self.path = get("path")
+        if self.hash_before is None:
+            self.hash_before = get("hash_before")
+        if self.hash_after is None:
+            self.hash_after = get("hash_after")
+        if self.snapshot is None:
+            self.snapshot = get("snapshot")
+        return self
+
+    def to_row(self) -> tuple[Any, ...]:
+        """The values in :data:`COLUMNS` order, ready for SQL: text columns as text,
+        ``args`` as capped JSON text, ``truncated`` as 0/1. Resolves first. Never raises."""
+        if self.metadata is not None:
+            try:
+                self.resolve()
+            except Exception:  # noqa: BLE001 - odd metadata must not cost the batch; keep what was set
+                self.metadata = None
+        row = (
+            self.ts,
+            self.session_id,
+            self.user,
+            self.request_id,
+            self.trace_id,
+            self.call_id,
+            self.tool,
+            self.tool_version,
+            encode_args(self.args),
+            self.decision,
+            self.rule,
+            self.status,
+            self.code,
+            self.duration_ms,
+            1 if self.truncated else 0,
+            self.artifact,
+            self.path,
+            self.hash_before,
+            self.hash_after,
+            self.snapshot,
+        )
+        # The writer thread shares the GIL with the calls, so the usual record (plain
+        # str, float, int, None) is passed through with one type check, not 20 coercions.
+        # x - x == 0 fails for NaN and the infinities, which JSON cannot carry (and
+        # the NOT NULL ts column would refuse NaN); those take the careful path.
+        ts, duration = row[0], row[13]
+        if _PLAIN_TYPES.issuperset(map(type, row)) and ts is not None and ts - ts == 0 and (duration is None or duration - duration == 0):
+            return row
+        return (
+            _number(self.ts) or 0.0,
+            _text(self.session_id),
+            _text(self.user),
+            _text(self.request_id),
+            _text(self.trace_id),
+            _text(self.call_id),
+            _text(self.tool),
+            _text(self.tool_version),
+            row[8],
+            _text(self.decision),
+            _text(self.rule),
+            _text(self.status),
+            _text(self.code),
+            _number(self.duration_ms),
+            row[14],
+            _artifact_id(self.artifact),
+            _text(self.path),
+            _hash(self.hash_before),
+            _hash(self.hash_after),
+            _text(self.snapshot),
+        )
+
+    def to_json(self) -> str:
+        """One JSON object (no newline) with every column; ``args`` as a nested value.
+        Never raises."""
+        row = self.to_row()
+        head = dict(zip(COLUMNS, row, strict=True))
+        args_json = head.pop("args")
+        head["truncated"] = bool(head["truncated"])
+        text = json.dumps(head, ensure_ascii=False, separators=(",", ":"))
+        # Splice the already-encoded (and capped) args in rather than decoding them again.
+        return f'{text[:-1]},"args":{args_json}}}' if args_json is not None else f'{text[:-1]},"args":null}}'
+
+
+def scrub_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``row`` with what SQLite refuses to bind made bindable: lone surrogates in text
+    replaced, integers beyond 64 bits and any other odd value turned into text."""
+    return tuple(_scrub(value) for value in row)
+
+
+def _scrub(value: Any) -> Any:
+    if value is None or type(value) is float:
+        return value
+    if type(value) is int:
+        return value if -(2**63) <= value < 2**63 else str(value)
+    text = _text(value) or ""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+_FIELD_NAMES = frozenset(f.name for f in fields(AuditRecord)) - {"metadata"}
+_PLAIN_TYPES = frozenset({str, float, int, type(None)})
+# One encoder for every record; its C implementation is used since there is no indent.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def encode_args(args: Any) -> str | None:
+    """``args`` as compact JSON text, or None for None. Never raises.
+
+    Odd types are made JSON-safe: bytes as UTF-8 text when they decode, else
+    ``{"$b64": ...}``; sets as (sorted when possible) lists; dates and times in ISO
+    8601; enums by value; paths and decimals as text; anything else as its repr.
+    Strings over :data:`STRING_MAX_CHARS`, containers over :data:`MAX_ITEMS` and
+    nesting over :data:`MAX_DEPTH` are cut with markers. When the result is still
+    over :data:`ARGS_MAX_BYTES` it is replaced by
+    ``{"$truncated": true, "original_bytes": N, "preview": "<start of the JSON>"}``.
+    """
+    if args is None:
+        return None
+    try:
+        # Plain, small arguments (nearly all of them) go straight through the C encoder.
+        text = _ENCODER.encode(args)
+    except Exception:  # noqa: BLE001 - odd types, NaN, cycles or deep nesting: the careful path below
+        pass
+    else:
+        if len(text) <= STRING_MAX_CHARS:  # so no string in it can be over the cap either
+            return text
+    try:
+        text = _ENCODER.encode(_safe(args, 0))
+    except Exception as err:  # noqa: BLE001 - an audit record must never fail to encode
+        return json.dumps({"$unencodable": f"{type(err).__name__}: {err}"[:500]})
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= ARGS_MAX_BYTES:
+        return text
+    return json.dumps({"$truncated": True, "original_bytes": size, "preview": text[: ARGS_MAX_BYTES // 8]}, ensure_ascii=False)
+
+
+def _safe(value: Any, depth: int) -> Any:
+    """``value`` as plain JSON data (dict with str keys, list, str, int, float, bool, None)."""
+    kind = type(value)
+    if value is None or kind is bool or kind is int:
+        return value
+    if kind is str:
+        return _cut(value)
+    if kind is float:
+        return value if math.isfinite(value) else repr(value)
+    if depth >= MAX_DEPTH:
+        return f"<nested deeper than {MAX_DEPTH} levels>"
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for index, (key, item) in enumerate(value.items()):
+            if index >= MAX_ITEMS:
+                out["$more"] = f"{len(value) - MAX_ITEMS} more item(s) not kept"
+                break
+            out[key if type(key) is str else _key(key)] = _safe(item, depth + 1)
+        return out
+    if isinstance(value, list | tuple):
+        return _items(value, len(value), depth)
+    if isinstance(value, Set):
+        items = list(value)
+        try:
+            items.sort()
+        except TypeError:
+            items.sort(key=repr)  # mixed types: still a stable order
+        return _items(items, len(items), depth)
+    if isinstance(value, bytes | bytearray | memoryview):
+        raw = bytes(value)
+        try:
+            return _cut(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            return {"$b64": _cut(base64.b64encode(raw[: STRING_MAX_CHARS * 3 // 4]).decode("ascii")), "bytes": len(raw)}
+    if isinstance(value, Enum):
+        return _safe(value.value, depth + 1)
+    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
+        return value.isoformat()
+    if isinstance(value, _dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, bool | int):  # subclasses (IntEnum is handled above)
+        return int(value)
+    if isinstance(value, float):
+        return _safe(float(value), depth)
+    if isinstance(value, str):
+        return _cut(str(value))
+    if isinstance(value, PurePath | Decimal):
+        return _cut(str(value))
+    return _cut(_repr(value))
+
+
+def _items(values: Any, total: int, depth: int) -> list[Any]:
+    out = [_safe(item, depth + 1) for item in values[:MAX_ITEMS]]
+    if total > MAX_ITEMS:
+        out.append(f"<{total - MAX_ITEMS} more item(s) not kept>")
+    return out
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, Enum):
+        key = key.value
+    if isinstance(key, str):
+        return str(key)
+    if isinstance(key, bytes):
+        return key.decode("utf-8", "replace")
+    return _repr(key) if not isinstance(key, int | float | bool) and key is not None else json.dumps(key)
+
+
+def _cut(text: str) -> str:
+    if len(text) <= STRING_MAX_CHARS:
+        return text
+    return f"{text[:STRING_MAX_CHARS]}...[{len(text) - STRING_MAX_CHARS} more chars]"
+
+
+def _repr(value: Any) -> str:
+    try:
+        return f"<{type(value).__name__} {repr(value)[:200]}>"
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not fail the batch
+        return f"<{type(value).__name__}>"
+
+
+def _text(value: Any) -> str | None:
+    if value is None or type(value) is str:
+        return value
+    if isinstance(value, Enum):
+        value = value.value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001
+        return _repr(value)
+
+
+def _number(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _hash(value: Any) -> str | None:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).hex()  # a raw digest
+    return _text(value)
+
+
+def _artifact_id(value: Any) -> str | None:
+    """An artifact id from an id, an artifact reference (``.id``) or a mapping with ``id``."""
+    if value is None or type(value) is str:
+        return value
+    if isinstance(value, Mapping):
+        return _text(value.get("id") or value.get("artifact_id"))
+    ident = getattr(value, "id", None)
+    return _text(ident if ident is not None else value)

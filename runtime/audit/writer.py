@@ -1,0 +1,268 @@
+"""The audit writer: takes records off the caller's thread and stores them in batches.
+
+:meth:`AuditWriter.submit` is on the hot path of every tool call, so it does a
+``deque.append`` and a length check and nothing else: no encoding, no I/O, no
+lock. A daemon thread drains the queue in batches of up to ``batch_size``, every
+``flush_interval_s`` or as soon as a full batch is waiting, and hands each batch to
+the sink in one call (one SQLite transaction, or one ``write()`` of JSON lines).
+
+The writer installs no ``atexit`` or signal handler: the application owns
+shutdown. It must call :meth:`AuditWriter.close` (``Runtime.close()`` does) for the
+final flush; the thread is a daemon, so a process that exits without closing
+loses whatever was still queued.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from runtime.audit.record import AuditRecord
+from runtime.audit.sinks import Sink
+
+
+class AuditWriter:
+    """Batches audit records to a :class:`~runtime.audit.sinks.Sink` from a background thread.
+
+    **Never blocks the caller.** ``submit`` only appends to a deque. When more than
+    ``max_queue`` records are waiting (the sink is slower than the calls, or
+    stuck) the *oldest* waiting records are dropped and counted in ``dropped``:
+    the newest records are the likeliest to matter for whatever is going on now,
+    and a bounded queue keeps memory bounded. Records submitted after ``close``
+    are dropped and counted the same way.
+
+    **Sink errors never reach callers.** A batch whose write raises is counted in
+    ``failed_batches`` (the error in ``last_error``), kept, and written once more
+    after ``retry_delay_s``; if that fails too its records are counted in ``lost``
+    and the writer goes on with the next batch. (The SQLite sink retries its own
+    "database is locked" errors before it ever raises.)
+
+    **What a hard crash can lose.** A SIGKILL, an OOM kill or a power loss skips
+    the final flush. Lost are: every record still in the queue, i.e. those
+    submitted in about the last ``flush_interval_s`` (more if the sink had fallen
+    behind, at most ``max_queue``), plus the batch being written at that moment
+    (or waiting for its retry).
+    Every batch whose write had returned is kept after a process crash: an SQLite
+    transaction is atomic, so a batch is either all there or not there at all.
+    On a power loss or OS crash, WAL mode with ``synchronous=NORMAL`` may in
+    addition roll back the transactions committed since the WAL was last synced
+    to disk (it is synced at each checkpoint), but the database is never
+    corrupted and opens cleanly. The JSON-lines sink fsyncs each batch, so it
+    loses at most the batch being written, whose last line may then be cut short
+    (readers should skip a final line that does not parse). :meth:`flush` makes
+    what was submitted safe from a process crash (and, with the JSON-lines sink,
+    from a power loss) before going on.
+
+    The application must call :meth:`close` (or use the writer as a context
+    manager) so the records still queued are written at shutdown.
+    """
+
+    def __init__(
+        self,
+        sink: Sink,
+        *,
+        batch_size: int = 256,
+        flush_interval_s: float = 0.2,
+        max_queue: int = 100_000,
+        retry_delay_s: float = 0.1,
+        name: str = "toolrt-audit-writer",
+    ) -> None:
+        if batch_size < 1 or max_queue < 1 or flush_interval_s <= 0 or retry_delay_s < 0:
+            raise ValueError("batch_size and max_queue must be >= 1, flush_interval_s > 0 and retry_delay_s >= 0")
+        self.sink = sink
+        self.batch_size = batch_size
+        self.flush_interval_s = flush_interval_s
+        self.max_queue = max_queue
+        self.retry_delay_s = retry_delay_s
+        self._queue: deque[AuditRecord] = deque()
+        # submit() looks further only from this length on: a full batch is waiting,
+        # or the queue is at its bound (when max_queue is below batch_size).
+        self._check_at = min(batch_size, max_queue)
+        self._wake = threading.Event()
+        # _lock orders the two ways a record leaves the queue (taken by the writer,
+        # dropped on overflow) with flush() reading the queue's extent. submit()
+        # never takes it unless the queue is over max_queue.
+        self._lock = threading.Lock()
+        self._retired = 0  # records that left the queue, taken or dropped (under _lock)
+        self._done_cond = threading.Condition(threading.Lock())
+        self._done = 0  # every record below this position is written or given up
+        self._closed = False
+        self._stopping = False
+        self._written = 0
+        self._dropped = 0
+        self._lost = 0
+        self._failed_batches = 0
+        self._last_error: str | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    # -- the caller's side ------------------------------------------------------
+
+    def submit(self, record: AuditRecord) -> None:
+        """Queue ``record`` for writing. Never blocks, never raises, does no I/O.
+
+        Costs one deque append and a length check; see the class docstring for
+        what happens when the queue is full.
+        """
+        queue = self._queue
+        queue.append(record)
+        if len(queue) >= self._check_at or self._closed:
+            self._busy()
+
+    def _busy(self) -> None:
+        """The rare part of submit: wake the writer for a full batch, keep the queue
+        within ``max_queue``, drop what comes after close."""
+        if len(self._queue) > self.max_queue or (self._closed and not self._thread.is_alive()):
+            self._shed()
+        if not self._wake.is_set():  # set once per batch, not once per record
+            self._wake.set()
+
+    def _shed(self) -> None:
+        """Drop the oldest records until the queue is within bounds (all of them once
+        the writer thread has stopped)."""
+        stopped = not self._thread.is_alive()
+        keep = 0 if stopped else self.max_queue
+        queue = self._queue
+        with self._lock:
+            while len(queue) > keep:
+                try:
+                    queue.popleft()
+                except IndexError:  # the writer took the rest meanwhile
+                    break
+                self._retired += 1
+                self._dropped += 1
+            retired = self._retired
+        if stopped:
+            # No writer will finish a batch to move _done on: nothing is in flight.
+            with self._done_cond:
+                self._done = retired
+                self._done_cond.notify_all()
+
+    def flush(self, timeout: float | None = 5.0) -> bool:
+        """Wait until every record submitted before this call is written (or given
+        up after its retry, or dropped). True if that happened within ``timeout``
+        seconds (None: wait as long as it takes)."""
+        with self._lock:
+            target = self._retired + len(self._queue)
+        with self._done_cond:
+            if self._done >= target:
+                return True
+        if not self._thread.is_alive():
+            return False
+        self._wake.set()
+        with self._done_cond:
+            return self._done_cond.wait_for(lambda: self._done >= target or not self._thread.is_alive(), timeout) and self._done >= target
+
+    def close(self, timeout: float = 5.0) -> bool:
+        """Write everything still queued, stop the thread and close the sink.
+
+        Idempotent. True when the thread stopped within ``timeout`` with the queue
+        written; False if the sink was still busy (the thread is then left to
+        finish on its own and the sink is not closed under it).
+        """
+        self._closed = True
+        self._stopping = True
+        self._wake.set()
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            return False
+        self._shed()  # a submit that raced the last drain: count it as dropped
+        try:
+            self.sink.close()
+        except Exception as err:  # noqa: BLE001 - shutdown goes on whatever the sink does
+            self._last_error = f"close: {type(err).__name__}: {err}"
+        return True
+
+    def __enter__(self) -> AuditWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- counters ---------------------------------------------------------------
+
+    @property
+    def written(self) -> int:
+        """Records the sink stored."""
+        return self._written
+
+    @property
+    def dropped(self) -> int:
+        """Records dropped unwritten: the oldest ones on queue overflow, and any submitted after close."""
+        return self._dropped
+
+    @property
+    def lost(self) -> int:
+        """Records given up after their batch failed twice."""
+        return self._lost
+
+    @property
+    def failed_batches(self) -> int:
+        """Batch writes that raised (a batch that fails, then succeeds on retry, counts once)."""
+        return self._failed_batches
+
+    @property
+    def last_error(self) -> str | None:
+        """The last sink error, as ``"<Type>: <message>"``; None if there was none."""
+        return self._last_error
+
+    @property
+    def pending(self) -> int:
+        """Records waiting in the queue."""
+        return len(self._queue)
+
+    def stats(self) -> dict[str, Any]:
+        """Every counter, for health reports."""
+        return {
+            "written": self._written,
+            "dropped": self._dropped,
+            "lost": self._lost,
+            "failed_batches": self._failed_batches,
+            "pending": len(self._queue),
+            "last_error": self._last_error,
+        }
+
+    # -- the writer thread ------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(self.flush_interval_s)
+            self._wake.clear()  # before draining: a record queued meanwhile wakes us again
+            stopping = self._stopping
+            self._drain()
+            if stopping:
+                return
+
+    def _drain(self) -> None:
+        queue = self._queue
+        while queue:
+            with self._lock:
+                count = min(len(queue), self.batch_size)
+                batch = [queue.popleft() for _ in range(count)]
+                self._retired += count
+                position = self._retired
+            self._write(batch)
+            with self._done_cond:
+                self._done = position
+                self._done_cond.notify_all()
+
+    def _write(self, batch: list[AuditRecord]) -> None:
+        try:
+            self.sink.write_batch(batch)
+        except Exception as err:  # noqa: BLE001 - a sink error must never reach a caller or end the thread
+            self._failed_batches += 1
+            self._last_error = f"{type(err).__name__}: {err}"
+        else:
+            self._written += len(batch)
+            return
+        time.sleep(self.retry_delay_s)
+        try:
+            self.sink.write_batch(batch)
+        except Exception as err:  # noqa: BLE001
+            self._failed_batches += 1
+            self._last_error = f"{type(err).__name__}: {err}"
+            self._lost += len(batch)
+        else:
+            self._written += len(batch)

@@ -1,0 +1,108 @@
+"""Session-scoped approvals: "allow this for the rest of the session".
+
+When an approver answers with ``scope="session"``, the tool (optionally narrowed by
+an argument pattern) is granted for that session, and later calls that would be put
+to the approver again run without asking. A grant only ever turns an *ask* into an
+allow: deny rules still win, and critical-risk tools are asked about every time.
+
+Argument patterns map argument names to globs (``{"path": "src/*"}``) matched
+against the argument's text; for the ``command_line`` argument of a command-line
+tool the glob is a command pattern (see :func:`runtime.policy.shell.command_matches`)
+that every command of the line must match, so a grant for ``git status *`` does not
+cover ``git status; rm -rf /``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from runtime.config.models import Risk
+from runtime.policy.shell import command_matches, split_command_line
+from runtime.records import ValidatedCall
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """A session-scoped allow for ``tool`` (a tool key), narrowed by ``pattern``."""
+
+    tool: str
+    pattern: Mapping[str, str] | None = None
+
+    def covers(self, call: ValidatedCall) -> bool:
+        """Whether ``call`` falls under this grant."""
+        if call.tool.key != self.tool:
+            return False
+        if not self.pattern:
+            return True
+        line_arg = call.tool.spec.command_line
+        for name, glob in self.pattern.items():
+            value = call.args.get(name)
+            if value is None:
+                return False
+            text = value if isinstance(value, str) else str(value)
+            if name == line_arg:
+                line = split_command_line(text)
+                if not line.certain or not line.commands or not all(command_matches(argv, glob) for argv in line.commands):
+                    return False
+            elif not fnmatch.fnmatchcase(text, glob):
+                return False
+        return True
+
+
+class SessionGrants:
+    """Grants per session, thread-safe, bounded (least recently used sessions go first)."""
+
+    def __init__(self, max_sessions: int = 10_000, max_grants_per_session: int = 200) -> None:
+        self._lock = threading.Lock()
+        self._by_session: OrderedDict[str, list[Grant]] = OrderedDict()
+        self._max_sessions = max_sessions
+        self._max_grants = max_grants_per_session
+
+    def __bool__(self) -> bool:
+        return bool(self._by_session)
+
+    def add(self, session_id: str, call: ValidatedCall, pattern: Mapping[str, str] | None = None) -> Grant | None:
+        """Grant ``call``'s tool for the session; None for tools that cannot be granted."""
+        if call.tool.spec.risk is Risk.critical:
+            return None
+        grant = Grant(call.tool.key, MappingProxyType(dict(pattern)) if pattern else None)
+        with self._lock:
+            grants = self._by_session.setdefault(session_id, [])
+            self._by_session.move_to_end(session_id)
+            if grant not in grants:
+                grants.append(grant)
+                del grants[: -self._max_grants]
+            while len(self._by_session) > self._max_sessions:
+                self._by_session.popitem(last=False)
+        return grant
+
+    def covering(self, session_id: str, call: ValidatedCall) -> Grant | None:
+        """The grant that covers ``call`` in this session, if any."""
+        if call.tool.spec.risk is Risk.critical:
+            return None
+        with self._lock:
+            grants = tuple(self._by_session.get(session_id, ()))
+        return next((g for g in grants if g.covers(call)), None)
+
+    def of(self, session_id: str) -> tuple[Grant, ...]:
+        """The session's grants, oldest first."""
+        with self._lock:
+            return tuple(self._by_session.get(session_id, ()))
+
+    def forget(self, session_id: str) -> None:
+        """Drop every grant of the session (e.g. when it ends)."""
+        with self._lock:
+            self._by_session.pop(session_id, None)
+
+
+def describe(pattern: Mapping[str, Any] | None) -> str:
+    """A grant's pattern in words, for decision reasons."""
+    if not pattern:
+        return "any arguments"
+    return ", ".join(f"{name} matching `{glob}`" for name, glob in pattern.items())
