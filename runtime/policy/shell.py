@@ -28,8 +28,11 @@ command's substitutions come before the command itself):
 - quotes and backslashes are removed (``'r''m'`` and ``r\\m`` are ``rm``); ``$'...'``
   escapes are decoded; expansions are kept as their source text (``"$HOME"`` is the
   item ``$HOME``); globs and brace expressions in arguments are kept as written;
-- ``VAR=value`` prefixes and redirections (with their targets) are dropped; the
-  commands inside a redirection target's substitution are still listed;
+- ``VAR=value`` prefixes are dropped; a redirection to or from a file is listed as
+  a command of its own, ``(">", target)`` for writing (``>``, ``>>``, ``>|``,
+  ``&>``, ``<>``) and ``("<", target)`` for reading, so rules see every file a line
+  touches (``/dev/null`` and descriptor duplications such as ``2>&1`` are left
+  out); the commands inside a redirection target's substitution are listed too;
 - ``argv[0]`` is reduced to its basename (``/usr/bin/rm`` is ``rm``) unless it is
   not a literal, in which case it is kept as written and ``problem`` is set;
 - shell keywords (``if``, ``then``, ``while``, ``do``, ``!``, ``time``, ``{`` ...)
@@ -174,6 +177,10 @@ def command_matches(argv: Sequence[str], pattern: str) -> bool:
 
 class _Abort(Exception):
     """Stops a parse: the rest of the text cannot be read with certainty."""
+
+
+# Redirection targets that are not files anyone cares about.
+_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 
 
 class _Sink:
@@ -644,7 +651,13 @@ class _Parser:
             self._fail("a '(' appears where a command cannot start")
 
     def _redirection(self) -> str:
-        """Read a redirection (its target's substitutions run); returns the operator."""
+        """Read a redirection (its target's substitutions run); returns the operator.
+
+        A redirection to or from a file is listed as a command of its own,
+        ``(">", target)`` for writing and ``("<", target)`` for reading, so that rules
+        see the files a line touches: an allow for ``echo *`` does not cover
+        ``echo x > ~/.bashrc``, and ``cat < .env`` reads ``.env`` as surely as
+        ``cat .env`` does."""
         operator = self._redirection_operator()
         self._blanks()
         target = self._word()
@@ -653,6 +666,10 @@ class _Parser:
         if operator in ("<<", "<<-"):
             self.sink.problem(f"a here-document ({operator}{_short(target.value, 20)}) feeds text to a command, and that text is not checked")
             self.heredocs.append(_Heredoc(target.value, operator == "<<-", not target.quoted and not target.expanded))
+        elif operator in (">&", "<&") and (target.value == "-" or target.value.isdigit()):
+            pass  # duplicates or closes a descriptor (2>&1, >&-): no file
+        elif operator != "<<<" and target.value not in _HARMLESS_TARGETS:
+            self.sink.commands.append(("<" if operator in ("<", "<&") else ">", target.value))
         return operator
 
     def _redirection_operator(self) -> str:
@@ -666,11 +683,14 @@ class _Parser:
                 if self._take("<"):
                     return "<<<"
                 return "<<-" if self._take("-") else "<<"
-            if self._take(">") or self._take("&"):
+            if self._take(">"):
                 return "<>"
-            return "<"
-        if self._take(">") or self._take("&") or self._take("|"):
+            return "<&" if self._take("&") else "<"
+        if self._take(">"):
             return ">>"
+        if self._take("&"):
+            return ">&"
+        self._take("|")
         return ">"
 
     def _read_heredocs(self) -> None:

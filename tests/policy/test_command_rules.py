@@ -101,6 +101,8 @@ TRICKY_LINES = [
     ("git status && git diff HEAD | grep foo", "allow", "read-only-commands"),
     ("pytest -q tests && echo done", "allow", "tests"),
     ("make test", "allow", "tests"),
+    ("echo hi > ~/.bashrc", "ask", None),  # an allowed echo does not cover the file it writes
+    ("ls 2>/dev/null", "allow", "read-only-commands"),
 ]
 
 
