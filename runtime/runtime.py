@@ -25,6 +25,7 @@ from runtime.records import Call, Session, ToolResult
 from runtime.settings import Settings
 from runtime.shaping.artifacts import ArtifactStore
 from runtime.snapshot import Snapshot
+from runtime.tools.workspace_tools import WorkspaceTools, lock_dir_for
 
 
 class Runtime:
@@ -65,6 +66,8 @@ class Runtime:
         # Quota counts and breaker states outlive snapshots: one store, a Limits per snapshot.
         self.limit_store: LimitStore = InMemoryLimitStore()
         self._current: tuple[Snapshot, Limits] = (snapshot, Limits.from_policies(snapshot.policies, store=self.limit_store))
+        # file_read, file_edit, ...: one sandbox, read cache and lock directory for every turn.
+        self.workspace_tools = WorkspaceTools.create(self.workspace_root, self.settings.workspace_deny, lock_dir_for(self.settings, self.workspace_root)) if self.workspace_root.is_dir() else None
 
     def _under_workspace(self, path: Path) -> Path:
         return path if path.is_absolute() else self.workspace_root / path
@@ -100,6 +103,7 @@ class Runtime:
             jobs=self.jobs,
             grants=self.grants,
             limits=limits,
+            workspace_tools=self.workspace_tools,
         )
 
     async def run_turn(

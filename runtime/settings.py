@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from runtime.config.models import PermissionMode, TruncationMode
+from runtime.workspace.sandbox import DEFAULT_DENY
 
 Engine = Literal["auto", "fast", "portable"]
 
@@ -54,6 +55,10 @@ class Settings(BaseSettings):
     pack_dirs: list[Path] = Field(default_factory=list, description="Extra directories searched for packs, before the shipped ones.")
     max_config_file_bytes: int = Field(default=1_048_576, ge=1024)
     default_output: DefaultOutput = Field(default_factory=DefaultOutput)
+    workspace_deny: tuple[str, ...] = Field(
+        default=(*DEFAULT_DENY, "**/.toolrt/**"),
+        description="Globs the workspace tools refuse to read or write (matched case-insensitively on workspace-relative paths), enforced below any policy.",
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -33,4 +33,5 @@ class TurnEnv:
     approval_timeout_s: float = 300.0
     jobs: Any = None  # runtime.execution.jobs.JobRegistry: background commands
     grants: Any = None  # runtime.policy.grants.SessionGrants: "allow for this session" answers
+    workspace_tools: Any = None  # runtime.tools.workspace_tools.WorkspaceTools: file_read, file_edit, ...
     limits: Any = None  # runtime.policy.limits.Limits of this snapshot: quotas and circuit breakers (falsy when none)

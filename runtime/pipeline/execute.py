@@ -24,7 +24,7 @@ from runtime.config.models import OnTimeout
 from runtime.context import ToolContext
 from runtime.errors import ToolError, TransientError
 from runtime.execution.child import RESULT_MARKER
-from runtime.execution.command import CommandError, prepare
+from runtime.execution.command import CommandError, PreparedCommand, prepare
 from runtime.execution.output import OutputCollector
 from runtime.execution.processes import run_process
 from runtime.execution.python import call_python
@@ -32,6 +32,7 @@ from runtime.pipeline.env import TurnEnv
 from runtime.records import Outcome, Status, ValidatedCall
 from runtime.snapshot import CompiledTool
 from runtime.tools.builtins import HANDLERS as BUILTIN_HANDLERS
+from runtime.tools.workspace_tools import prepare_command_line
 
 _UNKNOWN = "Result unknown: `{tool}` {what}; it may or may not have taken effect. Check whether it did before retrying."
 _TRANSIENT_OS = (ConnectionError, TimeoutError, BlockingIOError)
@@ -64,6 +65,8 @@ async def _run_once(call: ValidatedCall, env: TurnEnv) -> Outcome:
         return await _python(call, env)
     if handler.kind == "command":
         return await _command(call, env)
+    if handler.kind == "builtin" and handler.target == "run_command":
+        return await _run_command(call, env)
     if handler.kind == "builtin" and handler.target in BUILTIN_HANDLERS:
         return await _builtin(call, env)
     what = f"built-in `{handler.target}`" if handler.kind == "builtin" else f"{handler.kind} handlers"
@@ -158,11 +161,12 @@ async def _builtin(call: ValidatedCall, env: TurnEnv) -> Outcome:
     timeout = call.tool.spec.timeout
     try:
         async with asyncio.timeout(timeout.total_s):
-            return Outcome(value=await function(call.args, env))
+            value = await function(call.args, env)
     except TimeoutError:
         return _failure(call.tool, f"timed out after {timeout.total_s:g} s", Status.timeout, "timeout")
     except ToolError as err:
         return Outcome(error=str(err), status=Status.error, code="tool_error")
+    return value if isinstance(value, Outcome) else Outcome(value=value)  # a built-in may report metadata too
 
 
 async def _command(call: ValidatedCall, env: TurnEnv) -> Outcome:
@@ -174,6 +178,21 @@ async def _command(call: ValidatedCall, env: TurnEnv) -> Outcome:
         prepared = prepare(command, call.args, env.workspace_root)
     except CommandError as err:
         return Outcome(error=f"`{tool.name}` cannot run: {err}.", status=Status.invalid, code="bad_command")
+    return await _spawn(call, env, prepared, tool.spec.timeout.total_s)
+
+
+async def _run_command(call: ValidatedCall, env: TurnEnv) -> Outcome:
+    """The run_command built-in: the command line runs through bash, in the workspace."""
+    try:
+        prepared, total_s = prepare_command_line(call.args, env, call.tool.spec.timeout.total_s)
+    except ToolError as err:
+        return Outcome(error=str(err), status=Status.invalid, code="bad_command")
+    return await _spawn(call, env, prepared, total_s)
+
+
+async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, total_s: float) -> Outcome:
+    """Run a prepared command under the tool's timeouts, streaming its output."""
+    tool = call.tool
     collector = OutputCollector(
         limit_chars=tool.output.max_chars,
         tail_chars=max(tool.output.tail_chars, tool.output.preview_chars),
@@ -188,15 +207,15 @@ async def _command(call: ValidatedCall, env: TurnEnv) -> Outcome:
                 run_process(prepared.argv, cwd=prepared.cwd, env=prepared.env, total_s=_BACKGROUND_MAX_S, idle_s=timeout.idle_s, grace_s=timeout.grace_s, on_output=collector.feed)
             )
             try:
-                await asyncio.wait({process}, timeout=timeout.total_s)
+                await asyncio.wait({process}, timeout=total_s)
             except asyncio.CancelledError:
                 process.cancel()
                 raise
             if not process.done():
-                return _backgrounded(tool, env.jobs.adopt(tool.name, process, collector), timeout.total_s)
+                return _backgrounded(tool, env.jobs.adopt(tool.name, process, collector), total_s)
             result = process.result()
         else:
-            result = await run_process(prepared.argv, cwd=prepared.cwd, env=prepared.env, total_s=timeout.total_s, idle_s=timeout.idle_s, grace_s=timeout.grace_s, on_output=collector.feed)
+            result = await run_process(prepared.argv, cwd=prepared.cwd, env=prepared.env, total_s=total_s, idle_s=timeout.idle_s, grace_s=timeout.grace_s, on_output=collector.feed)
     except FileNotFoundError:
         collector.abort()
         return Outcome(error=f"`{tool.name}` cannot run: program `{prepared.argv[0]}` was not found.", status=Status.error, code="program_not_found")
@@ -217,7 +236,7 @@ async def _command(call: ValidatedCall, env: TurnEnv) -> Outcome:
     output = collector.finish()
     meta: dict[str, Any] = {"pid": result.pid, "exit_code": result.exit_code, "output_chars": output.total_chars}
     if result.timed_out is not None:
-        limit = timeout.total_s if result.timed_out == "total" else timeout.idle_s
+        limit = total_s if result.timed_out == "total" else timeout.idle_s
         reason = "no output" if result.timed_out == "idle" else "total time"
         failure = _failure(tool, f"timed out after {limit:g} s ({reason}); its process tree was stopped", Status.timeout, "timeout")
         return Outcome(output, failure.error, failure.status, failure.code, MappingProxyType({**meta, "timed_out": result.timed_out}))

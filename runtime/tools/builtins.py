@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import ToolError
 from runtime.shaping.artifacts import ArtifactError
+from runtime.tools.workspace_tools import HANDLERS as WORKSPACE_HANDLERS
 
 if TYPE_CHECKING:
     from runtime.pipeline.env import TurnEnv
@@ -85,4 +86,4 @@ async def job_status(args: Mapping[str, Any], env: TurnEnv) -> str:
     return "\n".join(lines)
 
 
-HANDLERS: dict[str, BuiltinHandler] = {"artifact_read": artifact_read, "tool_search": tool_search, "job_status": job_status}
+HANDLERS: dict[str, BuiltinHandler] = {"artifact_read": artifact_read, "tool_search": tool_search, "job_status": job_status, **WORKSPACE_HANDLERS}

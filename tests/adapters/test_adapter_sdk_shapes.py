@@ -142,7 +142,7 @@ ANTHROPIC_MESSAGE = {
         {"type": "thinking", "thinking": "Two reads.", "signature": "sig"},
         {"type": "text", "text": "Reading the files."},
         {"type": "tool_use", "id": "toolu_01", "name": "file_read", "input": {"path": "src/auth.ts"}},
-        {"type": "tool_use", "id": "toolu_02", "name": "grep", "input": {"pattern": "login", "max_matches": 10}},
+        {"type": "tool_use", "id": "toolu_02", "name": "grep", "input": {"pattern": "login", "limit": 10}},
     ],
     "stop_reason": "tool_use",
     "stop_sequence": None,
@@ -158,7 +158,7 @@ def test_an_anthropic_sdk_message_parses_dumped_or_as_an_object():
         calls = anthropic.parse_calls(payload)
         assert [(c.id, c.name, dict(c.args), c.index) for c in calls] == [
             ("toolu_01", "file_read", {"path": "src/auth.ts"}, 0),
-            ("toolu_02", "grep", {"pattern": "login", "max_matches": 10}, 1),
+            ("toolu_02", "grep", {"pattern": "login", "limit": 10}, 1),
         ]
         assert all(c.parse_error is None for c in calls)
 

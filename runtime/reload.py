@@ -1,0 +1,458 @@
+"""Hot reload: watch the config files and swap in a new snapshot when an edit is clean.
+
+:class:`ConfigWatcher` runs ``watchfiles.watch`` in a daemon thread. A batch of
+relevant changes (YAML files, and the ``..data`` symlink swaps of Kubernetes
+ConfigMap volumes) is debounced into one call of the ``reload`` callable, which
+builds a snapshot off the hot path and swaps it in only when the build is clean
+(:meth:`runtime.runtime.Runtime.reload` does exactly that). Each attempt becomes a
+:class:`ReloadEvent`: logged, counted, and handed to an optional callback.
+
+:func:`watch_events` is the engine of ``toolrt watch``: it keeps its own snapshot and
+yields the initial load and every reload attempt as events.
+
+Event kinds (``ReloadEvent.event``):
+
+- ``loaded``: a clean build while nothing was serving (the initial load, or the first
+  clean build after an initial config that was broken);
+- ``reloaded``: a clean build replaced the serving snapshot. A rebuild whose content
+  is identical (a comment, key order, a touched file) yields the same version: it is
+  still reported, with ``version == previous`` and no changed tools, so a consumer
+  sees every attempt and learns that an earlier error is gone;
+- ``error``: the build failed; ``serving`` is the version that keeps serving.
+
+The watcher never installs signal handlers and never configures logging: it only
+emits ``loguru`` records (with structured extras) for the application to route.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import watchfiles
+from loguru import logger
+
+from runtime.config.cache import CompileCache
+from runtime.config.compile import BuildResult, build_snapshot
+from runtime.config.files import YAML_SUFFIXES
+from runtime.settings import Settings
+from runtime.snapshot import CompiledTool, Snapshot
+
+EventKind = Literal["loaded", "reloaded", "error"]
+
+# Quiet period before a batch of changes is reloaded. Editors and ConfigMap updates
+# write a burst of events within a few milliseconds; 50 ms groups them while keeping
+# write-to-serving latency (quiet period + build) well under 300 ms.
+DEFAULT_DEBOUNCE_MS = 50
+# A steady stream of writes still reloads at least this often.
+DEFAULT_MAX_WAIT_MS = 500
+# How often the watch loop comes back to Python with no changes (how the watcher learns
+# it is set up). The Rust side checks the stop event every debounce step regardless.
+_IDLE_WAKE_MS = 200
+_RESTART_PAUSE_S = 1.0
+_LOGGED_ERRORS = 10
+
+
+@dataclass(frozen=True)
+class ReloadEvent:
+    """One load or reload attempt, in the shape ``toolrt watch`` prints.
+
+    ``version`` is the version that was built (None when the build failed),
+    ``previous`` the version serving before the attempt, ``serving`` the version
+    serving after it, ``changed`` the sorted names of tools added, removed or changed,
+    ``errors`` the build's errors (``file``, ``line``, ``col``, ``code``, ``message``).
+    """
+
+    event: EventKind
+    version: str | None
+    previous: str | None
+    changed: tuple[str, ...] = ()
+    errors: tuple[Mapping[str, Any], ...] = ()
+    serving: str | None = None
+    duration_ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when the attempt produced a clean snapshot."""
+        return self.event != "error"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The contract's keys, in order, plus ``duration_ms``."""
+        return {
+            "event": self.event,
+            "version": self.version,
+            "previous": self.previous,
+            "changed": list(self.changed),
+            "errors": [dict(e) for e in self.errors],
+            "serving": self.serving,
+            "duration_ms": self.duration_ms,
+        }
+
+    def to_json(self) -> str:
+        """One line of JSON (no newlines inside, whatever the messages hold)."""
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_build(cls, result: BuildResult, previous: Snapshot | None, serving: Snapshot | None, duration_ms: float) -> ReloadEvent:
+        """The event for one build: ``previous`` served before it, ``serving`` after."""
+        previous_version = previous.version if previous is not None else None
+        serving_version = serving.version if serving is not None else None
+        duration = round(duration_ms, 1)
+        if result.snapshot is None:
+            errors = tuple({"file": p.location.file, "line": p.location.line, "col": p.location.col, "code": p.code, "message": p.message} for p in result.errors)
+            return cls("error", None, previous_version, (), errors, serving_version, duration)
+        kind: EventKind = "loaded" if previous is None else "reloaded"
+        return cls(kind, result.snapshot.version, previous_version, tuple(diff_tools(previous, result.snapshot)), (), serving_version, duration)
+
+
+def diff_tools(old: Snapshot | None, new: Snapshot) -> list[str]:
+    """Sorted names of the tools added, removed or changed between two snapshots.
+
+    A tool counts as changed when any of its versions differs in its document
+    (metadata and spec), resolved handler, output limits or redaction patterns.
+    Policy edits change the snapshot version but no tool's own definition, so they do
+    not list tools here. With no ``old`` snapshot every tool is new.
+    """
+    before: Mapping[str, Mapping[str, CompiledTool]] = old.tool_versions if old is not None else {}
+    after = new.tool_versions
+    return sorted(name for name in set(before) | set(after) if not _same_versions(before.get(name), after.get(name)))
+
+
+def _same_versions(a: Mapping[str, CompiledTool] | None, b: Mapping[str, CompiledTool] | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.keys() == b.keys() and all(_same_tool(a[v], b[v]) for v in a)
+
+
+def _same_tool(a: CompiledTool, b: CompiledTool) -> bool:
+    # Unchanged documents come back from the compile cache as the same model objects,
+    # so the identity checks make comparing 1,000 unchanged tools cheap.
+    return (
+        (a.metadata is b.metadata or a.metadata == b.metadata)
+        and (a.spec is b.spec or a.spec == b.spec)
+        and a.output == b.output
+        and a.handler == b.handler
+        and _redaction_key(a) == _redaction_key(b)
+    )
+
+
+def _redaction_key(tool: CompiledTool) -> tuple[Any, ...]:
+    # Compiled RE2 objects compare by identity: compare their pattern text instead.
+    return tuple((r.name, tuple((p.name, p.replacement, p.validator, getattr(p.regex, "pattern", None)) for p in r.patterns)) for r in tool.redaction)
+
+
+@dataclass(frozen=True)
+class _Targets:
+    """What to hand to watchfiles, and which changed paths matter."""
+
+    watch: tuple[str, ...]  # existing directories (or files) to watch
+    dirs: tuple[str, ...]  # config directories: YAML anywhere under them matters
+    files: tuple[str, ...]  # config files given by name: only they (and ConfigMap entries beside them) matter
+
+
+def _targets(paths: Sequence[Path]) -> _Targets:
+    watch: dict[str, None] = {}
+    dirs: list[str] = []
+    files: list[str] = []
+    for path in paths:
+        absolute = os.path.abspath(path)
+        if os.path.isfile(absolute):
+            # Watch the folder, not the file: an editor that saves by rename replaces the
+            # file's inode, and a watch on the old inode would go quiet.
+            files.append(absolute)
+            watch.setdefault(os.path.dirname(absolute), None)
+            continue
+        dirs.append(absolute)
+        if os.path.isdir(absolute):
+            watch.setdefault(absolute, None)
+        elif os.path.isdir(os.path.dirname(absolute)):
+            watch.setdefault(os.path.dirname(absolute), None)  # so that creating it is seen
+        else:
+            logger.bind(path=absolute).warning("config path {} does not exist and neither does its parent: not watched", absolute)
+    return _Targets(tuple(watch), tuple(dirs), tuple(files))
+
+
+def _is_configmap_entry(name: str) -> bool:
+    """``..data``, ``..data_tmp`` and the ``..2026_01_01_...`` folders of a ConfigMap volume."""
+    return name.startswith("..") and len(name) > 2
+
+
+class _ChangeFilter:
+    """watchfiles filter: keep the changes a config load could see."""
+
+    def __init__(self, targets: _Targets) -> None:
+        self.dirs = targets.dirs
+        self.files = frozenset(targets.files)
+        self.file_dirs = frozenset(os.path.dirname(f) for f in targets.files)
+
+    def __call__(self, change: watchfiles.Change, path: str) -> bool:
+        if path in self.files or path in self.dirs:
+            return True
+        name = os.path.basename(path)
+        if os.path.dirname(path) in self.file_dirs and _is_configmap_entry(name):
+            return True  # a file given by name can be a symlink through ..data
+        for root in self.dirs:
+            if path.startswith(root + os.sep):
+                return self._under_dir(change, path, path[len(root) + 1 :])
+        return False
+
+    @staticmethod
+    def _under_dir(change: watchfiles.Change, path: str, relative: str) -> bool:
+        parts = relative.split(os.sep)
+        if any(_is_configmap_entry(p) for p in parts):
+            return True
+        if any(p.startswith(".") for p in parts):
+            return False  # loading skips hidden entries: editor swap files, .git, ...
+        name = parts[-1]
+        if name.endswith(YAML_SUFFIXES):
+            return True
+        # A folder added, renamed or removed may carry YAML files with it; a removed
+        # path cannot be checked, so an extension-less one is taken to be a folder.
+        return "." not in name and (change == watchfiles.Change.deleted or os.path.isdir(path))
+
+
+class ConfigWatcher:
+    """Watches config paths in a daemon thread and reloads on relevant changes.
+
+    ``reload`` builds and swaps (only when clean) and returns the :class:`BuildResult`;
+    ``current`` returns the snapshot serving now. Every attempt, whether triggered by a
+    file change or by :meth:`reload_now`, runs under one lock, becomes a
+    :class:`ReloadEvent`, is logged and counted, and goes to ``on_event`` (whose
+    exceptions are swallowed and counted in ``callback_errors``).
+
+    ``extra_paths`` are watched like config directories: pass the folders of included
+    packs (e.g. ``settings.pack_dirs``). Changes made before :meth:`start` returns are
+    not seen; call :meth:`reload_now` to catch up if that matters.
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[Path | str],
+        reload: Callable[[], BuildResult],
+        *,
+        current: Callable[[], Snapshot | None],
+        on_event: Callable[[ReloadEvent], None] | None = None,
+        debounce_ms: int = DEFAULT_DEBOUNCE_MS,
+        max_wait_ms: int = DEFAULT_MAX_WAIT_MS,
+        extra_paths: Sequence[Path | str] = (),
+    ) -> None:
+        self.paths = [Path(p) for p in (*paths, *extra_paths)]
+        self.debounce_ms = max(1, int(debounce_ms))
+        self.max_wait_ms = max(self.debounce_ms, int(max_wait_ms))
+        self._reload = reload
+        self._current = current
+        self._on_event = on_event
+        self._lock = threading.RLock()  # RLock: a callback may call reload_now()
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.reloads_ok = 0
+        self.reloads_failed = 0
+        self.callback_errors = 0
+        self.watch_errors = 0
+        self.last_error: ReloadEvent | None = None  # the latest failed attempt; None once one succeeds
+        self.last_event: ReloadEvent | None = None
+
+    # -- lifecycle ------------------------------------------------------------
+
+    def start(self, wait_s: float | None = 5.0) -> ConfigWatcher:
+        """Start the watch thread; wait up to ``wait_s`` until changes are being seen."""
+        with self._lock:
+            if self._thread is not None:
+                return self
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="toolrt-config-watcher", daemon=True)
+            self._thread.start()
+        if wait_s:
+            self._ready.wait(wait_s)
+        return self
+
+    def stop(self, timeout: float | None = 5.0) -> None:
+        """Stop watching and join the thread. Safe to call more than once."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        self._thread = None
+        self._ready.clear()
+
+    @property
+    def running(self) -> bool:
+        """True while the watch thread is alive."""
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
+    @property
+    def ready(self) -> bool:
+        """True once the watch thread is receiving file system events."""
+        return self._ready.is_set()
+
+    def __enter__(self) -> ConfigWatcher:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stats(self) -> dict[str, int]:
+        """Counters for metrics."""
+        return {"reloads_ok": self.reloads_ok, "reloads_failed": self.reloads_failed, "callback_errors": self.callback_errors, "watch_errors": self.watch_errors}
+
+    # -- attempts ---------------------------------------------------------------
+
+    def reload_now(self) -> ReloadEvent:
+        """Run one reload attempt now (serialized with the watcher's own attempts)."""
+        return self._attempt(())
+
+    def _attempt(self, changes: Sequence[str]) -> ReloadEvent:
+        with self._lock:
+            previous = self._current()
+            started = time.perf_counter()
+            try:
+                result = self._reload()
+            except Exception as err:  # noqa: BLE001 - a crashing reload must not end the watcher
+                event = self._crashed(err, previous, (time.perf_counter() - started) * 1000)
+            else:
+                event = ReloadEvent.from_build(result, previous, self._current(), (time.perf_counter() - started) * 1000)
+            self._count(event)
+            _log(event, changes)
+            self._deliver(event)
+            return event
+
+    def _crashed(self, err: Exception, previous: Snapshot | None, duration_ms: float) -> ReloadEvent:
+        version = previous.version if previous is not None else None
+        error = {"file": "", "line": 0, "col": 0, "code": "reload-crashed", "message": f"{type(err).__name__}: {err}"}
+        return ReloadEvent("error", None, version, (), (error,), version, round(duration_ms, 1))
+
+    def _count(self, event: ReloadEvent) -> None:
+        self.last_event = event
+        if event.ok:
+            self.reloads_ok += 1
+            self.last_error = None
+        else:
+            self.reloads_failed += 1
+            self.last_error = event
+
+    def _deliver(self, event: ReloadEvent) -> None:
+        if self._on_event is None:
+            return
+        try:
+            self._on_event(event)
+        except Exception as err:  # noqa: BLE001 - the application's callback must not end the watcher
+            self.callback_errors += 1
+            logger.bind(reload_event=event.event).warning("config reload callback raised {}: {}", type(err).__name__, err)
+
+    # -- the watch thread -------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._watch()
+            except Exception as err:  # noqa: BLE001 - e.g. a watched folder removed: wait, then watch again
+                self.watch_errors += 1
+                self._ready.clear()
+                logger.bind(error=type(err).__name__).warning("config watcher failed ({}: {}); watching again in {} s", type(err).__name__, err, _RESTART_PAUSE_S)
+                if self._stop.wait(_RESTART_PAUSE_S):
+                    return
+                self._attempt(())  # changes may have been missed meanwhile
+            else:
+                return
+
+    def _watch(self) -> None:
+        targets = _targets(self.paths)
+        if not targets.watch:
+            raise FileNotFoundError("no existing config path to watch")
+        changes_seen = watchfiles.watch(
+            *targets.watch,
+            watch_filter=_ChangeFilter(targets),
+            debounce=self.max_wait_ms,
+            step=self.debounce_ms,
+            stop_event=self._stop,
+            rust_timeout=_IDLE_WAKE_MS,
+            yield_on_timeout=True,  # the first (empty) yield says the watches are in place
+            raise_interrupt=False,  # never turn signals into exceptions in a library thread
+        )
+        for changes in changes_seen:
+            self._ready.set()
+            if self._stop.is_set():
+                return
+            if changes:
+                self._attempt(sorted({path for _, path in changes}))
+
+
+def _log(event: ReloadEvent, changes: Sequence[str]) -> None:
+    extra = {"reload_event": event.event, "version": event.version, "previous": event.previous, "serving": event.serving, "changed": list(event.changed), "duration_ms": event.duration_ms, "paths": list(changes)}
+    if event.ok:
+        logger.bind(**extra).info("config {}: {} -> {} ({} changed tools: {}) in {} ms", event.event, event.previous, event.version, len(event.changed), ", ".join(event.changed) or "none", event.duration_ms)
+        return
+    lines = [f"{_where(e)}: {e['code']}: {e['message']}" for e in event.errors[:_LOGGED_ERRORS]]
+    more = f"\n... and {len(event.errors) - _LOGGED_ERRORS} more" if len(event.errors) > _LOGGED_ERRORS else ""
+    logger.bind(**extra, errors=[dict(e) for e in event.errors]).warning("config reload failed with {} error(s), still serving {}:\n{}{}", len(event.errors), event.serving, "\n".join(lines), more)
+
+
+def _where(error: Mapping[str, Any]) -> str:
+    """``file:line:col``, or just the file for a problem with the whole file (line 0)."""
+    return f"{error['file']}:{error['line']}:{error['col']}" if error["line"] > 0 else str(error["file"])
+
+
+@dataclass
+class _SnapshotHolder:
+    """The current snapshot of :func:`watch_events`: rebuilt with a compile cache,
+    replaced only by a clean build (the way Runtime.reload does it)."""
+
+    paths: Sequence[Path]
+    settings: Settings
+    cache: CompileCache = field(default_factory=CompileCache)
+    snapshot: Snapshot | None = None
+
+    def reload(self) -> BuildResult:
+        result = build_snapshot(self.paths, self.settings, self.cache)
+        if result.snapshot is not None:
+            self.snapshot = result.snapshot
+        return result
+
+    def current(self) -> Snapshot | None:
+        return self.snapshot
+
+
+def watch_events(
+    paths: Sequence[Path | str],
+    settings: Settings | None = None,
+    *,
+    stop: threading.Event | None = None,
+    debounce_ms: int = DEFAULT_DEBOUNCE_MS,
+    extra_paths: Sequence[Path | str] = (),
+    poll_s: float = 0.1,
+) -> Iterator[ReloadEvent]:
+    """Load the config, then yield an event per reload attempt until ``stop`` is set.
+
+    The first event is ``loaded`` (or ``error`` with ``serving`` None when the initial
+    config is broken). The folders in ``settings.pack_dirs`` are watched too. The
+    generator checks ``stop`` every ``poll_s`` seconds; closing it (or leaving the
+    ``for`` loop) stops the watcher as well.
+    """
+    settings = settings or Settings()
+    roots = [Path(p) for p in paths]
+    holder = _SnapshotHolder(roots, settings)
+    events: queue.Queue[ReloadEvent] = queue.Queue()
+    packs = [p for p in settings.pack_dirs if Path(p).is_dir()]
+    watcher = ConfigWatcher(roots, holder.reload, current=holder.current, on_event=events.put, debounce_ms=debounce_ms, extra_paths=[*extra_paths, *packs])
+    stop = stop or threading.Event()
+    # Watch first, then load: an edit made during the initial load is then not lost.
+    watcher.start()
+    try:
+        watcher.reload_now()
+        while not stop.is_set():
+            try:
+                event = events.get(timeout=poll_s)
+            except queue.Empty:
+                continue
+            yield event
+    finally:
+        watcher.stop()

@@ -1,0 +1,191 @@
+"""The workspace built-ins: file_read, file_edit, list_dir, glob, grep, run_command.
+
+Each is declared in YAML like any tool (``handler: builtin:file_read``; the shipped
+declarations are in the ``workspace-tools`` pack), so platform teams can rename one,
+narrow its schema, add rules and policies. The handlers here only translate
+arguments: every path goes through the one resolver of :mod:`runtime.workspace`,
+and the file work runs in a worker thread so that a large file or a lock wait never
+stalls the event loop that serves the other calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from runtime.config.models import HandlerCommand
+from runtime.errors import ToolError
+from runtime.execution.command import CommandError, PreparedCommand, prepare
+from runtime.records import Outcome
+from runtime.workspace import FileEditor, FileReader, ReadCache, Workspace, WorkspaceError
+from runtime.workspace import search as workspace_search
+
+if TYPE_CHECKING:
+    from runtime.pipeline.env import TurnEnv
+    from runtime.settings import Settings
+
+
+@dataclass(frozen=True)
+class WorkspaceTools:
+    """One workspace with the reader, editor and read cache its tools share."""
+
+    workspace: Workspace
+    cache: ReadCache
+    reader: FileReader
+    editor: FileEditor
+
+    @classmethod
+    def create(cls, root: Path, deny_globs: Sequence[str], lock_dir: Path) -> WorkspaceTools:
+        """Tools for the workspace at ``root``; lock files go to ``lock_dir`` (outside it)."""
+        workspace = Workspace(root, deny_globs)
+        cache = ReadCache()
+        return cls(workspace, cache, FileReader(workspace, cache), FileEditor(workspace, lock_dir, cache))
+
+
+def lock_dir_for(settings: Settings, workspace_root: Path) -> Path:
+    """Where file_edit keeps its lock files: never inside the user's workspace.
+
+    ``state_dir`` when it is absolute and outside the workspace; else the user's state
+    directory (``$XDG_STATE_HOME`` or ``~/.local/state``), else the temp directory.
+    Every process editing the same files must agree on it, so it depends on nothing
+    but the settings and the user.
+    """
+    root = workspace_root.resolve()
+    if settings.state_dir.is_absolute() and not settings.state_dir.resolve().is_relative_to(root):
+        return settings.state_dir / "locks"
+    state_home = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    candidate = Path(state_home) / "toolrt" / "locks"
+    if not candidate.resolve().is_relative_to(root):
+        try:
+            candidate.mkdir(parents=True, exist_ok=True, mode=0o700)
+            return candidate
+        except OSError:
+            pass
+    return Path(tempfile.gettempdir()) / f"toolrt-{os.getuid()}" / "locks"
+
+
+_FALLBACK: dict[Path, WorkspaceTools] = {}
+_FALLBACK_LOCK = threading.Lock()
+
+
+def tools_for(env: TurnEnv) -> WorkspaceTools:
+    """The turn's workspace tools (a TurnEnv built by hand gets a shared default set)."""
+    tools = env.workspace_tools
+    if tools is not None:
+        return tools  # type: ignore[no-any-return]
+    root = Path(env.workspace_root)
+    with _FALLBACK_LOCK:
+        tools = _FALLBACK.get(root)
+        if tools is None:
+            if not root.is_dir():
+                raise ToolError("the workspace root does not exist, so there are no files to work with")
+            tools = WorkspaceTools.create(root, env.settings.workspace_deny, lock_dir_for(env.settings, root))
+            _FALLBACK[root] = tools
+    return tools
+
+
+def _integer(args: Mapping[str, Any], name: str, default: int | None) -> int | None:
+    value = args.get(name, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ToolError(f"`{name}` must be a whole number")
+    return value
+
+
+async def file_read(args: Mapping[str, Any], env: TurnEnv) -> Outcome:
+    """Numbered lines of a text file, with the whole file's sha256 for later edits."""
+    tools = tools_for(env)
+    result = await asyncio.to_thread(tools.reader.read, str(args.get("path", "")), _integer(args, "offset", None), _integer(args, "limit", None))
+    meta = {"path": result.path, "sha256": result.sha256, "cache_hit": result.cache_hit, "total_lines": result.total_lines}
+    return Outcome(value=result.render(), metadata=MappingProxyType(meta))
+
+
+async def file_edit(args: Mapping[str, Any], env: TurnEnv) -> Outcome:
+    """replace / append / insert / str_replace, atomically, under a cross-process lock."""
+    tools = tools_for(env)
+    result = await asyncio.to_thread(
+        tools.editor.edit,
+        str(args.get("path", "")),
+        str(args.get("mode", "str_replace")),
+        content=args.get("content"),
+        old_string=args.get("old_string"),
+        new_string=args.get("new_string"),
+        replace_all=bool(args.get("replace_all", False)),
+        line=_integer(args, "line", None),
+        expected_hash=args.get("expected_hash"),
+    )
+    meta = {"path": result.path, "hash_before": result.old_sha256, "hash_after": result.new_sha256, "created": result.created, "changed": result.changed}
+    return Outcome(value=result.render(), metadata=MappingProxyType(meta))
+
+
+async def list_dir(args: Mapping[str, Any], env: TurnEnv) -> str:
+    """A depth-limited listing of a workspace directory."""
+    tools = tools_for(env)
+    return await asyncio.to_thread(
+        workspace_search.list_dir, tools.workspace, str(args.get("path", ".")), depth=_integer(args, "depth", 1) or 1, limit=_integer(args, "limit", 500) or 500, show_hidden=bool(args.get("show_hidden", False))
+    )
+
+
+async def glob(args: Mapping[str, Any], env: TurnEnv) -> str:
+    """Workspace files matching a glob pattern."""
+    tools = tools_for(env)
+    return await asyncio.to_thread(workspace_search.glob, tools.workspace, str(args.get("pattern", "")), str(args.get("path", ".")), limit=_integer(args, "limit", 1000) or 1000)
+
+
+async def grep(args: Mapping[str, Any], env: TurnEnv) -> str:
+    """Lines (or files, or counts) matching a regular expression."""
+    tools = tools_for(env)
+    output = str(args.get("output", "content"))
+    if output not in ("content", "files", "count"):
+        raise ToolError("`output` must be one of content, files, count")
+    return await asyncio.to_thread(
+        workspace_search.grep,
+        tools.workspace,
+        str(args.get("pattern", "")),
+        str(args.get("path", ".")),
+        glob=args.get("glob"),
+        ignore_case=bool(args.get("ignore_case", False)),
+        output=output,  # type: ignore[arg-type]
+        context=_integer(args, "context", 0) or 0,
+        limit=_integer(args, "limit", 200) or 200,
+    )
+
+
+def prepare_command_line(args: Mapping[str, Any], env: TurnEnv, tool_total_s: float) -> tuple[PreparedCommand, float]:
+    """run_command: the argv (bash -c LINE), working directory inside the workspace,
+    allow-listed non-interactive environment, and the time limit for this call (the
+    call's ``timeout_s`` if it asks for less than the tool allows).
+
+    bash, not sh: the permission stage splits the line the way bash reads it."""
+    line = args.get("command")
+    if not isinstance(line, str) or not line.strip():
+        raise ToolError("`command` must be a non-empty command line")
+    cwd = "."
+    if args.get("cwd") not in (None, "", "."):
+        resolved = tools_for(env).workspace.resolve(str(args["cwd"]))
+        if not resolved.is_dir:
+            raise WorkspaceError(f"cwd `{resolved.relative}` is not a directory; give a directory inside the workspace")
+        cwd = resolved.relative
+    total_s = tool_total_s
+    asked = args.get("timeout_s")
+    if isinstance(asked, int | float) and not isinstance(asked, bool) and asked > 0:
+        total_s = min(float(asked), tool_total_s)
+    shell = shutil.which("bash") or "/bin/sh"
+    template = HandlerCommand(argv=[shell, "-c", "{command}"], cwd=cwd)
+    try:
+        prepared = prepare(template, {"command": line}, env.workspace_root)
+    except CommandError as err:
+        raise ToolError(str(err)) from None
+    return prepared, total_s
+
+
+HANDLERS = {"file_read": file_read, "file_edit": file_edit, "list_dir": list_dir, "glob": glob, "grep": grep}
