@@ -18,10 +18,11 @@ from runtime import adapters
 from runtime.adapters import PROVIDERS
 from runtime.adapters import mcp as mcp_adapter
 from runtime.approvers import TerminalApprover
+from runtime.audit import format_json, format_table, parse_since, query
 from runtime.config.compile import build_snapshot, load_snapshot
 from runtime.config.models import PermissionMode
 from runtime.config.schema import all_schemas, render
-from runtime.errors import ConfigError
+from runtime.errors import ConfigError, UsageError
 from runtime.lint.report import FORMATS
 from runtime.lint.report import render as render_report
 from runtime.policy.explain import explain
@@ -83,6 +84,17 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--session", default="{}", help='the session as JSON: {"id", "user", "mode", "labels"}')
     explain.add_argument("--format", choices=("text", "json"), default="text")
 
+    audit = sub.add_parser("audit", help="query the audit log of calls")
+    audit.add_argument("--store", type=Path, default=None, help="the audit database (default: the audit_store setting, under --workspace)")
+    audit.add_argument("--workspace", type=Path, default=None, help="workspace root the default store is under (default: the workspace_root setting)")
+    audit.add_argument("--session", default=None, help="only this session id")
+    audit.add_argument("--tool", default=None, help="only this tool")
+    audit.add_argument("--status", default=None, help="only this status (ok, error, denied, timeout, ...)")
+    audit.add_argument("--since", default=None, help="only calls since: 15m, 2h, 7d, or an ISO-8601 date/time")
+    audit.add_argument("--until", default=None, help="only calls before: same forms as --since")
+    audit.add_argument("--limit", type=int, default=100, help="at most this many calls, newest first (default 100)")
+    audit.add_argument("--format", choices=("table", "json"), default="table")
+
     demo = sub.add_parser("demo", help="load the shipped example and show what it compiles to")
     demo.add_argument("--config", type=Path, default=None, help="example config directory")
     return parser
@@ -109,6 +121,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return _test(args, out, err)
     if args.command == "explain":
         return _explain(args, out, err)
+    if args.command == "audit":
+        return _audit(args, out, err)
     return _demo(args, out, err)
 
 
@@ -254,6 +268,23 @@ def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_PROBLEMS
     explanation = explain(snapshot, args.tool, call_args if isinstance(call_args, dict) else None, session)
     out.write((explanation.to_json() if args.format == "json" else explanation.to_text()) + "\n")
+    return EXIT_OK
+
+
+def _audit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    settings = Settings()
+    store = args.store
+    if store is None:
+        workspace = args.workspace if args.workspace is not None else settings.workspace_root
+        store = settings.audit_store if settings.audit_store.is_absolute() else workspace / settings.audit_store
+    try:
+        since = parse_since(args.since) if args.since else None
+        until = parse_since(args.until) if args.until else None
+        rows = query(store, session=args.session, tool=args.tool, status=args.status, since=since, until=until, limit=max(1, args.limit))
+    except (ValueError, UsageError) as error:
+        err.write(f"toolrt audit: {error}\n")
+        return EXIT_USAGE
+    out.write((format_json(rows) if args.format == "json" else format_table(rows)) + "\n")
     return EXIT_OK
 
 

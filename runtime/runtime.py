@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import itertools
+import sqlite3
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from loguru import logger
+
+from runtime.audit import AuditRecord, AuditWriter, JsonlSink, Sink, SqliteSink
 from runtime.config.cache import CompileCache
 from runtime.config.compile import BuildResult, build_snapshot
-from runtime.errors import ConfigError
+from runtime.errors import ConfigError, ToolrtError
 from runtime.execution.jobs import JobRegistry
 from runtime.pipeline import run_call
 from runtime.pipeline.env import TurnEnv
@@ -24,6 +28,7 @@ from runtime.policy.limits import InMemoryLimitStore, Limits, LimitStore
 from runtime.records import Call, Session, ToolResult
 from runtime.settings import Settings
 from runtime.shaping.artifacts import ArtifactStore
+from runtime.shaping.redact import Redactor
 from runtime.snapshot import Snapshot
 from runtime.tools.workspace_tools import WorkspaceTools, lock_dir_for
 
@@ -66,8 +71,43 @@ class Runtime:
         # Quota counts and breaker states outlive snapshots: one store, a Limits per snapshot.
         self.limit_store: LimitStore = InMemoryLimitStore()
         self._current: tuple[Snapshot, Limits] = (snapshot, Limits.from_policies(snapshot.policies, store=self.limit_store))
+        self.audit: AuditWriter | None = self._audit_writer()
+        self._redactors: tuple[Snapshot, Redactor] | None = None
         # file_read, file_edit, ...: one sandbox, read cache and lock directory for every turn.
         self.workspace_tools = WorkspaceTools.create(self.workspace_root, self.settings.workspace_deny, lock_dir_for(self.settings, self.workspace_root)) if self.workspace_root.is_dir() else None
+
+    def _audit_writer(self) -> AuditWriter | None:
+        """The audit trail's writer, or None when it is off or cannot be opened (then
+        a warning is logged: a broken audit log must not stop the agent)."""
+        kind = self.settings.audit_sink
+        if kind == "off":
+            return None
+        path = self._under_workspace(self.settings.audit_store)
+        try:
+            sink: Sink = SqliteSink(path) if kind == "sqlite" else JsonlSink(path)
+        except (OSError, ToolrtError, sqlite3.Error) as err:
+            logger.warning("toolrt audit log {} cannot be opened ({}); calls are not audited", path, err)
+            return None
+        return AuditWriter(sink)
+
+    def _audit(self, calls: Sequence[Call], results: Sequence[ToolResult], env: TurnEnv) -> None:
+        """One record per result, handed to the writer thread (redaction included)."""
+        audit = self.audit
+        if audit is None:
+            return
+        redactor = self._audit_redactor(env.snapshot)
+        for call, result in zip(calls, results, strict=False):
+            record = AuditRecord.from_result(result, session=env.session, request_id=env.request_id, trace_id=env.trace_id, args=call.args)
+            record.redactor = redactor
+            audit.submit(record)
+
+    def _audit_redactor(self, snapshot: Snapshot) -> Redactor:
+        """Every redaction profile of the snapshot: arguments can carry a secret whatever
+        the tool's output profiles are. Built once per snapshot."""
+        cached = self._redactors
+        if cached is None or cached[0] is not snapshot:
+            cached = self._redactors = (snapshot, Redactor(tuple(snapshot.redaction_profiles.values())))
+        return cached[1]
 
     def _under_workspace(self, path: Path) -> Path:
         return path if path.is_absolute() else self.workspace_root / path
@@ -120,8 +160,11 @@ class Runtime:
         """One result per call, in order. Never raises for anything a call does."""
         env = self._env(session or Session(mode=self.settings.permission_mode.value), trace_id)
         if len(calls) == 1 and deadline_s is None and interrupt is None:
-            return [await run_call(calls[0], env)]  # nothing to schedule
-        return await run_turn(calls, env, parallel=parallel and self.settings.max_concurrency > 1, stop_on_error=stop_on_error, deadline_s=deadline_s, interrupt=interrupt)
+            results = [await run_call(calls[0], env)]  # nothing to schedule
+        else:
+            results = await run_turn(calls, env, parallel=parallel and self.settings.max_concurrency > 1, stop_on_error=stop_on_error, deadline_s=deadline_s, interrupt=interrupt)
+        self._audit(calls, results, env)
+        return results
 
     def run_turn_sync(self, calls: Sequence[Call], session: Session | None = None, **options: Any) -> list[ToolResult]:
         """:meth:`run_turn` for code without an event loop (or called from inside one)."""
@@ -138,8 +181,13 @@ class Runtime:
         self._current[1].forget_session(session_id)
 
     async def close(self) -> None:
-        """Stop background jobs (and their process trees)."""
+        """Stop background jobs (and their process trees) and flush the audit log.
+
+        Call it before the app exits: audit records are written in batches by a
+        background thread, and the last batch is written here."""
         await self.jobs.close()
+        if self.audit is not None:
+            await asyncio.to_thread(self.audit.close)
 
     async def call(self, name: str, args: Mapping[str, Any] | None = None, session: Session | None = None, *, call_id: str | None = None) -> ToolResult:
         """Run one call by name."""

@@ -44,7 +44,8 @@ class Settings(BaseSettings):
     workspace_root: Path = Field(default=Path("."), description="Root that every path argument must stay inside.")
     state_dir: Path = Field(default=Path(".toolrt"), description="Runtime state: locks, caches.")
     artifact_dir: Path = Field(default=Path(".toolrt/artifacts"), description="Where truncated outputs are stored.")
-    audit_store: Path = Field(default=Path(".toolrt/audit.sqlite3"), description="SQLite audit log.")
+    audit_store: Path = Field(default=Path(".toolrt/audit.sqlite3"), description="The audit log (relative paths are under the workspace root).")
+    audit_sink: Literal["sqlite", "jsonl", "off"] = Field(default="sqlite", description="How every call is recorded: a SQLite database (WAL), JSON lines, or not at all.")
     log_format: Literal["json", "text"] = "text"
     log_level: Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     permission_mode: PermissionMode = PermissionMode.default

@@ -101,6 +101,9 @@ class AuditRecord:
     hash_after: str | None = None
     snapshot: str | None = None
     metadata: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+    # The tool's Redactor, applied to ``args`` by resolve() on the writer thread, so
+    # that redacting arguments costs the call nothing; not stored itself.
+    redactor: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_result(
@@ -148,6 +151,11 @@ class AuditRecord:
         """Fill the fields still unset (None, or False for ``truncated``) from
         ``metadata``, then drop the reference to it. Returns self; does nothing
         when there is no ``metadata``."""
+        redactor = self.redactor
+        if redactor is not None:
+            self.redactor = None
+            if self.args:
+                self.args = redactor.redact_value(self.args)[0]
         metadata = self.metadata
         if metadata is None:
             return self
@@ -184,11 +192,13 @@ class AuditRecord:
     def to_row(self) -> tuple[Any, ...]:
         """The values in :data:`COLUMNS` order, ready for SQL: text columns as text,
         ``args`` as capped JSON text, ``truncated`` as 0/1. Resolves first. Never raises."""
-        if self.metadata is not None:
+        if self.metadata is not None or self.redactor is not None:
             try:
                 self.resolve()
             except Exception:  # noqa: BLE001 - odd metadata must not cost the batch; keep what was set
                 self.metadata = None
+                if self.redactor is not None:  # arguments that could not be redacted are not stored
+                    self.redactor, self.args = None, {"$unredactable": True}
         row = (
             self.ts,
             self.session_id,
@@ -272,7 +282,7 @@ def _scrub(value: Any) -> Any:
     return text
 
 
-_FIELD_NAMES = frozenset(f.name for f in fields(AuditRecord)) - {"metadata"}
+_FIELD_NAMES = frozenset(f.name for f in fields(AuditRecord)) - {"metadata", "redactor"}
 _PLAIN_TYPES = frozenset({str, float, int, type(None)})
 # One encoder for every record; its C implementation is used since there is no indent.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)

@@ -145,4 +145,5 @@ async def test_a_failing_command_reports_its_exit_code_and_output(runtime: Runti
 
 async def test_lock_files_stay_out_of_the_workspace(runtime: Runtime, workspace: Path) -> None:
     await runtime.call("file_edit", {"path": "new.txt", "mode": "replace", "content": "hi\n"}, EDITS)
-    assert sorted(p.name for p in workspace.iterdir()) == [".env", "new.txt", "src"]
+    assert sorted(p.name for p in workspace.iterdir()) == [".env", ".toolrt", "new.txt", "src"]  # .toolrt: the audit log
+    assert not list(workspace.rglob("*.lock")) and not list(workspace.rglob(".toolrt-tmp-*"))

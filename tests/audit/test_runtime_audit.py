@@ -1,0 +1,88 @@
+"""Every call the Runtime answers is in the audit log, with redacted arguments, the
+decision, the status and for writes the path and hashes; `toolrt audit` reads it."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from runtime import Call, Runtime, Session
+from runtime.audit import query
+from runtime.cli import main
+from runtime.settings import Settings
+
+CONFIG = """
+apiVersion: toolrt/v1
+kind: Include
+metadata: {name: packs}
+spec: {packs: [workspace-tools, permissions-default, redaction-default, output-default]}
+"""
+
+
+@pytest.fixture
+def runtime(tmp_path: Path) -> Runtime:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "c.yaml").write_text(CONFIG)
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "a.txt").write_text("one\n")
+    return Runtime([tmp_path / "config"], workspace_root=tmp_path / "ws")
+
+
+async def test_every_call_is_recorded_with_its_decision_and_status(runtime: Runtime, tmp_path: Path) -> None:
+    session = Session(id="s-1", user="dev", mode="accept_edits")
+    await runtime.run_turn([Call("c1", "file_read", {"path": "a.txt"}), Call("c2", "file_read", {"path": ".env"}), Call("c3", "nope", {})], session)
+    await runtime.close()
+    rows = query(tmp_path / "ws" / ".toolrt" / "audit.sqlite3", session="s-1")
+    by_call = {row["call_id"]: row for row in rows}
+    assert set(by_call) == {"c1", "c2", "c3"}
+    assert (by_call["c1"]["status"], by_call["c1"]["decision"], by_call["c1"]["user"]) == ("ok", "allow", "dev")
+    assert (by_call["c2"]["status"], by_call["c2"]["rule"]) == ("denied", "default-permissions/deny-secret-files")
+    assert by_call["c3"]["status"] == "invalid"
+
+
+async def test_writes_record_the_path_and_both_hashes(runtime: Runtime, tmp_path: Path) -> None:
+    result = await runtime.call("file_edit", {"path": "a.txt", "mode": "append", "content": "two\n"}, Session(id="s", mode="accept_edits"))
+    await runtime.close()
+    (row,) = query(tmp_path / "ws" / ".toolrt" / "audit.sqlite3", tool="file_edit")
+    assert (row["path"], row["hash_before"], row["hash_after"]) == ("a.txt", result.metadata["hash_before"], result.metadata["hash_after"])
+    assert row["hash_before"] != row["hash_after"]
+
+
+async def test_arguments_are_stored_redacted(runtime: Runtime, tmp_path: Path) -> None:
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    await runtime.call("file_edit", {"path": "a.txt", "mode": "append", "content": f"token {secret}\n"}, Session(id="s", mode="accept_edits"))
+    await runtime.close()
+    (row,) = query(tmp_path / "ws" / ".toolrt" / "audit.sqlite3", tool="file_edit")
+    stored = json.dumps(row["args"])
+    assert secret not in stored and "[REDACTED:github_token]" in stored
+
+
+async def test_the_audit_log_can_be_turned_off(tmp_path: Path) -> None:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "c.yaml").write_text(CONFIG)
+    runtime = Runtime([tmp_path / "config"], workspace_root=tmp_path, settings=Settings(audit_sink="off"))
+    await runtime.call("list_dir", {})
+    await runtime.close()
+    assert runtime.audit is None and not (tmp_path / ".toolrt" / "audit.sqlite3").exists()
+
+
+async def test_toolrt_audit_lists_calls_as_a_table_and_as_json(runtime: Runtime, tmp_path: Path) -> None:
+    await runtime.call("file_read", {"path": "a.txt"}, Session(id="s-9"))
+    await runtime.close()
+    out = io.StringIO()
+    assert main(["audit", "--workspace", str(tmp_path / "ws"), "--session", "s-9"], stdout=out) == 0
+    assert "file_read" in out.getvalue() and "s-9" in out.getvalue()
+    out = io.StringIO()
+    assert main(["audit", "--store", str(tmp_path / "ws" / ".toolrt" / "audit.sqlite3"), "--format", "json", "--since", "1h"], stdout=out) == 0
+    assert [row["tool"] for row in json.loads(out.getvalue())] == ["file_read"]
+
+
+def test_toolrt_audit_explains_a_missing_store_and_a_bad_since(tmp_path: Path) -> None:
+    err = io.StringIO()
+    assert main(["audit", "--store", str(tmp_path / "none.sqlite3")], stderr=err) == 2
+    assert "none.sqlite3" in err.getvalue()
+    err = io.StringIO()
+    assert main(["audit", "--store", str(tmp_path / "none.sqlite3"), "--since", "yesterday-ish"], stderr=err) == 2
