@@ -31,7 +31,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -267,8 +267,9 @@ class ConfigWatcher:
         with self._lock:
             if self._thread is not None:
                 return self
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._run, name="toolrt-config-watcher", daemon=True)
+            # A fresh event per start: a thread that outlived stop()'s join keeps its own, set one.
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._run, args=(self._stop,), name="toolrt-config-watcher", daemon=True)
             self._thread.start()
         if wait_s:
             self._ready.wait(wait_s)
@@ -350,21 +351,21 @@ class ConfigWatcher:
 
     # -- the watch thread -------------------------------------------------------
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
+    def _run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
             try:
-                self._watch()
-            except Exception as err:  # noqa: BLE001 - e.g. a watched folder removed: wait, then watch again
+                if not self._watch(stop):
+                    return
+            except Exception as err:  # noqa: BLE001 - e.g. a watched folder vanished: wait, then watch again
                 self.watch_errors += 1
                 self._ready.clear()
                 logger.bind(error=type(err).__name__).warning("config watcher failed ({}: {}); watching again in {} s", type(err).__name__, err, _RESTART_PAUSE_S)
-                if self._stop.wait(_RESTART_PAUSE_S):
+                if stop.wait(_RESTART_PAUSE_S):
                     return
-                self._attempt(())  # changes may have been missed meanwhile
-            else:
-                return
+            self._attempt(())  # changes may have been missed while no watch was in place
 
-    def _watch(self) -> None:
+    def _watch(self, stop: threading.Event) -> bool:
+        """Watch until stopped (False) or until the folders to watch change (True)."""
         targets = _targets(self.paths)
         if not targets.watch:
             raise FileNotFoundError("no existing config path to watch")
@@ -373,17 +374,25 @@ class ConfigWatcher:
             watch_filter=_ChangeFilter(targets),
             debounce=self.max_wait_ms,
             step=self.debounce_ms,
-            stop_event=self._stop,
+            stop_event=stop,
             rust_timeout=_IDLE_WAKE_MS,
             yield_on_timeout=True,  # the first (empty) yield says the watches are in place
             raise_interrupt=False,  # never turn signals into exceptions in a library thread
         )
-        for changes in changes_seen:
-            self._ready.set()
-            if self._stop.is_set():
-                return
-            if changes:
-                self._attempt(sorted({path for _, path in changes}))
+        try:
+            for changes in changes_seen:
+                self._ready.set()
+                if stop.is_set():
+                    return False
+                if changes:
+                    self._attempt(sorted({path for _, path in changes}))
+                    # A config folder removed (its watch is gone) or created (it was watched
+                    # through its parent): watch the new set of folders.
+                    if _targets(self.paths).watch != targets.watch:
+                        return True
+        finally:
+            changes_seen.close()  # release the OS watches now, not when the generator is collected
+        return False
 
 
 def _log(event: ReloadEvent, changes: Sequence[str]) -> None:
@@ -429,7 +438,7 @@ def watch_events(
     debounce_ms: int = DEFAULT_DEBOUNCE_MS,
     extra_paths: Sequence[Path | str] = (),
     poll_s: float = 0.1,
-) -> Iterator[ReloadEvent]:
+) -> Generator[ReloadEvent, None, None]:
     """Load the config, then yield an event per reload attempt until ``stop`` is set.
 
     The first event is ``loaded`` (or ``error`` with ``serving`` None when the initial

@@ -14,6 +14,7 @@ from typing import Any
 from loguru import logger
 
 from runtime.audit import AuditRecord, AuditWriter, JsonlSink, Sink, SqliteSink
+from runtime.audit.remote import ProcessSink
 from runtime.config.cache import CompileCache
 from runtime.config.compile import BuildResult, build_snapshot
 from runtime.errors import ConfigError, ToolrtError
@@ -84,7 +85,10 @@ class Runtime:
             return None
         path = self._under_workspace(self.settings.audit_store)
         try:
-            sink: Sink = SqliteSink(path) if kind == "sqlite" else JsonlSink(path)
+            if self.settings.audit_in_process:
+                sink: Sink = SqliteSink(path) if kind == "sqlite" else JsonlSink(path)
+            else:
+                sink = ProcessSink(kind, path)
         except (OSError, ToolrtError, sqlite3.Error) as err:
             logger.warning("toolrt audit log {} cannot be opened ({}); calls are not audited", path, err)
             return None

@@ -155,7 +155,7 @@ class AuditRecord:
         if redactor is not None:
             self.redactor = None
             if self.args:
-                self.args = redactor.redact_value(self.args)[0]
+                self.args = _redacted(self.args, redactor)
         metadata = self.metadata
         if metadata is None:
             return self
@@ -288,6 +288,27 @@ _PLAIN_TYPES = frozenset({str, float, int, type(None)})
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+class Encoded(str):
+    """Arguments already encoded (and found clean): stored as they are."""
+
+    __slots__ = ()
+
+
+def _redacted(args: Mapping[str, Any], redactor: Any) -> Any:
+    """``args`` with secrets redacted, cheaply in the common case.
+
+    The JSON text that would be stored is scanned once: when it holds no escape
+    sequence, every string of ``args`` appears in it verbatim (with non-word
+    characters around it, which is all ``\\b`` looks at), so no candidate in the text
+    means no secret in any string, and the text is kept. Otherwise each string is
+    redacted on its own (one scan per string, several times slower).
+    """
+    text = encode_args(args)
+    if text is not None and "\\" not in text and not redactor.has_candidate(text):
+        return Encoded(text)
+    return redactor.redact_value(args)[0]
+
+
 def encode_args(args: Any) -> str | None:
     """``args`` as compact JSON text, or None for None. Never raises.
 
@@ -301,6 +322,8 @@ def encode_args(args: Any) -> str | None:
     """
     if args is None:
         return None
+    if type(args) is Encoded:
+        return str(args)
     try:
         # Plain, small arguments (nearly all of them) go straight through the C encoder.
         text = _ENCODER.encode(args)

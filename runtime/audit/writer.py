@@ -144,16 +144,22 @@ class AuditWriter:
         """Wait until every record submitted before this call is written (or given
         up after its retry, or dropped). True if that happened within ``timeout``
         seconds (None: wait as long as it takes)."""
+        started = time.monotonic()
         with self._lock:
             target = self._retired + len(self._queue)
         with self._done_cond:
-            if self._done >= target:
-                return True
-        if not self._thread.is_alive():
-            return False
-        self._wake.set()
-        with self._done_cond:
-            return self._done_cond.wait_for(lambda: self._done >= target or not self._thread.is_alive(), timeout) and self._done >= target
+            handed_over = self._done >= target
+        if not handed_over:
+            if not self._thread.is_alive():
+                return False
+            self._wake.set()
+            with self._done_cond:
+                if not (self._done_cond.wait_for(lambda: self._done >= target or not self._thread.is_alive(), timeout) and self._done >= target):
+                    return False
+        sync = getattr(self.sink, "sync", None)  # a sink that stores elsewhere (another process) confirms it
+        if sync is None:
+            return True
+        return bool(sync(None if timeout is None else max(0.0, timeout - (time.monotonic() - started))))
 
     def close(self, timeout: float = 5.0) -> bool:
         """Write everything still queued, stop the thread and close the sink.

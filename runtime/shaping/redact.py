@@ -29,6 +29,7 @@ many candidates quadratic.
 from __future__ import annotations
 
 import functools
+import re._parser as sre_parser
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -296,6 +297,20 @@ def _scan(scanner: _Scanner, data: bytes, start: int, limit: int | None, out: li
     return boundary
 
 
+def _shortest_match(source: str) -> int:
+    """A lower bound on the characters any match of ``source`` spans (at least 1).
+
+    Python's regex parser measures it; for the few RE2 forms it cannot read, 1 (no
+    text is then skipped for this pattern). Character classes, repetitions and
+    alternations mean the same in both dialects, which is all the width depends on.
+    """
+    try:
+        low = sre_parser.parse(source).getwidth()[0]
+    except Exception:  # noqa: BLE001 - RE2-only syntax: assume the shortest possible
+        return 1
+    return max(1, int(low))
+
+
 def _valid(validator: Callable[[str], bool], candidate: bytes) -> bool:
     try:
         return bool(validator(candidate.decode("utf-8", "replace")))
@@ -310,15 +325,19 @@ class Redactor:
     thread-safe. ``Redactor(())`` is a no-op that costs nothing per call.
     """
 
-    __slots__ = ("names", "_scanners", "_window")
+    __slots__ = ("names", "profiles", "_scanners", "_window", "_shortest")
 
     def __init__(self, profiles: Sequence[CompiledRedaction], *, window: int = DEFAULT_WINDOW) -> None:
         if window < 1:
             raise ValueError("window must be at least 1 byte")
         patterns = [pattern for profile in profiles for pattern in profile.patterns]
         self.names: tuple[str, ...] = tuple(profile.name for profile in profiles)
+        self.profiles: tuple[CompiledRedaction, ...] = tuple(profiles)
         self._scanners = _build_scanners(patterns)
         self._window = window
+        # Text shorter than the shortest possible match cannot hold one: most argument
+        # values and short outputs ("ok") skip the scan and its fixed cost (~3 us).
+        self._shortest = min((_shortest_match(_pattern_source(p)) for p in patterns), default=1)
 
     @property
     def enabled(self) -> bool:
@@ -335,7 +354,7 @@ class Redactor:
 
         Counts are keyed by pattern name and never include the matched values.
         """
-        if not self._scanners or not text:
+        if not self._scanners or len(text) < self._shortest:
             return text, {}
         counts: dict[str, int] = {}
         data = to_utf8(text)
@@ -351,6 +370,15 @@ class Redactor:
             return text, counts
         return data.decode("utf-8"), counts
 
+    def has_candidate(self, text: str) -> bool:
+        """Whether any pattern matches somewhere in ``text`` (validators not consulted).
+
+        One scan, for prefilters: False means :meth:`redact` would change nothing."""
+        if not self._scanners or len(text) < self._shortest:
+            return False
+        data = to_utf8(text)
+        return any(scanner.finder.search(data, 0) is not None for scanner in self._scanners)
+
     def redact_value(self, value: Any) -> tuple[Any, dict[str, int]]:
         """JSON-like data (dicts, lists, strings) with every string redacted.
 
@@ -365,6 +393,8 @@ class Redactor:
 
     def _redact_value(self, value: Any, counts: dict[str, int], depth: int) -> Any:
         if isinstance(value, str):
+            if len(value) < self._shortest:
+                return value
             text, found = self.redact(value)
             for name, number in found.items():
                 counts[name] = counts.get(name, 0) + number

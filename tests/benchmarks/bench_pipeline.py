@@ -158,8 +158,13 @@ async def per_call(config: Path, workspace: Path, n: int) -> dict[str, list[floa
 
     contenders["plain async function call"] = plain
     session = Session()
-    for engine in ("fast", "portable"):
-        runtime = Runtime([config], workspace_root=workspace, settings=Settings(cel_engine=engine, schema_engine=engine))
+    for label, settings in (
+        ("toolrt, 7 stages (fast engines)", Settings(cel_engine="fast", schema_engine="fast")),
+        ("toolrt, fast engines, audit log off", Settings(cel_engine="fast", schema_engine="fast", audit_sink="off")),
+        ("toolrt, fast engines, audit on a thread", Settings(cel_engine="fast", schema_engine="fast", audit_in_process=True)),
+        ("toolrt, 7 stages (portable engines)", Settings(cel_engine="portable", schema_engine="portable")),
+    ):
+        runtime = Runtime([config], workspace_root=workspace, settings=settings)
         call = Call("c1", "noop", ARGS)
 
         async def one(runtime: Runtime = runtime, call: Call = call) -> None:
@@ -167,7 +172,7 @@ async def per_call(config: Path, workspace: Path, n: int) -> dict[str, list[floa
             if result.is_error:
                 raise SystemExit(f"benchmark call failed: {result.content}")
 
-        contenders[f"toolrt, 7 stages ({engine} engines)"] = one
+        contenders[label] = one
     contenders.update(peers())
     return await interleaved(contenders, n)
 
@@ -299,8 +304,11 @@ def main() -> int:
         print(f"== per-call cost, {n} calls each, measured in 10 interleaved rounds (p50 / p90 / p99, and p50 relative to toolrt with fast engines)")
         for name, samples in per.items():
             p50, p90, p99 = (percentile(samples, q) * 1e6 for q in (0.5, 0.9, 0.99))
-            print(f"{name:48} {p50:9.1f} us {p90:9.1f} us {p99:9.1f} us   {p50 / (base * 1e6):6.2f}x")
+            print(f"{name:52} {p50:9.1f} us {p90:9.1f} us {p99:9.1f} us   {p50 / (base * 1e6):6.2f}x")
         plain = statistics.median(per["plain async function call"])
+        no_audit = statistics.median(per["toolrt, fast engines, audit log off"])
+        threaded = statistics.median(per["toolrt, fast engines, audit on a thread"])
+        print(f"audit log cost per call: {(base - no_audit) * 1e6:+.1f} us ({base / no_audit - 1:+.0%}, goal <= +10%) in a child process; {(threaded - no_audit) * 1e6:+.1f} us ({threaded / no_audit - 1:+.0%}) on a thread")
         print(f"toolrt overhead over a plain call (fast engines): {(base - plain) * 1e6:.1f} us")
         if "LangGraph ToolNode (one-node graph)" in per:
             print(f"LangGraph ToolNode / toolrt (fast): {statistics.median(per['LangGraph ToolNode (one-node graph)']) / base:.1f}x (goal >= 15x)")

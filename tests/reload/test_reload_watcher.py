@@ -5,8 +5,10 @@ are all picked up, and a broken edit never replaces the snapshot that is serving
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from reload_support import BAD_CEL_RULE, BAD_YAML, ConfigMapDir, EventLog, tools_yaml, wait_until, watcher_threads, write_by_rename, write_in_place
@@ -17,6 +19,11 @@ from runtime.runtime import Runtime
 
 def description(runtime: Runtime, tool: str = "finder") -> str:
     return runtime.snapshot.tools[tool].spec.description
+
+
+def serves(runtime: Runtime, text: str) -> Callable[[], bool]:
+    """A condition for wait_until: the serving snapshot describes `finder` as ``text``."""
+    return lambda: description(runtime) == text
 
 
 async def test_an_edit_is_picked_up_and_the_event_names_the_changed_tool_and_versions(runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher) -> None:
@@ -67,7 +74,7 @@ def test_a_burst_of_edits_is_debounced_into_few_reloads_ending_on_the_last_conte
     for i in range(20):
         write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": f"Burst edit {i}."}))
 
-    wait_until(lambda: description(runtime) == "Burst edit 19.", what="the last edit serving")
+    wait_until(serves(runtime, "Burst edit 19."), what="the last edit serving")
     time.sleep(0.5)  # let any trailing reload land before counting
 
     reloads = events.since(mark)
@@ -161,7 +168,7 @@ def test_a_configmap_style_data_symlink_swap_is_picked_up(tmp_path: Path, events
     with ConfigWatcher([volume.root], runtime.reload, current=lambda: runtime.snapshot, on_event=events):
         for generation in (2, 3):
             volume.publish({"tools.yaml": tools_yaml({"finder": f"Generation {generation}."}), "more.yaml": tools_yaml({"helper": "Added by the swap."})})
-            wait_until(lambda generation=generation: description(runtime) == f"Generation {generation}.", what=f"generation {generation} serving")
+            wait_until(serves(runtime, f"Generation {generation}."), what=f"generation {generation} serving")
             assert "helper" in runtime.snapshot.tools
 
     assert events.events[-1].serving == runtime.snapshot.version
@@ -199,7 +206,7 @@ def test_a_raising_callback_is_counted_and_does_not_stop_the_watcher(runtime: Ru
     with ConfigWatcher([config_dir], runtime.reload, current=lambda: runtime.snapshot, on_event=explode) as watcher:
         for i in range(2):
             write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": f"Edit {i}."}))
-            wait_until(lambda i=i: description(runtime) == f"Edit {i}.", what=f"edit {i} serving")
+            wait_until(serves(runtime, f"Edit {i}."), what=f"edit {i} serving")
         wait_until(lambda: watcher.callback_errors >= 2, what="callback errors counted")
         assert watcher.running
 
@@ -234,3 +241,21 @@ def test_stop_is_idempotent_leaves_no_thread_and_installs_no_signal_handler(runt
     time.sleep(0.4)
     assert events.since(mark) == []
     assert description(runtime) == "Before stop."
+
+
+def test_a_config_folder_deleted_and_created_again_keeps_being_watched(runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher) -> None:
+    good = runtime.snapshot.version
+    shutil.rmtree(config_dir)
+    gone = events.wait_for(lambda e: e.event == "error")
+    assert gone.errors[0]["code"] == "path-not-found"
+    assert runtime.snapshot.version == good  # a vanished folder is a broken config, not an empty one
+
+    config_dir.mkdir()
+    write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": "Deployed again."}))
+    wait_until(serves(runtime, "Deployed again."), what="the recreated folder serving")
+
+    time.sleep(0.5)  # let the catch-up reload after re-watching land first
+    mark = events.mark()
+    write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": "Edited after the redeploy."}))
+    events.wait_for(lambda e: e.changed == ("finder",), since=mark)
+    assert description(runtime) == "Edited after the redeploy."

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 from reload_support import BAD_YAML, EventLog, tools_yaml, wait_until, watcher_threads, write_in_place
@@ -16,7 +16,7 @@ from runtime.settings import Settings
 CONTRACT_KEYS = {"event", "version", "previous", "changed", "errors", "serving"}
 
 
-def consume(events: Iterator[ReloadEvent], log: EventLog) -> threading.Thread:
+def consume(events: Iterable[ReloadEvent], log: EventLog) -> threading.Thread:
     """Drain the generator in a thread (the test must never block on next())."""
 
     def run() -> None:

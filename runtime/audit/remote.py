@@ -1,0 +1,257 @@
+"""An audit sink that does its work in a child process, on another core.
+
+Redacting, encoding and storing a record costs about as much CPU as running the
+call it describes, and a writer *thread* spends that CPU under the same interpreter
+lock as the calls. :class:`ProcessSink` keeps only the cheap part in this process:
+each batch is pickled (well under a microsecond per record) and written to a pipe;
+a child process (``python -m runtime.audit.child``) redacts the arguments, encodes
+them and stores the batch with the real sink (:class:`SqliteSink` or
+:class:`JsonlSink`).
+
+The child is started on the first batch, in its own session (a Ctrl-C meant for the
+app does not cut it short), and exits when the pipe closes: on :meth:`close`, or
+when this process dies, after storing everything it has read. If it dies, the next
+batch starts a new one. Redaction profiles travel as pattern sources, once per
+redactor.
+
+Protocol: frames of a 4-byte big-endian length and a pickle, one way; one line
+``ack <seq> <stored> <error>`` back per batch and per sync.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import runtime
+from runtime.audit.record import AuditRecord, Encoded, encode_args
+from runtime.audit.sinks import JsonlSink, SqliteSink
+
+_HEADER = struct.Struct(">I")
+_MAX_RESTARTS = 3  # within _RESTART_WINDOW_S; then batches fail (and are counted) instead
+_RESTART_WINDOW_S = 60.0
+
+
+def redactor_specs(redactor: Any) -> tuple[tuple[str, tuple[tuple[str, str, str, str | None, bool], ...]], ...]:
+    """A Redactor's profiles as plain data: (profile, ((name, regex, replacement, validator, case_insensitive), ...))."""
+    specs = []
+    for profile in redactor.profiles:
+        patterns = []
+        for pattern in profile.patterns:
+            source = pattern.regex.pattern
+            patterns.append((pattern.name, source.decode() if isinstance(source, bytes) else source, pattern.replacement, pattern.validator.value if pattern.validator is not None else None, not pattern.regex.options.case_sensitive))
+        specs.append((profile.name, tuple(patterns)))
+    return tuple(specs)
+
+
+class ProcessSink:
+    """A :class:`~runtime.audit.sinks.Sink` that stores through a child process.
+
+    ``kind`` is ``"sqlite"`` or ``"jsonl"``. The store is opened here once (so a
+    path that cannot be written fails now, not in the child)."""
+
+    def __init__(self, kind: str, path: str | os.PathLike[str], *, ack_timeout_s: float = 10.0) -> None:
+        if kind not in ("sqlite", "jsonl"):
+            raise ValueError(f"unknown audit sink kind {kind!r}")
+        self.kind = kind
+        self.path = Path(path)
+        (SqliteSink(self.path) if kind == "sqlite" else JsonlSink(self.path)).close()
+        self.ack_timeout_s = ack_timeout_s
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._redactors: dict[int, tuple[Any, int]] = {}  # id(redactor) -> (redactor, key); the redactor is kept so its id stays unique
+        self._sent: set[int] = set()  # keys the current child knows
+        self._seq = 0
+        self._acked = 0
+        self._ack_buffer = b""
+        self._restarts: list[float] = []
+        self.stored = 0  # records the child reported stored
+        self.child_errors = 0
+        self.last_error: str | None = None
+
+    # -- the Sink protocol -------------------------------------------------------
+
+    def write_batch(self, records: Sequence[AuditRecord]) -> None:
+        """Hand ``records`` to the child. Raises OSError if no child can take them."""
+        if not records:
+            return
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._stop_child()
+                self._start_child()
+            try:
+                self._send(self._frames(records))
+            except OSError:  # the child died meanwhile: a new one, told the redactors again
+                self._stop_child()
+                self._start_child()
+                self._send(self._frames(records))
+            self._read_acks(block=False)
+
+    def sync(self, timeout: float | None = None) -> bool:
+        """Wait until the child has stored every batch handed to it so far."""
+        with self._lock:
+            if self._proc is None:
+                return True
+            self._seq += 1
+            target = self._seq
+            try:
+                self._send([_frame(("sync", target))])
+            except OSError:
+                return False
+            deadline = time.monotonic() + (self.ack_timeout_s if timeout is None else timeout)
+            while self._acked < target:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self._read_acks(block=True, timeout=remaining):
+                    return False
+            return True
+
+    def close(self) -> None:
+        """Close the pipe and wait for the child to store what it has and exit."""
+        with self._lock:
+            self._stop_child()
+
+    # -- internals ----------------------------------------------------------------
+
+    def _frames(self, records: Sequence[AuditRecord]) -> list[bytes]:
+        frames: list[bytes] = []
+        rows = []
+        for record in records:
+            key = self._redactor_key(record.redactor, frames)
+            status = record.status.value if isinstance(record.status, Enum) else record.status
+            metadata = dict(record.metadata) if record.metadata is not None else None
+            rows.append((record.ts, record.session_id, record.user, record.request_id, record.trace_id, record.call_id, record.tool, record.tool_version, record.args, record.decision, record.rule, status, record.code, record.duration_ms, record.truncated, record.artifact, record.path, record.hash_before, record.hash_after, record.snapshot, metadata, key))
+        self._seq += 1
+        try:
+            frames.append(_frame(("batch", self._seq, rows)))
+        except Exception:  # noqa: BLE001 - an odd object somewhere: finish those records here instead
+            frames.append(_frame(("batch", self._seq, [_finished(record) for record in records])))
+        return frames
+
+    def _redactor_key(self, redactor: Any, frames: list[bytes]) -> int | None:
+        if redactor is None:
+            return None
+        known = self._redactors.get(id(redactor))
+        if known is None or known[0] is not redactor:
+            known = (redactor, len(self._redactors) + 1)
+            self._redactors[id(redactor)] = known
+        key = known[1]
+        if key not in self._sent:
+            frames.append(_frame(("redactor", key, redactor_specs(redactor))))
+            self._sent.add(key)
+        return key
+
+    def _send(self, frames: list[bytes]) -> None:
+        if self._proc is None or self._proc.stdin is None:
+            raise BrokenPipeError("no audit process")
+        data = b"".join(frames)
+        fd = self._proc.stdin.fileno()
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+
+    def _start_child(self) -> None:
+        now = time.monotonic()
+        self._restarts = [t for t in self._restarts if now - t < _RESTART_WINDOW_S]
+        if len(self._restarts) >= _MAX_RESTARTS:
+            raise OSError(f"the audit process keeps exiting ({len(self._restarts)} starts in {_RESTART_WINDOW_S:g} s); last error: {self.last_error}")
+        self._restarts.append(now)
+        self._sent.clear()
+        package_root = str(Path(runtime.__file__).resolve().parent.parent)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH", "")]))
+        self._proc = subprocess.Popen(  # noqa: S603 - our own module, fixed argv
+            [sys.executable, "-m", "runtime.audit.child", self.kind, str(self.path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+            start_new_session=True,  # a Ctrl-C for the app must not cut the audit short
+            env=env,
+        )
+        assert self._proc.stdout is not None  # noqa: S101 - PIPE above
+        os.set_blocking(self._proc.stdout.fileno(), False)
+
+    def _stop_child(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(self.ack_timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        self._drain_acks(proc)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+    def _read_acks(self, *, block: bool, timeout: float = 0.0) -> bool:
+        """Read the acks waiting (waiting up to ``timeout`` for one when ``block``);
+        False when nothing came."""
+        proc = self._proc
+        if proc is None or proc.stdout is None:
+            return False
+        fd = proc.stdout.fileno()
+        if block:
+            ready, _, _ = select.select([fd], [], [], timeout)
+            if not ready:
+                return False
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return False
+        if not chunk:
+            return False
+        self._take_acks(chunk)
+        return True
+
+    def _drain_acks(self, proc: subprocess.Popen[bytes]) -> None:
+        if proc.stdout is None:
+            return
+        try:
+            os.set_blocking(proc.stdout.fileno(), True)
+            self._take_acks(proc.stdout.read() or b"")
+        except (OSError, ValueError):
+            pass
+
+    def _take_acks(self, chunk: bytes) -> None:
+        lines = (self._ack_buffer + chunk).split(b"\n")
+        self._ack_buffer = lines.pop()
+        for line in lines:
+            parts = line.decode("utf-8", "replace").split(" ", 3)
+            if len(parts) < 3 or parts[0] != "ack":
+                continue
+            self._acked = max(self._acked, int(parts[1]))
+            self.stored += int(parts[2])
+            if len(parts) == 4 and parts[3]:
+                self.child_errors += 1
+                self.last_error = parts[3]
+
+
+def _finished(record: AuditRecord) -> tuple[Any, ...]:
+    """A record whose fields could not all be pickled, resolved and redacted here, with
+    its arguments as (redacted) JSON text: plain data only."""
+    record.resolve()
+    args = encode_args(record.args)
+    status = record.status.value if isinstance(record.status, Enum) else record.status
+    return (record.ts, record.session_id, record.user, record.request_id, record.trace_id, record.call_id, record.tool, record.tool_version, Encoded(args) if args is not None else None, record.decision, record.rule, status, record.code, record.duration_ms, record.truncated, record.artifact, record.path, record.hash_before, record.hash_after, record.snapshot, None, None)
+
+
+def _frame(message: Any) -> bytes:
+    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HEADER.pack(len(payload)) + payload
