@@ -100,6 +100,8 @@ class Decision:
     reason: str | None = None
     warnings: tuple[str, ...] = ()
     edited_args: Mapping[str, Any] | None = None  # an approver's replacement arguments, not yet validated
+    grant: Mapping[str, str] | None = None  # the approver allowed this for the session (the argument pattern; empty: any)
+    approved: str | None = None  # how an ask was settled: "approver" or "session-grant"
 
 
 @dataclass(slots=True)

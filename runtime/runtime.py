@@ -94,16 +94,14 @@ class Runtime:
             return None
         return AuditWriter(sink)
 
-    def _audit(self, calls: Sequence[Call], results: Sequence[ToolResult], env: TurnEnv) -> None:
-        """One record per result, handed to the writer thread (redaction included)."""
+    def _record(self, env: TurnEnv, call: Call, result: ToolResult, args: Mapping[str, Any] | None) -> None:
+        """Hand one call's record to the audit writer (redaction happens off this thread)."""
         audit = self.audit
         if audit is None:
             return
-        redactor = self._audit_redactor(env.snapshot)
-        for call, result in zip(calls, results, strict=False):
-            record = AuditRecord.from_result(result, session=env.session, request_id=env.request_id, trace_id=env.trace_id, args=call.args)
-            record.redactor = redactor
-            audit.submit(record)
+        record = AuditRecord.from_result(result, session=env.session, request_id=env.request_id, trace_id=env.trace_id, args=args)
+        record.redactor = self._audit_redactor(env.snapshot)
+        audit.submit(record)
 
     def _audit_redactor(self, snapshot: Snapshot) -> Redactor:
         """Every redaction profile of the snapshot: arguments can carry a secret whatever
@@ -148,6 +146,7 @@ class Runtime:
             grants=self.grants,
             limits=limits,
             workspace_tools=self.workspace_tools,
+            audit=self._record if self.audit is not None else None,
         )
 
     async def run_turn(
@@ -164,11 +163,8 @@ class Runtime:
         """One result per call, in order. Never raises for anything a call does."""
         env = self._env(session or Session(mode=self.settings.permission_mode.value), trace_id)
         if len(calls) == 1 and deadline_s is None and interrupt is None:
-            results = [await run_call(calls[0], env)]  # nothing to schedule
-        else:
-            results = await run_turn(calls, env, parallel=parallel and self.settings.max_concurrency > 1, stop_on_error=stop_on_error, deadline_s=deadline_s, interrupt=interrupt)
-        self._audit(calls, results, env)
-        return results
+            return [await run_call(calls[0], env)]  # nothing to schedule
+        return await run_turn(calls, env, parallel=parallel and self.settings.max_concurrency > 1, stop_on_error=stop_on_error, deadline_s=deadline_s, interrupt=interrupt)
 
     def run_turn_sync(self, calls: Sequence[Call], session: Session | None = None, **options: Any) -> list[ToolResult]:
         """:meth:`run_turn` for code without an event loop (or called from inside one)."""

@@ -126,7 +126,7 @@ class CompiledPolicyRule:
     enforce: Enforcement
     on_error: FailurePolicy
     source: Location
-    names_tools: bool = False  # some glob is a plain tool name (no wildcard): it "names" that tool
+    named_tools: frozenset[str] = frozenset()  # the tool names it lists literally (no wildcard): the tools it "names"
     command_patterns: tuple[str, ...] | None = None  # judged per command of a command-line tool
 
     def matches_tool(self, name: str, version: str | None = None) -> bool:

@@ -48,6 +48,8 @@ def query(
     """
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be at least 1 (or None for no limit), not {limit}")
+    if _is_json_lines(Path(path)):
+        return _query_json_lines(Path(path), session, tool, since, until, status.value if isinstance(status, Enum) else status, limit)
     where: list[str] = []
     params: list[Any] = []
     for column, value in (("session_id", session), ("tool", tool), ("status", status.value if isinstance(status, Enum) else status)):
@@ -81,6 +83,39 @@ def query(
     finally:
         conn.close()
     return [_decode(row) for row in rows]
+
+
+def _is_json_lines(path: Path) -> bool:
+    """A JSON-lines audit log (the jsonl sink) rather than an SQLite database."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(16)
+    except OSError:
+        return False
+    return head.startswith(b"{")
+
+
+def _query_json_lines(path: Path, session: str | None, tool: str | None, since: float | None, until: float | None, status: str | None, limit: int | None) -> list[dict[str, Any]]:
+    """The same query over a JSON-lines log; lines that do not parse (a last line cut
+    short by a crash) are skipped."""
+    rows: list[dict[str, Any]] = []
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(row, dict) or not isinstance(row.get("ts"), int | float):
+                continue
+            if (session is not None and row.get("session_id") != session) or (tool is not None and row.get("tool") != tool) or (status is not None and row.get("status") != status):
+                continue
+            if (since is not None and row["ts"] < since) or (until is not None and row["ts"] >= until):
+                continue
+            row["id"] = number
+            row["truncated"] = bool(row.get("truncated"))
+            rows.append(row)
+    rows.sort(key=lambda r: (r["ts"], r["id"]), reverse=True)
+    return rows if limit is None else rows[:limit]
 
 
 def _open_for_reading(path: Path) -> sqlite3.Connection:

@@ -164,7 +164,9 @@ class AuditRecord:
         if self.tool_version is None:
             self.tool_version = get("tool_version")
         if self.decision is None:
-            self.decision = get("decision")
+            decision, approved = get("decision"), get("approved")
+            # An ask that a person (or an earlier session grant) settled is not a policy allow.
+            self.decision = f"{decision}:{approved}" if approved and decision else decision
         if self.rule is None:
             self.rule = get("rule")
         status = self.status

@@ -303,7 +303,7 @@ class _Builder:
                 enforce=rule.enforce,
                 on_error=rule.on_error,
                 source=entry.source.locate(("spec", "rules", index)),
-                names_tools=any(not any(ch in glob.split("@")[0] for ch in "*?[") for glob in rule.tools),
+                named_tools=frozenset(glob.split("@")[0] for glob in rule.tools if not any(ch in glob.split("@")[0] for ch in "*?[")),
                 command_patterns=tuple(rule.commands) if rule.commands is not None else None,
             )
             for index, (rule, (matcher, when, reason)) in enumerate(zip(model.spec.rules, pieces.rules, strict=True))

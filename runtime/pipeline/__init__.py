@@ -14,6 +14,7 @@ Each stage returns the next record or a ToolResult; a ToolResult ends the call.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from types import MappingProxyType
 from typing import Any
@@ -31,18 +32,26 @@ from runtime.records import BoundCall, Call, Decision, Outcome, Stage, Status, T
 async def run_call(call: Call, env: TurnEnv) -> ToolResult:
     """Run ``call`` through every stage. Never raises (except cancellation)."""
     started = time.perf_counter()
-    timings: dict[str, float] = {}
+    timings: dict[str, Any] = {}
     tool = None
     try:
         result = await _stages(call, env, timings)
         tool = env.snapshot.tool(*_split(call.name))
+    except asyncio.CancelledError:
+        if env.audit is not None:  # the audit log still hears of a call cut short while it ran
+            env.audit(env, call, error_result(call, Status.unknown, "cancelled", Stage.execute, "cancelled while it ran", snapshot=env.snapshot.version), timings.pop("executed_args", call.args))
+        raise
     except (Exception, SystemExit) as err:  # noqa: BLE001 - the last line of defence: a bug becomes a result, not a crash
         result = error_result(call, Status.internal, "internal_error", Stage.execute, f"toolrt failed while handling this call ({type(err).__name__}); the call may not have run. This is a bug in toolrt, not in your arguments.")
+    executed_args = timings.pop("executed_args", call.args)
     timings["total_ms"] = (time.perf_counter() - started) * 1000
-    return _finish(result, env, timings, tool)
+    result = _finish(result, env, timings, tool)
+    if env.audit is not None:
+        env.audit(env, call, result, executed_args)
+    return result
 
 
-async def _stages(call: Call, env: TurnEnv, timings: dict[str, float]) -> ToolResult:
+async def _stages(call: Call, env: TurnEnv, timings: dict[str, Any]) -> ToolResult:
     clock = time.perf_counter
     if call.parse_error is not None:
         return error_result(call, Status.invalid, "parse_error", Stage.parse, call.parse_error)
@@ -60,11 +69,15 @@ async def _stages(call: Call, env: TurnEnv, timings: dict[str, float]) -> ToolRe
     decision: Decision | ToolResult = verdict
     if verdict.effect != "allow":  # allow (the common case) needs no await
         decision = await settle(validated, env.session, verdict, env.approver, env.approval_timeout_s, env.grants)
-        if isinstance(decision, Decision) and decision.edited_args is not None:
-            edited = _judge_edited(bound, decision, env)
-            if isinstance(edited, ToolResult):
-                return redact_error(edited, bound.tool)
-            validated = edited
+        if isinstance(decision, Decision):
+            if decision.edited_args is not None:
+                edited = _judge_edited(bound, decision, env)
+                if isinstance(edited, ToolResult):
+                    return redact_error(edited, bound.tool)
+                validated = edited
+                timings["executed_args"] = edited.args  # what the audit log records: what ran
+            if decision.grant is not None and env.grants is not None:
+                env.grants.add(env.session.id, validated, decision.grant or None, rule=verdict.rule)
     t3 = clock()
     timings["permit_ms"] = (t3 - t2) * 1000
     if isinstance(decision, ToolResult):
@@ -86,14 +99,26 @@ async def _stages(call: Call, env: TurnEnv, timings: dict[str, float]) -> ToolRe
     metadata: dict[str, Any] = {"decision": decision.effect}
     if decision.rule:
         metadata["rule"] = decision.rule
+    if decision.approved:
+        metadata["approved"] = decision.approved  # an ask, settled by a person or an earlier session grant
     if decision.warnings:
         metadata["warnings"] = decision.warnings
     if decision.edited_args is not None:
         metadata["arguments_edited_by_approver"] = True
-    result = shape(call, validated.tool, outcome, env, metadata)
+    try:
+        result = shape(call, validated.tool, outcome, env, metadata)
+    except BaseException:
+        if admission is not None:
+            admission.finish(seconds=t4 - t3, failed=True)
+        raise
     timings["shape_ms"] = (clock() - t4) * 1000
     if admission is not None:
-        admission.finish(seconds=t4 - t3, output_bytes=len(result.content.encode("utf-8", "surrogatepass")), failed=outcome.is_error, counts_for_breaker=_counts_for_breaker(outcome))
+        job = env.jobs.get(outcome.metadata.get("job_id", "")) if outcome.status is Status.background and env.jobs is not None else None
+        if job is not None:
+            # Still running in the background: its slot and seconds are counted when it ends.
+            job.task.add_done_callback(lambda _task, started=t3: admission.finish(seconds=time.perf_counter() - started))
+        else:
+            admission.finish(seconds=t4 - t3, output_bytes=len(result.content.encode("utf-8", "surrogatepass")), failed=outcome.is_error, counts_for_breaker=_counts_for_breaker(outcome))
     timings["lookup_ms"] = (t1 - t0) * 1000
     return result
 
@@ -129,7 +154,7 @@ def _split(name: str) -> tuple[str, str | None]:
     return base, version or None
 
 
-def _finish(result: ToolResult, env: TurnEnv, timings: dict[str, float], tool: Any) -> ToolResult:
+def _finish(result: ToolResult, env: TurnEnv, timings: dict[str, Any], tool: Any) -> ToolResult:
     fresh = type(result.metadata) is dict  # shape hands over a dict no one else holds
     meta: dict[str, Any] = result.metadata if fresh else dict(result.metadata)  # type: ignore[assignment]
     meta["snapshot"] = env.snapshot.version

@@ -34,4 +34,5 @@ class TurnEnv:
     jobs: Any = None  # runtime.execution.jobs.JobRegistry: background commands
     grants: Any = None  # runtime.policy.grants.SessionGrants: "allow for this session" answers
     workspace_tools: Any = None  # runtime.tools.workspace_tools.WorkspaceTools: file_read, file_edit, ...
+    audit: Any = None  # (env, call, result, executed args) -> None: records each result in the audit log
     limits: Any = None  # runtime.policy.limits.Limits of this snapshot: quotas and circuit breakers (falsy when none)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 from runtime.policy.grants import SessionGrants, describe
@@ -57,9 +58,9 @@ async def settle(call: ValidatedCall, session: Session, decision: Decision, appr
     if decision.effect == "deny":
         return _denied(call, decision, decision.reason or "denied by policy")
     if grants:
-        grant = grants.covering(session.id, call)
-        if grant is not None:
-            return Decision("allow", rule="session-grant", reason=f"allowed for this session ({describe(grant.pattern)})", warnings=decision.warnings)
+        earlier = grants.covering(session.id, call, decision.rule)
+        if earlier is not None:
+            return Decision("allow", rule=decision.rule, reason=f"allowed earlier for this session ({describe(earlier.pattern)})", warnings=decision.warnings, approved="session-grant")
     if approver is None:
         return _denied(call, decision, f"{decision.reason or 'this call needs approval'}; no approver is available in this session, so it was not run")
     try:
@@ -73,11 +74,13 @@ async def settle(call: ValidatedCall, session: Session, decision: Decision, appr
         return _denied(call, decision, f"the approver gave no clear answer ({type(answer).__name__}), so the call was not run")
     if not answer.approved:
         return _denied(call, decision, f"a person declined this call{': ' + answer.reason if answer.reason else ''}")
-    if answer.scope == "session" and grants is not None:
-        grants.add(session.id, call, answer.pattern)
     if answer.args is not None and not isinstance(answer.args, Mapping):
         return _denied(call, decision, "the approver's edited arguments are not an object, so the call was not run")
-    return Decision("allow", rule=decision.rule, reason=answer.reason or "approved", warnings=decision.warnings, edited_args=answer.args)
+    if answer.pattern is not None and not (isinstance(answer.pattern, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in answer.pattern.items())):
+        return _denied(call, decision, "the approver's session pattern is not a mapping of argument names to globs, so the call was not run")
+    # The grant itself is recorded by the pipeline once the call (edited or not) is accepted.
+    grant = MappingProxyType(dict(answer.pattern or {})) if answer.scope == "session" else None
+    return Decision("allow", rule=decision.rule, reason=answer.reason or "approved", warnings=decision.warnings, edited_args=answer.args, grant=grant, approved="approver")
 
 
 def _denied(call: ValidatedCall, decision: Decision, why: str) -> ToolResult:

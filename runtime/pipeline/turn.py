@@ -36,7 +36,7 @@ async def run_turn(
     seen: set[str] = set()
     for index, call in enumerate(calls):
         if call.id in seen:
-            results[index] = not_executed(call, f"another call in this turn already uses the id `{call.id}`; give every call its own id", "duplicate_id")
+            results[index] = _skipped(env, call, f"another call in this turn already uses the id `{call.id}`; give every call its own id", "duplicate_id")
         else:
             seen.add(call.id)
             runnable.append(index)
@@ -49,13 +49,21 @@ async def run_turn(
         if stop_reason is not None:
             for rest in batches[position:]:
                 for index in rest:
-                    results[index] = not_executed(calls[index], stop_reason[0], stop_reason[1])
+                    results[index] = _skipped(env, calls[index], stop_reason[0], stop_reason[1])
             break
         if len(batch) == 1 and deadline is None and interrupt is None:
             results[batch[0]] = await run_call(calls[batch[0]], env)  # the common case: no tasks needed
             continue
         await _run_batch(calls, batch, env, results, limit, deadline, interrupt)
-    return [r if r is not None else not_executed(calls[i], "it was not reached", "not_reached") for i, r in enumerate(results)]
+    return [r if r is not None else _skipped(env, calls[i], "it was not reached", "not_reached") for i, r in enumerate(results)]
+
+
+def _skipped(env: TurnEnv, call: Call, why: str, code: str) -> ToolResult:
+    """A "not executed" result, recorded in the audit log like any other."""
+    result = not_executed(call, why, code)
+    if env.audit is not None:
+        env.audit(env, call, result, call.args)
+    return result
 
 
 def _batches(calls: Sequence[Call], runnable: list[int], env: TurnEnv, parallel: bool) -> list[list[int]]:

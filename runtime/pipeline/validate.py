@@ -20,7 +20,7 @@ def validate(bound: BoundCall, session: Session, snapshot: Snapshot) -> Validate
     args = call.args
     if args is None:
         return error_result(call, Status.invalid, "bad_arguments", Stage.validate, f"Arguments for `{tool.name}` could not be read: {call.parse_error or 'missing'}.")
-    too_deep, huge = _scan(args, MAX_DEPTH)
+    too_deep, huge = scan_arguments(args, MAX_DEPTH)
     if too_deep:
         # Checked before any validator recurses into them (calls built by the app
         # itself do not pass through the provider adapters' checks).
@@ -78,7 +78,7 @@ def _check_rules(bound: BoundCall, args: Mapping[str, Any], session: Session, sn
 _INT64 = (-(2**63), 2**63 - 1)  # what both CEL engines read as an int
 
 
-def _scan(args: Mapping[str, Any], limit: int) -> tuple[bool, bool]:
+def scan_arguments(args: Mapping[str, Any], limit: int) -> tuple[bool, bool]:
     """(nests deeper than ``limit``, holds an integer beyond 64 bits), without recursion.
 
     Runs on every call, so it tests exact types first (an ABC ``isinstance`` costs

@@ -112,36 +112,48 @@ class _Evaluation:
         covered: dict[int, CompiledPolicyRule] = {}  # command index -> the allow rule that covers it
         warnings: list[str] = []
         for rule in rules:
+            if rule.enforce is not Enforcement.deny:
+                self._staged(rule, warnings)
+                continue
             applies, why = self._applies(rule, covered)
             if not applies:
-                continue
-            if rule.enforce is Enforcement.audit:
-                self._note(rule, True, f"{why}; audit only, the decision is unchanged")
-                continue
-            if rule.enforce is Enforcement.warn and rule.effect is not Effect.allow:
-                warnings.append(f"{rule.policy}/{rule.name}: {self._reason(rule)}")
-                self._note(rule, True, f"{why}; warn only, the decision is unchanged")
                 continue
             self._note(rule, True, why)
             if rule.command_patterns is None or rule.effect is not Effect.allow:
                 matched[rule.effect].append((rule, why))
-        for effect in (Effect.deny, Effect.ask):
-            if matched[effect]:
-                rule, why = matched[effect][0]
-                return Decision(effect.value, rule=f"{rule.policy}/{rule.name}", reason=self._explained(rule, why), warnings=tuple(warnings))
+        if matched[Effect.deny]:
+            rule, why = matched[Effect.deny][0]
+            return Decision("deny", rule=f"{rule.policy}/{rule.name}", reason=self._explained(rule, why), warnings=tuple(warnings))
+        if self.session.mode == "plan" and not tool.spec.read_only:
+            # Before ask: in plan mode nothing that changes things runs, approved or not.
+            return Decision("deny", reason=_PLAN_DENIAL, warnings=tuple(warnings))
+        if matched[Effect.ask]:
+            rule, why = matched[Effect.ask][0]
+            return Decision("ask", rule=f"{rule.policy}/{rule.name}", reason=self._explained(rule, why), warnings=tuple(warnings))
         allowed = self._allowed(matched[Effect.allow], covered)
         if allowed is not None:
-            rule, reason = allowed
-            if tool.spec.risk is Risk.critical and not rule.names_tools:
-                return Decision("ask", rule=f"{rule.policy}/{rule.name}", reason=f"`{tool.name}` is a critical-risk tool; only an allow rule naming it can skip approval", warnings=tuple(warnings))
-            if self.session.mode == "plan" and not tool.spec.read_only:
-                return Decision("deny", reason=_PLAN_DENIAL, warnings=tuple(warnings))
-            return Decision("allow", rule=f"{rule.policy}/{rule.name}", reason=reason, warnings=tuple(warnings))
+            deciding, reason, deciders = allowed
+            if tool.spec.risk is Risk.critical and not all(tool.name in r.named_tools for r in deciders):
+                return Decision("ask", rule=f"{deciding.policy}/{deciding.name}", reason=f"`{tool.name}` is a critical-risk tool; only allow rules that name it can skip approval", warnings=tuple(warnings))
+            return Decision("allow", rule=f"{deciding.policy}/{deciding.name}", reason=reason, warnings=tuple(warnings))
         default = _mode_default(tool, self.session)
         reason = default.reason or ""
         if self.line is not None and default.effect != "allow":
             reason = f"{reason}; {self._uncovered(covered)}"
         return Decision(default.effect, default.rule, reason, tuple(warnings))
+
+    def _staged(self, rule: CompiledPolicyRule, warnings: list[str]) -> None:
+        """A rule under staged rollout (``enforce: warn`` or ``audit``): evaluated and
+        reported, never deciding. A warn rule that matches adds a warning saying what
+        it would have done."""
+        applies, why = self._applies(rule, {})
+        if not applies:
+            return
+        if rule.enforce is Enforcement.warn:
+            warnings.append(f"{rule.policy}/{rule.name} would {rule.effect.value}: {self._reason(rule)}")
+            self._note(rule, True, f"{why}; warn only, the decision is unchanged")
+        else:
+            self._note(rule, True, f"{why}; audit only, the decision is unchanged")
 
     def _applies(self, rule: CompiledPolicyRule, covered: dict[int, CompiledPolicyRule]) -> tuple[bool, str]:
         """Whether ``rule`` holds for this call, and a few words on why."""
@@ -182,17 +194,19 @@ class _Evaluation:
         self._note(rule, False, "no command of the line matches its patterns")
         return False, ""
 
-    def _allowed(self, blanket: list[tuple[CompiledPolicyRule, str]], covered: dict[int, CompiledPolicyRule]) -> tuple[CompiledPolicyRule, str] | None:
-        """The allow rule that lets the call run, if any: a rule without command
-        patterns allows it outright; command rules must cover every command together."""
+    def _allowed(self, blanket: list[tuple[CompiledPolicyRule, str]], covered: dict[int, CompiledPolicyRule]) -> tuple[CompiledPolicyRule, str, tuple[CompiledPolicyRule, ...]] | None:
+        """The allow that lets the call run, if any: (the rule to name, the reason, every
+        rule it rests on). A rule without command patterns allows it outright;
+        command rules must cover every command together."""
         if blanket:
             rule = blanket[0][0]
-            return rule, self._reason(rule)
+            return rule, self._reason(rule), (rule,)
         line = self.line
         if line is None or not line.certain or not line.commands or len(covered) < len(line.commands):
             return None
-        first = covered[0]
-        return first, f"every command of the line is allowed ({', '.join(sorted({f'{r.policy}/{r.name}' for r in covered.values()}))})"
+        deciders = tuple(dict.fromkeys(covered.values()))
+        names = ", ".join(f"{r.policy}/{r.name}" for r in deciders)
+        return covered[0], f"every command of the line is allowed ({names})", deciders
 
     def _uncovered(self, covered: dict[int, CompiledPolicyRule]) -> str:
         line = self.line

@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from runtime.adapters.arguments import MAX_DEPTH
 from runtime.config.models import FailurePolicy
 from runtime.pipeline.lookup import lookup
-from runtime.pipeline.validate import session_view
+from runtime.pipeline.validate import scan_arguments, session_view
 from runtime.policy.cel import RULE_VARIABLES, get_engine
 from runtime.policy.decision import RuleTrace, command_line_of, decide
 from runtime.records import BoundCall, Call, Session, ToolResult, ValidatedCall
@@ -98,6 +99,11 @@ def explain(snapshot: Snapshot, name: str, args: Mapping[str, Any] | None, sessi
     found = Explanation(tool=tool.key, found=True, lookup=f"`{tool.key}` ({tool.handler.kind} handler, read_only={str(tool.spec.read_only).lower()}, risk={tool.spec.risk.value}) from {tool.source}")
     if call.args is None:
         found.schema_errors.append({"pointer": "", "message": call.parse_error or "no arguments"})
+        found.stopped_at = "validate"
+        return found
+    too_deep, huge = scan_arguments(call.args, MAX_DEPTH)
+    if too_deep or huge:  # the same refusals the pipeline makes before any validator runs
+        found.schema_errors.append({"pointer": "", "message": f"nested deeper than {MAX_DEPTH} levels" if too_deep else "an integer beyond the 64-bit range (send large numbers as strings)"})
         found.stopped_at = "validate"
         return found
     problems = tool.arguments.validate(call.args)

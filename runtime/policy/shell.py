@@ -58,6 +58,20 @@ Decisions
   ``[[ $a -lt 3 ]]``, ``${a[i]}``, ``${s:i}``, ``printf -v 'a[i]'``) sets ``problem``: bash evaluates the
   variable's value as an expression, and an array subscript in that value runs
   commands (``x='a[$(rm -rf /)]'; echo $((x))``).
+- ``declare``, ``typeset``, ``local``, ``export`` and ``readonly`` with an ``-i`` flag
+  (alone or combined, ``-ai``, ``-gi`` ...) set ``problem``: every later assignment to
+  an integer variable is arithmetic, however it is written (``n=...``, ``n+=...``,
+  ``read n``, ``for n in ...``, ``printf -v n``, ``${n:=...}``, ``arr=(...)``), so it
+  can run the commands in an array subscript of the value. So does ``-n``: a name
+  reference makes later assignments write to another variable (``PATH``, ``HOME``
+  ...). Flags only known at run time (``declare "-$f" n``) set it too.
+- ``compgen`` and ``complete`` are listed. ``compgen -C CMD`` runs ``CMD`` as a command
+  line (bash appends the words ``compgen``, the word and ``''``, and so does the
+  split); ``-W WORDLIST`` expands the wordlist again when it runs, so its
+  substitutions are listed, and a wordlist that is not literal sets ``problem``;
+  ``-F FUNC`` calls a function, which sets ``problem``. ``complete -C``/``-F`` (and
+  ``-W`` with a substitution) register code that runs later: ``problem``. Options
+  only known at run time set ``problem`` as well.
 - Arguments that hold variables are fine (kept as written); the command name, the
   options of a wrapper, and the script given to ``sh -c``, ``watch``, ``su -c`` or
   ``trap`` must be literal, or ``problem`` is set.
@@ -65,11 +79,33 @@ Decisions
   ``EDITOR``, names ending ``_COMMAND`` ...) are split like ``sh -c`` scripts, and
   their commands listed (the program adds arguments of its own); prompt variables
   (``PS4``) have their substitutions listed. Setting one of them to a value only
-  known at run time, or setting a variable that loads code from elsewhere
-  (``BASH_ENV``, ``LD_PRELOAD``, ``BASH_FUNC_*`` ...), sets ``problem``.
+  known at run time sets ``problem``.
+- Setting a variable that makes the shell or a program load code, settings or
+  programs from somewhere this splitter cannot see sets ``problem``, whatever the
+  value (``HOME=. git status`` reads ``./.gitconfig``, whose settings run commands).
+  The list is :data:`_CODE_VARIABLES` plus every ``BASH_FUNC_*`` and ``GIT_CONFIG_*``
+  name: shell start-up and behaviour (``BASH_ENV``, ``ENV``, ``SHELLOPTS``,
+  ``BASHOPTS``, ``PROMPT_COMMAND``, ``PATH``, ``IFS``, ``ZDOTDIR``), where programs
+  find their configuration (``HOME``, ``XDG_CONFIG_HOME``, ``XDG_CONFIG_DIRS``,
+  ``GIT_CONFIG``, ``GIT_CONFIG_GLOBAL``, ``GIT_CONFIG_SYSTEM``, ``GIT_CONFIG_COUNT``
+  with ``GIT_CONFIG_KEY_*``/``GIT_CONFIG_VALUE_*``, ``GIT_DIR``, ``GIT_EXEC_PATH``,
+  ``GIT_TEMPLATE_DIR``), libraries and interpreter start-up (``LD_PRELOAD``,
+  ``LD_AUDIT``, ``LD_LIBRARY_PATH``, ``DYLD_*``, ``GCONV_PATH``, ``PYTHONPATH``,
+  ``PYTHONSTARTUP``, ``PYTHONHOME``, ``PYTHONUSERBASE``, ``NODE_OPTIONS``,
+  ``NODE_PATH``, ``PERL5OPT``, ``PERL5LIB``, ``PERLLIB``, ``PERL5DB``, ``RUBYOPT``,
+  ``RUBYLIB``, ``JAVA_TOOL_OPTIONS``, ``_JAVA_OPTIONS``, ``JDK_JAVA_OPTIONS``) and
+  helpers (``LESSOPEN``, ``LESSCLOSE``, ``BROWSER``). Two values are fine: ``IFS``
+  set to a literal made only of spaces, tabs and newlines (``IFS= read -r line``),
+  which can only remove split points, and ``PATH`` set to a literal list of system
+  directories (``env -i PATH=/bin:/usr/bin cmd``). The same names set any other way (``read``, ``printf -v``,
+  ``mapfile``, ``getopts``, ``wait -p``, a ``for``/``select`` variable,
+  ``${NAME:=...}``, ``{NAME}>file``, ``declare -n``) set ``problem`` too.
 - ``bash script.sh`` and ``curl x | sh`` are plain commands (rules can deny
-  ``bash *``); here-documents set ``problem`` (when fed to a shell, their text is
-  also split as a command line); here-strings (``<<<``) are plain redirections.
+  ``bash *``). Here-documents set ``problem``; here-strings (``<<<``) are plain
+  redirections, except that both, when fed to a shell (a word of the command is a
+  shell name, or they are attached to a compound command such as ``{ ...; }`` or
+  ``done`` after a shell has been started on the line), have their text split as a
+  command line and set ``problem`` (``bash <<< 'rm x'``).
 - The line is read as bash reads it. Where POSIX sh (dash) would run other commands
   (``a &>f b`` runs ``b`` in sh), ``problem`` is set.
 
@@ -79,9 +115,13 @@ Only the shell's own syntax and the wrappers above are unwrapped. Other programs
 that run commands (``ssh host cmd``, ``docker exec``, ``npx``, ``make``, ``python -c``,
 ``git`` aliases and ``-c core.sshCommand=...`` ...) are judged by their own argv:
 deny rules do not see inside them, and an allow rule for one allows whatever it
-runs. A name is judged by its basename, so ``./ls`` or a changed ``PATH`` can run
-another program under an allowed name; and state left by earlier commands of a
-persistent shell (functions, aliases, exported variables) is not visible here.
+runs. A name is judged by its basename, so ``./ls`` can run another program under an
+allowed name (setting ``PATH`` on the line sets ``problem``); and state left by
+earlier commands of a persistent shell (functions, aliases, exported variables such
+as ``PATH`` or ``HOME``, integer or name-reference attributes, ``shopt`` settings)
+is not visible here. Globs and brace expressions in arguments are kept as written:
+which files they name is only known when the command runs, so rules that judge file
+names must treat hidden-name globs such as ``.e*`` as touching what they could match.
 """
 
 from __future__ import annotations
@@ -397,6 +437,7 @@ class _Parser:
         self.sink = sink
         self.depth = depth
         self.heredocs: list[_Heredoc] = []
+        self.herestrings: list[_Word] = []  # the <<< words of the commands being read
 
     def parse(self) -> None:
         """Read the whole text as a command line."""
@@ -529,7 +570,7 @@ class _Parser:
         """One simple command, with any keywords before it; True if it stopped before ``esac``."""
         words: list[_Word] = []
         assignments: list[_Word] = []
-        heredocs_before = len(self.heredocs)
+        heredocs_before, herestrings_before = len(self.heredocs), len(self.herestrings)
         header = ""  # "for-name", "for-in", "for-list" or "for-arith" while reading a for/select header
         after_time = False
         posix_break = -1  # len(words) at the first "&>", which ends the command in POSIX sh
@@ -562,9 +603,13 @@ class _Parser:
             if word is None:
                 self._fail(f"unexpected character {char!r}")
             if self._peek() in ("<", ">") and self._peek2() != "(" and not word.quoted and _FD.fullmatch(word.value):
+                if word.value.startswith("{"):  # "{fd}>file" stores the new descriptor's number in fd
+                    _check_assigned_names("a redirection", [word.value[1:-1]], _Context(self.sink, self.depth))
                 self._redirection()  # "2>file": the number is the redirected descriptor
                 continue
             if header:
+                if header == "for-name":
+                    _check_assigned_names("a for/select loop", [word.value], _Context(self.sink, self.depth))
                 header = self._for_header(header, word)
                 continue
             if after_time:
@@ -603,18 +648,37 @@ class _Parser:
                 assignments.append(word)
                 continue
             words.append(word)
+        herestrings = self.herestrings[herestrings_before:]
+        del self.herestrings[herestrings_before:]
         if header:
             return False
-        if words and any(_is_shell_name(w) for w in words):
-            for heredoc in self.heredocs[heredocs_before:]:
-                heredoc.feeds_shell = True
         ctx = _Context(self.sink, self.depth)
+        feeds_shell = (herestrings or len(self.heredocs) > heredocs_before) and self._feeds_shell(words)
+        if feeds_shell:
+            for heredoc in self.heredocs[heredocs_before:]:
+                heredoc.feeds_shell = True  # its body is split when it is read, after this line
         _finish(words, assignments, ctx)
         if 0 <= posix_break < len(words):
             # bash reads "a &>f b" as "a b" with a redirection; sh (dash) runs "a &" and then "b >f".
             ctx.problem("'&>' is a redirection in bash but ends the command in sh, where the words after its target run as a command")
             _finish(words[posix_break:], [], ctx)
+        if feeds_shell:
+            for herestring in herestrings:
+                ctx.problem(f"a here-string ({_short(herestring.value, 20)}) feeds its text to a shell, which runs it as a script")
+                self._sub_parse(herestring.value)
         return False
+
+    def _feeds_shell(self, words: list[_Word]) -> bool:
+        """Whether the input redirected into this command may be read by a shell as a script.
+
+        True when a word is a shell's name (``bash``, ``sudo sh``, ``env bash -s`` ...).
+        A command with no words carries the redirections of a compound command
+        (``{ bash; } <<< x``, ``done <<< x``, ``(sh) <<< x``), whose commands have already
+        been listed: then it is True when any command listed so far is a shell.
+        """
+        if words:
+            return any(_is_shell_name(w) for w in words)
+        return any(argv and argv[0] in _SHELLS for argv in self.sink.commands)
 
     @staticmethod
     def _for_header(state: str, word: _Word) -> str:
@@ -666,9 +730,11 @@ class _Parser:
         if operator in ("<<", "<<-"):
             self.sink.problem(f"a here-document ({operator}{_short(target.value, 20)}) feeds text to a command, and that text is not checked")
             self.heredocs.append(_Heredoc(target.value, operator == "<<-", not target.quoted and not target.expanded))
+        elif operator == "<<<":
+            self.herestrings.append(target)  # text, not a file; split if a shell reads it (see _command)
         elif operator in (">&", "<&") and (target.value == "-" or target.value.isdigit()):
             pass  # duplicates or closes a descriptor (2>&1, >&-): no file
-        elif operator != "<<<" and target.value not in _HARMLESS_TARGETS:
+        elif target.value not in _HARMLESS_TARGETS:
             self.sink.commands.append(("<" if operator in ("<", "<&") else ">", target.value))
         return operator
 
@@ -1095,6 +1161,8 @@ class _Parser:
             self.sink.problem(f"an indirect expansion ({_short(shown)}) reads a variable named at run time, which can run commands through an array subscript")
         if subscript and subscript not in ("@", "*") and not _PURE_ARITH.fullmatch(subscript):
             self.sink.problem(_arith_problem(subscript))
+        if not prefix and rest.startswith((":=", "=")):
+            _check_assigned_names(f"an expansion ({_short(shown)})", [name], _Context(self.sink, self.depth))
         if rest.startswith("@") and "P" in rest[1:2]:
             self.sink.problem(f"a prompt expansion ({_short(shown)}) runs the command substitutions held in a variable")
         if rest.startswith(":") and rest[1:2] not in ("-", "=", "?", "+"):
@@ -1281,14 +1349,45 @@ _COMMAND_VARIABLES = frozenset(
 )  # fmt: skip
 # Prompts: their command substitutions run when the shell prints them (PS4 under set -x).
 _PROMPT_VARIABLES = frozenset({"PS0", "PS1", "PS2", "PS3", "PS4"})
-# Variables that make programs load code from files or settings this splitter cannot see.
+# Variables that make the shell or a program load code, settings or programs from
+# somewhere this splitter cannot see: setting one (any way, to any value) is a problem.
+# Names starting with _CODE_PREFIXES count too. Keep the module docstring in step.
 _CODE_VARIABLES = frozenset(
     {
-        "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH",
-        "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR", "GIT_DIR", "LESSOPEN", "LESSCLOSE", "BROWSER",
-        "PERL5OPT", "PERL5DB", "PYTHONSTARTUP", "NODE_OPTIONS", "RUBYOPT",
+        # shell start-up and behaviour
+        "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PROMPT_COMMAND", "PATH", "IFS", "ZDOTDIR",
+        # where programs find their configuration (a .gitconfig can run commands)
+        "HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "GIT_CONFIG", "GIT_DIR", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR",
+        # libraries and interpreter start-up
+        "LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "GCONV_PATH",
+        "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "NODE_OPTIONS", "NODE_PATH",
+        "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB",
+        "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS",
+        # helpers other programs start
+        "LESSOPEN", "LESSCLOSE", "BROWSER",
     }
 )  # fmt: skip
+# GIT_CONFIG_GLOBAL, GIT_CONFIG_SYSTEM, GIT_CONFIG_COUNT, GIT_CONFIG_KEY_<n>, GIT_CONFIG_VALUE_<n> ...
+_CODE_PREFIXES = ("BASH_FUNC_", "GIT_CONFIG_", "DYLD_")
+# Characters an IFS value may hold and still only remove split points from the default.
+_DEFAULT_IFS = frozenset(" \t\n")
+# System directories a literal PATH may list (``env -i PATH=/bin cmd``); anything else
+# (``.``, an empty entry, a relative or workspace directory, an expansion) is a problem.
+_SYSTEM_PATH_DIRS = frozenset({"/bin", "/usr/bin", "/sbin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"})
+
+
+def _loads_code(name: str, value: str, literal: bool) -> bool:
+    """Whether setting ``name`` to ``value`` can make the shell or a program load unseen code."""
+    if name == "IFS":
+        return not (literal and set(value) <= _DEFAULT_IFS)
+    if name == "PATH":
+        return not (literal and all(directory.rstrip("/") in _SYSTEM_PATH_DIRS for directory in value.split(":")))
+    return name in _CODE_VARIABLES or name.startswith(_CODE_PREFIXES)
+
+
+def _runs_value(name: str) -> bool:
+    """Whether the shell or a program runs ``name``'s value as a command line or prompt."""
+    return name in _COMMAND_VARIABLES or name.endswith(("_COMMAND", "_CMD")) or name in _PROMPT_VARIABLES
 
 
 def _check_variable(name: str, value: str, literal: bool, ctx: _Context) -> None:
@@ -1296,16 +1395,26 @@ def _check_variable(name: str, value: str, literal: bool, ctx: _Context) -> None
 
     A command-line value (``GIT_PAGER=cat``) is split and listed like any command;
     one that is only known at run time, or that names code elsewhere, is a problem.
+    A variable can be both (``PROMPT_COMMAND``): then it is a problem and its
+    commands are listed.
     """
-    if name in _CODE_VARIABLES or name.startswith(("BASH_FUNC_", "GIT_CONFIG_")):
-        ctx.problem(f"the variable {name} is set, and it makes programs load code this check cannot see")
-    elif name in _COMMAND_VARIABLES or name.endswith(("_COMMAND", "_CMD")) or name in _PROMPT_VARIABLES:
+    if _loads_code(name, value, literal):
+        ctx.problem(f"the variable {name} is set, and it changes which code, settings or programs the shell and the programs it starts load, which this check cannot see")
+    if _runs_value(name):
         if not literal:
             ctx.problem(f"the variable {name} holds a command that is only known at run time")
         elif name in _PROMPT_VARIABLES:
             ctx.scan_expansions(value)
         else:
             ctx.parse_line(value)
+
+
+def _check_assigned_names(what: str, names: Sequence[str], ctx: _Context) -> None:
+    """``what`` assigns the variables ``names`` a value only known at run time."""
+    for variable in names:
+        name = variable.partition("[")[0]
+        if _loads_code(name, "", False) or _runs_value(name):
+            ctx.problem(f"{what} sets the variable {name} to a value only known at run time, and that variable makes the shell or programs run or load code")
 
 
 # -- option scanning -----------------------------------------------------------
@@ -1622,6 +1731,75 @@ def _trap(name: str, words: list[_Word], ctx: _Context) -> None:
     ctx.parse_line(action.value)
 
 
+# compgen and complete: the options that take a value, and those whose value is harmless data.
+_COMPLETION_VALUES = "oAGWFCXPSV"
+_COMPLETION_DATA = "oAGXPS"
+
+
+def _completion(name: str, words: list[_Word], ctx: _Context) -> None:
+    """``compgen`` and ``complete``: ``-C`` runs a command line, ``-W`` expands a
+    wordlist again, ``-F`` calls a function. ``complete`` only registers them, to run
+    when a completion is asked for, later."""
+    ctx.emit(_argv(name, words))
+    found: list[tuple[str, _Word]] = []  # (option letter, value) of the options that take one
+    options_unknown = False
+    i, count = 1, len(words)
+    while i < count:
+        word = words[i]
+        value = word.value
+        # An expansion or a glob here (the first operand included) can become options.
+        options_unknown = options_unknown or not _fixed(word)
+        if value == "--":
+            i += 1
+            break
+        if len(value) < 2 or value[0] not in "-+":
+            break
+        i += 1
+        for j in range(1, len(value)):
+            letter = value[j]
+            if letter not in _COMPLETION_VALUES:
+                continue
+            if j + 1 < len(value):
+                given = _Word(value[j + 1 :], word.plain[j + 1 :], word.quoted, word.expanded, word.split)
+            elif i < count:
+                given = words[i]
+                i += 1
+                # A quoted expansion stays one word; an unquoted one or a glob can become more.
+                options_unknown = options_unknown or given.split or _has_glob(given) or _has_brace(given)
+            else:
+                break
+            found.append((letter, given))
+            break
+    if options_unknown:
+        ctx.problem(f"the options of {name} are only known at run time, and -C, -F or -W would run code ({_short(' '.join(_argv(name, words)))})")
+    registers = name != "compgen"
+    for letter, given in found:
+        if letter == "F":
+            ctx.problem(f"{name} -F {_short(given.value, 30)} calls a shell function, whose commands are not visible here")
+        elif letter == "V":
+            _check_set_names(name, [given.value], ctx)
+        elif letter == "C":
+            if not _fixed(given):
+                ctx.problem(f"the command line {name} -C runs is only known at run time ({_short(given.value)})")
+            if registers:
+                ctx.problem(f"{name} -C registers a command line that runs later, at completion time")
+                ctx.parse_line(given.value)
+            else:
+                # bash runs the command line with the words "compgen", the word and "" appended.
+                completed = words[i].value if i < count else ""
+                ctx.parse_line(f"{given.value} 'compgen' {_single_quoted(completed)} ''")
+        elif letter == "W":
+            if not _fixed(given):
+                ctx.problem(f"the wordlist of {name} -W is only known at run time, and its expansions run when it is used ({_short(given.value)})")
+            elif registers and ("$" in given.value or "`" in given.value):
+                ctx.problem(f"{name} -W registers a wordlist whose expansions run later, at completion time")
+            ctx.scan_expansions(given.value)  # the wordlist is expanded (again) when it is used
+
+
+def _single_quoted(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
 def _check_names(name: str, names: Sequence[str], ctx: _Context) -> None:
     for variable in names:
         if not _SAFE_NAME.fullmatch(variable):
@@ -1633,19 +1811,20 @@ _MAPFILE = _Options(short_values="dnOsuCc")
 
 
 def _variable_builtin(name: str, words: list[_Word], ctx: _Context) -> None:
-    """Builtins that take variable names: a name with a subscript can run commands."""
+    """Builtins that take variable names: a name with a subscript can run commands,
+    and some names make programs load code when they are set."""
     ctx.emit(_argv(name, words))
     if name == "read":
         i, seen = _scan_options(words, 1, _READ)
-        _check_names(name, [w.value for w in words[i:]] + [v or "" for o, v in seen if o == "-a"], ctx)
+        _check_set_names(name, [w.value for w in words[i:]] + [v or "" for o, v in seen if o == "-a"], ctx)
     elif name == "printf":
         _, seen = _scan_options(words, 1, _Options(short_values="v"))
-        _check_names(name, [v or "" for o, v in seen if o == "-v"], ctx)
+        _check_set_names(name, [v or "" for o, v in seen if o == "-v"], ctx)
     elif name in ("mapfile", "readarray"):
         i, seen = _scan_options(words, 1, _MAPFILE)
         if any(o == "-C" for o, _ in seen):
             ctx.problem(f"{name} -C runs a callback command line")
-        _check_names(name, [w.value for w in words[i:]], ctx)
+        _check_set_names(name, [w.value for w in words[i:]], ctx)
     elif name == "unset":
         i, _ = _scan_options(words, 1, _Options())
         _check_names(name, [w.value for w in words[i:]], ctx)
@@ -1654,32 +1833,43 @@ def _variable_builtin(name: str, words: list[_Word], ctx: _Context) -> None:
             if not _PURE_ARITH.fullmatch(word.value):
                 ctx.problem(_arith_problem(word.value))
     elif name == "getopts":
-        _check_names(name, [w.value for w in words[2:3]], ctx)
+        _check_set_names(name, [w.value for w in words[2:3]], ctx)
     elif name == "wait":
         _, seen = _scan_options(words, 1, _Options(short_values="p"))
-        _check_names(name, [v or "" for o, v in seen if o == "-p"], ctx)
+        _check_set_names(name, [v or "" for o, v in seen if o == "-p"], ctx)
     else:
         _declaration(name, words, ctx)
 
 
+def _check_set_names(name: str, names: Sequence[str], ctx: _Context) -> None:
+    """``name`` stores run-time values in the variables ``names``."""
+    _check_names(name, names, ctx)
+    _check_assigned_names(name, names, ctx)
+
+
 def _declaration(name: str, words: list[_Word], ctx: _Context) -> None:
-    """declare, typeset, local, export, readonly."""
-    integer = reference = False
+    """declare, typeset, local, export, readonly.
+
+    ``-i`` is a problem: every later assignment to an integer variable, in whatever
+    form, is arithmetic, which runs the commands in an array subscript of the value
+    (``declare -i n; n='a[$(rm x)]'``). So is ``-n``: assignments to a name reference
+    write to the variable it names, which can be one that loads code (``PATH``).
+    """
     for word in words[1:]:
         value = word.value
         if value[:1] in ("-", "+") and len(value) > 1:
-            integer = integer or (value[0] == "-" and "i" in value)
-            reference = reference or (value[0] == "-" and "n" in value)
+            if word.expanded:
+                ctx.problem(f"the options of {name} are only known at run time ({_short(value)}), and -i or -n would change what later assignments do")
+            elif value[0] == "-" and "i" in value:
+                ctx.problem(f"{name} {value} gives a variable the integer attribute: every later assignment to it is arithmetic, which can run commands through an array subscript")
+            elif value[0] == "-" and "n" in value:
+                ctx.problem(f"{name} {value} makes a name reference: later assignments to it write to another variable")
             continue
         variable, equals, assigned = value.partition("=")
         variable = variable.removesuffix("+")
         _check_names(name, [variable], ctx)
         if equals:
             _check_variable(variable.partition("[")[0], assigned, not word.expanded, ctx)
-        if integer and equals and not _PURE_ARITH.fullmatch(assigned):
-            ctx.problem(_arith_problem(assigned))
-        if reference and equals:
-            _check_names(name, [assigned], ctx)  # -n: the value is the name of another variable
 
 
 def _test(name: str, words: list[_Word], ctx: _Context) -> None:
@@ -1756,6 +1946,8 @@ _HANDLERS: dict[str, _Handler] = {
     "source": _source,
     ".": _source,
     "trap": _trap,
+    "compgen": _completion,
+    "complete": _completion,
     "read": _variable_builtin,
     "printf": _variable_builtin,
     "mapfile": _variable_builtin,

@@ -179,7 +179,10 @@ def prepare_command_line(args: Mapping[str, Any], env: TurnEnv, tool_total_s: fl
     asked = args.get("timeout_s")
     if isinstance(asked, int | float) and not isinstance(asked, bool) and asked > 0:
         total_s = min(float(asked), tool_total_s)
-    shell = shutil.which("bash") or "/bin/sh"
+    shell = shutil.which("bash")
+    if shell is None:
+        # The permission stage judged the line as bash reads it; another shell could run other commands.
+        raise ToolError("run_command needs bash, which is not installed on this machine")
     template = HandlerCommand(argv=[shell, "-c", "{command}"], cwd=cwd)
     try:
         prepared = prepare(template, {"command": line}, env.workspace_root)

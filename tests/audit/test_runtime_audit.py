@@ -86,3 +86,56 @@ def test_toolrt_audit_explains_a_missing_store_and_a_bad_since(tmp_path: Path) -
     assert "none.sqlite3" in err.getvalue()
     err = io.StringIO()
     assert main(["audit", "--store", str(tmp_path / "none.sqlite3"), "--since", "yesterday-ish"], stderr=err) == 2
+
+
+async def test_an_approved_call_is_recorded_with_the_arguments_that_ran_and_how_it_was_approved(tmp_path: Path) -> None:
+    from runtime.pipeline.permit import Approval
+
+    async def editor(call, session, decision):  # noqa: ANN001, ANN202 - an app's approver
+        return Approval(True, args={"command": "echo EDITED-BY-PERSON"})
+
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "c.yaml").write_text(CONFIG)
+    (tmp_path / "ws").mkdir()
+    runtime = Runtime([tmp_path / "config"], workspace_root=tmp_path / "ws", approver=editor)
+    result = await runtime.call("run_command", {"command": "echo ORIGINAL-FROM-MODEL"}, Session(id="s"))
+    await runtime.close()
+    assert "EDITED-BY-PERSON" in result.content
+    (row,) = query(tmp_path / "ws" / ".toolrt" / "audit.sqlite3", tool="run_command")
+    assert row["args"] == {"command": "echo EDITED-BY-PERSON"}
+    assert row["decision"] == "allow:approver"
+
+
+async def test_a_call_that_finished_before_the_turn_was_cancelled_is_recorded(runtime: Runtime, tmp_path: Path) -> None:
+    import asyncio
+
+    session = Session(id="s-c", mode="bypass")
+    turn = asyncio.ensure_future(runtime.run_turn([Call("a", "file_edit", {"path": "b.txt", "mode": "replace", "content": "x"}), Call("b", "run_command", {"command": "sleep 5"})], session))
+    await asyncio.sleep(1.0)
+    turn.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await turn
+    await runtime.close()
+    rows = {row["call_id"]: row for row in query(tmp_path / "ws" / ".toolrt" / "audit.sqlite3", session="s-c")}
+    assert rows["a"]["status"] == "ok" and (tmp_path / "ws" / "b.txt").exists()
+    assert rows["b"]["code"] == "cancelled"
+
+
+async def test_calls_that_were_not_executed_are_recorded_too(runtime: Runtime, tmp_path: Path) -> None:
+    await runtime.run_turn([Call("d", "file_read", {"path": "a.txt"}), Call("d", "file_read", {"path": "a.txt"})], Session(id="s-d"))
+    await runtime.close()
+    statuses = sorted(row["status"] for row in query(tmp_path / "ws" / ".toolrt" / "audit.sqlite3", session="s-d"))
+    assert statuses == ["not_executed", "ok"]
+
+
+async def test_toolrt_audit_reads_a_json_lines_log_too(tmp_path: Path) -> None:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "c.yaml").write_text(CONFIG)
+    runtime = Runtime([tmp_path / "config"], workspace_root=tmp_path, settings=Settings(audit_sink="jsonl", audit_store=tmp_path / "audit.jsonl"))
+    await runtime.call("list_dir", {}, Session(id="s-j"))
+    await runtime.close()
+    with (tmp_path / "audit.jsonl").open("a") as log:
+        log.write('{"ts": 1, "tool": "cut sho')  # a last line cut short by a crash is skipped
+    out = io.StringIO()
+    assert main(["audit", "--store", str(tmp_path / "audit.jsonl"), "--format", "json"], stdout=out) == 0
+    assert [(row["tool"], row["session_id"]) for row in json.loads(out.getvalue())] == [("list_dir", "s-j")]

@@ -126,3 +126,18 @@ async def test_a_cancelled_call_gives_its_concurrency_slot_back(config: ConfigDi
     except asyncio.CancelledError:
         pass
     assert (await runtime.call("slow", {})).status is Status.ok
+
+
+async def test_a_call_gone_to_the_background_keeps_its_concurrency_slot_until_it_ends(config: ConfigDir, workspace: Path) -> None:
+    config.command_tool("build", ["sleep", "1.5"], read_only=True, timeout={"total_s": 0.2, "on_timeout": "background"})
+    config.document("Policy", "limits", {"quotas": {"max_concurrent_per_tool": {"build": 1}}})
+    config.write()
+    runtime = Runtime([config.path], workspace_root=workspace)
+    first = await runtime.call("build", {})
+    second = await runtime.call("build", {})
+    assert first.status is Status.background
+    assert (second.status, second.code) == (Status.denied, "quota_exceeded")
+    await asyncio.sleep(2.0)  # the background job ends and gives the slot back
+    third = await runtime.call("build", {})
+    assert third.status is Status.background
+    await runtime.close()

@@ -174,7 +174,7 @@ async def test_allow_for_session_is_not_asked_again_for_the_same_tool(editing: S
     results = await run_turn([call("touch", {"file": "1.txt"}), call("touch", {"file": "2.txt"})], env)
     assert [r.status for r in results] == [Status.ok, Status.ok]
     assert len(approver.asked) == 1
-    assert results[1].metadata["rule"] == "session-grant"
+    assert results[1].metadata["approved"] == "session-grant"
 
 
 async def test_a_session_grant_does_not_leak_into_other_sessions(editing: Snapshot, workspace: Path) -> None:
@@ -246,3 +246,29 @@ async def test_accept_edits_mode_still_asks_for_tools_that_do_not_edit_the_works
 async def test_accept_edits_mode_does_not_override_a_deny_rule(editing: Snapshot, workspace: Path) -> None:
     (result,) = await run_turn([call("touch", {"file": "env"})], make_env(editing, workspace, session=Session(mode="accept_edits")))
     assert result.status is Status.denied
+
+
+async def test_plan_mode_denies_an_asked_write_even_with_a_session_grant(editing: Snapshot, workspace: Path) -> None:
+    grants = SessionGrants()
+    await run_turn([call("touch", {"file": "1.txt"})], make_env(editing, workspace, approver=FakeApprover(Approval(True, scope="session")), grants=grants, session=Session(id="s1")))
+    (result,) = await run_turn([call("touch", {"file": "2.txt"})], make_env(editing, workspace, grants=grants, session=Session(id="s1", mode="plan")))
+    assert result.status is Status.denied and "plan mode" in result.content
+    assert not (workspace / "2.txt").exists()
+
+
+async def test_a_path_pattern_grant_does_not_cover_a_path_that_climbs_out_of_it(snapshot: Snapshot, workspace: Path) -> None:
+    (workspace / "src" / "x").mkdir(parents=True)
+    approver = FakeApprover(Approval(True, scope="session", pattern={"file": "src/*"}))
+    env = make_env(snapshot, workspace, approver=approver, grants=SessionGrants(), session=Session(id="s1"))
+    await run_turn([call("touch", {"file": "src/a.txt"}), call("touch", {"file": "src/../b.txt"}), call("touch", {"file": "src/x/c.txt"})], env)
+    assert [dict(c.args)["file"] for c, _, _ in approver.asked] == ["src/a.txt", "src/../b.txt", "src/x/c.txt"]  # a.txt granted the rest: none covered
+    (again,) = await run_turn([call("touch", {"file": "src/d.txt"})], env)
+    assert again.metadata["approved"] == "session-grant"
+
+
+async def test_a_rejected_edit_of_the_arguments_leaves_no_session_grant(editing: Snapshot, workspace: Path) -> None:
+    grants = SessionGrants()
+    approver = FakeApprover(Approval(True, scope="session", args={"file": "env"}))  # caught by the deny rule
+    (result,) = await run_turn([call("touch", {"file": "ok.txt"})], make_env(editing, workspace, approver=approver, grants=grants, session=Session(id="s1")))
+    assert result.status is Status.denied
+    assert grants.of("s1") == ()

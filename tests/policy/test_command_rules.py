@@ -173,3 +173,24 @@ def test_a_commands_rule_on_tools_without_a_command_line_is_a_lint_warning(tmp_p
     (tmp_path / "c.yaml").write_text(CONFIG.replace("  command_line: line\n", ""))
     result = build_snapshot([tmp_path])
     assert any(p.code == "never-applies" for p in result.problems)
+
+
+def test_a_critical_command_tool_needs_every_covering_rule_to_name_it(tmp_path: Path) -> None:
+    tool = CONFIG.split("---")[0].replace("name: sh}", "name: prod}").replace("  command_line: line\n", "  command_line: line\n  risk: critical\n")
+    policy = (
+        "apiVersion: toolrt/v1\nkind: Policy\nmetadata: {name: p}\nspec:\n  rules:\n"
+        "    - {name: named, effect: allow, tools: [prod], commands: ['git status *']}\n"
+        "    - {name: anything, effect: allow, tools: ['*'], commands: ['echo *', 'touch *']}\n"
+    )
+    (tmp_path / "c.yaml").write_text(tool + "---\n" + policy)
+    snapshot = load_snapshot([tmp_path])
+    assert decide(snapshot, "git status", tool="prod").effect == "allow"
+    assert decide(snapshot, "git status; touch pwned", tool="prod").effect == "ask"
+    assert decide(snapshot, "touch pwned; git status", tool="prod").effect == "ask"
+
+
+def test_a_staged_command_allow_rule_covers_nothing(tmp_path: Path) -> None:
+    tool = CONFIG.split("---")[0]
+    policy = "apiVersion: toolrt/v1\nkind: Policy\nmetadata: {name: p}\nspec:\n  rules:\n    - {name: trial, effect: allow, tools: [sh], commands: ['ls *'], enforce: audit}\n"
+    (tmp_path / "c.yaml").write_text(tool + "---\n" + policy)
+    assert decide(load_snapshot([tmp_path]), "ls -la").effect == "ask"

@@ -92,7 +92,7 @@ def test_warn_rules_let_the_call_through_with_a_warning_and_audit_rules_change_n
     config = make(tmp_path, rule("w", "deny", '["reader"]', ", enforce: warn, reason: soon forbidden") + rule("au", "deny", '["reader"]', ", enforce: audit"))
     decision = decide(config, "reader", {})
     assert decision.effect == "allow"
-    assert decision.warnings == ("p/w: soon forbidden",)
+    assert decision.warnings == ("p/w would deny: soon forbidden",)
 
 
 def test_critical_tools_ask_unless_an_allow_rule_names_them(tmp_path: Path) -> None:
@@ -137,3 +137,19 @@ async def test_a_denied_call_says_which_rule_and_why(tmp_path: Path) -> None:
     (result,) = await runtime.run_turn([Call("1", "reader", {})])
     assert result.status.value == "denied"
     assert "rule `p/d`" in result.content and "reading is off today" in result.content
+
+
+def test_staged_allow_rules_never_allow(tmp_path: Path) -> None:
+    warned = decide(make(tmp_path, rule("w", "allow", '["writer"]', ", enforce: warn")), "writer", {})
+    assert warned.effect == "ask" and warned.warnings == ("p/w would allow: rule `w` of policy `p`",)
+    assert decide(make(tmp_path, rule("au", "allow", '["writer"]', ", enforce: audit")), "writer", {}).effect == "ask"
+
+
+def test_plan_mode_denies_writes_even_when_a_rule_asks_for_them(tmp_path: Path) -> None:
+    decision = decide(make(tmp_path, rule("q", "ask", '["writer"]')), "writer", {}, mode="plan")
+    assert decision.effect == "deny" and "plan mode" in (decision.reason or "")
+
+
+def test_a_rule_naming_another_tool_does_not_name_a_critical_tool(tmp_path: Path) -> None:
+    assert decide(make(tmp_path, rule("a", "allow", '["reader", "*"]')), "launcher", {}).effect == "ask"
+    assert decide(make(tmp_path, rule("a", "allow", '["reader", "launcher"]')), "launcher", {}).effect == "allow"

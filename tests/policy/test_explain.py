@@ -122,3 +122,8 @@ def test_explain_never_runs_the_handler(tmp_path: Path) -> None:
     code, out, _ = explain(tmp_path, "write_note", "--args", '{"path": "notes/a", "text": "t"}', "--session", '{"mode": "bypass"}')
     assert code == 0 and "ALLOW" in out
     assert not marker.exists()
+
+
+def test_explain_refuses_what_validation_refuses_before_any_rule(config: Path) -> None:
+    _, out, _ = explain(config, "write_note", "--args", '{"path": "notes/a", "text": "t", "n": 1000000000000000000000000000000}')
+    assert "64-bit" in out and "stops at validate" in out and "decision" not in out

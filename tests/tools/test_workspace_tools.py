@@ -147,3 +147,22 @@ async def test_lock_files_stay_out_of_the_workspace(runtime: Runtime, workspace:
     await runtime.call("file_edit", {"path": "new.txt", "mode": "replace", "content": "hi\n"}, EDITS)
     assert sorted(p.name for p in workspace.iterdir()) == [".env", ".toolrt", "new.txt", "src"]  # .toolrt: the audit log
     assert not list(workspace.rglob("*.lock")) and not list(workspace.rglob(".toolrt-tmp-*"))
+
+
+async def test_a_session_grant_for_a_command_line_covers_only_the_programs_approved(tmp_path: Path, workspace: Path) -> None:
+    from runtime.pipeline.permit import Approval
+
+    asked: list[str] = []
+
+    async def approver(call, session, decision):  # noqa: ANN001, ANN202 - an app's approver
+        asked.append(call.args["command"])
+        return Approval(True, scope="session")
+
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "packs.yaml").write_text(PACKS)
+    runtime = Runtime([config], workspace_root=workspace, approver=approver)
+    session = Session(id="s")
+    for line in ("ls src", "ls -la", "ls; touch pwned", 'eval "$(echo touch x)"', "ls | wc -l"):
+        await runtime.call("run_command", {"command": line}, session)
+    assert asked == ["ls src", "ls; touch pwned", 'eval "$(echo touch x)"', "ls | wc -l"]
