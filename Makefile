@@ -32,7 +32,10 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[fast,dev,bench]"
 	$(BIN)/python tests/benchmarks/bench_snapshot.py
 	$(BIN)/python tests/benchmarks/bench_pipeline.py
-	@if [ -f tests/benchmarks/bench_redaction.py ]; then $(BIN)/python tests/benchmarks/bench_redaction.py; fi
+	$(BIN)/python tests/benchmarks/bench_redaction.py
+	$(BIN)/python tests/benchmarks/bench_policy.py
+	$(BIN)/python tests/benchmarks/bench_workspace.py
+	$(BIN)/python tests/benchmarks/bench_reload.py
 
 schemas: $(STAMP)
 	$(BIN)/toolrt schema --out schemas

@@ -32,6 +32,7 @@ from runtime.config.models import (
 )
 from runtime.config.problems import Location, Problem
 from runtime.policy.cel import CelProgram
+from runtime.policy.commands import CommandPatterns
 from runtime.validation.arguments import ArgumentValidator
 
 
@@ -127,7 +128,7 @@ class CompiledPolicyRule:
     on_error: FailurePolicy
     source: Location
     named_tools: frozenset[str] = frozenset()  # the tool names it lists literally (no wildcard): the tools it "names"
-    command_patterns: tuple[str, ...] | None = None  # judged per command of a command-line tool
+    command_patterns: CommandPatterns | None = None  # judged per command of a command-line tool
 
     def matches_tool(self, name: str, version: str | None = None) -> bool:
         if self.tool_matcher.fullmatch(name):

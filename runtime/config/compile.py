@@ -37,6 +37,7 @@ from runtime.config.suggest import did_you_mean
 from runtime.errors import ConfigError
 from runtime.policy.cel import POLICY_VARIABLES, RULE_VARIABLES, CelEngine, get_engine
 from runtime.policy.celrefs import LexError, analyse
+from runtime.policy.commands import CommandPatterns
 from runtime.policy.decision import rules_by_tool
 from runtime.regex import RegexRejected, check_pattern, compile_re2
 from runtime.settings import Settings
@@ -304,7 +305,7 @@ class _Builder:
                 on_error=rule.on_error,
                 source=entry.source.locate(("spec", "rules", index)),
                 named_tools=frozenset(glob.split("@")[0] for glob in rule.tools if not any(ch in glob.split("@")[0] for ch in "*?[")),
-                command_patterns=tuple(rule.commands) if rule.commands is not None else None,
+                command_patterns=CommandPatterns(rule.commands) if rule.commands is not None else None,
             )
             for index, (rule, (matcher, when, reason)) in enumerate(zip(model.spec.rules, pieces.rules, strict=True))
         )

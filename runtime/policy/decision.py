@@ -27,7 +27,8 @@ from typing import Any
 
 from runtime.config.models import Effect, Enforcement, FailurePolicy, Risk
 from runtime.policy.cel import POLICY_VARIABLES, get_engine
-from runtime.policy.shell import CommandLine, command_matches, split_command_line
+from runtime.policy.commands import split_cached
+from runtime.policy.shell import CommandLine
 from runtime.records import Decision, Session, ValidatedCall
 from runtime.snapshot import CompiledPolicyRule, CompiledTool, Snapshot
 
@@ -82,7 +83,7 @@ def command_line_of(call: ValidatedCall) -> CommandLine | None:
     if not name:
         return None
     line = call.args.get(name)
-    return split_command_line(line if isinstance(line, str) else "")
+    return split_cached(line if isinstance(line, str) else "")
 
 
 class _Evaluation:
@@ -176,7 +177,8 @@ class _Evaluation:
         if rule.command_patterns is None:
             return True, why
         assert self.line is not None  # noqa: S101 - checked above; narrows the type
-        hits = [i for i, argv in enumerate(self.line.commands) if any(command_matches(argv, p) for p in rule.command_patterns)]
+        matches = rule.command_patterns.matches
+        hits = [i for i, argv in enumerate(self.line.commands) if matches(argv)]
         if rule.effect is Effect.allow:
             if not self.line.certain:
                 self._note(rule, False, f"the command line cannot be judged with certainty ({self.line.problem}), so allow rules cover none of it")

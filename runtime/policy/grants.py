@@ -26,7 +26,8 @@ from types import MappingProxyType
 from typing import Any
 
 from runtime.config.models import Risk
-from runtime.policy.shell import command_matches, split_command_line
+from runtime.policy.commands import split_cached
+from runtime.policy.shell import command_matches
 from runtime.records import ValidatedCall
 
 
@@ -53,7 +54,7 @@ class Grant:
             return False
         line_arg = call.tool.spec.command_line
         if self.commands is not None:
-            line = split_command_line(_text(call.args.get(line_arg or "")))
+            line = split_cached(_text(call.args.get(line_arg or "")))
             if not line.certain or not line.commands or any(argv[0] not in self.commands for argv in line.commands):
                 return False
         for name, glob in (self.pattern or {}).items():
@@ -62,7 +63,7 @@ class Grant:
                 return False
             text = _text(value)
             if name == line_arg:
-                line = split_command_line(text)
+                line = split_cached(text)
                 if not line.certain or not line.commands or not all(command_matches(argv, glob) for argv in line.commands):
                     return False
             else:
@@ -128,7 +129,7 @@ class SessionGrants:
         commands = None
         line_arg = call.tool.spec.command_line
         if line_arg and not (pattern and line_arg in pattern):
-            line = split_command_line(_text(call.args.get(line_arg, "")))
+            line = split_cached(_text(call.args.get(line_arg, "")))
             if not line.certain or not line.commands:
                 return None  # an uncertain line is approved once, never for the session
             commands = frozenset(argv[0] for argv in line.commands)
