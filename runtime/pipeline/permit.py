@@ -85,4 +85,4 @@ async def settle(call: ValidatedCall, session: Session, decision: Decision, appr
 
 def _denied(call: ValidatedCall, decision: Decision, why: str) -> ToolResult:
     rule = f" (rule `{decision.rule}`)" if decision.rule else ""
-    return error_result(call.call, Status.denied, "denied", Stage.permit, f"Permission denied for `{call.tool.name}`{rule}: {why}.", decision=decision.effect, rule=decision.rule)
+    return error_result(call.call, Status.denied, "denied", Stage.permit, f"Permission denied for `{call.tool.name}`{rule}: {why.rstrip('.')}.", decision=decision.effect, rule=decision.rule)

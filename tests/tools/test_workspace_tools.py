@@ -87,12 +87,20 @@ async def test_reading_dotenv_is_denied_by_policy_before_the_sandbox(runtime: Ru
     assert result.status is Status.denied and "deny-secret-files" in str(result.metadata.get("rule"))
 
 
-async def test_the_sandbox_refuses_secret_files_even_when_policy_would_allow(runtime: Runtime, workspace: Path) -> None:
-    (workspace / ".netrc").write_text("machine x password hunter2\n")
-    for path in (".ENV", ".netrc"):  # the shipped policy names neither (case, file): the sandbox still refuses
+async def test_the_sandbox_refuses_protected_files_that_no_policy_names(tmp_path: Path, workspace: Path) -> None:
+    from runtime.settings import Settings
+    from runtime.workspace import DEFAULT_DENY
+
+    (workspace / "private").mkdir()
+    (workspace / "private" / "notes.txt").write_text("hunter2\n")
+    config = tmp_path / "config"
+    config.mkdir(exist_ok=True)
+    (config / "packs.yaml").write_text(PACKS)
+    runtime = Runtime([config], workspace_root=workspace, settings=Settings(workspace_deny=(*DEFAULT_DENY, "private/**")))
+    for path in ("private/notes.txt", "PRIVATE/notes.txt", "./src/../private/notes.txt"):
         result = await runtime.call("file_read", {"path": path}, BYPASS)
-        assert result.is_error and "protected" in result.content, result.content
-        assert "TOKEN" not in result.content and "hunter2" not in result.content
+        assert result.is_error and "hunter2" not in result.content, result.content
+    assert "protected" in (await runtime.call("file_read", {"path": "private/notes.txt"}, BYPASS)).content
 
 
 @pytest.mark.parametrize("path", ["../outside.txt", "/etc/passwd", "src/../../outside.txt"])
