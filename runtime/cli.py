@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import json
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -28,6 +29,7 @@ from runtime.lint.report import render as render_report
 from runtime.policy.explain import explain
 from runtime.policy.policytests import run_policy_tests
 from runtime.records import Call, Session
+from runtime.reload import watch_events
 from runtime.runtime import Runtime
 from runtime.settings import Settings
 
@@ -84,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--session", default="{}", help='the session as JSON: {"id", "user", "mode", "labels"}')
     explain.add_argument("--format", choices=("text", "json"), default="text")
 
+    watch = sub.add_parser("watch", help="load a config, then print one JSON line per reload attempt until interrupted")
+    watch.add_argument("--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)")
+
     audit = sub.add_parser("audit", help="query the audit log of calls")
     audit.add_argument("--store", type=Path, default=None, help="the audit database (default: the audit_store setting, under --workspace)")
     audit.add_argument("--workspace", type=Path, default=None, help="workspace root the default store is under (default: the workspace_root setting)")
@@ -123,6 +128,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return _explain(args, out, err)
     if args.command == "audit":
         return _audit(args, out, err)
+    if args.command == "watch":
+        return _watch(args, out, err)
     return _demo(args, out, err)
 
 
@@ -268,6 +275,22 @@ def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_PROBLEMS
     explanation = explain(snapshot, args.tool, call_args if isinstance(call_args, dict) else None, session)
     out.write((explanation.to_json() if args.format == "json" else explanation.to_text()) + "\n")
+    return EXIT_OK
+
+
+def _watch(args: argparse.Namespace, out: TextIO, err: TextIO, stop: threading.Event | None = None) -> int:
+    """``toolrt watch``: the initial load, then every reload attempt, one JSON object per line."""
+    missing = [p for p in args.config if not p.exists()]
+    if missing:
+        err.write(f"toolrt: no such config: {', '.join(map(str, missing))}\n")
+        return EXIT_USAGE
+    stop = stop or threading.Event()
+    try:
+        for event in watch_events(args.config, Settings(), stop=stop):
+            out.write(event.to_json() + "\n")
+            out.flush()
+    except KeyboardInterrupt:
+        stop.set()
     return EXIT_OK
 
 

@@ -6,8 +6,9 @@ import asyncio
 import concurrent.futures
 import itertools
 import sqlite3
+import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from runtime.policy.decision import PolicyPermitter
 from runtime.policy.grants import SessionGrants
 from runtime.policy.limits import InMemoryLimitStore, Limits, LimitStore
 from runtime.records import Call, Session, ToolResult
+from runtime.reload import ConfigWatcher, ReloadEvent
 from runtime.settings import Settings
 from runtime.shaping.artifacts import ArtifactStore
 from runtime.shaping.redact import Redactor
@@ -41,6 +43,10 @@ class Runtime:
     built once here (raising :class:`ConfigError` with every problem if the config is
     broken) and replaced only by a clean :meth:`reload`. Each turn reads the snapshot
     once and uses it for all of its calls.
+
+    With ``watch`` (default: the ``hot_reload`` setting) the config paths are watched
+    and every clean edit is swapped in (see :meth:`watch`). Call :meth:`close` when
+    done: it stops the watcher and background jobs and writes the last audit records.
     """
 
     def __init__(
@@ -52,6 +58,7 @@ class Runtime:
         approver: Approver | None = None,
         permitter: Permitter | None = None,
         artifacts: ArtifactStore | None = None,
+        watch: bool | None = None,
     ) -> None:
         self.settings = settings or Settings()
         self._paths = [Path(p) for p in config]
@@ -61,6 +68,8 @@ class Runtime:
             raise ConfigError(result.problems)
         snapshot: Snapshot = result.snapshot
         self.last_reload_error: ConfigError | None = None
+        self._reload_lock = threading.Lock()
+        self.watcher: ConfigWatcher | None = None
         self.workspace_root = Path(workspace_root if workspace_root is not None else self.settings.workspace_root).resolve()
         self._id_prefix = f"req_{uuid.uuid4().hex[:8]}_"
         self._turns = itertools.count(1)
@@ -75,6 +84,8 @@ class Runtime:
         self.audit: AuditWriter | None = self._audit_writer()
         self._redactors: tuple[Snapshot, Redactor] | None = None
         # file_read, file_edit, ...: one sandbox, read cache and lock directory for every turn.
+        if watch if watch is not None else self.settings.hot_reload:
+            self.watch()
         self.workspace_tools = WorkspaceTools.create(self.workspace_root, self.settings.workspace_deny, lock_dir_for(self.settings, self.workspace_root)) if self.workspace_root.is_dir() else None
 
     def _audit_writer(self) -> AuditWriter | None:
@@ -120,15 +131,27 @@ class Runtime:
         return self._current[0]
 
     def reload(self) -> BuildResult:
-        """Rebuild from the config paths; swap only if the result is clean."""
-        result = build_snapshot(self._paths, self.settings, self._cache)
-        if result.snapshot is None:
-            self.last_reload_error = ConfigError(result.problems)
-        else:
-            self.last_reload_error = None
-            limits = Limits.from_policies(result.snapshot.policies, store=self.limit_store)
-            self._current = (result.snapshot, limits)  # one reference assignment: turns in flight keep theirs
-        return result
+        """Rebuild from the config paths; swap only if the result is clean.
+
+        A broken config keeps the last good snapshot serving and is kept in
+        :attr:`last_reload_error` (every problem with file:line:col)."""
+        with self._reload_lock:  # one build at a time: the watcher and the app share the compile cache
+            result = build_snapshot(self._paths, self.settings, self._cache)
+            if result.snapshot is None:
+                self.last_reload_error = ConfigError(result.problems)
+            else:
+                self.last_reload_error = None
+                limits = Limits.from_policies(result.snapshot.policies, store=self.limit_store)
+                self._current = (result.snapshot, limits)  # one reference assignment: turns in flight keep theirs
+            return result
+
+    def watch(self, on_event: Callable[[ReloadEvent], None] | None = None) -> ConfigWatcher:
+        """Start watching the config paths (and pack folders): each clean edit is
+        swapped in, a broken one is logged and kept out. Idempotent; stopped by
+        :meth:`close`. ``on_event`` hears of every reload attempt."""
+        if self.watcher is None:
+            self.watcher = ConfigWatcher(self._paths, self.reload, current=lambda: self.snapshot, on_event=on_event, extra_paths=self.settings.pack_dirs).start()
+        return self.watcher
 
     def _env(self, session: Session, trace_id: str | None) -> TurnEnv:
         snapshot, limits = self._current  # read once: the snapshot and its limits belong together
@@ -185,6 +208,8 @@ class Runtime:
 
         Call it before the app exits: audit records are written in batches by a
         background thread, and the last batch is written here."""
+        if self.watcher is not None:
+            await asyncio.to_thread(self.watcher.stop)
         await self.jobs.close()
         if self.audit is not None:
             await asyncio.to_thread(self.audit.close)

@@ -7,7 +7,8 @@ from runtime.config.models import PermissionMode
 from runtime.settings import Settings
 
 
-def test_defaults_are_safe():
+def test_defaults_are_safe(monkeypatch):
+    monkeypatch.delenv("TOOLRT_HOT_RELOAD", raising=False)  # tests/conftest.py turns it off for the suite
     settings = Settings()
     assert settings.permission_mode is PermissionMode.default
     assert settings.hot_reload is True

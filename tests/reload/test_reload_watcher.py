@@ -259,3 +259,28 @@ def test_a_config_folder_deleted_and_created_again_keeps_being_watched(runtime: 
     write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": "Edited after the redeploy."}))
     events.wait_for(lambda e: e.changed == ("finder",), since=mark)
     assert description(runtime) == "Edited after the redeploy."
+
+
+async def test_a_runtime_built_with_watch_serves_an_edit_without_a_manual_reload(tmp_path: Path) -> None:
+    import asyncio
+
+    from runtime import Runtime
+
+    config = tmp_path / "config"
+    config.mkdir()
+    tool = "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {{name: t}}\nspec:\n  description: {text}\n  handler: builtin:tool_search\n  read_only: true\n  input_schema: {{type: object, properties: {{query: {{type: string}}}}}}\n"
+    (config / "tools.yaml").write_text(tool.format(text="first"))
+    events = []
+    runtime = Runtime([config], workspace_root=tmp_path, watch=False)
+    runtime.watch(on_event=events.append)
+    before = runtime.snapshot.version
+    (config / "tools.yaml.tmp").write_text(tool.format(text="second"))
+    (config / "tools.yaml.tmp").replace(config / "tools.yaml")
+    for _ in range(100):
+        if runtime.snapshot.version != before:
+            break
+        await asyncio.sleep(0.05)
+    assert runtime.snapshot.tools["t"].spec.description == "second"
+    assert events and events[-1].event == "reloaded" and events[-1].changed == ("t",)
+    await runtime.close()
+    assert runtime.watcher is not None and not runtime.watcher.running

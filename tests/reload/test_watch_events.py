@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from reload_support import BAD_YAML, EventLog, tools_yaml, wait_until, watcher_threads, write_in_place
+from reload_support import BAD_YAML, EventLog, tools_yaml, wait_until, watcher_threads, write_by_rename, write_in_place
 
 from runtime.reload import ReloadEvent, watch_events
 from runtime.settings import Settings
@@ -104,3 +104,30 @@ def test_files_in_configured_pack_dirs_are_watched(tmp_path: Path, config_dir: P
     stop.set()
     consumer.join(timeout=5)
     assert not consumer.is_alive()
+
+
+def test_toolrt_watch_prints_one_json_line_per_event_until_interrupted(tmp_path: Path) -> None:
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "tools.yaml").write_text(tools_yaml({"a": "first"}))
+    proc = subprocess.Popen([sys.executable, "-c", "from runtime.cli import entrypoint; entrypoint()", "watch", "--config", str(config)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        loaded = json.loads(proc.stdout.readline())
+        write_by_rename(config / "tools.yaml", "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: a}\nspec: [broken\n")
+        broken = json.loads(proc.stdout.readline())
+        write_by_rename(config / "tools.yaml", tools_yaml({"a": "second"}))
+        fixed = json.loads(proc.stdout.readline())
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(10)
+    assert loaded["event"] == "loaded" and loaded["previous"] is None
+    assert list(loaded)[:6] == ["event", "version", "previous", "changed", "errors", "serving"]
+    assert broken["event"] == "error" and broken["serving"] == loaded["version"] and broken["errors"][0]["line"] >= 1
+    assert fixed["event"] == "reloaded" and fixed["previous"] == loaded["version"] and fixed["changed"] == ["a"]
+    assert code == 0
