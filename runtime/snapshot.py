@@ -65,6 +65,7 @@ class CompiledPattern:
     regex: Any  # a compiled RE2 pattern
     replacement: str
     validator: Validator | None
+    keep: bool = False  # a look-alike: matched text stays as it is
 
 
 @dataclass(frozen=True, slots=True)

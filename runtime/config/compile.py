@@ -400,7 +400,7 @@ def _compile_redaction(model: RedactionProfileDocument) -> tuple[tuple[Finding, 
         except RegexRejected as err:
             findings.append(Finding(("spec", "patterns", index, "regex"), err.code, err.message))
             continue
-        patterns.append(CompiledPattern(pattern.name, regex, pattern.replacement or f"[REDACTED:{pattern.name}]", pattern.validator))
+        patterns.append(CompiledPattern(pattern.name, regex, pattern.replacement or f"[REDACTED:{pattern.name}]", pattern.validator, pattern.keep))
     if findings:
         return tuple(findings), None
     combined_source = "|".join(f"({'(?i)' if p.case_insensitive else ''}{p.regex})" for p in model.spec.patterns)

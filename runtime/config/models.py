@@ -258,6 +258,7 @@ class RedactionPattern(_Model):
     replacement: str | None = Field(default=None, max_length=200, description="Default: [REDACTED:<name>].")
     validator: Validator | None = None
     case_insensitive: bool = False
+    keep: bool = Field(default=False, description="Leave matches as they are: for look-alikes that a later pattern would wrongly redact (an ssh remote is not an email address). Matches are not counted.")
 
 
 class RedactionProfileSpec(_Model):

@@ -141,7 +141,7 @@ class _Entry:
     """One pattern of a scanner."""
 
     name: str
-    replacement: bytes
+    replacement: bytes | None  # None: a look-alike to keep as it is
     validator: Callable[[str], bool] | None
     alone: _Regex  # the pattern by itself: to confirm which pattern matched, and to retry
 
@@ -175,7 +175,7 @@ class _Scanner:
         self.entries = tuple(
             _Entry(
                 name=pattern.name,
-                replacement=to_utf8(pattern.replacement),
+                replacement=None if pattern.keep else to_utf8(pattern.replacement),
                 validator=VALIDATORS.get(pattern.validator) if pattern.validator is not None else None,
                 alone=_Regex(_compile(source)),
             )
@@ -288,6 +288,9 @@ def _scan(scanner: _Scanner, data: bytes, start: int, limit: int | None, out: li
             pos = begin + _char_len(data[begin]) if begin < len(data) else begin + 1
             continue
         entry, stop = accepted
+        if entry.replacement is None:  # a look-alike some other pattern must not take
+            pos = stop if stop > begin else begin + 1
+            continue
         out.append(data[emitted:begin])
         out.append(entry.replacement)
         counts[entry.name] = counts.get(entry.name, 0) + 1

@@ -109,14 +109,8 @@ LOOK_ALIKES: list[str] = [
     "sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
     "x-github-token-header and ghp_short",
     "price +5.00 and offset +3600000 ms",
-]
-
-# Look-alikes the shipped patterns still redact (false positives to fix in
-# policies/redaction-default.yaml); the tests mark them xfail(strict) so that a fix
-# shows up. (text, the pattern that wrongly matches)
-KNOWN_FALSE_POSITIVES: list[tuple[str, str]] = [
-    ("git clone git@github.com:org/repo.git", "email"),  # an SSH remote, not an address
-    ("http://user@host.example.com/ has no password", "email"),  # URL user info
+    "git clone git@github.com:org/repo.git",  # an SSH remote, not an address (kept by `ssh_remote`)
+    "http://user@host.example.com/ has no password",  # URL user info (kept by `url_user_without_password`)
 ]
 
 # Secrets the shipped patterns miss (gaps to close in policies/redaction-default.yaml).
