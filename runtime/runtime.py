@@ -96,10 +96,10 @@ class Runtime:
             return None
         path = self._under_workspace(self.settings.audit_store)
         try:
-            if self.settings.audit_in_process:
-                sink: Sink = SqliteSink(path) if kind == "sqlite" else JsonlSink(path)
+            if self.settings.audit_writer == "process":
+                sink: Sink = ProcessSink(kind, path)
             else:
-                sink = ProcessSink(kind, path)
+                sink = SqliteSink(path) if kind == "sqlite" else JsonlSink(path)
         except (OSError, ToolrtError, sqlite3.Error) as err:
             logger.warning("toolrt audit log {} cannot be opened ({}); calls are not audited", path, err)
             return None

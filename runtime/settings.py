@@ -46,7 +46,10 @@ class Settings(BaseSettings):
     artifact_dir: Path = Field(default=Path(".toolrt/artifacts"), description="Where truncated outputs are stored.")
     audit_store: Path = Field(default=Path(".toolrt/audit.sqlite3"), description="The audit log (relative paths are under the workspace root).")
     audit_sink: Literal["sqlite", "jsonl", "off"] = Field(default="sqlite", description="How every call is recorded: a SQLite database (WAL), JSON lines, or not at all.")
-    audit_in_process: bool = Field(default=False, description="Redact and store audit records on a thread of this process instead of a child process (which keeps that work off the calls' interpreter lock).")
+    audit_writer: Literal["thread", "process"] = Field(
+        default="thread",
+        description="Where audit records are redacted and stored: a background thread, or a child process (off this interpreter's lock; pays off when a core is otherwise idle).",
+    )
     log_format: Literal["json", "text"] = "text"
     log_level: Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     permission_mode: PermissionMode = PermissionMode.default

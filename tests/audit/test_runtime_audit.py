@@ -139,3 +139,26 @@ async def test_toolrt_audit_reads_a_json_lines_log_too(tmp_path: Path) -> None:
     out = io.StringIO()
     assert main(["audit", "--store", str(tmp_path / "audit.jsonl"), "--format", "json"], stdout=out) == 0
     assert [(row["tool"], row["session_id"]) for row in json.loads(out.getvalue())] == [("list_dir", "s-j")]
+
+
+async def test_a_child_process_writer_stores_redacted_records_and_survives_its_child_dying(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "c.yaml").write_text(CONFIG)
+    (tmp_path / "ws").mkdir()
+    runtime = Runtime([tmp_path / "config"], workspace_root=tmp_path / "ws", settings=Settings(audit_writer="process"))
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    edits = Session(id="s-p", mode="accept_edits")
+    await runtime.call("file_edit", {"path": "a.txt", "mode": "replace", "content": f"{secret} git@github.com:org/x.git\n"}, edits)
+    assert runtime.audit is not None and runtime.audit.flush(10)
+    sink = runtime.audit.sink
+    os.kill(sink._proc.pid, signal.SIGKILL)  # type: ignore[attr-defined]  # the child dies between batches
+    sink._proc.wait()  # type: ignore[attr-defined]
+    await runtime.call("file_read", {"path": "a.txt"}, edits)
+    await runtime.close()
+    rows = query(tmp_path / "ws" / ".toolrt" / "audit.sqlite3", session="s-p")
+    assert sorted(row["tool"] for row in rows) == ["file_edit", "file_read"]
+    stored = json.dumps([row["args"] for row in rows])
+    assert secret not in stored and "[REDACTED:github_token]" in stored and "git@github.com:org/x.git" in stored
