@@ -83,8 +83,8 @@ Decisions
 - Setting a variable that makes the shell or a program load code, settings or
   programs from somewhere this splitter cannot see sets ``problem``, whatever the
   value (``HOME=. git status`` reads ``./.gitconfig``, whose settings run commands).
-  The list is :data:`_CODE_VARIABLES` plus every ``BASH_FUNC_*`` and ``GIT_CONFIG_*``
-  name: shell start-up and behaviour (``BASH_ENV``, ``ENV``, ``SHELLOPTS``,
+  The list is :data:`_CODE_VARIABLES` plus every name starting ``BASH_FUNC_``,
+  ``GIT_CONFIG_`` or ``DYLD_``: shell start-up and behaviour (``BASH_ENV``, ``ENV``, ``SHELLOPTS``,
   ``BASHOPTS``, ``PROMPT_COMMAND``, ``PATH``, ``IFS``, ``ZDOTDIR``), where programs
   find their configuration (``HOME``, ``XDG_CONFIG_HOME``, ``XDG_CONFIG_DIRS``,
   ``GIT_CONFIG``, ``GIT_CONFIG_GLOBAL``, ``GIT_CONFIG_SYSTEM``, ``GIT_CONFIG_COUNT``
@@ -97,13 +97,13 @@ Decisions
   helpers (``LESSOPEN``, ``LESSCLOSE``, ``BROWSER``). Two values are fine: ``IFS``
   set to a literal made only of spaces, tabs and newlines (``IFS= read -r line``),
   which can only remove split points, and ``PATH`` set to a literal list of system
-  directories (``env -i PATH=/bin:/usr/bin cmd``). The same names set any other way (``read``, ``printf -v``,
-  ``mapfile``, ``getopts``, ``wait -p``, a ``for``/``select`` variable,
-  ``${NAME:=...}``, ``{NAME}>file``, ``declare -n``) set ``problem`` too.
+  directories (``env -i PATH=/bin:/usr/bin cmd``). The same names set any other way
+  (``read``, ``printf -v``, ``mapfile``, ``getopts``, ``wait -p``, a ``for``/``select``
+  variable, ``${NAME:=...}``, ``{NAME}>file``, ``declare -n``) set ``problem`` too.
 - ``bash script.sh`` and ``curl x | sh`` are plain commands (rules can deny
   ``bash *``). Here-documents set ``problem``; here-strings (``<<<``) are plain
   redirections, except that both, when fed to a shell (a word of the command is a
-  shell name, or they are attached to a compound command such as ``{ ...; }`` or
+  shell name, the command is ``su``, ``sudo`` or ``doas``, or they are attached to a compound command such as ``{ ...; }`` or
   ``done`` after a shell has been started on the line), have their text split as a
   command line and set ``problem`` (``bash <<< 'rm x'``).
 - The line is read as bash reads it. Where POSIX sh (dash) would run other commands
@@ -226,12 +226,23 @@ _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/
 class _Sink:
     """Where every (sub)parser of one line puts commands and problems."""
 
-    __slots__ = ("commands", "problems")
+    __slots__ = ("commands", "problems", "scanned", "shell_started")
 
     def __init__(self) -> None:
         self.commands: list[tuple[str, ...]] = []
         # A dict keeps the first-seen order and deduplicates in constant time.
         self.problems: dict[str, None] = {}
+        self.scanned = 0  # how many commands started_shell has looked at
+        self.shell_started = False
+
+    def started_shell(self) -> bool:
+        """Whether a command listed so far is a shell (or su, sudo, doas); each command is looked at once."""
+        commands = self.commands
+        while not self.shell_started and self.scanned < len(commands):
+            argv = commands[self.scanned]
+            self.scanned += 1
+            self.shell_started = bool(argv) and (argv[0] in _SHELLS or argv[0] in _PRIVILEGE_WRAPPERS)
+        return self.shell_started
 
     def problem(self, text: str) -> None:
         self.problems.setdefault(text, None)
@@ -671,14 +682,15 @@ class _Parser:
     def _feeds_shell(self, words: list[_Word]) -> bool:
         """Whether the input redirected into this command may be read by a shell as a script.
 
-        True when a word is a shell's name (``bash``, ``sudo sh``, ``env bash -s`` ...).
-        A command with no words carries the redirections of a compound command
+        True when a word is a shell's name (``bash``, ``sudo sh``, ``env bash -s`` ...), or
+        the command is ``su``, ``sudo`` or ``doas``, which start a shell reading its input
+        when given no command (``su``, ``sudo -s``, ``doas -s``). A command with no words carries the redirections of a compound command
         (``{ bash; } <<< x``, ``done <<< x``, ``(sh) <<< x``), whose commands have already
         been listed: then it is True when any command listed so far is a shell.
         """
         if words:
-            return any(_is_shell_name(w) for w in words)
-        return any(argv and argv[0] in _SHELLS for argv in self.sink.commands)
+            return any(_is_shell_name(w) for w in words) or (not words[0].expanded and _basename(words[0].value) in _PRIVILEGE_WRAPPERS)
+        return self.sink.started_shell()
 
     @staticmethod
     def _for_header(state: str, word: _Word) -> str:
@@ -1731,9 +1743,8 @@ def _trap(name: str, words: list[_Word], ctx: _Context) -> None:
     ctx.parse_line(action.value)
 
 
-# compgen and complete: the options that take a value, and those whose value is harmless data.
+# The options of compgen and complete that take a value (-V is bash 5.3's output variable).
 _COMPLETION_VALUES = "oAGWFCXPSV"
-_COMPLETION_DATA = "oAGXPS"
 
 
 def _completion(name: str, words: list[_Word], ctx: _Context) -> None:
@@ -1910,6 +1921,8 @@ def _busybox(name: str, words: list[_Word], ctx: _Context) -> None:
         _wrapped(name, words, 1, ctx)
 
 
+# Wrappers that run a shell reading its input when given no command (su, sudo -s, doas -s).
+_PRIVILEGE_WRAPPERS = frozenset({"su", "sudo", "doas"})
 _POSIX_SHELLS = frozenset({"sh", "bash", "dash", "ksh", "zsh", "mksh", "ash", "yash", "posh", "rbash", "ksh93"})
 _OTHER_SHELLS = frozenset({"fish", "csh", "tcsh", "pwsh", "powershell", "nu", "xonsh", "elvish"})
 _SHELLS = _POSIX_SHELLS | _OTHER_SHELLS
