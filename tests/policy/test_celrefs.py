@@ -242,3 +242,12 @@ def test_unexpected_character_raises_lex_error(source: str, offset: int) -> None
 @pytest.mark.parametrize(("offset", "line_col"), [(0, (1, 1)), (3, (1, 4)), (4, (2, 1)), (6, (2, 3))])
 def test_offset_to_line_col_is_one_based(offset: int, line_col: tuple[int, int]) -> None:
     assert offset_to_line_col("abc\ndef", offset) == line_col
+
+
+def test_matches_calls_are_renamed_for_the_cached_regex_function_but_strings_are_not() -> None:
+    from runtime.policy.cel import _with_cached_matches
+
+    source = "args.p.matches('x') || matches(args.q, 'matches(y)') || args.matches == 1"
+    rewritten = _with_cached_matches(source)
+    assert rewritten == "args.p.rxmatch('x') || rxmatch(args.q, 'matches(y)') || args.matches == 1"
+    assert len(rewritten) == len(source)  # error columns stay those of the source
