@@ -138,6 +138,16 @@ class CompiledPolicyRule:
 
 
 @dataclass(frozen=True, slots=True)
+class WhenBatch:
+    """The ``when`` conditions of one tool's rules as a single CEL list expression:
+    one evaluation instead of one per rule. ``positions[i]`` is the rule (by index in
+    the tool's rule tuple) whose condition is element ``i``."""
+
+    program: CelProgram
+    positions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class CompiledPolicy:
     name: str
     spec: PolicySpec
@@ -171,6 +181,9 @@ class Snapshot:
     schema_engine: str
     rule_index: Mapping[str, tuple[CompiledPolicyRule, ...]] = field(default_factory=lambda: MappingProxyType({}))  # tool key -> policy rules whose globs match it
     forbidden_modes: frozenset[str] = frozenset()  # permission modes some policy forbids
+    # tool key -> one program evaluating the `when` of each of its indexed rules at once
+    # (a list of their values; None for a rule without `when`), where the engine allows.
+    when_batches: Mapping[str, WhenBatch] = field(default_factory=lambda: MappingProxyType({}))
 
     def tool(self, name: str, version: str | None = None) -> CompiledTool | None:
         """The tool called ``name`` (a given ``version`` of it, if asked), or None."""

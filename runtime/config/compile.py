@@ -34,7 +34,7 @@ from runtime.config.models import (
 )
 from runtime.config.problems import Problem, Severity, sorted_problems
 from runtime.config.suggest import did_you_mean
-from runtime.errors import ConfigError
+from runtime.errors import CelCompileError, ConfigError
 from runtime.policy.cel import POLICY_VARIABLES, RULE_VARIABLES, CelEngine, get_engine
 from runtime.policy.celrefs import LexError, analyse
 from runtime.policy.commands import CommandPatterns
@@ -52,6 +52,7 @@ from runtime.snapshot import (
     PolicyTestEntry,
     ResolvedOutput,
     Snapshot,
+    WhenBatch,
 )
 from runtime.validation.arguments import ArgumentValidator, fast_schema_available
 from runtime.validation.schemacheck import check_input_schema
@@ -165,9 +166,39 @@ class _Builder:
             warnings=tuple(p for p in self.problems if not p.is_error),
             cel_engine=self.engine.name,
             schema_engine=self.schema_engine,
-            rule_index=rules_by_tool([rule for policy in policies for rule in policy.rules], by_name),
+            rule_index=(rule_index := rules_by_tool([rule for policy in policies for rule in policy.rules], by_name)),
+            when_batches=self._when_batches(rule_index),
             forbidden_modes=frozenset(m.value for policy in policies for m in policy.spec.forbidden_modes),
         )
+
+    def _when_batches(self, rule_index: Mapping[str, tuple[CompiledPolicyRule, ...]]) -> Mapping[str, WhenBatch]:
+        """One list program per distinct rule tuple with two or more conditions (the
+        fast engine only: it pays per evaluation, not per element)."""
+        if self.engine.name != "fast":
+            return MappingProxyType({})
+        built: dict[tuple[int, ...], WhenBatch | None] = {}
+        batches: dict[str, WhenBatch] = {}
+        for key, rules in rule_index.items():
+            identity = tuple(id(rule) for rule in rules)
+            if identity not in built:
+                built[identity] = self._when_batch(rules)
+            batch = built[identity]
+            if batch is not None:
+                batches[key] = batch
+        return MappingProxyType(batches)
+
+    def _when_batch(self, rules: Sequence[CompiledPolicyRule]) -> WhenBatch | None:
+        positions = tuple(i for i, rule in enumerate(rules) if rule.when is not None)
+        if len(positions) < 2:
+            return None
+        sources = [rules[i].when.source for i in positions]  # type: ignore[union-attr]
+        source = "[" + ", ".join(f"({text}\n)" for text in sources) + "]"  # the newline ends a trailing // comment
+        key = ("when-batch", self.engine.name, source)
+        try:
+            program = self.cache.compiled(key, lambda: self.engine.compile(source, POLICY_VARIABLES))
+        except CelCompileError:
+            return None  # each condition compiled alone; evaluate them one by one then
+        return WhenBatch(program, positions)
 
     def _command_rules_apply(self, entries: Sequence[LoadedDocument], policies: Sequence[CompiledPolicy], tools: Sequence[CompiledTool]) -> None:
         """Warn about `commands` rules that no command-line tool falls under: they never apply."""

@@ -153,3 +153,20 @@ def test_plan_mode_denies_writes_even_when_a_rule_asks_for_them(tmp_path: Path) 
 def test_a_rule_naming_another_tool_does_not_name_a_critical_tool(tmp_path: Path) -> None:
     assert decide(make(tmp_path, rule("a", "allow", '["reader", "*"]')), "launcher", {}).effect == "ask"
     assert decide(make(tmp_path, rule("a", "allow", '["reader", "launcher"]')), "launcher", {}).effect == "allow"
+
+
+def test_a_tools_conditions_are_evaluated_in_one_batch_that_falls_back_rule_by_rule_on_an_error(tmp_path: Path) -> None:
+    rules = (
+        rule("d", "deny", '["writer"]', ", when: 'args.path.startsWith(\"/etc\")'")
+        + rule("q", "ask", '["writer"]', ", when: 'args.path.endsWith(\".sh\") // a trailing comment'")
+        + rule("a", "allow", '["writer"]', ", when: 'args.path.startsWith(\"/tmp\")'")
+    )
+    config = make(tmp_path, rules)
+    snapshot = load_snapshot([config])
+    if snapshot.cel_engine == "fast":
+        assert snapshot.when_batches["writer"].positions == (0, 1, 2)
+    assert decide(config, "writer", {"path": "/etc/passwd"}).rule == "p/d"
+    assert decide(config, "writer", {"path": "/tmp/run.sh"}).rule == "p/q"
+    assert decide(config, "writer", {"path": "/tmp/x"}).effect == "allow"
+    missing = decide(config, "writer", {})  # every condition errors: deny fails closed, rule by rule
+    assert (missing.effect, missing.rule) == ("deny", "p/d") and "could not be evaluated" in (missing.reason or "")
