@@ -31,7 +31,7 @@ from runtime.config.models import (
     WorkflowSpec,
 )
 from runtime.config.problems import Location, Problem
-from runtime.policy.cel import CelProgram
+from runtime.policy.cel import CelProgram, Outcome
 from runtime.policy.commands import CommandPatterns
 from runtime.validation.arguments import ArgumentValidator
 
@@ -130,6 +130,7 @@ class CompiledPolicyRule:
     source: Location
     named_tools: frozenset[str] = frozenset()  # the tool names it lists literally (no wildcard): the tools it "names"
     command_patterns: CommandPatterns | None = None  # judged per command of a command-line tool
+    when_variables: frozenset[str] = frozenset()  # the variables its `when` reads
 
     def matches_tool(self, name: str, version: str | None = None) -> bool:
         if self.tool_matcher.fullmatch(name):
@@ -138,13 +139,19 @@ class CompiledPolicyRule:
 
 
 @dataclass(frozen=True, slots=True)
-class WhenBatch:
-    """The ``when`` conditions of one tool's rules as a single CEL list expression:
-    one evaluation instead of one per rule. ``positions[i]`` is the rule (by index in
-    the tool's rule tuple) whose condition is element ``i``."""
+class WhenPlan:
+    """How one tool's rule conditions are evaluated, decided at snapshot build.
 
-    program: CelProgram
-    positions: tuple[int, ...]
+    ``constants``: rule position (in the tool's rule tuple) -> the outcome of a
+    condition that reads nothing but the tool itself (and ``commands``, for a tool
+    without a command line, where it is always empty): evaluated once, here.
+    ``batch``: the remaining conditions as one CEL list expression, one evaluation
+    instead of one per rule; ``positions[i]`` is the rule of element ``i``.
+    """
+
+    constants: Mapping[int, Outcome]
+    batch: CelProgram | None = None
+    positions: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,9 +188,7 @@ class Snapshot:
     schema_engine: str
     rule_index: Mapping[str, tuple[CompiledPolicyRule, ...]] = field(default_factory=lambda: MappingProxyType({}))  # tool key -> policy rules whose globs match it
     forbidden_modes: frozenset[str] = frozenset()  # permission modes some policy forbids
-    # tool key -> one program evaluating the `when` of each of its indexed rules at once
-    # (a list of their values; None for a rule without `when`), where the engine allows.
-    when_batches: Mapping[str, WhenBatch] = field(default_factory=lambda: MappingProxyType({}))
+    when_plans: Mapping[str, WhenPlan] = field(default_factory=lambda: MappingProxyType({}))  # tool key -> how its rules' conditions are evaluated
 
     def tool(self, name: str, version: str | None = None) -> CompiledTool | None:
         """The tool called ``name`` (a given ``version`` of it, if asked), or None."""

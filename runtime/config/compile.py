@@ -35,7 +35,7 @@ from runtime.config.models import (
 from runtime.config.problems import Problem, Severity, sorted_problems
 from runtime.config.suggest import did_you_mean
 from runtime.errors import CelCompileError, ConfigError
-from runtime.policy.cel import POLICY_VARIABLES, RULE_VARIABLES, CelEngine, get_engine
+from runtime.policy.cel import POLICY_VARIABLES, RULE_VARIABLES, CelEngine, Outcome, get_engine
 from runtime.policy.celrefs import LexError, analyse
 from runtime.policy.commands import CommandPatterns
 from runtime.policy.decision import rules_by_tool
@@ -52,7 +52,7 @@ from runtime.snapshot import (
     PolicyTestEntry,
     ResolvedOutput,
     Snapshot,
-    WhenBatch,
+    WhenPlan,
 )
 from runtime.validation.arguments import ArgumentValidator, fast_schema_available
 from runtime.validation.schemacheck import check_input_schema
@@ -167,38 +167,51 @@ class _Builder:
             cel_engine=self.engine.name,
             schema_engine=self.schema_engine,
             rule_index=(rule_index := rules_by_tool([rule for policy in policies for rule in policy.rules], by_name)),
-            when_batches=self._when_batches(rule_index),
+            when_plans=self._when_plans(rule_index, MappingProxyType(by_name)),
             forbidden_modes=frozenset(m.value for policy in policies for m in policy.spec.forbidden_modes),
         )
 
-    def _when_batches(self, rule_index: Mapping[str, tuple[CompiledPolicyRule, ...]]) -> Mapping[str, WhenBatch]:
-        """One list program per distinct rule tuple with two or more conditions (the
-        fast engine only: it pays per evaluation, not per element)."""
-        if self.engine.name != "fast":
-            return MappingProxyType({})
-        built: dict[tuple[int, ...], WhenBatch | None] = {}
-        batches: dict[str, WhenBatch] = {}
-        for key, rules in rule_index.items():
-            identity = tuple(id(rule) for rule in rules)
-            if identity not in built:
-                built[identity] = self._when_batch(rules)
-            batch = built[identity]
-            if batch is not None:
-                batches[key] = batch
-        return MappingProxyType(batches)
+    def _when_plans(self, rule_index: Mapping[str, tuple[CompiledPolicyRule, ...]], tools: Mapping[str, Mapping[str, CompiledTool]]) -> Mapping[str, WhenPlan]:
+        """Per tool key: conditions that depend on the tool alone, evaluated now, and
+        the rest as one list program (fast engine; compiled once per distinct set)."""
+        programs: dict[tuple[int, ...], Any] = {}
+        plans: dict[str, WhenPlan] = {}
+        for name, versions in tools.items():
+            for version, tool in versions.items():
+                key = f"{name}@{version}" if version else name
+                plan = self._when_plan(rule_index.get(key, ()), tool, programs)
+                if plan is not None:
+                    plans[key] = plan
+        return MappingProxyType(plans)
 
-    def _when_batch(self, rules: Sequence[CompiledPolicyRule]) -> WhenBatch | None:
-        positions = tuple(i for i, rule in enumerate(rules) if rule.when is not None)
-        if len(positions) < 2:
+    def _when_plan(self, rules: Sequence[CompiledPolicyRule], tool: CompiledTool, programs: dict[tuple[int, ...], Any]) -> WhenPlan | None:
+        static = {"tool"} if tool.spec.command_line else {"tool", "commands"}
+        constants: dict[int, Outcome] = {}
+        dynamic: list[int] = []
+        activation = None
+        for position, rule in enumerate(rules):
+            if rule.when is None:
+                continue
+            if rule.when_variables <= static:
+                if activation is None:
+                    activation = self.engine.activation({"tool": dict(tool.attributes), "commands": [], "args": {}, "session": {}, "call": {}}, POLICY_VARIABLES)
+                constants[position] = rule.when.evaluate(activation)
+            else:
+                dynamic.append(position)
+        batch = None
+        if len(dynamic) >= 2 and self.engine.name == "fast":  # the portable engine pays per element, not per evaluation
+            identity = tuple(id(rules[p]) for p in dynamic)
+            if identity not in programs:
+                sources = [rules[p].when.source for p in dynamic]  # type: ignore[union-attr]
+                source = "[" + ", ".join(f"({text}\n)" for text in sources) + "]"  # the newline ends a trailing // comment
+                try:
+                    programs[identity] = self.cache.compiled(("when-batch", self.engine.name, source), lambda: self.engine.compile(source, POLICY_VARIABLES))
+                except CelCompileError:
+                    programs[identity] = None  # each condition compiled alone: evaluate them one by one
+            batch = programs[identity]
+        if not constants and batch is None:
             return None
-        sources = [rules[i].when.source for i in positions]  # type: ignore[union-attr]
-        source = "[" + ", ".join(f"({text}\n)" for text in sources) + "]"  # the newline ends a trailing // comment
-        key = ("when-batch", self.engine.name, source)
-        try:
-            program = self.cache.compiled(key, lambda: self.engine.compile(source, POLICY_VARIABLES))
-        except CelCompileError:
-            return None  # each condition compiled alone; evaluate them one by one then
-        return WhenBatch(program, positions)
+        return WhenPlan(MappingProxyType(constants), batch, tuple(dynamic) if batch is not None else ())
 
     def _command_rules_apply(self, entries: Sequence[LoadedDocument], policies: Sequence[CompiledPolicy], tools: Sequence[CompiledTool]) -> None:
         """Warn about `commands` rules that no command-line tool falls under: they never apply."""
@@ -337,6 +350,7 @@ class _Builder:
                 source=entry.source.locate(("spec", "rules", index)),
                 named_tools=frozenset(glob.split("@")[0] for glob in rule.tools if not any(ch in glob.split("@")[0] for ch in "*?[")),
                 command_patterns=CommandPatterns(rule.commands) if rule.commands is not None else None,
+                when_variables=frozenset(ref.name for ref in _roots(rule.when)) if rule.when else frozenset(),
             )
             for index, (rule, (matcher, when, reason)) in enumerate(zip(model.spec.rules, pieces.rules, strict=True))
         )

@@ -30,7 +30,7 @@ from runtime.policy.cel import POLICY_VARIABLES, Outcome, get_engine
 from runtime.policy.commands import split_cached
 from runtime.policy.shell import CommandLine
 from runtime.records import Decision, Session, ValidatedCall
-from runtime.snapshot import CompiledPolicyRule, CompiledTool, Snapshot, WhenBatch
+from runtime.snapshot import CompiledPolicyRule, CompiledTool, Snapshot, WhenPlan
 
 _READ_ONLY = Decision("allow", reason="read-only tool")
 _TRUE = Outcome(value=True)
@@ -98,7 +98,7 @@ class _Evaluation:
         self.trace = trace
         self.line = command_line_of(call)
         self.activation: Any = None
-        self.batched: dict[int, Outcome] = {}  # id(rule) -> its `when` outcome, evaluated in one go
+        self.known: dict[int, Outcome] = {}  # id(rule) -> its `when` outcome, settled ahead of the walk
 
     def _activation(self) -> Any:
         if self.activation is None:
@@ -112,9 +112,9 @@ class _Evaluation:
 
     def run(self, rules: Sequence[CompiledPolicyRule]) -> Decision:
         tool = self.call.tool
-        batch = self.snapshot.when_batches.get(tool.key)
-        if batch is not None:
-            self._evaluate_batch(rules, batch)
+        plan = self.snapshot.when_plans.get(tool.key)
+        if plan is not None:
+            self._apply_plan(rules, plan)
         matched: dict[Effect, list[tuple[CompiledPolicyRule, str]]] = {Effect.deny: [], Effect.ask: [], Effect.allow: []}
         covered: dict[int, CompiledPolicyRule] = {}  # command index -> the allow rule that covers it
         warnings: list[str] = []
@@ -149,16 +149,21 @@ class _Evaluation:
             reason = f"{reason}; {self._uncovered(covered)}"
         return Decision(default.effect, default.rule, reason, tuple(warnings))
 
-    def _evaluate_batch(self, rules: Sequence[CompiledPolicyRule], batch: WhenBatch) -> None:
-        """Every rule's condition in one evaluation. If any of them errors, the list
-        does too, and the conditions are evaluated one by one as usual (so each error
-        is told apart and fails closed on its own)."""
-        outcome = batch.program.evaluate(self._activation())
-        values = outcome.value
-        if outcome.error is not None or not isinstance(values, list) or len(values) != len(batch.positions):
+    def _apply_plan(self, rules: Sequence[CompiledPolicyRule], plan: WhenPlan) -> None:
+        """The conditions settled at build time, and the rest in one evaluation. If
+        any of those errors, the list does too, and they are evaluated one by one as
+        usual (so each error is told apart and fails closed on its own)."""
+        known = self.known
+        for position, outcome in plan.constants.items():
+            known[id(rules[position])] = outcome
+        if plan.batch is None:
             return
-        for position, value in zip(batch.positions, values, strict=True):
-            self.batched[id(rules[position])] = _TRUE if value is True else _NOT_TRUE
+        outcome = plan.batch.evaluate(self._activation())
+        values = outcome.value
+        if outcome.error is not None or not isinstance(values, list) or len(values) != len(plan.positions):
+            return
+        for position, value in zip(plan.positions, values, strict=True):
+            known[id(rules[position])] = _TRUE if value is True else _NOT_TRUE
 
     def _staged(self, rule: CompiledPolicyRule, warnings: list[str]) -> None:
         """A rule under staged rollout (``enforce: warn`` or ``audit``): evaluated and
@@ -180,7 +185,7 @@ class _Evaluation:
             self._note(rule, False, "has `commands` patterns, but this tool runs no command line")
             return False, ""
         if rule.when is not None:
-            outcome = self.batched.get(id(rule)) or rule.when.evaluate(self._activation())
+            outcome = self.known.get(id(rule)) or rule.when.evaluate(self._activation())
             if outcome.error is not None:
                 if rule.effect is Effect.allow or rule.on_error is FailurePolicy.ignore:
                     self._note(rule, False, "`when` could not be evaluated; counted as not matching", outcome.error)

@@ -1,7 +1,8 @@
 """Pipeline benchmarks, side by side in one process (read the ratios; machines are noisy).
 
 1. Per-call overhead of all seven stages for a no-op in-process tool (5-property
-   schema, one CEL rule, the default redaction profiles, a short output), against a
+   schema, one CEL rule, the default redaction profiles, 20 policy rules of which the
+   default pack's 5 judge the call, a short output, the audit log on), against a
    plain function call, LangGraph's ToolNode and the OpenAI Agents SDK's bare
    FunctionTool.on_invoke_tool on the same tool (those two only if installed:
    ``pip install langgraph openai-agents``).
@@ -35,8 +36,16 @@ CONFIG = """\
 apiVersion: toolrt/v1
 kind: Include
 metadata: {name: packs}
-spec: {packs: [redaction-default]}
+spec: {packs: [redaction-default, permissions-default]}
 ---
+# 20 policy rules in all: the 5 of the default permission pack apply to every tool (the
+# noop call is judged by each), these 15 name other tools (indexed away: they cost nothing).
+apiVersion: toolrt/v1
+kind: Policy
+metadata: {name: bench-rules}
+spec:
+  rules:
+""" + "".join(f"    - {{name: other-{i}, effect: deny, tools: [tool_{i}], when: 'args.path.startsWith(\"/secret{i}\")'}}\n" for i in range(15)) + """---
 apiVersion: toolrt/v1
 kind: Tool
 metadata: {name: noop}

@@ -164,7 +164,7 @@ def test_a_tools_conditions_are_evaluated_in_one_batch_that_falls_back_rule_by_r
     config = make(tmp_path, rules)
     snapshot = load_snapshot([config])
     if snapshot.cel_engine == "fast":
-        assert snapshot.when_batches["writer"].positions == (0, 1, 2)
+        assert snapshot.when_plans["writer"].positions == (0, 1, 2)
     assert decide(config, "writer", {"path": "/etc/passwd"}).rule == "p/d"
     assert decide(config, "writer", {"path": "/tmp/run.sh"}).rule == "p/q"
     assert decide(config, "writer", {"path": "/tmp/x"}).effect == "allow"
