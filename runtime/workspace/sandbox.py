@@ -177,7 +177,7 @@ class Workspace:
         except OSError as err:  # e.g. ENAMETOOLONG once links are expanded
             raise WorkspaceError(f"path {shown} cannot be resolved ({os.strerror(err.errno or errno.EINVAL)})") from None
         real_path = Path(real)
-        if _unresolved(real_path):
+        if _unresolved(real_path, self.root):
             # realpath gives up at a link loop and returns the rest of the path as it
             # was, `..` and further links included: nothing about it can be trusted.
             raise WorkspaceError(f"path {shown} has too many levels of symbolic links (a link loop?)")
@@ -366,12 +366,18 @@ class Workspace:
             os.close(parent)
 
 
-def _unresolved(real: Path) -> bool:
-    """Whether ``real`` (from ``os.path.realpath``) still holds ``..`` or a symbolic link."""
+def _unresolved(real: Path, root: Path) -> bool:
+    """Whether ``real`` (from ``os.path.realpath``) still holds ``..`` or a symbolic link.
+
+    realpath stops at a link loop, appends the rest of the path unresolved and then
+    normalises it lexically: ``loop/../link_out/x`` comes back as ``link_out/x`` with
+    ``link_out`` never followed, so every component must be checked again."""
     if ".." in real.parts:
         return True
-    prefix = Path(real.anchor)
-    for part in real.parts[1:]:
+    if not real.is_relative_to(root):
+        return False  # outside anyway: the containment check refuses it
+    prefix = root  # resolved once at construction: only the components below it can be links
+    for part in real.relative_to(root).parts:
         prefix = prefix / part
         if os.path.islink(prefix):
             return True
