@@ -83,7 +83,7 @@ class _FastProgram:
         try:
             result = self._expression.eval(activation)
         except Exception as err:  # noqa: BLE001 - translate every engine failure into an outcome
-            return Outcome(error=str(err))
+            return Outcome(error=_as_written(str(err)))
         value = result.value()
         # An error's value is its message (a str), never a bool: booleans are safe to take as is.
         if value is True:
@@ -91,7 +91,7 @@ class _FastProgram:
         if value is False:
             return _FALSE
         if result.type() == self._error_type:
-            return Outcome(error=str(result.value()))
+            return Outcome(error=_as_written(str(result.value())))
         try:
             return Outcome(value=result.plain_value())
         except Exception as err:  # noqa: BLE001
@@ -130,7 +130,7 @@ class FastEngine:
         try:
             expression = self._env(variables).compile(_with_cached_matches(source))
         except Exception as err:  # noqa: BLE001 - the binding raises RuntimeError with a formatted message
-            raise _fast_compile_error(str(err)) from None
+            raise _fast_compile_error(_as_written(str(err))) from None
         return _FastProgram(source, expression, self._cel.Type.ERROR)
 
     def activation(self, data: Mapping[str, Any], variables: tuple[str, ...]) -> Any:
@@ -154,6 +154,11 @@ def _re2_pattern(pattern: str) -> Any:
 
 def _re2_matches(text: str, pattern: str) -> bool:
     return _re2_pattern(pattern).search(text) is not None
+
+
+def _as_written(message: str) -> str:
+    """An engine message about the renamed function, in the words of the source."""
+    return message.replace(_MATCHES, "matches") if _MATCHES in message else message
 
 
 def _with_cached_matches(source: str) -> str:
