@@ -10,7 +10,7 @@ compiled into an immutable :class:`Snapshot`::
     problems = tool.arguments.validate({"path": 3})
 """
 
-from runtime import adapters
+from runtime import adapters, logs
 from runtime.config.cache import CompileCache
 from runtime.config.compile import BuildResult, build_snapshot, load_snapshot
 from runtime.config.problems import Location, Problem, Severity
@@ -50,6 +50,7 @@ __all__ = [
     "UsageError",
     "__version__",
     "adapters",
+    "logs",
     "build_snapshot",
     "load_snapshot",
 ]

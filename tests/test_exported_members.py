@@ -31,6 +31,7 @@ def test_public_api_is_exactly_the_documented_names():
             "UsageError",
             "__version__",
             "adapters",
+            "logs",
             "build_snapshot",
             "load_snapshot",
         ]

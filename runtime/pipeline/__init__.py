@@ -19,6 +19,7 @@ import time
 from types import MappingProxyType
 from typing import Any
 
+from runtime.logs import call_finished, calls_logged
 from runtime.pipeline.env import TurnEnv
 from runtime.pipeline.execute import execute
 from runtime.pipeline.lookup import lookup
@@ -48,6 +49,8 @@ async def run_call(call: Call, env: TurnEnv) -> ToolResult:
     result = _finish(result, env, timings, tool)
     if env.audit is not None:
         env.audit(env, call, result, executed_args)
+    if calls_logged():
+        call_finished(env, call, result)
     return result
 
 
