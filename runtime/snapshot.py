@@ -66,6 +66,7 @@ class CompiledPattern:
     replacement: str
     validator: Validator | None
     keep: bool = False  # a look-alike: matched text stays as it is
+    shields: frozenset[str] = frozenset()  # with keep: the patterns whose matches starting inside it are left alone
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,9 +153,9 @@ class AuditRecord:
         when there is no ``metadata``."""
         redactor = self.redactor
         if redactor is not None:
-            self.redactor = None
             if self.args:
-                self.args = _redacted(self.args, redactor)
+                self.args = _redacted(self.args, redactor)  # if this raises, to_row stores no arguments
+            self.redactor = None
         metadata = self.metadata
         if metadata is None:
             return self
@@ -302,12 +302,19 @@ def _redacted(args: Mapping[str, Any], redactor: Any) -> Any:
     The JSON text that would be stored is scanned once: when it holds no escape
     sequence, every string of ``args`` appears in it verbatim (with non-word
     characters around it, which is all ``\\b`` looks at), so no candidate in the text
-    means no secret in any string, and the text is kept. Otherwise each string is
-    redacted on its own (one scan per string, several times slower).
+    means no secret in any string, and the text is kept. Not for patterns anchored
+    with ``^``/``$`` (they see a string's edges, which the JSON text hides) nor for
+    text the encoder had to cut. Otherwise each string is redacted on its own (one
+    scan per string, several times slower).
     """
-    text = encode_args(args)
-    if text is not None and "\\" not in text and not redactor.has_candidate(text):
-        return Encoded(text)
+    if not redactor.anchored:
+        try:
+            text = _ENCODER.encode(args)
+        except Exception:  # noqa: BLE001 - odd types: the careful path below
+            text = None
+        # Uncut (no string shortened before the scan) and without escape sequences.
+        if text is not None and len(text) <= STRING_MAX_CHARS and "\\" not in text and not redactor.has_candidate(text):
+            return Encoded(text)
     return redactor.redact_value(args)[0]
 
 

@@ -186,13 +186,17 @@ class _Builder:
 
     def _when_plan(self, rules: Sequence[CompiledPolicyRule], tool: CompiledTool, programs: dict[tuple[int, ...], Any]) -> WhenPlan | None:
         static = {"tool"} if tool.spec.command_line else {"tool", "commands"}
+        changing = _CHANGING_WITH_LINE if tool.spec.command_line else _CHANGING
         constants: dict[int, Outcome] = {}
         dynamic: list[int] = []
         activation = None
         for position, rule in enumerate(rules):
             if rule.when is None:
                 continue
-            if rule.when_variables <= static:
+            # Static only if the references say so AND no per-call variable's name appears
+            # anywhere in the source (a backstop against any form the reference scan misses,
+            # such as root-scoped `.args`); a name inside a string just costs the folding.
+            if rule.when_variables <= static and not changing.search(rule.when.source):
                 if activation is None:
                     activation = self.engine.activation({"tool": dict(tool.attributes), "commands": [], "args": {}, "session": {}, "call": {}}, POLICY_VARIABLES)
                 constants[position] = rule.when.evaluate(activation)
@@ -376,6 +380,10 @@ class _Builder:
         return _PolicyPieces(tuple(findings), tuple(compiled))
 
 
+_CHANGING = re.compile(r"(?<![A-Za-z0-9_])(args|session|call)(?![A-Za-z0-9_])")
+_CHANGING_WITH_LINE = re.compile(r"(?<![A-Za-z0-9_])(args|session|call|commands)(?![A-Za-z0-9_])")
+
+
 def _check_command_line(name: str, schema: Mapping[str, Any]) -> list[Finding]:
     """``command_line`` must name a string property, or policy rules would judge nothing."""
     properties = schema.get("properties")
@@ -445,7 +453,16 @@ def _compile_redaction(model: RedactionProfileDocument) -> tuple[tuple[Finding, 
         except RegexRejected as err:
             findings.append(Finding(("spec", "patterns", index, "regex"), err.code, err.message))
             continue
-        patterns.append(CompiledPattern(pattern.name, regex, pattern.replacement or f"[REDACTED:{pattern.name}]", pattern.validator, pattern.keep))
+        patterns.append(CompiledPattern(pattern.name, regex, pattern.replacement or f"[REDACTED:{pattern.name}]", pattern.validator, pattern.keep, frozenset(pattern.shields)))
+    names = {p.name for p in model.spec.patterns}
+    for index, pattern in enumerate(model.spec.patterns):
+        if pattern.keep and not pattern.shields:
+            findings.append(Finding(("spec", "patterns", index, "keep"), "missing-key", f"keep pattern `{pattern.name}` needs `shields`: the patterns of this profile it protects (e.g. [email])."))
+        if pattern.shields and not pattern.keep:
+            findings.append(Finding(("spec", "patterns", index, "shields"), "invalid-value", f"`shields` only means something with `keep: true` (pattern `{pattern.name}`)."))
+        for s_index, shielded in enumerate(pattern.shields):
+            if shielded not in names:
+                findings.append(Finding(("spec", "patterns", index, "shields", s_index), "unknown-reference", f"pattern `{pattern.name}` shields `{shielded}`, which this profile does not have.{did_you_mean(shielded, names)}"))
     if findings:
         return tuple(findings), None
     combined_source = "|".join(f"({'(?i)' if p.case_insensitive else ''}{p.regex})" for p in model.spec.patterns)

@@ -258,7 +258,8 @@ class RedactionPattern(_Model):
     replacement: str | None = Field(default=None, max_length=200, description="Default: [REDACTED:<name>].")
     validator: Validator | None = None
     case_insensitive: bool = False
-    keep: bool = Field(default=False, description="Leave matches as they are: for look-alikes that a later pattern would wrongly redact (an ssh remote is not an email address). Matches are not counted.")
+    keep: bool = Field(default=False, description="A look-alike, not a secret: its matches are left as they are, and matches of the patterns in `shields` that start inside one are left too (an ssh remote is not an email address). Every other pattern still applies inside it.")
+    shields: list[Name] = Field(default_factory=list, description="With keep: the patterns of this profile that this look-alike protects.")
 
 
 class RedactionProfileSpec(_Model):

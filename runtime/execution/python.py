@@ -124,6 +124,7 @@ async def _async_total_only(function: Any, call_args: tuple[Any, ...], loop: asy
     manager. The timer cancels this task; that cancellation is always taken back,
     also when the handler swallows it."""
     cancelling = task.cancelling()
+    deadline = loop.time() + total_s  # from the start: time before the first wait counts too
     # Eager start: run the handler up to its first suspension right here. A handler
     # that finishes without ever waiting (most in-process tools) needs no timer at all,
     # which saves the timer's few microseconds on every call.
@@ -141,7 +142,7 @@ async def _async_total_only(function: Any, call_args: tuple[Any, ...], loop: asy
         expired = True
         task.cancel()
 
-    timer = loop.call_at(loop.time() + total_s, expire)
+    timer = loop.call_at(deadline, expire)
     try:
         value = await _resume(coroutine, first)
     except asyncio.CancelledError as err:

@@ -127,6 +127,9 @@ class FastEngine:
         return env
 
     def compile(self, source: str, variables: tuple[str, ...]) -> CelProgram:
+        if _MATCHES in source and any(t.kind == "ident" and t.text == _MATCHES for t in _tokens(source)):
+            offset = source.index(_MATCHES)
+            raise CelCompileError(f"undeclared reference to '{_MATCHES}'", *_line_col(source, offset))
         try:
             expression = self._env(variables).compile(_with_cached_matches(source))
         except Exception as err:  # noqa: BLE001 - the binding raises RuntimeError with a formatted message
@@ -154,6 +157,18 @@ def _re2_pattern(pattern: str) -> Any:
 
 def _re2_matches(text: str, pattern: str) -> bool:
     return _re2_pattern(pattern).search(text) is not None
+
+
+def _tokens(source: str) -> list[Any]:
+    try:
+        return tokenize(source)
+    except LexError:
+        return []
+
+
+def _line_col(source: str, offset: int) -> tuple[int, int]:
+    before = source[:offset]
+    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
 
 
 def _as_written(message: str) -> str:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import re._parser as sre_parser
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -143,6 +144,7 @@ class _Entry:
     name: str
     replacement: bytes | None  # None: a look-alike to keep as it is
     validator: Callable[[str], bool] | None
+    shields: frozenset[str]  # a look-alike's: patterns whose matches starting inside it are kept
     alone: _Regex  # the pattern by itself: to confirm which pattern matched, and to retry
 
 
@@ -178,6 +180,7 @@ class _Scanner:
                 replacement=None if pattern.keep else to_utf8(pattern.replacement),
                 validator=VALIDATORS.get(pattern.validator) if pattern.validator is not None else None,
                 alone=_Regex(_compile(source)),
+                shields=pattern.shields if pattern.keep else frozenset(),
             )
             for pattern, source in zip(patterns, sources, strict=True)
         )
@@ -275,6 +278,7 @@ def _scan(scanner: _Scanner, data: bytes, start: int, limit: int | None, out: li
     """
     end = len(data) if limit is None else limit
     emitted = pos = start
+    shield_end, shielded = -1, frozenset[str]()  # a look-alike's span, and which patterns it protects
     search = scanner.finder.search
     while pos <= len(data):
         span = search(data, pos)
@@ -288,8 +292,15 @@ def _scan(scanner: _Scanner, data: bytes, start: int, limit: int | None, out: li
             pos = begin + _char_len(data[begin]) if begin < len(data) else begin + 1
             continue
         entry, stop = accepted
-        if entry.replacement is None:  # a look-alike some other pattern must not take
-            pos = stop if stop > begin else begin + 1
+        step = begin + _char_len(data[begin]) if begin < len(data) else begin + 1
+        if entry.replacement is None:
+            # A look-alike: the patterns it shields may not start inside it; every other
+            # pattern still may (a token in http://TOKEN@host is still a token).
+            shield_end, shielded = max(shield_end, stop), entry.shields
+            pos = step
+            continue
+        if begin < shield_end and entry.name in shielded:
+            pos = step
             continue
         out.append(data[emitted:begin])
         out.append(entry.replacement)
@@ -300,6 +311,32 @@ def _scan(scanner: _Scanner, data: bytes, start: int, limit: int | None, out: li
     return boundary
 
 
+def _is_anchored(source: str) -> bool:
+    """Whether ``source`` uses ``^``, ``$``, ``\\A`` or ``\\z`` outside a character class."""
+    in_class = False
+    index = 0
+    while index < len(source):
+        char = source[index]
+        if char == "\\":
+            if not in_class and source[index + 1 : index + 2] in ("A", "z"):
+                return True
+            index += 2
+            continue
+        if in_class:
+            if char == "]":
+                in_class = False
+        elif char == "[":
+            in_class = True
+            if source[index + 1 : index + 2] == "^":
+                index += 1  # a negated class, not an anchor
+            if source[index + 1 : index + 2] == "]":
+                index += 1  # a literal ] first in the class
+        elif char in "^$":
+            return True
+        index += 1
+    return False
+
+
 def _shortest_match(source: str) -> int:
     """A lower bound on the characters any match of ``source`` spans (at least 1).
 
@@ -307,8 +344,12 @@ def _shortest_match(source: str) -> int:
     text is then skipped for this pattern). Character classes, repetitions and
     alternations mean the same in both dialects, which is all the width depends on.
     """
+    if "[:" in source:
+        return 1  # RE2's POSIX classes ([[:digit:]]) read as something else by Python's parser
     try:
-        low = sre_parser.parse(source).getwidth()[0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "possible nested set" and the like
+            low = sre_parser.parse(source).getwidth()[0]
     except Exception:  # noqa: BLE001 - RE2-only syntax: assume the shortest possible
         return 1
     return max(1, int(low))
@@ -328,7 +369,7 @@ class Redactor:
     thread-safe. ``Redactor(())`` is a no-op that costs nothing per call.
     """
 
-    __slots__ = ("names", "profiles", "_scanners", "_window", "_shortest")
+    __slots__ = ("names", "profiles", "anchored", "_scanners", "_window", "_shortest")
 
     def __init__(self, profiles: Sequence[CompiledRedaction], *, window: int = DEFAULT_WINDOW) -> None:
         if window < 1:
@@ -341,6 +382,8 @@ class Redactor:
         # Text shorter than the shortest possible match cannot hold one: most argument
         # values and short outputs ("ok") skip the scan and its fixed cost (~3 us).
         self._shortest = min((_shortest_match(_pattern_source(p)) for p in patterns), default=1)
+        # Some pattern looks at the start or end of the text (^, $, \A, \z outside a class).
+        self.anchored = any(_is_anchored(_pattern_source(p)) for p in patterns)
 
     @property
     def enabled(self) -> bool:

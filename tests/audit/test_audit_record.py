@@ -192,3 +192,31 @@ def test_non_finite_times_never_reach_the_row_or_the_json_line() -> None:
     assert row["ts"] == 0.0 and row["duration_ms"] is None
     data = json.loads(AuditRecord(ts=1.0, duration_ms=-math.inf).to_json())
     assert data["duration_ms"] is None
+
+
+def test_anchored_patterns_are_applied_to_each_argument_not_to_the_json_text() -> None:
+    from runtime.audit.record import _redacted
+    from runtime.regex import compile_re2
+    from runtime.shaping.redact import Redactor
+    from runtime.snapshot import CompiledPattern, CompiledRedaction
+
+    pin = CompiledPattern("pin", compile_re2(r"^\d{6}$"), "[PIN]", None)
+    redactor = Redactor((CompiledRedaction("p", (pin,), None),))
+    assert _redacted({"code": "123456", "other": "x"}, redactor) == {"code": "[PIN]", "other": "x"}
+
+
+def test_arguments_that_cannot_be_redacted_are_not_stored() -> None:
+    from runtime.audit.record import AuditRecord
+
+    class Broken:
+        anchored = False
+
+        def has_candidate(self, text: str) -> bool:
+            raise RuntimeError("no")
+
+        def redact_value(self, value: object) -> object:
+            raise RuntimeError("no")
+
+    record = AuditRecord(1.0, args={"token": "ghp_" + "x" * 36})
+    record.redactor = Broken()
+    assert "ghp_" not in (record.to_row()[8] or "")

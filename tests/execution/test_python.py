@@ -85,3 +85,15 @@ async def test_a_handler_that_swallows_the_timeout_still_returns_its_value() -> 
     outcome = await call_python(handler(stubborn), {}, None, total_s=0.1, idle_s=None)
     assert outcome.value == "partial"
     assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+
+
+async def test_time_spent_before_the_first_wait_counts_toward_the_total_timeout() -> None:
+    import time
+
+    async def slow_start(args):  # noqa: ANN001, ANN202
+        time.sleep(0.3)
+        await asyncio.sleep(0.3)
+        return "done"
+
+    outcome = await call_python(handler(slow_start), {}, None, total_s=0.4, idle_s=None)
+    assert outcome.timed_out == "total"

@@ -251,3 +251,13 @@ def test_matches_calls_are_renamed_for_the_cached_regex_function_but_strings_are
     rewritten = _with_cached_matches(source)
     assert rewritten == "args.p.rxmatch('x') || rxmatch(args.q, 'matches(y)') || args.matches == 1"
     assert len(rewritten) == len(source)  # error columns stay those of the source
+
+
+def test_the_cached_regex_function_cannot_be_called_by_name() -> None:
+    import pytest as _pytest
+
+    from runtime.errors import CelCompileError
+    from runtime.policy.cel import get_engine
+
+    with _pytest.raises(CelCompileError):
+        get_engine("fast").compile('rxmatch("x", "x")', ("args",))

@@ -170,3 +170,9 @@ def test_a_tools_conditions_are_evaluated_in_one_batch_that_falls_back_rule_by_r
     assert decide(config, "writer", {"path": "/tmp/x"}).effect == "allow"
     missing = decide(config, "writer", {})  # every condition errors: deny fails closed, rule by rule
     assert (missing.effect, missing.rule) == ("deny", "p/d") and "could not be evaluated" in (missing.reason or "")
+
+
+@pytest.mark.parametrize("when", ['"path" in .args && .args.path.startsWith("/etc")', "0xe-args.size() < 14 && args.path.startsWith(\"/etc\")"])
+def test_a_condition_reading_args_in_unusual_forms_is_never_folded_at_build(tmp_path: Path, when: str) -> None:
+    config = make(tmp_path, rule("d", "deny", '["writer"]', f", when: '{when}'") + rule("a", "allow"))
+    assert decide(config, "writer", {"path": "/etc/passwd"}).effect == "deny"

@@ -56,8 +56,22 @@ def test_a_kept_look_alike_does_not_shield_a_real_address_nearby(redactor: Redac
     assert "bob@example.com" not in redacted and counts == {"email": 1}
 
 
+@pytest.mark.parametrize(
+    ("text", "gone", "kept"),
+    [
+        ("git clone https://ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8@github.com/o/r.git", "ghp_a1B2", "github.com/o/r.git"),
+        ("curl https://eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U@api.example.com/x", "eyJzdWIi", "api.example.com"),
+        ("user=alice@example.com:role=admin", "alice@example.com", "role=admin"),
+        ("alice@example.com:bob@example.org", "bob@example.org", ""),
+    ],
+)
+def test_a_kept_look_alike_never_shields_a_secret_inside_or_after_it(redactor: Redactor, text: str, gone: str, kept: str) -> None:
+    redacted, _ = redactor.redact(text)
+    assert gone not in redacted and kept in redacted
+
+
 def test_a_keep_pattern_leaves_its_match_alone_and_uncounted() -> None:
-    keep = CompiledPattern("version_tag", compile_re2(r"v\d+\.\d+\.\d+"), "", None, keep=True)
+    keep = CompiledPattern("version_tag", compile_re2(r"v\d+\.\d+\.\d+"), "", None, keep=True, shields=frozenset({"number"}))
     number = CompiledPattern("number", compile_re2(r"\d+"), "[N]", None)
     redactor = Redactor((CompiledRedaction("p", (keep, number), None),))
     assert redactor.redact("release v1.2.3 has 42 fixes") == ("release v1.2.3 has [N] fixes", {"number": 1})
@@ -289,3 +303,9 @@ def test_a_large_text_with_many_look_alike_numbers_is_redacted_in_linear_time(re
     t_big = time.perf_counter() - start
     assert result == big and counts == {}
     assert t_big < 30 * max(t_small, 1e-4)  # ~10x the text: ~10x the time, not 100x
+
+
+def test_a_posix_class_pattern_still_redacts_the_shortest_text_it_matches() -> None:
+    pin = CompiledPattern("pin", compile_re2(r"\b[[:digit:]]{4}\b"), "[PIN]", None)
+    redactor = Redactor((CompiledRedaction("p", (pin,), None),))
+    assert redactor.redact("1234") == ("[PIN]", {"pin": 1})
