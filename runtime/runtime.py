@@ -20,6 +20,7 @@ from runtime.config.cache import CompileCache
 from runtime.config.compile import BuildResult, build_snapshot
 from runtime.errors import ConfigError, ToolrtError
 from runtime.execution.jobs import JobRegistry
+from runtime.metrics import Metrics
 from runtime.pipeline import run_call
 from runtime.pipeline.env import TurnEnv
 from runtime.pipeline.permit import Approver, Permitter
@@ -78,15 +79,22 @@ class Runtime:
         self.artifacts = artifacts if artifacts is not None else ArtifactStore(self._under_workspace(self.settings.artifact_dir))
         self.jobs = JobRegistry()
         self.grants = SessionGrants()  # "allow for this session" answers, per session id
+        self.metrics = Metrics()  # runtime.metrics.snapshot() / .prometheus()
         # Quota counts and breaker states outlive snapshots: one store, a Limits per snapshot.
         self.limit_store: LimitStore = InMemoryLimitStore()
         self._current: tuple[Snapshot, Limits] = (snapshot, Limits.from_policies(snapshot.policies, store=self.limit_store))
         self.audit: AuditWriter | None = self._audit_writer()
         self._redactors: tuple[Snapshot, Redactor] | None = None
-        # file_read, file_edit, ...: one sandbox, read cache and lock directory for every turn.
         if watch if watch is not None else self.settings.hot_reload:
             self.watch()
+        # file_read, file_edit, ...: one sandbox, read cache and lock directory for every turn.
         self.workspace_tools = WorkspaceTools.create(self.workspace_root, self.settings.workspace_deny, lock_dir_for(self.settings, self.workspace_root)) if self.workspace_root.is_dir() else None
+        if self.workspace_tools is not None:
+            self.metrics.gauge_source("read_cache", self.workspace_tools.cache.stats)
+            self.metrics.gauge_source("file_edit", self.workspace_tools.editor.stats)
+        if self.audit is not None:
+            audit = self.audit
+            self.metrics.gauge_source("audit", lambda: {k: v for k, v in audit.stats().items() if isinstance(v, int | float)})
 
     def _audit_writer(self) -> AuditWriter | None:
         """The audit trail's writer, or None when it is off or cannot be opened (then
@@ -137,6 +145,7 @@ class Runtime:
         :attr:`last_reload_error` (every problem with file:line:col)."""
         with self._reload_lock:  # one build at a time: the watcher and the app share the compile cache
             result = build_snapshot(self._paths, self.settings, self._cache)
+            self.metrics.record_reload(result.snapshot is not None)
             if result.snapshot is None:
                 self.last_reload_error = ConfigError(result.problems)
             else:
@@ -170,6 +179,7 @@ class Runtime:
             limits=limits,
             workspace_tools=self.workspace_tools,
             audit=self._record if self.audit is not None else None,
+            metrics=self.metrics,
         )
 
     async def run_turn(

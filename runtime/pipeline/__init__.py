@@ -51,6 +51,10 @@ async def run_call(call: Call, env: TurnEnv) -> ToolResult:
         env.audit(env, call, result, executed_args)
     if calls_logged():
         call_finished(env, call, result)
+    if env.metrics is not None:
+        meta = result.metadata
+        attempts = meta.get("attempts")
+        env.metrics.record_call(result.name, result.status.value, timings, meta.get("decision"), result.code, bool(meta.get("truncated")), meta.get("redactions"), attempts - 1 if isinstance(attempts, int) else 0)
     return result
 
 

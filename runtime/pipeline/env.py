@@ -35,4 +35,5 @@ class TurnEnv:
     grants: Any = None  # runtime.policy.grants.SessionGrants: "allow for this session" answers
     workspace_tools: Any = None  # runtime.tools.workspace_tools.WorkspaceTools: file_read, file_edit, ...
     audit: Any = None  # (env, call, result, executed args) -> None: records each result in the audit log
+    metrics: Any = None  # runtime.metrics.Metrics: counts and latencies of the calls
     limits: Any = None  # runtime.policy.limits.Limits of this snapshot: quotas and circuit breakers (falsy when none)

@@ -1,0 +1,410 @@
+"""Metrics: an in-process registry of what the runtime did, cheap enough for every call.
+
+One :class:`Metrics` counts calls by tool and status, policy decisions by effect,
+timeouts, retries, truncations, redactions by kind, quota and circuit-breaker trips
+and snapshot reloads, and keeps per-stage latencies. Counters kept elsewhere (the
+read cache's hits and misses, the file editor's lock waits and conflicts) are not
+copied on every call: their owners register a *gauge source*, a function read only
+when a snapshot is taken.
+
+:meth:`Metrics.snapshot` returns plain JSON-able data; :meth:`Metrics.prometheus`
+renders the same numbers in the Prometheus text exposition format 0.0.4. The
+module-level :data:`METRICS` is the process-wide registry and :func:`snapshot`,
+:func:`prometheus` and :func:`reset` act on it.
+
+Cost and exactness. :meth:`Metrics.record_call` runs on the per-call hot path of a
+pipeline that costs tens of microseconds, so it takes no lock: it does
+``counts[key] += 1`` on a ``defaultdict(int)`` keyed by tuples of strings and appends
+latencies to bounded per-stage deques. Under CPython's GIL such an increment is not
+interrupted between its read and its write (no Python code runs in between: the
+keys are tuples of strings, the missing-key default is the C ``int``, and the
+interpreter only switches threads at calls, loops and function entry), so counts
+are exact across threads. On a free-threaded build (PEP 703) two threads may
+increment the same key at the same instant and one increment can be lost: counters
+may then be off by a few under heavy contention, never corrupted. Quantiles are
+computed only in :meth:`Metrics.snapshot`, from the newest ``reservoir_size``
+samples of each stage; counts and sums cover every observation.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import defaultdict, deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["METRICS", "Metrics", "prometheus", "reset", "snapshot"]
+
+DEFAULT_RESERVOIR_SIZE = 4096
+QUANTILES: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
+_NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
+
+# Counter keys are tuples whose first element names the family; prebuilt where the
+# key has no variable part so the hot path does not build a tuple for them.
+_TIMEOUTS = ("timeouts",)
+_RETRIES = ("retries",)
+_TRUNCATIONS = ("truncations",)
+_QUOTA_TRIPS = ("quota_trips",)
+_BREAKER_TRIPS = ("breaker_trips",)
+_RELOAD_OK = ("reloads", "ok")
+_RELOAD_FAILED = ("reloads", "failed")
+
+# (snapshot key, metric name, help) of the unlabelled counters, in exposition order.
+_SCALARS: tuple[tuple[str, tuple[str], str, str], ...] = (
+    ("timeouts", _TIMEOUTS, "toolrt_timeouts_total", "Calls that ended in a timeout."),
+    ("retries", _RETRIES, "toolrt_retries_total", "Retries of transient handler failures."),
+    ("truncations", _TRUNCATIONS, "toolrt_truncations_total", "Calls whose output was truncated."),
+    ("quota_trips", _QUOTA_TRIPS, "toolrt_quota_trips_total", "Calls refused because a quota was exhausted."),
+    ("breaker_trips", _BREAKER_TRIPS, "toolrt_breaker_trips_total", "Calls refused because a circuit breaker was open."),
+)
+
+Source = Callable[[], Mapping[str, float]]
+
+
+class _Stage:
+    """One pipeline stage's latencies: the newest samples, and the count and sum of all."""
+
+    __slots__ = ("count", "name", "samples", "total")
+
+    def __init__(self, name: str, reservoir_size: int) -> None:
+        self.name = name
+        self.samples: deque[float] = deque(maxlen=reservoir_size)
+        # Attribute += on a __slots__ object is, like the dict increments, not
+        # interrupted between read and write under the GIL.
+        self.count = 0
+        self.total = 0.0
+
+
+class Metrics:
+    """A registry of runtime counters and stage latencies.
+
+    Recording never takes a lock and never raises on well-typed input; reading
+    (:meth:`snapshot`, :meth:`prometheus`) and :meth:`reset` take one lock so that a
+    reset cannot interleave with a copy.
+    """
+
+    def __init__(self, reservoir_size: int = DEFAULT_RESERVOIR_SIZE) -> None:
+        if reservoir_size < 1:
+            raise ValueError("reservoir_size must be at least 1")
+        self._reservoir_size = reservoir_size
+        self._lock = threading.Lock()
+        self._sources: dict[str, Source] = {}
+        self._fresh()
+
+    def _fresh(self) -> None:
+        # Replaced wholesale (not cleared) on reset: a recorder that already holds the
+        # old containers finishes its writes into them instead of racing a clear().
+        self._counts: defaultdict[tuple[str, ...], int] = defaultdict(int)
+        # Timing key ("validate_ms") -> its stage, or None for a key that is not a
+        # stage timing, so the hot path does one dict lookup per timing.
+        self._stages: dict[str, _Stage | None] = {}
+
+    # -- recording (hot path) -------------------------------------------------
+
+    def record_call(
+        self,
+        tool: str,
+        status: str,
+        timings_ms: Mapping[str, float],
+        decision: str | None,
+        code: str | None,
+        truncated: bool,
+        redactions: Mapping[str, int] | None,
+        retries: int = 0,
+    ) -> None:
+        """Count one finished call.
+
+        ``status`` is the result status (``"timeout"`` also counts as a timeout);
+        ``decision`` the policy effect, if one was reached; ``code`` the error code
+        (``"quota_exceeded"`` and ``"circuit_open"`` count as quota and breaker
+        trips). Each ``<stage>_ms`` entry of ``timings_ms`` is one latency sample of
+        that stage; other keys and None values are ignored.
+        """
+        counts = self._counts
+        counts[("calls", tool, status)] += 1
+        if status == "timeout":
+            counts[_TIMEOUTS] += 1
+        if decision is not None:
+            counts[("decisions", decision)] += 1
+        if code is not None:
+            if code == "quota_exceeded":
+                counts[_QUOTA_TRIPS] += 1
+            elif code == "circuit_open":
+                counts[_BREAKER_TRIPS] += 1
+        if truncated:
+            counts[_TRUNCATIONS] += 1
+        if retries:
+            counts[_RETRIES] += retries
+        if redactions:
+            for kind, n in redactions.items():
+                counts[("redactions", kind)] += n
+        if timings_ms:
+            stages = self._stages
+            for key, value in timings_ms.items():
+                stage = stages.get(key)
+                if stage is None:
+                    if key in stages or value is None:
+                        continue
+                    stage = self._new_stage(key)
+                    if stage is None:
+                        continue
+                elif value is None:
+                    continue
+                stage.samples.append(value)
+                stage.count += 1
+                stage.total += value
+
+    def _new_stage(self, key: str) -> _Stage | None:
+        """The stage timed by ``key`` (None if it is not a ``<stage>_ms`` key), made once."""
+        stage = _Stage(key[:-3], self._reservoir_size) if key.endswith("_ms") and len(key) > 3 else None
+        # setdefault is atomic: threads meeting a new stage at once all get the same one.
+        return self._stages.setdefault(key, stage)
+
+    def record_reload(self, ok: bool) -> None:
+        """Count one snapshot reload attempt, successful or not."""
+        self._counts[_RELOAD_OK if ok else _RELOAD_FAILED] += 1
+
+    def gauge_source(self, name: str, read: Callable[[], Mapping[str, float]]) -> None:
+        """Register ``read``, called at each snapshot, for counters kept elsewhere.
+
+        It returns ``{key: number}`` (e.g. a read cache's ``{"hits": .., "misses": ..}``).
+        A source that raises or returns non-numbers is reported under the snapshot's
+        ``"errors"`` key instead of failing the snapshot. Registering a name again
+        replaces the earlier source.
+        """
+        with self._lock:
+            self._sources[name] = read
+
+    def remove_source(self, name: str) -> None:
+        """Forget the gauge source ``name`` (no error if there is none)."""
+        with self._lock:
+            self._sources.pop(name, None)
+
+    def reset(self) -> None:
+        """Zero every counter and drop every latency sample; gauge sources stay."""
+        with self._lock:
+            self._fresh()
+
+    # -- reading --------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The metrics as plain JSON-able data.
+
+        Keys: ``calls`` ({tool: {status: n}}), ``decisions`` ({effect: n}),
+        ``timeouts``, ``retries``, ``truncations``, ``redactions`` ({kind: n}),
+        ``quota_trips``, ``breaker_trips``, ``reloads`` ({"ok": n, "failed": n}),
+        ``latency_ms`` ({stage: {count, sum, p50, p90, p99, max}}; quantiles and max
+        over the newest retained samples, count and sum over all), ``sources``
+        ({name: {key: value}}), ``errors`` ({source: message}), and
+        ``cache_hit_rate`` when a ``read_cache`` source reports hits and misses
+        (None before the first lookup).
+        """
+        with self._lock:
+            # dict()/list() copies run in C without releasing the GIL, so each copy is
+            # consistent even while other threads keep recording.
+            counts = dict(self._counts)
+            stages = [stage for stage in list(self._stages.values()) if stage is not None]
+            # count and total are read a moment after the samples; a concurrent call can
+            # make them one observation apart, which no reader can tell from timing.
+            latencies = {stage.name: (sorted(stage.samples), stage.count, stage.total) for stage in stages}
+            sources = dict(self._sources)
+
+        calls: dict[str, dict[str, int]] = {}
+        decisions: dict[str, int] = {}
+        redactions: dict[str, int] = {}
+        for key, n in counts.items():
+            family = key[0]
+            if family == "calls":
+                calls.setdefault(key[1], {})[key[2]] = n
+            elif family == "decisions":
+                decisions[key[1]] = n
+            elif family == "redactions":
+                redactions[key[1]] = n
+
+        latency: dict[str, dict[str, float | int | None]] = {}
+        for stage_name in sorted(latencies):
+            ordered, count, total = latencies[stage_name]
+            entry: dict[str, float | int | None] = {"count": count, "sum": total}
+            for label, q in QUANTILES:
+                entry[label] = _nearest_rank(ordered, q)
+            entry["max"] = ordered[-1] if ordered else None
+            latency[stage_name] = entry
+
+        snap: dict[str, Any] = {
+            "calls": {tool: dict(sorted(by_status.items())) for tool, by_status in sorted(calls.items())},
+            "decisions": dict(sorted(decisions.items())),
+            "redactions": dict(sorted(redactions.items())),
+            "reloads": {"ok": counts.get(_RELOAD_OK, 0), "failed": counts.get(_RELOAD_FAILED, 0)},
+            "latency_ms": latency,
+        }
+        for name, key, _metric, _help in _SCALARS:
+            snap[name] = counts.get(key, 0)
+
+        read_sources, errors = _read_sources(sources)
+        snap["sources"] = read_sources
+        snap["errors"] = errors
+        cache = read_sources.get("read_cache")
+        if cache is not None and "hits" in cache and "misses" in cache:
+            lookups = cache["hits"] + cache["misses"]
+            snap["cache_hit_rate"] = cache["hits"] / lookups if lookups > 0 else None
+        return snap
+
+    def prometheus(self) -> str:
+        """The metrics in the Prometheus text exposition format, version 0.0.4.
+
+        Counters ``toolrt_*_total``, stage latencies as the summary
+        ``toolrt_stage_latency_ms`` (quantiles 0.5/0.9/0.99 plus ``_sum`` and
+        ``_count``), each gauge source key as the gauge ``toolrt_<source>_<key>``,
+        ``toolrt_source_up{source=...}`` (0 when a source failed) and
+        ``toolrt_cache_hit_rate``. Serve it with content type
+        ``text/plain; version=0.0.4; charset=utf-8``.
+        """
+        snap = self.snapshot()
+        out = _Exposition()
+
+        out.family("toolrt_calls_total", "counter", "Finished tool calls by tool and result status.")
+        for tool, by_status in snap["calls"].items():
+            for status, n in by_status.items():
+                out.sample("toolrt_calls_total", {"tool": tool, "status": status}, n)
+        out.family("toolrt_decisions_total", "counter", "Policy decisions by effect.")
+        for effect, n in snap["decisions"].items():
+            out.sample("toolrt_decisions_total", {"effect": effect}, n)
+        for name, _key, metric, help_text in _SCALARS:
+            out.family(metric, "counter", help_text)
+            out.sample(metric, {}, snap[name])
+        out.family("toolrt_redactions_total", "counter", "Redactions applied to outputs and records, by kind.")
+        for kind, n in snap["redactions"].items():
+            out.sample("toolrt_redactions_total", {"kind": kind}, n)
+        out.family("toolrt_reloads_total", "counter", "Snapshot reload attempts by result.")
+        for result in ("ok", "failed"):
+            out.sample("toolrt_reloads_total", {"result": result}, snap["reloads"][result])
+
+        out.family("toolrt_stage_latency_ms", "summary", "Pipeline stage latency in milliseconds (quantiles over the newest retained samples).")
+        for stage, entry in snap["latency_ms"].items():
+            for label, q in QUANTILES:
+                out.sample("toolrt_stage_latency_ms", {"stage": stage, "quantile": repr(q)}, entry[label])
+            out.sample("toolrt_stage_latency_ms_sum", {"stage": stage}, entry["sum"])
+            out.sample("toolrt_stage_latency_ms_count", {"stage": stage}, entry["count"])
+
+        if "cache_hit_rate" in snap and snap["cache_hit_rate"] is not None:
+            out.family("toolrt_cache_hit_rate", "gauge", "Read cache hits over lookups.")
+            out.sample("toolrt_cache_hit_rate", {}, snap["cache_hit_rate"])
+
+        source_names = sorted(set(snap["sources"]) | set(snap["errors"]))
+        if source_names:
+            out.family("toolrt_source_up", "gauge", "1 if the gauge source was read at this scrape, 0 if it failed.")
+            for source in source_names:
+                out.sample("toolrt_source_up", {"source": source}, 0 if source in snap["errors"] else 1)
+        for source, values in snap["sources"].items():
+            for key, value in values.items():
+                metric = f"toolrt_{_sanitise(source)}_{_sanitise(key)}"
+                # A sanitised name can collide with another family; a second family of
+                # the same name would make the whole exposition invalid, so skip it.
+                if out.family(metric, "gauge", f"{key} reported by the {source} source."):
+                    out.sample(metric, {}, value)
+        return out.text()
+
+
+def _nearest_rank(ordered: list[float], q: float) -> float | None:
+    """The nearest-rank quantile: the smallest sample with at least ``q`` of all samples
+    at or below it (1..100 gives p50 = 50, p99 = 99); an observed value, never interpolated."""
+    if not ordered:
+        return None
+    rank = max(1, math.ceil(q * len(ordered)))
+    return ordered[rank - 1]
+
+
+def _read_sources(sources: Mapping[str, Source]) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+    """Call every gauge source, outside the registry lock (a source may take its own)."""
+    values: dict[str, dict[str, float]] = {}
+    errors: dict[str, str] = {}
+    for name in sorted(sources):
+        try:
+            raw = sources[name]()
+            read: dict[str, float] = {}
+            for key, value in raw.items():
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    raise TypeError(f"{key!r} is {type(value).__name__}, not a number")
+                read[str(key)] = value
+        except Exception as err:  # noqa: BLE001 - a broken source is reported in the snapshot, never raised into the caller
+            errors[name] = f"{type(err).__name__}: {err}"
+            continue
+        values[name] = read
+    return values, errors
+
+
+def _sanitise(part: str) -> str:
+    """A metric-name part: every character outside ``[a-zA-Z0-9_]`` becomes ``_``."""
+    return _NAME_UNSAFE.sub("_", part)
+
+
+def _escape_label(value: str) -> str:
+    """A label value escaped as the text format requires: backslash, quote, newline."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _escape_help(text: str) -> str:
+    """HELP text escaped as the text format requires: backslash and newline."""
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _format_value(value: float | int | None) -> str:
+    """A sample value as the text format spells it (Go float syntax)."""
+    if value is None:
+        return "NaN"
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(value)
+
+
+class _Exposition:
+    """Accumulates exposition lines, writing each family's HELP and TYPE exactly once."""
+
+    def __init__(self) -> None:
+        self._lines: list[str] = []
+        self._families: set[str] = set()
+
+    def family(self, name: str, kind: str, help_text: str) -> bool:
+        """Open family ``name``; False (and nothing written) if it already exists."""
+        if name in self._families:
+            return False
+        self._families.add(name)
+        self._lines.append(f"# HELP {name} {_escape_help(help_text)}")
+        self._lines.append(f"# TYPE {name} {kind}")
+        return True
+
+    def sample(self, name: str, labels: Mapping[str, str], value: float | int | None) -> None:
+        """One sample line ``name{labels} value``."""
+        if labels:
+            rendered = ",".join(f'{key}="{_escape_label(str(val))}"' for key, val in labels.items())
+            self._lines.append(f"{name}{{{rendered}}} {_format_value(value)}")
+        else:
+            self._lines.append(f"{name} {_format_value(value)}")
+
+    def text(self) -> str:
+        return "\n".join(self._lines) + "\n"
+
+
+METRICS = Metrics()
+"""The process-wide registry."""
+
+
+def snapshot() -> dict[str, Any]:
+    """The process-wide metrics as plain data (see :meth:`Metrics.snapshot`)."""
+    return METRICS.snapshot()
+
+
+def prometheus() -> str:
+    """The process-wide metrics in Prometheus text format (see :meth:`Metrics.prometheus`)."""
+    return METRICS.prometheus()
+
+
+def reset() -> None:
+    """Zero the process-wide metrics (see :meth:`Metrics.reset`)."""
+    METRICS.reset()

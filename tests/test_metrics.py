@@ -1,0 +1,372 @@
+"""The metrics registry: counts, quantiles, gauge sources, Prometheus text, threads."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+import timeit
+
+import pytest
+
+import runtime.metrics as metrics_module
+from runtime.metrics import Metrics
+
+
+def _call(m: Metrics, tool: str = "read_file", status: str = "ok", **overrides: object) -> None:
+    kwargs: dict[str, object] = {
+        "timings_ms": {"validate_ms": 0.1, "execute_ms": 2.0, "total_ms": 2.5},
+        "decision": "allow",
+        "code": None,
+        "truncated": False,
+        "redactions": None,
+    }
+    kwargs.update(overrides)
+    m.record_call(tool, status, **kwargs)  # type: ignore[arg-type]
+
+
+# -- a tiny parser of the text exposition format 0.0.4 ------------------------
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)')
+
+
+def _parse_labels(text: str) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    pos = 0
+    while pos < len(text):
+        match = _LABEL.match(text, pos)
+        assert match, f"bad labels at {text[pos:]!r}"
+        raw = match.group(2)
+        labels[match.group(1)] = re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), raw)
+        pos = match.end()
+    return labels
+
+
+def _parse_exposition(text: str) -> list[tuple[str, dict[str, str], float]]:
+    """Every non-comment line is ``name{labels} value`` with a float value, and each
+    sample belongs to a family whose HELP and TYPE came before it, once each."""
+    assert text.endswith("\n")
+    helps: set[str] = set()
+    types: dict[str, str] = {}
+    samples: list[tuple[str, dict[str, str], float]] = []
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            name = line.split(" ")[2]
+            assert name not in helps, f"HELP twice for {name}"
+            assert name not in types, f"HELP after TYPE for {name}"
+            helps.add(name)
+        elif line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ")
+            assert name not in types, f"TYPE twice for {name}"
+            assert name in helps
+            assert kind in {"counter", "gauge", "summary", "histogram", "untyped"}
+            types[name] = kind
+        else:
+            assert not line.startswith("#"), line
+            match = _SAMPLE.match(line)
+            assert match, f"not a sample line: {line!r}"
+            name, labels, value = match.group(1), match.group(2), match.group(3)
+            family = name
+            for suffix in ("_sum", "_count"):
+                if name.endswith(suffix) and name[: -len(suffix)] in types and types[name[: -len(suffix)]] == "summary":
+                    family = name[: -len(suffix)]
+            assert family in types, f"sample {name} before its TYPE"
+            samples.append((name, _parse_labels(labels or ""), float(value)))
+    return samples
+
+
+def _value(samples: list[tuple[str, dict[str, str], float]], name: str, **labels: str) -> float:
+    found = [v for n, ls, v in samples if n == name and ls == labels]
+    assert len(found) == 1, (name, labels, found)
+    return found[0]
+
+
+# -- counts -------------------------------------------------------------------
+
+
+def test_record_call_counts_calls_decisions_and_trips():
+    m = Metrics()
+    _call(m)
+    _call(m)
+    _call(m, status="error", decision="deny", code="quota_exceeded")
+    _call(m, tool="shell", status="timeout", retries=2, truncated=True, redactions={"aws_key": 2, "email": 1})
+    _call(m, tool="shell", status="error", decision=None, code="circuit_open", redactions={"email": 3})
+    _call(m, tool="shell", status="error", code="handler_error")
+    snap = m.snapshot()
+    assert snap["calls"] == {"read_file": {"error": 1, "ok": 2}, "shell": {"error": 2, "timeout": 1}}
+    assert snap["decisions"] == {"allow": 4, "deny": 1}
+    assert snap["timeouts"] == 1
+    assert snap["retries"] == 2
+    assert snap["truncations"] == 1
+    assert snap["redactions"] == {"aws_key": 2, "email": 4}
+    assert snap["quota_trips"] == 1
+    assert snap["breaker_trips"] == 1
+    assert snap["reloads"] == {"ok": 0, "failed": 0}
+    assert snap["errors"] == {}
+    assert "cache_hit_rate" not in snap
+
+
+def test_record_reload_counts_successes_and_failures():
+    m = Metrics()
+    m.record_reload(True)
+    m.record_reload(True)
+    m.record_reload(False)
+    assert m.snapshot()["reloads"] == {"ok": 2, "failed": 1}
+
+
+def test_each_ms_timing_is_a_stage_sample_and_other_keys_are_ignored():
+    m = Metrics()
+    m.record_call("t", "ok", {"validate_ms": 1.0, "total_ms": 3.0, "attempts": 2, "ms": 9.0}, None, None, False, None)
+    m.record_call("t", "ok", {"validate_ms": 2.0, "total_ms": 5.0}, None, None, False, None)
+    latency = m.snapshot()["latency_ms"]
+    assert set(latency) == {"validate", "total"}
+    assert latency["validate"] == {"count": 2, "sum": 3.0, "p50": 1.0, "p90": 2.0, "p99": 2.0, "max": 2.0}
+    assert latency["total"]["count"] == 2
+    assert latency["total"]["sum"] == 8.0
+
+
+def test_snapshot_is_plain_json_data():
+    m = Metrics()
+    _call(m, redactions={"token": 1})
+    m.record_reload(False)
+    m.gauge_source("read_cache", lambda: {"hits": 0, "misses": 0})
+    snap = m.snapshot()
+    assert json.loads(json.dumps(snap)) == snap
+
+
+def test_reset_zeroes_counters_and_samples_but_keeps_sources():
+    m = Metrics()
+    _call(m)
+    m.record_reload(True)
+    m.gauge_source("editor", lambda: {"conflicts": 4})
+    m.reset()
+    snap = m.snapshot()
+    assert snap["calls"] == {}
+    assert snap["latency_ms"] == {}
+    assert snap["reloads"] == {"ok": 0, "failed": 0}
+    assert snap["sources"] == {"editor": {"conflicts": 4}}
+    _call(m)
+    assert m.snapshot()["calls"] == {"read_file": {"ok": 1}}
+
+
+def test_module_level_functions_act_on_the_process_registry():
+    metrics_module.reset()
+    try:
+        metrics_module.METRICS.record_call("t", "ok", {"total_ms": 1.0}, "allow", None, False, None)
+        assert metrics_module.snapshot()["calls"] == {"t": {"ok": 1}}
+        assert 'toolrt_calls_total{tool="t",status="ok"} 1' in metrics_module.prometheus()
+    finally:
+        metrics_module.reset()
+    assert metrics_module.snapshot()["calls"] == {}
+
+
+# -- quantiles and the reservoir ---------------------------------------------
+
+
+def test_quantiles_of_one_to_one_hundred_are_the_nearest_ranks():
+    m = Metrics()
+    for v in range(100, 0, -1):  # order of arrival must not matter
+        m.record_call("t", "ok", {"execute_ms": float(v)}, None, None, False, None)
+    entry = m.snapshot()["latency_ms"]["execute"]
+    assert entry["p50"] == 50.0
+    assert entry["p90"] == 90.0
+    assert entry["p99"] == 99.0
+    assert entry["max"] == 100.0
+    assert entry["count"] == 100
+    assert entry["sum"] == 5050.0
+
+
+def test_reservoir_keeps_only_the_newest_samples_while_count_and_sum_cover_all():
+    m = Metrics(reservoir_size=10)
+    for v in range(1, 1001):
+        m.record_call("t", "ok", {"execute_ms": float(v)}, None, None, False, None)
+    assert len(next(s for s in m._stages.values() if s and s.name == "execute").samples) == 10
+    entry = m.snapshot()["latency_ms"]["execute"]
+    assert entry["p50"] == 995.0  # newest ten are 991..1000
+    assert entry["max"] == 1000.0
+    assert entry["count"] == 1000
+    assert entry["sum"] == sum(range(1, 1001))
+
+
+def test_reservoir_size_must_be_positive():
+    with pytest.raises(ValueError):
+        Metrics(reservoir_size=0)
+
+
+# -- gauge sources ------------------------------------------------------------
+
+
+def test_gauge_sources_are_read_at_snapshot_time():
+    m = Metrics()
+    state = {"lock_wait_seconds": 0.0, "lock_timeouts": 0, "conflicts": 0}
+    m.gauge_source("file_editor", lambda: dict(state))
+    assert m.snapshot()["sources"]["file_editor"] == {"lock_wait_seconds": 0.0, "lock_timeouts": 0, "conflicts": 0}
+    state.update(lock_wait_seconds=1.25, conflicts=3)
+    assert m.snapshot()["sources"]["file_editor"] == {"lock_wait_seconds": 1.25, "lock_timeouts": 0, "conflicts": 3}
+
+
+def test_failing_source_is_reported_under_errors_not_raised():
+    m = Metrics()
+
+    def broken() -> dict[str, float]:
+        raise RuntimeError("stats unavailable")
+
+    m.gauge_source("broken", broken)
+    m.gauge_source("wrong_type", lambda: {"hits": "many"})  # type: ignore[dict-item]
+    m.gauge_source("fine", lambda: {"n": 1})
+    snap = m.snapshot()
+    assert snap["errors"]["broken"] == "RuntimeError: stats unavailable"
+    assert snap["errors"]["wrong_type"].startswith("TypeError:")
+    assert snap["sources"] == {"fine": {"n": 1}}
+    samples = _parse_exposition(m.prometheus())
+    assert _value(samples, "toolrt_source_up", source="broken") == 0
+    assert _value(samples, "toolrt_source_up", source="fine") == 1
+
+
+def test_removed_source_is_no_longer_read():
+    m = Metrics()
+    m.gauge_source("s", lambda: {"n": 1})
+    m.remove_source("s")
+    m.remove_source("never_registered")
+    assert m.snapshot()["sources"] == {}
+
+
+def test_cache_hit_rate_is_derived_from_the_read_cache_source():
+    m = Metrics()
+    stats = {"hits": 0, "misses": 0}
+    m.gauge_source("read_cache", lambda: dict(stats))
+    assert m.snapshot()["cache_hit_rate"] is None  # no lookups yet: no rate, not 0
+    stats.update(hits=3, misses=1)
+    assert m.snapshot()["cache_hit_rate"] == 0.75
+    samples = _parse_exposition(m.prometheus())
+    assert _value(samples, "toolrt_cache_hit_rate") == 0.75
+    assert _value(samples, "toolrt_read_cache_hits") == 3
+
+
+# -- Prometheus text exposition -----------------------------------------------
+
+
+def test_prometheus_output_parses_and_carries_every_family():
+    m = Metrics()
+    _call(m, redactions={"aws_key": 2})
+    _call(m, tool="shell", status="timeout", decision="deny", retries=1, truncated=True, code="quota_exceeded")
+    _call(m, tool="shell", status="error", code="circuit_open")
+    m.record_reload(True)
+    m.record_reload(False)
+    m.gauge_source("file_editor", lambda: {"lock_wait_seconds": 0.5, "lock_timeouts": 1, "conflicts": 2})
+    text = m.prometheus()
+    samples = _parse_exposition(text)
+    assert _value(samples, "toolrt_calls_total", tool="read_file", status="ok") == 1
+    assert _value(samples, "toolrt_calls_total", tool="shell", status="timeout") == 1
+    assert _value(samples, "toolrt_decisions_total", effect="allow") == 2
+    assert _value(samples, "toolrt_decisions_total", effect="deny") == 1
+    assert _value(samples, "toolrt_timeouts_total") == 1
+    assert _value(samples, "toolrt_retries_total") == 1
+    assert _value(samples, "toolrt_truncations_total") == 1
+    assert _value(samples, "toolrt_redactions_total", kind="aws_key") == 2
+    assert _value(samples, "toolrt_quota_trips_total") == 1
+    assert _value(samples, "toolrt_breaker_trips_total") == 1
+    assert _value(samples, "toolrt_reloads_total", result="ok") == 1
+    assert _value(samples, "toolrt_reloads_total", result="failed") == 1
+    assert _value(samples, "toolrt_stage_latency_ms", stage="execute", quantile="0.5") == 2.0
+    assert _value(samples, "toolrt_stage_latency_ms", stage="execute", quantile="0.99") == 2.0
+    assert _value(samples, "toolrt_stage_latency_ms_count", stage="total") == 3
+    assert _value(samples, "toolrt_stage_latency_ms_sum", stage="total") == 7.5
+    assert _value(samples, "toolrt_file_editor_lock_wait_seconds") == 0.5
+    assert _value(samples, "toolrt_file_editor_conflicts") == 2
+    assert "# TYPE toolrt_calls_total counter" in text
+    assert "# TYPE toolrt_stage_latency_ms summary" in text
+    assert "# TYPE toolrt_file_editor_conflicts gauge" in text
+
+
+def test_prometheus_escapes_label_values_with_quotes_newlines_and_backslashes():
+    m = Metrics()
+    nasty = 'evil"tool\nname\\x'
+    _call(m, tool=nasty)
+    text = m.prometheus()
+    assert 'tool="evil\\"tool\\nname\\\\x"' in text
+    samples = _parse_exposition(text)  # the raw newline did not split a line
+    assert _value(samples, "toolrt_calls_total", tool=nasty, status="ok") == 1
+
+
+def test_prometheus_sanitises_source_names_and_skips_colliding_families():
+    m = Metrics()
+    m.gauge_source("read-cache.v2", lambda: {"hit rate": 0.5})
+    m.gauge_source("a", lambda: {"b_c": 1})
+    m.gauge_source("a_b", lambda: {"c": 2})  # sanitises to toolrt_a_b_c as well
+    samples = _parse_exposition(m.prometheus())
+    assert _value(samples, "toolrt_read_cache_v2_hit_rate") == 0.5
+    assert _value(samples, "toolrt_a_b_c") == 1
+
+
+def test_prometheus_spells_non_finite_values_as_the_format_does():
+    m = Metrics()
+    m.gauge_source("s", lambda: {"up": math.inf, "down": -math.inf, "nan": math.nan})
+    text = m.prometheus()
+    assert "toolrt_s_up +Inf" in text
+    assert "toolrt_s_down -Inf" in text
+    assert "toolrt_s_nan NaN" in text
+    _parse_exposition(text)
+
+
+def test_prometheus_of_an_empty_registry_parses():
+    samples = _parse_exposition(Metrics().prometheus())
+    assert _value(samples, "toolrt_timeouts_total") == 0
+    assert _value(samples, "toolrt_reloads_total", result="failed") == 0
+
+
+# -- threads and cost -----------------------------------------------------------
+
+
+def test_concurrent_recording_from_eight_threads_loses_no_counts():
+    m = Metrics()
+    threads_n, per_thread = 8, 10_000
+    start = threading.Barrier(threads_n)
+    timings = {"validate_ms": 0.1, "total_ms": 1.0}
+
+    def work() -> None:
+        start.wait()
+        for _ in range(per_thread):
+            m.record_call("t", "ok", timings, "allow", None, True, {"email": 1}, 1)
+
+    threads = [threading.Thread(target=work) for _ in range(threads_n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    snap = m.snapshot()
+    total = threads_n * per_thread
+    assert snap["calls"] == {"t": {"ok": total}}
+    assert snap["decisions"] == {"allow": total}
+    assert snap["truncations"] == total
+    assert snap["retries"] == total
+    assert snap["redactions"] == {"email": total}
+    assert snap["latency_ms"]["total"]["count"] == total
+
+
+def test_record_call_cost_is_printed(capsys: pytest.CaptureFixture[str]):
+    m = Metrics()
+    timings = {"validate_ms": 0.1, "policy_ms": 0.2, "execute_ms": 2.0, "shape_ms": 0.3, "total_ms": 2.8}
+    n = 100_000
+    best = min(timeit.repeat(lambda: m.record_call("read_file", "ok", timings, "allow", None, False, None), number=n, repeat=5))
+    with capsys.disabled():
+        print(f"\nrecord_call: {best / n * 1e6:.2f} us per call (5 stage timings)")
+
+
+def test_a_runtime_counts_its_calls_and_reloads_and_reads_its_sources(tmp_path) -> None:
+    from runtime import Call, Runtime, Session
+
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "c.yaml").write_text("apiVersion: toolrt/v1\nkind: Include\nmetadata: {name: p}\nspec: {packs: [workspace-tools, output-default, redaction-default, permissions-default]}\n")
+    (tmp_path / "a.txt").write_text("x\n")
+    runtime = Runtime([tmp_path / "config"], workspace_root=tmp_path)
+    runtime.run_turn_sync([Call("1", "file_read", {"path": "a.txt"}), Call("2", "file_read", {"path": ".env"}), Call("3", "nope", {})], Session())
+    runtime.reload()
+    data = runtime.metrics.snapshot()
+    assert data["calls"]["file_read"] == {"ok": 1, "denied": 1} and data["calls"]["nope"] == {"invalid": 1}
+    assert data["decisions"].get("allow") == 1 and data["reloads"]["ok"] == 1
+    assert data["latency_ms"]["total"]["count"] == 3
+    assert "read_cache" in data["sources"] and "file_edit" in data["sources"]
+    assert 'toolrt_calls_total{tool="file_read",status="ok"} 1' in runtime.metrics.prometheus()
