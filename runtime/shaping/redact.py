@@ -29,6 +29,7 @@ many candidates quadratic.
 from __future__ import annotations
 
 import functools
+import re
 import re._parser as sre_parser
 import warnings
 from collections.abc import Callable, Sequence
@@ -337,6 +338,9 @@ def _is_anchored(source: str) -> bool:
     return False
 
 
+_POSIX_CLASS = re.compile(r"\[:\^?[a-z]+:\]")  # [:alpha:], [:^digit:] (inside a bracket expression)
+
+
 def _shortest_match(source: str) -> int:
     """A lower bound on the characters any match of ``source`` spans (at least 1).
 
@@ -344,7 +348,7 @@ def _shortest_match(source: str) -> int:
     text is then skipped for this pattern). Character classes, repetitions and
     alternations mean the same in both dialects, which is all the width depends on.
     """
-    if "[:" in source:
+    if _POSIX_CLASS.search(source):
         return 1  # RE2's POSIX classes ([[:digit:]]) read as something else by Python's parser
     try:
         with warnings.catch_warnings():
