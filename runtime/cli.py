@@ -176,7 +176,7 @@ def _schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _runtime(args: argparse.Namespace, err: TextIO) -> Runtime | None:
     try:
         settings = Settings()
-        return Runtime(args.config, settings=settings, workspace_root=args.workspace, approver=TerminalApprover(stderr=err))
+        return Runtime(args.config, settings=settings, workspace_root=args.workspace, approver=TerminalApprover(stderr=err), watch=False)  # one turn: nothing to watch
     except ConfigError as error:
         for problem in error.problems:
             err.write(f"{problem}\n")

@@ -77,7 +77,7 @@ def _run_a_turn(config: Path, out: TextIO) -> None:
 
     out.write("\n== one assistant turn through the whole pipeline (Anthropic format; nobody is there to approve)\n")
     with tempfile.TemporaryDirectory(prefix="toolrt-demo-") as workspace:
-        runtime = Runtime([config], workspace_root=workspace)
+        runtime = Runtime([config], workspace_root=workspace, watch=False)
         calls = adapters.parse_calls("anthropic", _TURN)
         started = time.perf_counter()
         results = runtime.run_turn_sync(calls, Session(id="demo"))
