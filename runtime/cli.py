@@ -211,6 +211,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         calls = adapters.parse_calls(args.provider, payload, snapshot=runtime.snapshot)
     session = Session(mode=args.mode or runtime.settings.permission_mode.value)
     results = runtime.run_turn_sync(calls, session)
+    runtime.close_sync()  # the last audit records are written before the process ends
     if args.format == "json":
         out.write(json.dumps(adapters.render_results(args.provider, results), indent=2, ensure_ascii=False) + "\n")
     else:

@@ -82,6 +82,7 @@ def _run_a_turn(config: Path, out: TextIO) -> None:
         started = time.perf_counter()
         results = runtime.run_turn_sync(calls, Session(id="demo"))
         elapsed_ms = (time.perf_counter() - started) * 1000
+        runtime.close_sync()
     for result in results:
         summary = " ".join(result.content.split())
         out.write(f"{result.call_id}  {result.name:14} {result.status.value:9} {summary[:110]}{'...' if len(summary) > 110 else ''}\n")

@@ -224,6 +224,16 @@ class Runtime:
         if self.audit is not None:
             await asyncio.to_thread(self.audit.close)
 
+    def close_sync(self) -> None:
+        """:meth:`close` for code without an event loop (or called from inside one)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            asyncio.run(self.close())
+            return
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            pool.submit(asyncio.run, self.close()).result()
+
     async def call(self, name: str, args: Mapping[str, Any] | None = None, session: Session | None = None, *, call_id: str | None = None) -> ToolResult:
         """Run one call by name."""
         call = Call(id=call_id or f"call_{uuid.uuid4().hex[:12]}", name=name, args=dict(args or {}))
