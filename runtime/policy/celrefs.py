@@ -144,7 +144,9 @@ def analyse(source: str) -> ExpressionFacts:
         before = tokens[index - 1] if index else None
         after = tokens[index + 1] if index + 1 < len(tokens) else None
         if token.kind == "ident":
-            is_member = before is not None and before.text == "."
+            # `a.b` selects a field; a `.` that follows no operand (`.args`, `x || .args`)
+            # is CEL's root-scope prefix, and the name after it is a variable.
+            is_member = before is not None and before.text == "." and index >= 2 and _is_operand(tokens[index - 2])
             is_call = after is not None and after.text == "("
             if not is_member and not is_call and token.text not in _KEYWORDS and not _is_bound(token.text, index, scopes):
                 roots.append(Reference(token.text, token.offset))
@@ -161,6 +163,11 @@ def analyse(source: str) -> ExpressionFacts:
             if target is not None and target.text == "args" and field is not None and (follows is None or follows.text not in (".", "[")):
                 args_paths.append(ArgsPath((field,), token.offset))
     return ExpressionFacts(tuple(roots), tuple(args_paths), _macro_depth(tokens), _nesting_depth(tokens), tuple(regexes))
+
+
+def _is_operand(token: Token) -> bool:
+    """Whether ``token`` can end an operand (so a ``.`` after it selects a field)."""
+    return token.kind in ("ident", "string", "number") or token.text in (")", "]", "}")
 
 
 def _args_path(tokens: list[Token], start: int) -> ArgsPath | None:

@@ -261,3 +261,11 @@ def test_the_cached_regex_function_cannot_be_called_by_name() -> None:
 
     with _pytest.raises(CelCompileError):
         get_engine("fast").compile('rxmatch("x", "x")', ("args",))
+
+
+def test_root_scoped_names_are_variables_too() -> None:
+    from runtime.policy.celrefs import analyse
+
+    assert {r.name for r in analyse('"path" in .args && .args.path == "x"').roots} == {"args"}
+    assert {r.name for r in analyse("true || .session.mode == 'plan'").roots} == {"session"}
+    assert {r.name for r in analyse("args.path.size() > 1").roots} == {"args"}  # a field after an operand stays a field
