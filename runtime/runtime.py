@@ -18,6 +18,7 @@ from runtime.audit import AuditRecord, AuditWriter, JsonlSink, Sink, SqliteSink
 from runtime.audit.remote import ProcessSink
 from runtime.config.cache import CompileCache
 from runtime.config.compile import BuildResult, build_snapshot
+from runtime.config.problems import Location, Problem
 from runtime.errors import ConfigError, ToolrtError
 from runtime.execution.jobs import JobRegistry
 from runtime.metrics import Metrics
@@ -35,6 +36,15 @@ from runtime.shaping.artifacts import ArtifactStore
 from runtime.shaping.redact import Redactor
 from runtime.snapshot import Snapshot
 from runtime.tools.workspace_tools import WorkspaceTools, lock_dir_for
+
+
+def _refused_empty(result: BuildResult, serving: int) -> BuildResult:
+    """A clean build without a single tool while tools are serving: almost always a file
+    caught half-written (truncated, not yet refilled) or a folder emptied by mistake.
+    It is refused like a broken edit; the tools serving stay."""
+    where = Location(result.files[0] if result.files else "config")
+    problem = Problem(where, "no-tools", f"the new config declares no tools at all; the {serving} tool(s) serving are kept. Restore the tool documents (or restart the runtime to serve none).")
+    return BuildResult(None, (*result.problems, problem), result.files, result.documents)
 
 
 class Runtime:
@@ -145,6 +155,8 @@ class Runtime:
         :attr:`last_reload_error` (every problem with file:line:col)."""
         with self._reload_lock:  # one build at a time: the watcher and the app share the compile cache
             result = build_snapshot(self._paths, self.settings, self._cache)
+            if result.snapshot is not None and not result.snapshot.tools and self.snapshot.tools:
+                result = _refused_empty(result, len(self.snapshot.tools))
             self.metrics.record_reload(result.snapshot is not None)
             if result.snapshot is None:
                 self.last_reload_error = ConfigError(result.problems)

@@ -216,3 +216,14 @@ async def test_max_concurrency_of_one_runs_read_only_calls_one_at_a_time(cfg: Co
     results = await rt.run_turn([Call(id=str(i), name="slow", args={"s": 0.1}) for i in range(3)])
     assert all(r.status is Status.ok for r in results)
     assert loop.time() - started >= 0.3
+
+
+def test_a_reload_that_would_leave_no_tools_is_refused_and_the_tools_keep_serving(tmp_path) -> None:
+    from runtime import Runtime
+
+    (tmp_path / "t.yaml").write_text("apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: t}\nspec:\n  description: d\n  handler: builtin:tool_search\n  read_only: true\n")
+    runtime = Runtime([tmp_path], workspace_root=tmp_path, watch=False)
+    (tmp_path / "t.yaml").write_text("")  # caught half-written
+    result = runtime.reload()
+    assert result.snapshot is None and [p.code for p in result.errors] == ["no-tools"]
+    assert "t" in runtime.snapshot.tools and runtime.last_reload_error is not None

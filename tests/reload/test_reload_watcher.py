@@ -22,8 +22,16 @@ def description(runtime: Runtime, tool: str = "finder") -> str:
 
 
 def serves(runtime: Runtime, text: str) -> Callable[[], bool]:
-    """A condition for wait_until: the serving snapshot describes `finder` as ``text``."""
-    return lambda: description(runtime) == text
+    """A condition for wait_until: the serving snapshot describes `finder` as ``text``.
+
+    A file caught half-written (truncated, not yet refilled) is a valid config without
+    `finder`; that moment is simply "not yet"."""
+
+    def check() -> bool:
+        tool = runtime.snapshot.tools.get("finder")
+        return tool is not None and tool.spec.description == text
+
+    return check
 
 
 async def test_an_edit_is_picked_up_and_the_event_names_the_changed_tool_and_versions(runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher) -> None:
