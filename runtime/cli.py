@@ -32,6 +32,7 @@ from runtime.records import Call, Session
 from runtime.reload import watch_events
 from runtime.runtime import Runtime
 from runtime.settings import Settings
+from runtime.snapshot import Snapshot
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -146,9 +147,7 @@ def _lint(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"toolrt: invalid settings: {error}\n")
         return EXIT_USAGE
     paths = args.paths or [settings.config_dir]
-    missing = [p for p in paths if not p.exists()]
-    if missing:
-        err.write(f"toolrt: no such file or directory: {', '.join(map(str, missing))}\n")
+    if _missing(paths, err, "file or directory"):
         return EXIT_USAGE
     result = build_snapshot(paths, settings)
     out.write(render_report(result.problems, args.format, files=len(result.files), documents=result.documents, strict=args.strict))
@@ -173,20 +172,39 @@ def _schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def _missing(paths: Sequence[Path], err: TextIO, what: str = "config") -> bool:
+    """Say which of ``paths`` do not exist (True if any)."""
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        err.write(f"toolrt: no such {what}: {', '.join(map(str, missing))}\n")
+    return bool(missing)
+
+
+def _report(error: ConfigError, err: TextIO) -> None:
+    for problem in error.problems:
+        err.write(f"{problem}\n")
+
+
+def _load(paths: Sequence[Path], err: TextIO) -> Snapshot | None:
+    """The compiled config, or None after printing every problem."""
+    try:
+        return load_snapshot(paths, Settings())
+    except ConfigError as error:
+        _report(error, err)
+        return None
+
+
 def _runtime(args: argparse.Namespace, err: TextIO) -> Runtime | None:
     try:
         settings = Settings()
         return Runtime(args.config, settings=settings, workspace_root=args.workspace, approver=TerminalApprover(stderr=err), watch=False)  # one turn: nothing to watch
     except ConfigError as error:
-        for problem in error.problems:
-            err.write(f"{problem}\n")
+        _report(error, err)
         return None
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    missing = [p for p in args.config if not p.exists()]
-    if missing:
-        err.write(f"toolrt: no such config: {', '.join(map(str, missing))}\n")
+    if _missing(args.config, err):
         return EXIT_USAGE
     if args.command == "run":
         try:
@@ -221,11 +239,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _tools(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    try:
-        snapshot = load_snapshot(args.config, Settings())
-    except ConfigError as error:
-        for problem in error.problems:
-            err.write(f"{problem}\n")
+    snapshot = _load(args.config, err)
+    if snapshot is None:
         return EXIT_PROBLEMS
     provider = "openai-chat" if args.provider == "openai" else args.provider
     definitions = mcp_adapter.tool_definitions(snapshot) if provider == "mcp" else adapters.tool_definitions(provider, snapshot)
@@ -235,15 +250,10 @@ def _tools(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     paths = args.paths or [Settings().config_dir]
-    missing = [p for p in paths if not p.exists()]
-    if missing:
-        err.write(f"toolrt: no such file or directory: {', '.join(map(str, missing))}\n")
+    if _missing(paths, err, "file or directory"):
         return EXIT_USAGE
-    try:
-        snapshot = load_snapshot(paths, Settings())
-    except ConfigError as error:
-        for problem in error.problems:
-            err.write(f"{problem}\n")
+    snapshot = _load(paths, err)
+    if snapshot is None:
         return EXIT_PROBLEMS
     results = run_policy_tests(snapshot)
     for case in results:
@@ -264,15 +274,10 @@ def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if isinstance(session, str):
         err.write(f"toolrt explain: --session {session}\n")
         return EXIT_USAGE
-    missing = [p for p in args.config if not p.exists()]
-    if missing:
-        err.write(f"toolrt: no such config: {', '.join(map(str, missing))}\n")
+    if _missing(args.config, err):
         return EXIT_USAGE
-    try:
-        snapshot = load_snapshot(args.config, Settings())
-    except ConfigError as error:
-        for problem in error.problems:
-            err.write(f"{problem}\n")
+    snapshot = _load(args.config, err)
+    if snapshot is None:
         return EXIT_PROBLEMS
     explanation = explain(snapshot, args.tool, call_args if isinstance(call_args, dict) else None, session)
     out.write((explanation.to_json() if args.format == "json" else explanation.to_text()) + "\n")
@@ -281,9 +286,7 @@ def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _watch(args: argparse.Namespace, out: TextIO, err: TextIO, stop: threading.Event | None = None) -> int:
     """``toolrt watch``: the initial load, then every reload attempt, one JSON object per line."""
-    missing = [p for p in args.config if not p.exists()]
-    if missing:
-        err.write(f"toolrt: no such config: {', '.join(map(str, missing))}\n")
+    if _missing(args.config, err):
         return EXIT_USAGE
     stop = stop or threading.Event()
     try:
