@@ -33,7 +33,6 @@ from runtime.records import Call, Session, ToolResult
 from runtime.reload import ConfigWatcher, ReloadEvent
 from runtime.settings import Settings
 from runtime.shaping.artifacts import ArtifactStore
-from runtime.shaping.redact import Redactor
 from runtime.snapshot import Snapshot
 from runtime.tools.workspace_tools import WorkspaceTools, lock_dir_for
 
@@ -94,7 +93,6 @@ class Runtime:
         self.limit_store: LimitStore = InMemoryLimitStore()
         self._current: tuple[Snapshot, Limits] = (snapshot, Limits.from_policies(snapshot.policies, store=self.limit_store))
         self.audit: AuditWriter | None = self._audit_writer()
-        self._redactors: tuple[Snapshot, Redactor] | None = None
         if watch if watch is not None else self.settings.hot_reload:
             self.watch()
         # file_read, file_edit, ...: one sandbox, read cache and lock directory for every turn.
@@ -129,16 +127,8 @@ class Runtime:
         if audit is None:
             return
         record = AuditRecord.from_result(result, session=env.session, request_id=env.request_id, trace_id=env.trace_id, args=args)
-        record.redactor = self._audit_redactor(env.snapshot)
+        record.redactor = env.snapshot.redactor
         audit.submit(record)
-
-    def _audit_redactor(self, snapshot: Snapshot) -> Redactor:
-        """Every redaction profile of the snapshot: arguments can carry a secret whatever
-        the tool's output profiles are. Built once per snapshot."""
-        cached = self._redactors
-        if cached is None or cached[0] is not snapshot:
-            cached = self._redactors = (snapshot, Redactor(tuple(snapshot.redaction_profiles.values())))
-        return cached[1]
 
     def _under_workspace(self, path: Path) -> Path:
         return path if path.is_absolute() else self.workspace_root / path

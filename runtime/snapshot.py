@@ -189,6 +189,7 @@ class Snapshot:
     schema_engine: str
     rule_index: Mapping[str, tuple[CompiledPolicyRule, ...]] = field(default_factory=lambda: MappingProxyType({}))  # tool key -> policy rules whose globs match it
     forbidden_modes: frozenset[str] = frozenset()  # permission modes some policy forbids
+    redactor: Any = None  # every redaction profile at once (audit records: arguments can hold any secret)
     when_plans: Mapping[str, WhenPlan] = field(default_factory=lambda: MappingProxyType({}))  # tool key -> how its rules' conditions are evaluated
 
     def tool(self, name: str, version: str | None = None) -> CompiledTool | None:

@@ -168,6 +168,7 @@ class _Builder:
             schema_engine=self.schema_engine,
             rule_index=(rule_index := rules_by_tool([rule for policy in policies for rule in policy.rules], by_name)),
             when_plans=self._when_plans(rule_index, MappingProxyType(by_name)),
+            redactor=self.cache.compiled(("redactor", *(self.redaction_hashes[name] for name in redaction)), functools.partial(Redactor, tuple(redaction.values()))),
             forbidden_modes=frozenset(m.value for policy in policies for m in policy.spec.forbidden_modes),
         )
 
