@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import fields
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -127,9 +128,7 @@ class ProcessSink:
         rows = []
         for record in records:
             key = self._redactor_key(record.redactor, frames)
-            status = record.status.value if isinstance(record.status, Enum) else record.status
-            metadata = dict(record.metadata) if record.metadata is not None else None
-            rows.append((record.ts, record.session_id, record.user, record.request_id, record.trace_id, record.call_id, record.tool, record.tool_version, record.args, record.decision, record.rule, status, record.code, record.duration_ms, record.truncated, record.artifact, record.path, record.hash_before, record.hash_after, record.snapshot, metadata, key))
+            rows.append(_row(record, record.args, dict(record.metadata) if record.metadata is not None else None, key))
         self._seq += 1
         try:
             frames.append(_frame(("batch", self._seq, rows)))
@@ -248,8 +247,21 @@ def _finished(record: AuditRecord) -> tuple[Any, ...]:
     its arguments as (redacted) JSON text: plain data only."""
     record.resolve()
     args = encode_args(record.args)
-    status = record.status.value if isinstance(record.status, Enum) else record.status
-    return (record.ts, record.session_id, record.user, record.request_id, record.trace_id, record.call_id, record.tool, record.tool_version, Encoded(args) if args is not None else None, record.decision, record.rule, status, record.code, record.duration_ms, record.truncated, record.artifact, record.path, record.hash_before, record.hash_after, record.snapshot, None, None)
+    return _row(record, Encoded(args) if args is not None else None, None, None)
+
+
+# The fields the child rebuilds a record from, in the order AuditRecord takes them.
+_STORED = tuple(f.name for f in fields(AuditRecord) if f.name not in ("metadata", "redactor"))
+
+
+def _row(record: AuditRecord, args: Any, metadata: dict[str, Any] | None, key: int | None) -> tuple[Any, ...]:
+    """What travels to the child for ``record``: its stored fields (``args`` as given,
+    the status as text), then the metadata to resolve and the redactor key."""
+    values = {name: getattr(record, name) for name in _STORED}
+    values["args"] = args
+    if isinstance(record.status, Enum):
+        values["status"] = record.status.value
+    return (*values.values(), metadata, key)
 
 
 def _frame(message: Any) -> bytes:
