@@ -8,9 +8,9 @@ import itertools
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from loguru import logger
 
@@ -35,6 +35,19 @@ from runtime.settings import Settings
 from runtime.shaping.artifacts import ArtifactStore
 from runtime.snapshot import Snapshot
 from runtime.tools.workspace_tools import WorkspaceTools, lock_dir_for
+
+T = TypeVar("T")
+
+
+def _run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to its end from sync code: on a new event loop, or on one in a
+    worker thread when this thread already runs a loop (which cannot be re-entered)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def _refused_empty(result: BuildResult, serving: int) -> BuildResult:
@@ -203,12 +216,7 @@ class Runtime:
 
     def run_turn_sync(self, calls: Sequence[Call], session: Session | None = None, **options: Any) -> list[ToolResult]:
         """:meth:`run_turn` for code without an event loop (or called from inside one)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.run_turn(calls, session, **options))
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, self.run_turn(calls, session, **options)).result()
+        return _run_sync(self.run_turn(calls, session, **options))
 
     def end_session(self, session_id: str) -> None:
         """Forget what the runtime keeps per session: its grants and quota counts."""
@@ -228,13 +236,7 @@ class Runtime:
 
     def close_sync(self) -> None:
         """:meth:`close` for code without an event loop (or called from inside one)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            asyncio.run(self.close())
-            return
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            pool.submit(asyncio.run, self.close()).result()
+        _run_sync(self.close())
 
     async def call(self, name: str, args: Mapping[str, Any] | None = None, session: Session | None = None, *, call_id: str | None = None) -> ToolResult:
         """Run one call by name."""
