@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from types import MappingProxyType
 from typing import Any
 
 from runtime.adapters.arguments import MAX_DEPTH
 from runtime.config.models import FailurePolicy
 from runtime.policy.cel import RULE_VARIABLES, get_engine
-from runtime.records import BoundCall, Session, Stage, Status, ToolResult, ValidatedCall, error_result
-from runtime.snapshot import Snapshot
+from runtime.records import BoundCall, Call, Session, Stage, Status, ToolResult, ValidatedCall, error_result
+from runtime.snapshot import CompiledTool, Snapshot
 
 
 def validate(bound: BoundCall, session: Session, snapshot: Snapshot) -> ValidatedCall | ToolResult:
@@ -50,17 +50,7 @@ def _check_rules(bound: BoundCall, args: Mapping[str, Any], session: Session, sn
     call, tool = bound.call, bound.tool
     engine = get_engine(snapshot.cel_engine)
     # Only the variables the rules read: building CEL values is most of a rule's cost.
-    used = tool.rule_variables
-    data: dict[str, Any] = {}
-    if "args" in used:
-        data["args"] = dict(args)
-    if "tool" in used:
-        data["tool"] = dict(tool.attributes)
-    if "session" in used:
-        data["session"] = session_view(session)
-    if "call" in used:
-        data["call"] = {"id": call.id, "index": call.index}
-    activation = engine.activation(data, RULE_VARIABLES)
+    activation = engine.activation(cel_data(call, tool, args, session, tool.rule_variables), RULE_VARIABLES)
     for rule in tool.rules:
         outcome = rule.program.evaluate(activation)
         if outcome.is_true:
@@ -112,6 +102,21 @@ def _children(args: Any) -> Any:
     if isinstance(args, Mapping):
         return args.values()
     return (args,)  # not an object at all: the schema check says so; look inside it anyway
+
+
+def cel_data(call: Call, tool: CompiledTool, args: Mapping[str, Any], session: Session, variables: Collection[str]) -> dict[str, Any]:
+    """What CEL expressions see as ``args``, ``tool``, ``session`` and ``call``; only
+    the ``variables`` asked for are built."""
+    data: dict[str, Any] = {}
+    if "args" in variables:
+        data["args"] = dict(args)
+    if "tool" in variables:
+        data["tool"] = dict(tool.attributes)
+    if "session" in variables:
+        data["session"] = session_view(session)
+    if "call" in variables:
+        data["call"] = {"id": call.id, "index": call.index}
+    return data
 
 
 def session_view(session: Session) -> dict[str, Any]:

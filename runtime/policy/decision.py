@@ -287,7 +287,8 @@ def _quote_commands(commands: Any) -> str:
 
 
 def _data(call: ValidatedCall, session: Session, line: CommandLine | None) -> dict[str, Any]:
-    from runtime.pipeline.validate import session_view
+    from runtime.pipeline.validate import cel_data
 
-    commands = [list(argv) for argv in line.commands] if line is not None else []
-    return {"args": dict(call.args), "tool": dict(call.tool.attributes), "session": session_view(session), "call": {"id": call.call.id, "index": call.call.index}, "commands": commands}
+    data = cel_data(call.call, call.tool, call.args, session, POLICY_VARIABLES)
+    data["commands"] = [list(argv) for argv in line.commands] if line is not None else []
+    return data

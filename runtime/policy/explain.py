@@ -16,7 +16,7 @@ from typing import Any
 from runtime.adapters.arguments import MAX_DEPTH
 from runtime.config.models import FailurePolicy
 from runtime.pipeline.lookup import lookup
-from runtime.pipeline.validate import scan_arguments, session_view
+from runtime.pipeline.validate import cel_data, scan_arguments
 from runtime.policy.cel import RULE_VARIABLES, get_engine
 from runtime.policy.decision import RuleTrace, command_line_of, decide
 from runtime.records import BoundCall, Call, Session, ToolResult, ValidatedCall
@@ -127,7 +127,7 @@ def explain(snapshot: Snapshot, name: str, args: Mapping[str, Any] | None, sessi
 
 def _rule_checks(bound: BoundCall, args: Mapping[str, Any], session: Session, snapshot: Snapshot) -> list[RuleCheck]:
     tool, call = bound.tool, bound.call
-    data = {"args": dict(args), "tool": dict(tool.attributes), "session": session_view(session), "call": {"id": call.id, "index": call.index}}
+    data = cel_data(call, tool, args, session, RULE_VARIABLES)
     activation = get_engine(snapshot.cel_engine).activation(data, RULE_VARIABLES)
     checks = []
     for rule in tool.rules:
