@@ -167,25 +167,7 @@ class FileReader:
         if first > total:
             raise WorkspaceError(f"offset {first} is past the end of {resolved.relative} ({total:,} lines); use an offset from 1 to {total:,}")
         shown, cut, by_bytes = self._number(lines[first - 1 : first - 1 + count], first, budget)
-        end = first + len(shown) - 1
-        more = end < total
-        by = ("max_bytes" if by_bytes else "limit") if more else None
-        return ReadResult(
-            resolved.relative,
-            "\n".join(shown),
-            first,
-            end,
-            total,
-            value.sha256,
-            value.size,
-            value.encoding,
-            line_endings(value.text),
-            hit,
-            more,
-            by,
-            end + 1 if more else None,
-            cut,
-        )
+        return _window(resolved.relative, shown, first, total, value.sha256, value.size, value.encoding, line_endings(value.text), hit, by_bytes, cut)
 
     def _number(self, window: list[str], first: int, budget: int, streamed: list[int | None] | None = None) -> tuple[list[str], int, bool]:
         """``window`` numbered from ``first``, cut at ``budget`` bytes of output (at least one line).
@@ -243,24 +225,16 @@ class FileReader:
         if first == 1 and encoding == "utf-8-sig":
             lines[0] = lines[0].removeprefix("\ufeff")
         shown, cut, by_bytes = self._number(lines, first, budget, [full if full > len(raw) else None for raw, full in window])
-        end = first + len(shown) - 1
-        more = end < total
-        return ReadResult(
-            resolved.relative,
-            "\n".join(shown),
-            first,
-            end,
-            total,
-            digest,
-            read_size,
-            encoding,
-            "unknown",
-            False,
-            more,
-            ("max_bytes" if by_bytes else "limit") if more else None,
-            end + 1 if more else None,
-            cut,
-        )
+        return _window(resolved.relative, shown, first, total, digest, read_size, encoding, "unknown", False, by_bytes, cut)
+
+
+def _window(relative: str, shown: list[str], first: int, total: int, sha256: str, size: int, encoding: str, endings: str, hit: bool, by_bytes: bool, cut: int) -> ReadResult:
+    """The result for numbered lines ``shown`` starting at line ``first`` of ``total``:
+    whether more follows, what stopped the window and where to go on."""
+    end = first + len(shown) - 1
+    more = end < total
+    by = ("max_bytes" if by_bytes else "limit") if more else None
+    return ReadResult(relative, "\n".join(shown), first, end, total, sha256, size, encoding, endings, hit, more, by, end + 1 if more else None, cut)
 
 
 def _stream_window(fd: int, first: int, count: int, keep: int) -> tuple[list[tuple[bytes, int]], int, str, int]:
