@@ -32,6 +32,7 @@ from runtime.config.models import (
 )
 from runtime.config.problems import Location, Problem
 from runtime.policy.cel import CelProgram, Outcome
+from runtime.policy.celdirect import DirectCheck
 from runtime.policy.commands import CommandPatterns
 from runtime.validation.arguments import ArgumentValidator
 
@@ -45,6 +46,7 @@ class CompiledRule:
     message: str
     on_error: FailurePolicy
     program: CelProgram
+    direct: DirectCheck | None = None  # the same condition in Python, when it is simple enough (celdirect)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +134,7 @@ class CompiledPolicyRule:
     named_tools: frozenset[str] = frozenset()  # the tool names it lists literally (no wildcard): the tools it "names"
     command_patterns: CommandPatterns | None = None  # judged per command of a command-line tool
     when_variables: frozenset[str] = frozenset()  # the variables its `when` reads
+    when_direct: DirectCheck | None = None  # `when` in Python, when it is simple enough (celdirect)
 
     def matches_tool(self, name: str, version: str | None = None) -> bool:
         if self.tool_matcher.fullmatch(name):
@@ -147,12 +150,20 @@ class WhenPlan:
     condition that reads nothing but the tool itself (and ``commands``, for a tool
     without a command line, where it is always empty): evaluated once, here.
     ``batch``: the remaining conditions as one CEL list expression, one evaluation
-    instead of one per rule; ``positions[i]`` is the rule of element ``i``.
+    instead of one per rule; ``positions[i]`` is the rule of element ``i``. Conditions
+    simple enough to be read straight from the arguments (``when_direct``) stay out
+    of the batch.
     """
 
     constants: Mapping[int, Outcome]
     batch: CelProgram | None = None
     positions: tuple[int, ...] = ()
+    #: ``constants`` keyed by ``id(rule)``, ready to be read per call without copying.
+    known: Mapping[int, Outcome] = field(default_factory=lambda: MappingProxyType({}))
+    #: For a tool without a command line or staged rules: its enforced rules in the
+    #: order they are tried (deny, ask, allow; each in declared order), leaving out
+    #: those whose condition is constant false. None: walk every rule.
+    quick: tuple[tuple[CompiledPolicyRule, ...], tuple[CompiledPolicyRule, ...], tuple[CompiledPolicyRule, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,8 @@ from runtime.config.expressions import Finding, compile_expression
 from runtime.config.handlers import resolve_handler
 from runtime.config.load import LoadedConfig, LoadedDocument, load_documents
 from runtime.config.models import (
+    Effect,
+    Enforcement,
     McpServerDocument,
     OutputProfileDocument,
     OutputSettings,
@@ -36,6 +38,7 @@ from runtime.config.problems import Problem, Severity, sorted_problems
 from runtime.config.suggest import did_you_mean
 from runtime.errors import CelCompileError, ConfigError
 from runtime.policy.cel import POLICY_VARIABLES, RULE_VARIABLES, CelEngine, Outcome, get_engine
+from runtime.policy.celdirect import compile_direct
 from runtime.policy.celrefs import LexError, analyse
 from runtime.policy.commands import CommandPatterns
 from runtime.policy.decision import rules_by_tool
@@ -201,7 +204,7 @@ class _Builder:
                 if activation is None:
                     activation = self.engine.activation({"tool": dict(tool.attributes), "commands": [], "args": {}, "session": {}, "call": {}}, POLICY_VARIABLES)
                 constants[position] = rule.when.evaluate(activation)
-            else:
+            elif rule.when_direct is None:  # a direct condition costs less alone than its place in a batch
                 dynamic.append(position)
         batch = None
         if len(dynamic) >= 2 and self.engine.name == "fast":  # the portable engine pays per element, not per evaluation
@@ -214,9 +217,14 @@ class _Builder:
                 except CelCompileError:
                     programs[identity] = None  # each condition compiled alone: evaluate them one by one
             batch = programs[identity]
-        if not constants and batch is None:
+        quick = None
+        if not tool.spec.command_line and all(rule.enforce is Enforcement.deny for rule in rules):
+            live = [rule for position, rule in enumerate(rules) if position not in constants or constants[position].error is not None or constants[position].is_true]
+            quick = tuple(tuple(rule for rule in live if rule.effect is effect) for effect in (Effect.deny, Effect.ask, Effect.allow))
+        if not constants and batch is None and quick is None:
             return None
-        return WhenPlan(MappingProxyType(constants), batch, tuple(dynamic) if batch is not None else ())
+        known = MappingProxyType({id(rules[position]): outcome for position, outcome in constants.items()})
+        return WhenPlan(MappingProxyType(constants), batch, tuple(dynamic) if batch is not None else (), known, quick)  # type: ignore[arg-type]
 
     def _command_rules_apply(self, entries: Sequence[LoadedDocument], policies: Sequence[CompiledPolicy], tools: Sequence[CompiledTool]) -> None:
         """Warn about `commands` rules that no command-line tool falls under: they never apply."""
@@ -292,7 +300,7 @@ class _Builder:
             program, rule_findings = self._expression(rule.expression, ("spec", "rules", index, "expression"), RULE_VARIABLES, spec.input_schema if schema_readable else None)
             findings.extend(rule_findings)
             if program is not None:
-                rules.append(CompiledRule(name, rule.expression, rule.message, rule.on_error, program))
+                rules.append(CompiledRule(name, rule.expression, rule.message, rule.on_error, program, compile_direct(rule.expression)))
         variables = frozenset(ref.name for rule in spec.rules for ref in _roots(rule.expression))
         if spec.command_line is not None and schema_readable:
             findings.extend(_check_command_line(spec.command_line, spec.input_schema))
@@ -356,6 +364,7 @@ class _Builder:
                 named_tools=frozenset(glob.split("@")[0] for glob in rule.tools if not any(ch in glob.split("@")[0] for ch in "*?[")),
                 command_patterns=CommandPatterns(rule.commands) if rule.commands is not None else None,
                 when_variables=frozenset(ref.name for ref in _roots(rule.when)) if rule.when else frozenset(),
+                when_direct=self.cache.compiled(("direct", rule.when), functools.partial(compile_direct, rule.when)) if rule.when and when is not None else None,
             )
             for index, (rule, (matcher, when, reason)) in enumerate(zip(model.spec.rules, pieces.rules, strict=True))
         )

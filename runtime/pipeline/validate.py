@@ -8,7 +8,7 @@ from typing import Any
 
 from runtime.adapters.arguments import MAX_DEPTH
 from runtime.config.models import FailurePolicy
-from runtime.policy.cel import RULE_VARIABLES, get_engine
+from runtime.policy.cel import RULE_VARIABLES, Outcome, get_engine
 from runtime.records import BoundCall, Call, Session, Stage, Status, ToolResult, ValidatedCall, error_result
 from runtime.snapshot import CompiledTool, Snapshot
 
@@ -48,11 +48,18 @@ def validate(bound: BoundCall, session: Session, snapshot: Snapshot) -> Validate
 
 def _check_rules(bound: BoundCall, args: Mapping[str, Any], session: Session, snapshot: Snapshot) -> ToolResult | None:
     call, tool = bound.call, bound.tool
-    engine = get_engine(snapshot.cel_engine)
-    # Only the variables the rules read: building CEL values is most of a rule's cost.
-    activation = engine.activation(cel_data(call, tool, args, session, tool.rule_variables), RULE_VARIABLES)
+    activation = None
     for rule in tool.rules:
-        outcome = rule.program.evaluate(activation)
+        verdict = rule.direct(args) if rule.direct is not None else None
+        if verdict is True:
+            continue
+        if verdict is False:
+            outcome = _FALSE
+        else:
+            if activation is None:
+                # Only the variables the rules read: building CEL values is most of a rule's cost.
+                activation = get_engine(snapshot.cel_engine).activation(cel_data(call, tool, args, session, tool.rule_variables), RULE_VARIABLES)
+            outcome = rule.program.evaluate(activation)
         if outcome.is_true:
             continue
         if outcome.error is not None:
@@ -65,6 +72,7 @@ def _check_rules(bound: BoundCall, args: Mapping[str, Any], session: Session, sn
     return None
 
 
+_FALSE = Outcome(value=False)
 _INT64 = (-(2**63), 2**63 - 1)  # what both CEL engines read as an int
 
 

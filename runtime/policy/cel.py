@@ -149,14 +149,14 @@ _MATCHES = "rxmatch"
 
 
 @functools.lru_cache(maxsize=4096)
-def _re2_pattern(pattern: str) -> Any:
+def re2_pattern(pattern: str) -> Any:
     import re2
 
     return re2.compile(pattern)
 
 
 def _re2_matches(text: str, pattern: str) -> bool:
-    return _re2_pattern(pattern).search(text) is not None
+    return re2_pattern(pattern).search(text) is not None
 
 
 def _tokens(source: str) -> list[Any]:

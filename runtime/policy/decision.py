@@ -34,6 +34,7 @@ from runtime.snapshot import CompiledPolicyRule, CompiledTool, Snapshot, WhenPla
 
 _READ_ONLY = Decision("allow", reason="read-only tool")
 _TRUE = Outcome(value=True)
+_NOTHING_KNOWN: Mapping[int, Outcome] = MappingProxyType({})
 _NOT_TRUE = Outcome(value=False)
 
 
@@ -98,7 +99,7 @@ class _Evaluation:
         self.trace = trace
         self.line = command_line_of(call)
         self.activation: Any = None
-        self.known: dict[int, Outcome] = {}  # id(rule) -> its `when` outcome, settled ahead of the walk
+        self.known: Mapping[int, Outcome] = _NOTHING_KNOWN  # id(rule) -> its `when` outcome, settled ahead of the walk
 
     def _activation(self) -> Any:
         if self.activation is None:
@@ -115,6 +116,8 @@ class _Evaluation:
         plan = self.snapshot.when_plans.get(tool.key)
         if plan is not None:
             self._apply_plan(rules, plan)
+            if plan.quick is not None and self.trace is None:
+                return self._quick(*plan.quick)
         matched: dict[Effect, list[tuple[CompiledPolicyRule, str]]] = {Effect.deny: [], Effect.ask: [], Effect.allow: []}
         covered: dict[int, CompiledPolicyRule] = {}  # command index -> the allow rule that covers it
         warnings: list[str] = []
@@ -149,21 +152,51 @@ class _Evaluation:
             reason = f"{reason}; {self._uncovered(covered)}"
         return Decision(default.effect, default.rule, reason, tuple(warnings))
 
+    def _quick(self, deny: Sequence[CompiledPolicyRule], ask: Sequence[CompiledPolicyRule], allow: Sequence[CompiledPolicyRule]) -> Decision:
+        """:meth:`run` for a tool without a command line or staged rules, untraced: the
+        same verdict, reached by trying the rules that can match in the order that
+        decides (the first deny, the first ask, the first allow) and stopping there."""
+        no_cover: dict[int, CompiledPolicyRule] = {}
+        for rule in deny:
+            applies, why = self._applies(rule, no_cover)
+            if applies:
+                return Decision("deny", rule=f"{rule.policy}/{rule.name}", reason=self._explained(rule, why))
+        tool = self.call.tool
+        if self.session.mode == "plan" and not tool.spec.read_only:
+            return Decision("deny", reason=_PLAN_DENIAL)
+        for rule in ask:
+            applies, why = self._applies(rule, no_cover)
+            if applies:
+                return Decision("ask", rule=f"{rule.policy}/{rule.name}", reason=self._explained(rule, why))
+        for rule in allow:
+            if self._applies(rule, no_cover)[0]:
+                if tool.spec.risk is Risk.critical and tool.name not in rule.named_tools:
+                    return Decision("ask", rule=f"{rule.policy}/{rule.name}", reason=f"`{tool.name}` is a critical-risk tool; only allow rules that name it can skip approval")
+                return Decision("allow", rule=f"{rule.policy}/{rule.name}", reason=self._reason(rule))
+        return _mode_default(tool, self.session)
+
     def _apply_plan(self, rules: Sequence[CompiledPolicyRule], plan: WhenPlan) -> None:
         """The conditions settled at build time, and the rest in one evaluation. If
         any of those errors, the list does too, and they are evaluated one by one as
         usual (so each error is told apart and fails closed on its own)."""
-        known = self.known
-        for position, outcome in plan.constants.items():
-            known[id(rules[position])] = outcome
         if plan.batch is None:
+            self.known = plan.known  # read only from here on: no copy
             return
+        known = self.known = dict(plan.known)
         outcome = plan.batch.evaluate(self._activation())
         values = outcome.value
         if outcome.error is not None or not isinstance(values, list) or len(values) != len(plan.positions):
             return
         for position, value in zip(plan.positions, values, strict=True):
             known[id(rules[position])] = _TRUE if value is True else _NOT_TRUE
+
+    def _direct(self, rule: CompiledPolicyRule) -> Outcome | None:
+        """The outcome of a simple ``when`` read straight from the arguments, if certain."""
+        direct = rule.when_direct
+        if direct is None:
+            return None
+        verdict = direct(self.call.args)
+        return None if verdict is None else (_TRUE if verdict else _NOT_TRUE)
 
     def _staged(self, rule: CompiledPolicyRule, warnings: list[str]) -> None:
         """A rule under staged rollout (``enforce: warn`` or ``audit``): evaluated and
@@ -185,7 +218,7 @@ class _Evaluation:
             self._note(rule, False, "has `commands` patterns, but this tool runs no command line")
             return False, ""
         if rule.when is not None:
-            outcome = self.known.get(id(rule)) or rule.when.evaluate(self._activation())
+            outcome = self.known.get(id(rule)) or self._direct(rule) or rule.when.evaluate(self._activation())
             if outcome.error is not None:
                 if rule.effect is Effect.allow or rule.on_error is FailurePolicy.ignore:
                     self._note(rule, False, "`when` could not be evaluated; counted as not matching", outcome.error)

@@ -157,9 +157,10 @@ def test_a_rule_naming_another_tool_does_not_name_a_critical_tool(tmp_path: Path
 
 def test_a_tools_conditions_are_evaluated_in_one_batch_that_falls_back_rule_by_rule_on_an_error(tmp_path: Path) -> None:
     rules = (
-        rule("d", "deny", '["writer"]', ", when: 'args.path.startsWith(\"/etc\")'")
-        + rule("q", "ask", '["writer"]', ", when: 'args.path.endsWith(\".sh\") // a trailing comment'")
-        + rule("a", "allow", '["writer"]', ", when: 'args.path.startsWith(\"/tmp\")'")
+        # size() keeps each condition out of the forms read straight from the arguments
+        rule("d", "deny", '["writer"]', ", when: 'args.path.startsWith(\"/etc\") && size(args.path) > 0'")
+        + rule("q", "ask", '["writer"]', ", when: 'args.path.endsWith(\".sh\") && size(args.path) > 0 // a trailing comment'")
+        + rule("a", "allow", '["writer"]', ", when: 'args.path.startsWith(\"/tmp\") && size(args.path) > 0'")
     )
     config = make(tmp_path, rules)
     snapshot = load_snapshot([config])
@@ -176,3 +177,28 @@ def test_a_tools_conditions_are_evaluated_in_one_batch_that_falls_back_rule_by_r
 def test_a_condition_reading_args_in_unusual_forms_is_never_folded_at_build(tmp_path: Path, when: str) -> None:
     config = make(tmp_path, rule("d", "deny", '["writer"]', f", when: '{when}'") + rule("a", "allow"))
     assert decide(config, "writer", {"path": "/etc/passwd"}).effect == "deny"
+
+
+def test_the_shortcut_walk_decides_exactly_as_the_traced_full_walk(tmp_path: Path) -> None:
+    from runtime.policy.decision import decide as decide_with
+
+    rules = (
+        rule("d-etc", "deny", '["*"]', ", when: 'has(args.path) && args.path.startsWith(\"/etc\")'")
+        + rule("d-size", "deny", '["writer"]', ", when: 'size(args.path) > 40'")
+        + rule("q-sh", "ask", '["*"]', ", when: 'args.path.endsWith(\".sh\")'")
+        + rule("q-high", "ask", '["*"]', ", when: 'tool.risk == \"high\"'")
+        + rule("a-tmp", "allow", '["writer", "launcher"]', ", when: 'args.path.startsWith(\"/tmp\")'")
+        + rule("a-ro", "allow", '["*"]', ", when: 'tool.read_only'")
+        + rule("a-launch", "allow", '["launcher"]', ", when: 'args.path == \"/tmp/go\"'")
+    )
+    snapshot = load_snapshot([make(tmp_path, rules)])
+    assert all(snapshot.when_plans[name].quick is not None for name in ("reader", "writer", "launcher"))
+    paths: list[object] = ["/etc/passwd", "/tmp/run.sh", "/tmp/x", "/tmp/go", "/home/a", "/" + "x" * 50, 7, None]
+    for name in ("reader", "writer", "launcher"):
+        for mode in ("default", "plan", "bypass", "accept_edits"):
+            for path in paths:
+                args = {} if path is None else {"path": path}
+                call = ValidatedCall(Call("1", name, args), snapshot.tools[name], args)
+                quick = decide_with(call, Session(mode=mode), snapshot)
+                full = decide_with(call, Session(mode=mode), snapshot, trace=[])
+                assert (quick.effect, quick.rule, quick.reason) == (full.effect, full.rule, full.reason), (name, mode, path)
