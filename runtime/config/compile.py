@@ -11,7 +11,7 @@ import fnmatch
 import functools
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -60,6 +60,9 @@ from runtime.snapshot import (
 from runtime.validation.arguments import ArgumentValidator, fast_schema_available
 from runtime.validation.schemacheck import check_input_schema
 
+# Extra documents for a build, given the loaded ones (see build_snapshot).
+Mount = Callable[[Sequence[LoadedDocument]], Sequence[LoadedDocument]]
+
 
 @dataclass(frozen=True)
 class BuildResult:
@@ -75,13 +78,19 @@ class BuildResult:
         return tuple(p for p in self.problems if p.is_error)
 
 
-def build_snapshot(paths: Sequence[Path | str], settings: Settings | None = None, cache: CompileCache | None = None) -> BuildResult:
-    """Load and compile the config under ``paths``. Never raises for bad config."""
+def build_snapshot(paths: Sequence[Path | str], settings: Settings | None = None, cache: CompileCache | None = None, *, mount: Mount | None = None) -> BuildResult:
+    """Load and compile the config under ``paths``. Never raises for bad config.
+
+    ``mount`` adds documents that do not come from files (the tools of MCP servers,
+    see :mod:`runtime.mcpclient.mount`); they are compiled like the rest, but their
+    problems are warnings that leave the tool out. Lint passes none: no network."""
     settings = settings or Settings()
     cache = cache or CompileCache()
     roots = [Path(p) for p in paths]
     cache.begin()
     loaded = load_documents(roots, settings, cache)
+    if mount is not None and not any(p.is_error for p in loaded.problems):
+        loaded.documents.extend(mount(loaded.documents))
     builder = _Builder(settings, cache, roots)
     snapshot = builder.build(loaded)
     cache.finish()
@@ -128,7 +137,8 @@ class _Builder:
         for f in findings:
             path = (*prefix, *f.path)
             location = doc.locate_in_scalar(path, *f.inner) if f.inner else doc.locate(path, key=f.code in ("unknown-key",))
-            self.problems.append(Problem(location, f.code, f.message, Severity.warning if f.warning else Severity.error))
+            # A mounted tool's problem is the remote server's: it leaves that tool out, not the build.
+            self.problems.append(Problem(location, f.code, f.message, Severity.warning if f.warning or entry.mounted else Severity.error))
 
     # -- the whole build ----------------------------------------------------
 

@@ -31,6 +31,7 @@ class LoadedDocument:
     source: SourceDocument
     model: Any  # one of the *Document models of runtime.config.models
     pack: str | None  # the pack it came from, or None for the user's own files
+    mounted: bool = False  # synthesized from an MCP server's tool list (runtime.mcpclient.mount), not read from a file
 
 
 @dataclass

@@ -1,0 +1,101 @@
+"""A small MCP server for the client tests, built on the official SDK's low-level server.
+
+Run: ``python fixture_server.py`` (stdio) or ``python fixture_server.py --http PORT``
+(streamable HTTP on 127.0.0.1). Its tools cover what a client must handle: plain
+text, structured content, an error result, a hang, a crash, progress notifications,
+large output, non-text content, and one tool whose input schema is broken.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+
+_OBJECT = "object"
+
+
+def _schema(properties: dict[str, Any] | None = None, required: list[str] | None = None) -> dict[str, Any]:
+    return {"type": _OBJECT, "properties": properties or {}, "required": required or []}
+
+
+TOOLS = [
+    types.Tool(name="echo", description="Return the text.", input_schema=_schema({"text": {"type": "string"}}, ["text"]), annotations=types.ToolAnnotations(read_only_hint=True)),
+    types.Tool(name="structured", description="Return structured content.", input_schema=_schema({"name": {"type": "string"}}, ["name"]), annotations=types.ToolAnnotations(idempotent_hint=True, destructive_hint=False)),
+    types.Tool(name="fail", description="Always report an error.", input_schema=_schema()),
+    types.Tool(name="hang", description="Sleep for a long time.", input_schema=_schema({"seconds": {"type": "number"}})),
+    types.Tool(name="crash", description="Make the server process exit.", input_schema=_schema(), annotations=types.ToolAnnotations(destructive_hint=True)),
+    types.Tool(name="progress", description="Report progress, then answer.", input_schema=_schema({"steps": {"type": "integer"}, "delay": {"type": "number"}})),
+    types.Tool(name="big", description="Return a long text.", input_schema=_schema({"chars": {"type": "integer"}}, ["chars"]), annotations=types.ToolAnnotations(read_only_hint=True)),
+    types.Tool(name="picture", description="Return an image and a resource.", input_schema=_schema(), annotations=types.ToolAnnotations(read_only_hint=True)),
+    types.Tool(name="pid", description="Return the server's process id.", input_schema=_schema(), annotations=types.ToolAnnotations(read_only_hint=True)),
+    types.Tool(name="broken.schema", description="Its input schema is not valid JSON Schema.", input_schema={"type": _OBJECT, "properties": {"n": {"type": "integr"}}}),
+]
+
+
+def _text(text: str) -> list[types.ContentBlock]:
+    return [types.TextContent(type="text", text=text)]
+
+
+async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=TOOLS)
+
+
+async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    args = params.arguments or {}
+    name = params.name
+    if name == "echo":
+        return types.CallToolResult(content=_text(str(args["text"])))
+    if name == "structured":
+        value = {"name": args["name"], "token": "ghp_" + "a1B2" * 9, "items": [1, 2, 3]}
+        return types.CallToolResult(content=_text(str(value)), structured_content=value)
+    if name == "fail":
+        return types.CallToolResult(content=_text("the widget is broken"), is_error=True)
+    if name == "hang":
+        await anyio.sleep(float(args.get("seconds", 3600)))
+        return types.CallToolResult(content=_text("woke up"))
+    if name == "crash":
+        os._exit(3)
+    if name == "progress":
+        steps = int(args.get("steps", 3))
+        for step in range(steps):
+            await anyio.sleep(float(args.get("delay", 0.2)))
+            await ctx.session.report_progress(step + 1, steps, f"step {step + 1}")
+        return types.CallToolResult(content=_text(f"done after {steps} steps"))
+    if name == "big":
+        return types.CallToolResult(content=_text("x" * int(args["chars"])))
+    if name == "picture":
+        image = types.ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png")
+        resource = types.EmbeddedResource(type="resource", resource=types.TextResourceContents(uri="file:///notes.txt", text="some notes", mime_type="text/plain"))
+        return types.CallToolResult(content=[*_text("a picture:"), image, resource])
+    if name == "pid":
+        return types.CallToolResult(content=_text(str(os.getpid())))
+    return types.CallToolResult(content=_text(f"unknown tool {name}"), is_error=True)
+
+
+server = Server("toolrt-fixture", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def _stdio() -> None:
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def _http(port: int) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(host="127.0.0.1")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        _http(int(sys.argv[2]))
+    else:
+        anyio.run(_stdio)
