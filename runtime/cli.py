@@ -7,13 +7,17 @@ Exit codes: 0 success, 1 problems found (lint errors, failed checks), 2 usage er
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
+import signal
 import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
+
+from loguru import logger
 
 from runtime import adapters
 from runtime.adapters import PROVIDERS
@@ -26,6 +30,7 @@ from runtime.config.schema import all_schemas, render
 from runtime.errors import ConfigError, UsageError
 from runtime.lint.report import FORMATS
 from runtime.lint.report import render as render_report
+from runtime.logs import configure as configure_logs
 from runtime.policy.explain import explain
 from runtime.policy.policytests import run_policy_tests
 from runtime.records import Call, Session
@@ -101,7 +106,15 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--limit", type=int, default=100, help="at most this many calls, newest first (default 100)")
     audit.add_argument("--format", choices=("table", "json"), default="table")
 
-    demo = sub.add_parser("demo", help="load the shipped example and show what it compiles to")
+    serve = sub.add_parser("serve", help="serve the tools to MCP clients (stdio or streamable HTTP) until stopped")
+    serve.add_argument("--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)")
+    serve.add_argument("--workspace", type=Path, default=None, help="workspace root (default: the workspace_root setting)")
+    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or streamable HTTP")
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP address to listen on (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765; 0 picks a free one)")
+    serve.add_argument("--watch", action=argparse.BooleanOptionalAction, default=None, help="hot-reload config edits and tell clients when the tools change (default: the hot_reload setting)")
+
+    demo = sub.add_parser("demo", help="run a scripted coding-agent session through the shipped example (local, a few seconds)")
     demo.add_argument("--config", type=Path, default=None, help="example config directory")
     return parser
 
@@ -131,6 +144,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return _audit(args, out, err)
     if args.command == "watch":
         return _watch(args, out, err)
+    if args.command == "serve":
+        return _serve(args, err)
     return _demo(args, out, err)
 
 
@@ -335,6 +350,64 @@ def _session_from_json(raw: object) -> Session | str:
     return Session(id=str(raw.get("id", "explain")), user=user, mode=mode, labels=labels)
 
 
+def _serve(args: argparse.Namespace, err: TextIO) -> int:
+    """``toolrt serve``: run the MCP server until the client goes (stdio) or SIGINT/SIGTERM."""
+    if _missing(args.config, err):
+        return EXIT_USAGE
+    if not 0 <= args.port <= 65535:
+        err.write(f"toolrt serve: --port must be between 0 and 65535, got {args.port}\n")
+        return EXIT_USAGE
+    try:
+        from runtime import mcpserver
+    except ImportError as error:
+        if (error.name or "").split(".")[0] not in ("mcp", "mcp_types", "uvicorn", "starlette"):
+            raise
+        err.write(f"toolrt serve needs the MCP SDK ({error.name} is not installed): pip install 'toolrt[mcp]'\n")
+        return EXIT_USAGE
+    try:
+        settings = Settings()
+    except Exception as error:  # noqa: BLE001 - bad TOOLRT_* settings are a usage error
+        err.write(f"toolrt: invalid settings: {error}\n")
+        return EXIT_USAGE
+    try:
+        runtime = Runtime(args.config, settings=settings, workspace_root=args.workspace, approver=mcpserver.ElicitationApprover(settings.approval_timeout_s), watch=False)
+    except ConfigError as error:
+        _report(error, err)
+        return EXIT_PROBLEMS
+    # A server's logs go to stderr (stdout is the protocol on stdio), once: loguru's
+    # default handler would print toolrt's records a second time.
+    with contextlib.suppress(ValueError):
+        logger.remove(0)
+    configure_logs(settings, sink=err)
+    watch = settings.hot_reload if args.watch is None else args.watch
+    if args.transport == "http" and not mcpserver.is_loopback(args.host):
+        err.write(f"toolrt serve: warning: listening on {args.host}, which other machines may reach; MCP requests are not authenticated\n")
+
+    def ready(url: str) -> None:
+        err.write(f"toolrt serve: MCP over streamable HTTP at {url} (stop with Ctrl-C)\n")
+        err.flush()
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):  # no signal handlers on this platform or thread
+                loop.add_signal_handler(signum, stop.set)
+        try:
+            await mcpserver.serve(runtime, transport=args.transport, host=args.host, port=args.port, watch=watch, stop=stop, on_ready=ready)
+        finally:
+            await runtime.close()  # the last audit records are written before the process ends
+
+    try:
+        asyncio.run(run())
+    except OSError as error:
+        err.write(f"toolrt serve: {error}\n")
+        return EXIT_PROBLEMS
+    except KeyboardInterrupt:
+        pass
+    return EXIT_OK
+
+
 def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from runtime.demo import run_demo
 
@@ -344,3 +417,7 @@ def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def entrypoint() -> None:
     """Console-script entry point."""
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    entrypoint()

@@ -13,7 +13,7 @@ import asyncio
 import contextvars
 import functools
 import types
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -35,11 +35,21 @@ class PythonOutcome:
     abandoned: bool = False  # a sync handler still running after its timeout
 
 
-async def call_python(handler: Handler, args: Mapping[str, Any], context: ToolContext | None, *, total_s: float, idle_s: float | None) -> PythonOutcome:
+async def call_python(
+    handler: Handler,
+    args: Mapping[str, Any],
+    context: ToolContext | None,
+    *,
+    total_s: float,
+    idle_s: float | None,
+    on_progress: Callable[[str | None], None] | None = None,
+) -> PythonOutcome:
     """Run ``handler`` with ``args`` (and ``context`` when it takes one; pass None otherwise).
 
     Whatever the handler raises (SystemExit and a CancelledError of its own making
     included) becomes an outcome; only a cancellation of the calling task goes on.
+    ``on_progress`` hears each ``context.progress(message)`` after the idle timer is
+    reset, on the handler's thread; what it raises is ignored.
     """
     function = handler.function
     if function is None:
@@ -52,7 +62,7 @@ async def call_python(handler: Handler, args: Mapping[str, Any], context: ToolCo
         return await _async_total_only(function, (dict(args),), loop, task, total_s)
     progress = Progress(loop, loop.time() + total_s, idle_s)
     if context is not None:
-        object.__setattr__(context, "_on_progress", lambda _message: progress.touch_threadsafe())
+        object.__setattr__(context, "_on_progress", _reporter(progress, on_progress))
         call_args: tuple[Any, ...] = (dict(args), context)
     else:
         call_args = (dict(args),)
@@ -112,6 +122,21 @@ def _resume(coroutine: Any, suspended_on: Any) -> Generator[Any, Any, Any]:
                 waiting = coroutine.send(sent)
             except StopIteration as done:
                 return done.value
+
+
+def _reporter(progress: Progress, listener: Callable[[str | None], None] | None) -> Callable[[str | None], None]:
+    """What ``ToolContext.progress`` calls: reset the idle timer, then tell the listener."""
+    if listener is None:
+        return lambda _message: progress.touch_threadsafe()
+
+    def report(message: str | None) -> None:
+        progress.touch_threadsafe()
+        try:
+            listener(message)
+        except Exception:  # noqa: BLE001 - a failing listener must not fail the handler that reported progress
+            pass
+
+    return report
 
 
 def _cancel(context: ToolContext | None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,3 +38,8 @@ class TurnEnv:
     audit: Any = None  # (env, call, result, executed args) -> None: records each result in the audit log
     metrics: Any = None  # runtime.metrics.Metrics: counts and latencies of the calls
     limits: Any = None  # runtime.policy.limits.Limits of this snapshot: quotas and circuit breakers (falsy when none)
+    mcp: Any = None  # runtime.mcpclient.McpPool: sessions with the declared MCP servers (None: mcp handlers cannot run)
+    tracing: Any = None  # runtime.telemetry.traces: wraps each call in an OpenTelemetry span (None: tracing off)
+    # Hears every ToolContext.progress() of the turn's python handlers as (call id, message),
+    # e.g. to forward it to a client; called on the handler's thread, so it must be thread-safe.
+    progress_listener: Callable[[str, str | None], None] | None = None

@@ -28,6 +28,7 @@ from runtime.execution.command import CommandError, PreparedCommand, prepare
 from runtime.execution.output import OutputCollector
 from runtime.execution.processes import run_process
 from runtime.execution.python import call_python
+from runtime.mcpclient.calls import call_mcp_tool
 from runtime.pipeline.env import TurnEnv
 from runtime.records import Outcome, Status, ValidatedCall
 from runtime.snapshot import CompiledTool
@@ -69,6 +70,8 @@ async def _run_once(call: ValidatedCall, env: TurnEnv) -> Outcome:
         return await _run_command(call, env)
     if handler.kind == "builtin" and handler.target in BUILTIN_HANDLERS:
         return await _builtin(call, env)
+    if handler.kind == "mcp":
+        return await call_mcp_tool(call, env, _failure)
     what = f"built-in `{handler.target}`" if handler.kind == "builtin" else f"{handler.kind} handlers"
     return Outcome(error=f"{what} cannot run in this version of toolrt yet.", status=Status.error, code="not_available")
 
@@ -92,7 +95,10 @@ async def _python(call: ValidatedCall, env: TurnEnv) -> Outcome:
         return await _isolated(call, env)
     timeout = tool.spec.timeout
     context = context_for(call, env) if tool.handler.takes_context else None
-    result = await call_python(tool.handler, call.args, context, total_s=timeout.total_s, idle_s=timeout.idle_s)
+    listener = env.progress_listener
+    # The turn's progress listener (if any) hears this call's ToolContext.progress() messages.
+    on_progress = None if listener is None or context is None else (lambda message: listener(call.call.id, message))
+    result = await call_python(tool.handler, call.args, context, total_s=timeout.total_s, idle_s=timeout.idle_s, on_progress=on_progress)
     if result.timed_out is not None:
         limit = timeout.total_s if result.timed_out == "total" else timeout.idle_s
         what = f"timed out after {limit:g} s ({'no progress' if result.timed_out == 'idle' else 'total time'})"

@@ -30,6 +30,8 @@ class Approval:
     ``args``: run with these arguments instead (they are validated and judged again).
     ``scope="session"``: allow this tool for the rest of the session without asking,
     for calls whose arguments match ``pattern`` (argument name -> glob) when given.
+    ``asked=False``: no one could be asked (e.g. the client cannot show a question);
+    the call is denied with ``reason`` alone, not reported as declined by a person.
     """
 
     approved: bool
@@ -37,6 +39,7 @@ class Approval:
     args: Mapping[str, Any] | None = None
     scope: Literal["once", "session"] = "once"
     pattern: Mapping[str, str] | None = None
+    asked: bool = True
 
 
 class Approver(Protocol):
@@ -72,6 +75,8 @@ async def settle(call: ValidatedCall, session: Session, decision: Decision, appr
         return _denied(call, decision, f"the approver failed ({type(err).__name__}), so the call was not run")
     if not isinstance(answer, Approval):
         return _denied(call, decision, f"the approver gave no clear answer ({type(answer).__name__}), so the call was not run")
+    if not answer.approved and not answer.asked:
+        return _denied(call, decision, answer.reason or "no one could be asked, so it was not run")
     if not answer.approved:
         return _denied(call, decision, f"a person declined this call{': ' + answer.reason if answer.reason else ''}")
     if answer.args is not None and not isinstance(answer.args, Mapping):

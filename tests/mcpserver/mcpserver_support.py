@@ -1,0 +1,135 @@
+"""Running a real ``toolrt serve`` and talking to it with the official MCP client."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = Path(__file__).resolve().parent / "config"
+# Generous: a loaded 2-core machine starts the server in seconds, not milliseconds.
+TIMEOUT_S = 30.0
+_URL = re.compile(r"MCP over streamable HTTP at (http://\S+)")
+
+EXTRA_TOOL = """
+apiVersion: toolrt/v1
+kind: Tool
+metadata: {name: added_later}
+spec:
+  description: A tool that appears while the server runs.
+  handler: builtin:tool_search
+  read_only: true
+"""
+
+
+def serve_argv(config: Path, workspace: Path, *extra: str) -> list[str]:
+    """``toolrt serve`` as the outside world runs it (the module form of the console script)."""
+    return [sys.executable, "-m", "runtime.cli", "serve", "--config", str(config), "--workspace", str(workspace), *extra]
+
+
+def copy_config(tmp_path: Path) -> Path:
+    """The test config in a folder the test may edit."""
+    return Path(shutil.copytree(CONFIG, tmp_path / "config", ignore=shutil.ignore_patterns("__pycache__")))
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+def answering(action: str, content: dict[str, Any] | None = None) -> Any:
+    """An elicitation callback that gives ``action`` (and records the questions asked)."""
+    asked: list[str] = []
+
+    async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+
+    callback.asked = asked  # type: ignore[attr-defined]
+    return callback
+
+
+class Notifications:
+    """A message handler that remembers the notifications the client received."""
+
+    def __init__(self) -> None:
+        self.received: list[Any] = []
+        self.tools_changed = asyncio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        self.received.append(message)
+        if isinstance(message, types.ToolListChangedNotification):
+            self.tools_changed.set()
+
+
+@asynccontextmanager
+async def stdio_session(
+    workspace: Path, *, config: Path = CONFIG, extra: tuple[str, ...] = (), env: dict[str, str] | None = None, **client: Any
+) -> AsyncIterator[ClientSession]:
+    """An initialized client session with a ``toolrt serve`` child on stdio (``env``: extra variables)."""
+    argv = serve_argv(config, workspace, *extra)
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env={**os.environ, **(env or {})}, cwd=str(REPO))
+    with open(workspace / "serve.stderr", "w", encoding="utf-8") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write, read_timeout_seconds=TIMEOUT_S, **client) as session:
+            await session.initialize()
+            yield session
+
+
+@contextmanager
+def http_server(workspace: Path, *, config: Path = CONFIG, extra: tuple[str, ...] = ()) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A ``toolrt serve --transport http --port 0`` child: its URL (from stderr) and process."""
+    stderr_path = workspace / "serve.stderr"
+    with open(stderr_path, "wb") as stderr:
+        process = subprocess.Popen(
+            serve_argv(config, workspace, "--transport", "http", "--port", "0", *extra),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, cwd=REPO, env=dict(os.environ),
+        )
+    try:
+        yield wait_for_url(process, stderr_path), process
+    finally:
+        stop(process)
+
+
+def wait_for_url(process: subprocess.Popen[bytes], stderr_path: Path) -> str:
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        found = _URL.search(stderr_path.read_text(encoding="utf-8", errors="replace"))
+        if found:
+            return found.group(1)
+        if process.poll() is not None:
+            raise AssertionError(f"toolrt serve exited with {process.returncode}:\n{stderr_path.read_text()}")
+        time.sleep(0.05)
+    raise AssertionError(f"toolrt serve did not start listening:\n{stderr_path.read_text()}")
+
+
+def stop(process: subprocess.Popen[Any]) -> int:
+    """SIGTERM, then the exit code (killed after the timeout, which fails the caller's check)."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.returncode
+
+
+@asynccontextmanager
+async def http_session(url: str, **client: Any) -> AsyncIterator[ClientSession]:
+    """An initialized client session over streamable HTTP."""
+    async with streamable_http_client(url) as (read, write), ClientSession(read, write, read_timeout_seconds=TIMEOUT_S, **client) as session:
+        await session.initialize()
+        yield session
