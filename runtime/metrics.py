@@ -24,6 +24,11 @@ increment the same key at the same instant and one increment can be lost: counte
 may then be off by a few under heavy contention, never corrupted. Quantiles are
 computed only in :meth:`Metrics.snapshot`, from the newest ``reservoir_size``
 samples of each stage; counts and sums cover every observation.
+
+OpenTelemetry. :meth:`Metrics.bind_opentelemetry` (and :func:`bind_opentelemetry` for
+the process-wide registry) reports the same numbers through the app's MeterProvider
+as observable instruments, read only when the app collects; see
+:mod:`runtime.telemetry.meters` for the instrument names.
 """
 
 from __future__ import annotations
@@ -33,9 +38,12 @@ import re
 import threading
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["METRICS", "Metrics", "prometheus", "reset", "snapshot"]
+if TYPE_CHECKING:
+    from runtime.telemetry.meters import Binding
+
+__all__ = ["METRICS", "Metrics", "bind_opentelemetry", "prometheus", "reset", "snapshot"]
 
 DEFAULT_RESERVOIR_SIZE = 4096
 QUANTILES: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
@@ -91,6 +99,9 @@ class Metrics:
         self._reservoir_size = reservoir_size
         self._lock = threading.Lock()
         self._sources: dict[str, Source] = {}
+        # Called with each call's timings (an OpenTelemetry histogram); a tuple, replaced
+        # whole, so that the hot path iterates it without a lock. Usually empty.
+        self._observers: tuple[Callable[[Mapping[str, float]], None], ...] = ()
         self._fresh()
 
     def _fresh(self) -> None:
@@ -155,6 +166,8 @@ class Metrics:
                 stage.samples.append(value)
                 stage.count += 1
                 stage.total += value
+        for observer in self._observers:
+            observer(timings_ms)
 
     def _new_stage(self, key: str) -> _Stage | None:
         """The stage timed by ``key`` (None if it is not a ``<stage>_ms`` key), made once."""
@@ -181,6 +194,29 @@ class Metrics:
         """Forget the gauge source ``name`` (no error if there is none)."""
         with self._lock:
             self._sources.pop(name, None)
+
+    def add_observer(self, observer: Callable[[Mapping[str, float]], None]) -> None:
+        """Call ``observer(timings_ms)`` for every recorded call (it runs on the hot path)."""
+        with self._lock:
+            self._observers = (*self._observers, observer)
+
+    def remove_observer(self, observer: Callable[[Mapping[str, float]], None]) -> None:
+        """Stop calling ``observer`` (no error if it was not added)."""
+        with self._lock:
+            self._observers = tuple(o for o in self._observers if o is not observer)
+
+    def bind_opentelemetry(self, meter_provider: Any = None, *, histograms: bool = False) -> Binding:
+        """Report these metrics through OpenTelemetry: observable counters and gauges on
+        the meter ``toolrt`` of ``meter_provider`` (default: the app's global
+        MeterProvider; toolrt never installs one), read when the app collects.
+
+        ``histograms=True`` also records each stage latency in the histogram
+        ``toolrt.stage.duration`` as calls end (about 10 us per stage with the SDK).
+        Returns the binding; its ``close()`` stops the reporting. Needs the ``otel``
+        extra (ImportError without it)."""
+        from runtime.telemetry.meters import bind
+
+        return bind(self, meter_provider, histograms=histograms)
 
     def reset(self) -> None:
         """Zero every counter and drop every latency sample; gauge sources stay."""
@@ -408,3 +444,8 @@ def prometheus() -> str:
 def reset() -> None:
     """Zero the process-wide metrics (see :meth:`Metrics.reset`)."""
     METRICS.reset()
+
+
+def bind_opentelemetry(meter_provider: Any = None, *, histograms: bool = False) -> Binding:
+    """Report the process-wide metrics through OpenTelemetry (see :meth:`Metrics.bind_opentelemetry`)."""
+    return METRICS.bind_opentelemetry(meter_provider, histograms=histograms)

@@ -52,8 +52,13 @@ class Settings(BaseSettings):
     )
     log_format: Literal["json", "text"] = "text"
     log_level: Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    tracing: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="OpenTelemetry spans per turn, call and stage: auto = on when the otel extra is installed and the app configured a TracerProvider before building the Runtime (or passed one); on = always (a no-op until a provider exists); off = never.",
+    )
     permission_mode: PermissionMode = PermissionMode.default
     max_concurrency: int = Field(default=8, ge=1, le=1024, description="Read-only calls run at once, per turn.")
+    approval_timeout_s: float = Field(default=300.0, gt=0, description="How long an `ask` decision waits for the approver; no answer in time is a denial.")
     hot_reload: bool = True
     cel_engine: Engine = Field(default="auto", description="auto picks cel-expr-python when installed.")
     schema_engine: Engine = Field(default="auto", description="auto picks jsonschema-rs when installed.")

@@ -65,3 +65,43 @@ def test_configured_json_logs_carry_the_ids_and_never_the_arguments(runtime: Run
     assert all(e["session_id"] == "s-1" and e["trace_id"] == "t-9" and e["request_id"] and e["duration_ms"] >= 0 for e in extras)
     assert records[1]["level"]["name"] == "WARNING"
     assert "topsecret" not in sink.getvalue() and "said" not in sink.getvalue()
+
+
+def _json_records(runtime: Runtime, settings: Settings, sink: object) -> None:
+    handler = logs.configure(settings, sink=sink)
+    try:
+        runtime.run_turn_sync([Call("c1", "echo", {"word": "x"}), Call("c2", "nope", {})], Session(id="s-1"))
+    finally:
+        assert handler is not None
+        logger.remove(handler)
+
+
+def test_per_call_json_records_have_the_shape_loguru_would_give_them(runtime: Runtime) -> None:
+    lean = io.StringIO()
+    _json_records(runtime, Settings(log_format="json", audit_sink="off"), lean)
+    through_loguru: list[str] = []
+    _json_records(runtime, Settings(log_format="json", audit_sink="off"), lambda message: through_loguru.append(str(message)))  # a plain callable: loguru's serializer
+    lean_records = [json.loads(line) for line in lean.getvalue().splitlines()]
+    loguru_records = [json.loads(line) for line in through_loguru]
+    assert len(lean_records) == len(loguru_records) == 2
+    for mine, theirs in zip(lean_records, loguru_records, strict=True):
+        assert mine["text"] == theirs["text"] and mine["record"]["message"] == theirs["record"]["message"]
+        assert mine["record"]["level"].items() <= theirs["record"]["level"].items()  # all but the icon
+        assert set(mine["record"]) <= set(theirs["record"])
+        assert {k: v for k, v in mine["record"]["extra"].items() if k not in ("request_id", "duration_ms")} == {k: v for k, v in theirs["record"]["extra"].items() if k not in ("request_id", "duration_ms")}
+        assert abs(mine["record"]["time"]["timestamp"] - theirs["record"]["time"]["timestamp"]) < 60
+
+
+def test_the_log_level_filters_per_call_records_and_a_removed_handler_gets_none(runtime: Runtime) -> None:
+    sink = io.StringIO()
+    _json_records(runtime, Settings(log_format="json", log_level="WARNING", audit_sink="off"), sink)
+    assert [json.loads(line)["record"]["extra"]["call_id"] for line in sink.getvalue().splitlines()] == ["c2"]  # the error result only
+    written = sink.getvalue()
+    runtime.run_turn_sync([Call("c3", "nope", {})])  # the handler is gone: nothing more, and no error
+    assert sink.getvalue() == written
+
+
+def test_json_logs_to_a_path_are_complete_after_the_handler_is_removed(runtime: Runtime, tmp_path: Path) -> None:
+    path = tmp_path / "calls.jsonl"
+    _json_records(runtime, Settings(log_format="json", audit_sink="off"), str(path))
+    assert [json.loads(line)["record"]["extra"]["call_id"] for line in path.read_text().splitlines()] == ["c1", "c2"]

@@ -32,6 +32,8 @@ from runtime.records import BoundCall, Call, Decision, Outcome, Stage, Status, T
 
 async def run_call(call: Call, env: TurnEnv) -> ToolResult:
     """Run ``call`` through every stage. Never raises (except cancellation)."""
+    if env.tracing is not None:  # OpenTelemetry: the call runs inside its span (runtime.telemetry)
+        return await env.tracing.call(call, env)
     started = time.perf_counter()
     timings: dict[str, Any] = {}
     tool = None
