@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from typing import TextIO
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TextIO
 
 from runtime.pipeline.permit import Approval
 from runtime.records import Decision, Session, ValidatedCall
@@ -48,3 +50,44 @@ class TerminalApprover:
         self._err.write(prompt)
         self._err.flush()
         return self._in.readline()
+
+
+@dataclass(frozen=True, slots=True)
+class AskedApproval:
+    """One question a :class:`ScriptedApprover` answered, for the app to show or check."""
+
+    tool: str
+    args: Mapping[str, Any]
+    rule: str | None
+    reason: str | None
+    approval: Approval
+
+
+Answer = bool | Approval | Callable[[ValidatedCall], "bool | Approval"]
+
+
+class ScriptedApprover:
+    """Answers from a script instead of a person: for demos, replays and tests.
+
+    ``answers`` maps a tool name to ``True`` (approve), ``False`` (decline), an
+    :class:`Approval`, or a function of the call returning one of those. A tool not
+    in the script is declined, so a replay never approves more than it says. Every
+    question and its answer is appended to :attr:`asked` and passed to ``on_ask``.
+    """
+
+    def __init__(self, answers: Mapping[str, Answer], on_ask: Callable[[AskedApproval], None] | None = None) -> None:
+        self._answers = dict(answers)
+        self._on_ask = on_ask
+        self.asked: list[AskedApproval] = []
+
+    async def __call__(self, call: ValidatedCall, session: Session, decision: Decision) -> Approval:
+        answer = self._answers.get(call.tool.name, False)
+        if callable(answer):
+            answer = answer(call)
+        if isinstance(answer, bool):
+            answer = Approval(True, "approved by the script") if answer else Approval(False, "the script declines it")
+        asked = AskedApproval(call.tool.name, dict(call.args), decision.rule, decision.reason, answer)
+        self.asked.append(asked)
+        if self._on_ask is not None:
+            self._on_ask(asked)
+        return answer

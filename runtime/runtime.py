@@ -10,7 +10,7 @@ import threading
 import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from loguru import logger
 
@@ -21,6 +21,7 @@ from runtime.config.compile import BuildResult, build_snapshot
 from runtime.config.problems import Location, Problem
 from runtime.errors import ConfigError, ToolrtError
 from runtime.execution.jobs import JobRegistry
+from runtime.mcpclient import McpPool, Mounter
 from runtime.metrics import Metrics
 from runtime.pipeline import run_call
 from runtime.pipeline.env import TurnEnv
@@ -34,7 +35,11 @@ from runtime.reload import ConfigWatcher, ReloadEvent
 from runtime.settings import Settings
 from runtime.shaping.artifacts import ArtifactStore
 from runtime.snapshot import Snapshot
+from runtime.telemetry import trace_id_from_traceparent, tracing_for
 from runtime.tools.workspace_tools import WorkspaceTools, lock_dir_for
+
+if TYPE_CHECKING:
+    from runtime.telemetry.traces import Tracing
 
 T = TypeVar("T")
 
@@ -70,6 +75,10 @@ class Runtime:
     With ``watch`` (default: the ``hot_reload`` setting) the config paths are watched
     and every clean edit is swapped in (see :meth:`watch`). Call :meth:`close` when
     done: it stops the watcher and background jobs and writes the last audit records.
+
+    ``tracer_provider`` is the OpenTelemetry TracerProvider that spans go to (default:
+    the app's global one, when the ``tracing`` setting turns tracing on; see
+    :mod:`runtime.telemetry`).
     """
 
     def __init__(
@@ -82,12 +91,16 @@ class Runtime:
         permitter: Permitter | None = None,
         artifacts: ArtifactStore | None = None,
         watch: bool | None = None,
+        tracer_provider: Any = None,
     ) -> None:
         self.settings = settings or Settings()
         self._paths = [Path(p) for p in config]
         self._cache = CompileCache()
-        result = build_snapshot(self._paths, self.settings, self._cache)
+        self.mcp = McpPool()  # sessions with the declared MCP servers, started on first use
+        self._mount = Mounter(self.mcp)  # their tools join every snapshot build
+        result = build_snapshot(self._paths, self.settings, self._cache, mount=self._mount)
         if result.snapshot is None:
+            self.mcp.close()
             raise ConfigError(result.problems)
         snapshot: Snapshot = result.snapshot
         self.last_reload_error: ConfigError | None = None
@@ -102,6 +115,8 @@ class Runtime:
         self.jobs = JobRegistry()
         self.grants = SessionGrants()  # "allow for this session" answers, per session id
         self.metrics = Metrics()  # runtime.metrics.snapshot() / .prometheus()
+        # OpenTelemetry spans, by the tracing setting and the app's provider (None: off).
+        self.tracing: Tracing | None = tracing_for(self.settings.tracing, tracer_provider)
         # Quota counts and breaker states outlive snapshots: one store, a Limits per snapshot.
         self.limit_store: LimitStore = InMemoryLimitStore()
         self._current: tuple[Snapshot, Limits] = (snapshot, Limits.from_policies(snapshot.policies, store=self.limit_store))
@@ -157,7 +172,7 @@ class Runtime:
         A broken config keeps the last good snapshot serving and is kept in
         :attr:`last_reload_error` (every problem with file:line:col)."""
         with self._reload_lock:  # one build at a time: the watcher and the app share the compile cache
-            result = build_snapshot(self._paths, self.settings, self._cache)
+            result = build_snapshot(self._paths, self.settings, self._cache, mount=self._mount)
             if result.snapshot is not None and not result.snapshot.tools and self.snapshot.tools:
                 result = _refused_empty(result, len(self.snapshot.tools))
             self.metrics.record_reload(result.snapshot is not None)
@@ -177,7 +192,7 @@ class Runtime:
             self.watcher = ConfigWatcher(self._paths, self.reload, current=lambda: self.snapshot, on_event=on_event, extra_paths=self.settings.pack_dirs).start()
         return self.watcher
 
-    def _env(self, session: Session, trace_id: str | None) -> TurnEnv:
+    def _env(self, session: Session, trace_id: str | None, progress_listener: Callable[[str, str | None], None] | None = None) -> TurnEnv:
         snapshot, limits = self._current  # read once: the snapshot and its limits belong together
         return TurnEnv(
             snapshot=snapshot,
@@ -195,6 +210,9 @@ class Runtime:
             workspace_tools=self.workspace_tools,
             audit=self._record if self.audit is not None else None,
             metrics=self.metrics,
+            mcp=self.mcp,
+            approval_timeout_s=self.settings.approval_timeout_s,
+            progress_listener=progress_listener,
         )
 
     async def run_turn(
@@ -207,9 +225,23 @@ class Runtime:
         deadline_s: float | None = None,
         interrupt: asyncio.Event | None = None,
         trace_id: str | None = None,
+        on_progress: Callable[[str, str | None], None] | None = None,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
     ) -> list[ToolResult]:
-        """One result per call, in order. Never raises for anything a call does."""
-        env = self._env(session or Session(mode=self.settings.permission_mode.value), trace_id)
+        """One result per call, in order. Never raises for anything a call does.
+
+        ``on_progress`` hears every ``ToolContext.progress(message)`` of the turn's python
+        handlers as ``(call id, message)``, on the handler's thread (so it must be thread-safe).
+
+        ``traceparent`` (and ``tracestate``) is the W3C trace context of the agent's step:
+        with tracing on, the turn's span continues it (else the app's active span is the
+        parent); either way logs and audit records carry its trace id (see runtime.telemetry)."""
+        session = session or Session(mode=self.settings.permission_mode.value)
+        if self.tracing is not None:  # OpenTelemetry: the turn, its calls and their stages become spans
+            parallel = parallel and self.settings.max_concurrency > 1
+            return await self.tracing.run_turn(calls, lambda tid: self._env(session, tid, on_progress), trace_id=trace_id, traceparent=traceparent, tracestate=tracestate, parallel=parallel, stop_on_error=stop_on_error, deadline_s=deadline_s, interrupt=interrupt)
+        env = self._env(session, trace_id or (trace_id_from_traceparent(traceparent) if traceparent else None), on_progress)
         if len(calls) == 1 and deadline_s is None and interrupt is None:
             return [await run_call(calls[0], env)]  # nothing to schedule
         return await run_turn(calls, env, parallel=parallel and self.settings.max_concurrency > 1, stop_on_error=stop_on_error, deadline_s=deadline_s, interrupt=interrupt)
@@ -231,6 +263,7 @@ class Runtime:
         if self.watcher is not None:
             await asyncio.to_thread(self.watcher.stop)
         await self.jobs.close()
+        await asyncio.to_thread(self.mcp.close)
         if self.audit is not None:
             await asyncio.to_thread(self.audit.close)
 

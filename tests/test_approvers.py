@@ -1,5 +1,6 @@
 """The terminal approver: y runs once, a allows for the session, e edits the
-arguments, anything else (or no terminal) declines."""
+arguments, anything else (or no terminal) declines. The scripted approver answers
+from its script and declines whatever the script does not name."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import io
 
 import pytest
 
-from runtime.approvers import TerminalApprover
+from runtime.approvers import AskedApproval, ScriptedApprover, TerminalApprover
+from runtime.pipeline.permit import Approval
 from runtime.records import Call, Decision, Session, ValidatedCall
 
 
@@ -53,3 +55,34 @@ async def test_without_a_terminal_the_answer_is_no() -> None:
     approver, call, stderr = asked("y\n", tty=False)
     result = await approver(call, Session(), Decision("ask"))
     assert not result.approved and stderr.getvalue() == ""
+
+
+# ---------------------------------------------------------------------------
+# ScriptedApprover
+
+
+def scripted_call(tool: str, args: dict) -> ValidatedCall:
+    class Tool:
+        name = tool
+
+    return ValidatedCall(Call("c1", tool, args), Tool(), args)  # type: ignore[arg-type]
+
+
+async def test_scripted_approver_answers_from_its_script_and_records_each_question() -> None:
+    heard: list[AskedApproval] = []
+    approver = ScriptedApprover({"file_edit": True, "run_command": lambda call: call.args["command"].startswith("ls"), "git_push": Approval(False, "not today")}, on_ask=heard.append)
+    answers = [
+        await approver(scripted_call("file_edit", {"path": "a"}), Session(), Decision("ask", rule="r1", reason="edits ask")),
+        await approver(scripted_call("run_command", {"command": "ls -l"}), Session(), Decision("ask")),
+        await approver(scripted_call("run_command", {"command": "rm x"}), Session(), Decision("ask")),
+        await approver(scripted_call("git_push", {"branch": "b"}), Session(), Decision("ask")),
+    ]
+    assert [a.approved for a in answers] == [True, True, False, False]
+    assert answers[3].reason == "not today"
+    assert heard == approver.asked
+    assert (heard[0].tool, heard[0].args, heard[0].rule, heard[0].reason) == ("file_edit", {"path": "a"}, "r1", "edits ask")
+
+
+async def test_scripted_approver_declines_a_tool_its_script_does_not_name() -> None:
+    answer = await ScriptedApprover({"file_edit": True})(scripted_call("close_ticket", {}), Session(), Decision("ask"))
+    assert (answer.approved, answer.reason) == (False, "the script declines it")

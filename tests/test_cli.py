@@ -284,13 +284,7 @@ def test_schema_without_out_prints_the_combined_schema() -> None:
 # demo
 
 
-def test_demo_compiles_the_example_and_prints_the_snapshot() -> None:
-    code, out, err = run("demo")
-    assert code == EXIT_OK
-    assert err == ""
-    assert out.startswith("== snapshot ")
-    assert "rejected by rule: [no-parent-escape]" in out
-    assert "invalid: unknown argument `lmit`" in out
+# The scripted session itself is tested in tests/test_demo.py.
 
 
 def test_demo_with_a_missing_config_dir_exits_2(tmp_path: Path) -> None:

@@ -424,8 +424,9 @@ def _portable_overrides() -> dict[str, Any]:
         return errors_first(value) or no_overload("size", value)
 
     def contains(text: Any, part: Any) -> Any:
-        if isinstance(text, celtypes.StringType) and isinstance(part, celtypes.StringType):
-            return base_functions["contains"](text, part)
+        # A concatenation ("," + x) is a plain str here (see above): a string all the same.
+        if isinstance(text, str) and isinstance(part, str):
+            return base_functions["contains"](celtypes.StringType(text), celtypes.StringType(part))
         return errors_first(text, part) or no_overload("contains", text, part)
 
     overrides: dict[str, Any] = {"_==_": eq, "_!=_": ne, "_in_": contains_item, "_[_]": index, "size": size, "contains": contains}

@@ -98,6 +98,26 @@ def case(label: str, expected: str, args: dict[str, Any] | None = None, reason: 
     return label, expected, data, reason
 
 
+# A customer-service session: the customer's ticket and order ids, as the app puts them in the labels.
+CUSTOMER = {"id": "s", "labels": {"customer_id": "C-42", "tickets": "T-1001,T-1003", "orders": "O-555,O-556"}}
+
+
+def own_id_cases(field: str, own: str, other: str, prefix: str, any_id: str) -> list[tuple[str, str, dict[str, Any], str | None]]:
+    """The customer-service ownership rules: the id must be a whole item of the session's list."""
+    return [
+        case("satisfies: one of the customer's ids", "true", {field: own}, session=CUSTOMER),
+        case("violates: another customer's id", "false", {field: other}, session=CUSTOMER),
+        case("violates: a prefix of the customer's id", "false", {field: prefix}, session=CUSTOMER),
+        case("violates: a session without the customer's ids", "false", {field: any_id}),
+        case("session without labels", "error", {field: any_id}, session={"id": "s"}),
+        case("empty args", "error", {}, session=CUSTOMER),
+        case("wrong type: int id", "error", {field: 1001}, session=CUSTOMER),
+        # An "id" that is the whole list would pass: the input schema's id pattern
+        # (no commas) refuses it before any rule runs.
+        case("an id holding commas (refused by the schema first)", "true", {field: CUSTOMER["labels"][field.replace("_id", "s")]}, session=CUSTOMER),
+    ]
+
+
 CONFIG_CASES: dict[str, list[tuple[str, str, dict[str, Any], str | None]]] = {
     "tool:file_read/no-parent-escape": [
         case("satisfies: path inside the workspace", "true", {"path": "src/app.py"}),
@@ -149,13 +169,15 @@ CONFIG_CASES: dict[str, list[tuple[str, str, dict[str, Any], str | None]]] = {
         case("wrong type: int", "error", {"path": 3}),
         case("wrong type: null (present, so has() is true)", "error", {"path": None}),
     ],
-    "tool:query_ticket/own-customer": [
-        case("satisfies: the session's customer", "true", {"ticket_id": "T-1", "customer_id": "C-42"}),
-        case("satisfies: no customer given", "true", {"ticket_id": "T-1"}),
-        case("violates: another customer", "false", {"ticket_id": "T-1", "customer_id": "C-7"}),
-        case("session without labels", "error", {"customer_id": "C-42"}, session={"id": "s"}),
-        case("wrong type: int customer", "false", {"customer_id": 42}),
+    "tool:collect_tests/tests-only": [
+        case("satisfies: a test folder", "true", {"path": "tests/unit"}),
+        case("satisfies: no path", "true", {}),
+        case("violates: a source path", "false", {"path": "src"}),
+        case("wrong type: int", "error", {"path": 3}),
+        case("wrong type: null (present, so has() is true)", "error", {"path": None}),
     ],
+    **{f"tool:{tool}/own-ticket": own_id_cases("ticket_id", "T-1003", "T-1002", "T-100", "T-1001") for tool in ("query_ticket", "reply_customer", "close_ticket")},
+    "tool:query_order/own-order": own_id_cases("order_id", "O-555", "O-777", "O-55", "O-555"),
     "tool:reply_customer/no-refund-promises": [
         case("satisfies: no promise", "true", {"ticket_id": "T-1", "body": "The refunds team will review your request."}),
         case("violates: promise in another case", "false", {"body": "This is a GUARANTEED Refund."}),
@@ -383,6 +405,8 @@ CORPUS: list[tuple[str, str]] = [
     ('args.s.startsWith("he")', "TFEE"),
     ('args.s.endsWith("lo")', "TFEE"),
     ('args.s.contains("ell")', "TFEE"),
+    ('("," + args.s + ",").contains(",hello,")', "TFEE"),  # a concatenation is a string like any other
+    ('args.s.contains("el" + "l")', "TFEE"),
     ('args.s.matches("^h.*o$")', "TFEE"),
     ('args.s.matches("(?i)HELLO")', "TFEE"),
     ('args.s.matches("[0-9]+")', "FFEE"),

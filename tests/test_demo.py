@@ -1,0 +1,129 @@
+"""`toolrt demo`: the scripted coding-agent session runs every step through the real runtime."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from runtime.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+STEP = re.compile(r"^-- (\d+)\. ", re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def demo() -> tuple[int, str, str]:
+    """One run of `toolrt demo` (a few seconds), shared by the tests below."""
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["demo"], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def step(output: str, number: int) -> str:
+    """The output of scripted step ``number``."""
+    starts = [m.start() for m in STEP.finditer(output)]
+    numbers = [int(m.group(1)) for m in STEP.finditer(output)]
+    at = numbers.index(number)
+    end = starts[at + 1] if at + 1 < len(starts) else output.index("\n== summary")
+    return output[starts[at] : end]
+
+
+def summary_rows(output: str) -> dict[str, list[str]]:
+    """The summary table: call id -> its cells."""
+    table = output[output.index("== summary") :].splitlines()[2:]
+    return {cells[0]: cells for cells in (line.split() for line in table) if cells and cells[0].startswith("toolu_")}
+
+
+def test_demo_exits_0_without_errors_after_the_snapshot_and_the_tools_table(demo: tuple[int, str, str]) -> None:
+    code, out, err = demo
+    assert (code, err) == (0, "")
+    assert out.startswith("== snapshot ")
+    assert re.search(r"^run_tests\s+command\s+false\s+medium\s+2s\s", out, re.MULTILINE)
+    assert [int(n) for n in STEP.findall(out)] == list(range(1, 11))
+
+
+def test_demo_runs_the_read_only_calls_of_one_turn_as_one_concurrent_batch(demo: tuple[int, str, str]) -> None:
+    text = step(demo[1], 1)
+    assert [line.split()[1] for line in text.splitlines() if line.startswith("  <- ")] == [f"toolu_0{i}" for i in range(1, 6)]
+    assert text.count(": ok, ") == 5
+    assert re.search(r"5 read-only calls, one concurrent batch: the turn took \d+ ms, one after another they would take \d+ ms", text), text
+    # Read from the audit log: both pytest processes started before either ended (robust under load,
+    # unlike comparing the turn's wall time with the sum of the durations).
+    spans = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in re.finditer(r"(toolu_0\d) collect_tests\s+(-?\d+) ->\s+(\d+)", text)}
+    assert set(spans) == {"toolu_04", "toolu_05"}, text
+    assert max(start for start, _ in spans.values()) < min(end for _, end in spans.values())
+    assert "the two pytest processes ran at the same time: yes" in text
+
+
+def test_demo_reading_dotenv_is_denied_by_the_default_permissions_pack(demo: tuple[int, str, str]) -> None:
+    text = step(demo[1], 2)
+    assert "<- toolu_06 file_read: denied" in text
+    assert "denied at the permit stage by rule `default-permissions/deny-secret-files`" in text
+    assert "not-a-real-password" not in demo[1]
+
+
+def test_demo_edit_with_a_stale_hash_conflicts_then_the_retry_with_the_current_hash_succeeds(demo: tuple[int, str, str]) -> None:
+    conflict, retry = step(demo[1], 3), step(demo[1], 4)
+    assert "<- toolu_07 file_edit: error (tool_error)" in conflict
+    assert "changed since you read it" in conflict
+    current = re.search(r"the result names the current hash ([0-9a-f]{12})\.\.\.", conflict)
+    assert current is not None, conflict
+    assert f"expected_hash='{current.group(1)}'" in retry  # the retry used the hash the conflict named
+    assert "<- toolu_08 file_edit: ok" in retry
+    assert "now has the fix and the teammate's change: yes" in retry
+    assert conflict.count("approval asked for file_edit (the session's mode): approved by the script") == 1
+
+
+def test_demo_hanging_test_run_times_out_and_its_whole_process_tree_is_stopped(demo: tuple[int, str, str]) -> None:
+    text = step(demo[1], 5)
+    assert "<- toolu_09 run_tests: unknown (timeout)" in text
+    assert "timed out after 2 s (total time); its process tree was stopped" in text
+    assert re.search(r"the warehouse service the test started in a session of its own \(pid \d+\): stopped", text), text
+
+
+def test_demo_huge_output_becomes_an_artifact_with_a_preview_then_is_paged_from_an_offset(demo: tuple[int, str, str]) -> None:
+    output, page = step(demo[1], 7), step(demo[1], 8)
+    artifact = re.search(r"saved as artifact (art_[0-9a-f]{24}); the model read ([\d,]+) characters", output)
+    assert artifact is not None, output
+    assert "truncated from 3,384,422 characters" in output
+    assert int(artifact.group(2).replace(",", "")) < 3000
+    assert "approval asked for run_command (rule `coding-agent/commands-need-approval`): approved by the script" in output
+    assert f"artifact_read id='{artifact.group(1)}' offset=1500000" in page
+    assert "<- toolu_12 artifact_read: ok" in page
+    assert re.search(r"a page from offset 1,500,000: it starts at SKU-0\d{4}, deep inside the report", page)
+
+
+def test_demo_secret_in_a_file_read_comes_back_redacted(demo: tuple[int, str, str]) -> None:
+    text = step(demo[1], 9)
+    assert "<- toolu_13 file_read: ok" in text and "redacted openai_key x1" in text
+    assert "the file on disk holds the key: yes; the model read it: no, it read `key = [REDACTED:openai_key]`" in text
+    assert "sk-proj-" not in demo[1]
+
+
+def test_demo_summary_table_has_every_call_with_status_duration_truncation_and_redactions(demo: tuple[int, str, str]) -> None:
+    out = demo[1]
+    header = out[out.index("== summary") :].splitlines()[1].split()
+    assert header == ["call", "tool", "status", "code", "decision", "ms", "truncated", "redactions"]
+    rows = summary_rows(out)
+    assert list(rows) == [f"toolu_{i:02d}" for i in range(1, 14)]
+    statuses = {call: (cells[1], cells[2], cells[3]) for call, cells in rows.items()}
+    assert statuses["toolu_06"] == ("file_read", "denied", "denied")
+    assert statuses["toolu_07"] == ("file_edit", "error", "tool_error")
+    assert statuses["toolu_08"] == ("file_edit", "ok", "-")
+    assert statuses["toolu_09"] == ("run_tests", "unknown", "timeout")
+    assert rows["toolu_11"][-2].startswith("art_") and rows["toolu_11"][-5] == "3,384,422"
+    assert rows["toolu_13"][-2:] == ["openai_key", "x1"]
+    assert all(re.fullmatch(r"\d+", cells[6] if cells[5] == "(approved)" else cells[5]) for cells in rows.values())
+    assert "13 calls: " in out and "1 truncated, 1 with redactions" in out
+
+
+def test_demo_without_a_workspace_template_beside_the_config_exits_2(tmp_path: Path) -> None:
+    config = tmp_path / "coding-agent"
+    shutil.copytree(REPO / "examples" / "coding-agent", config, ignore=shutil.ignore_patterns("workspace"))
+    err = io.StringIO()
+    assert main(["demo", "--config", str(config)], stdout=io.StringIO(), stderr=err) == 2
+    assert "no workspace/ folder" in err.getvalue()
