@@ -20,6 +20,7 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -37,6 +38,8 @@ _TEXT_FORMAT = "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {message} | {extr
 # level number) that takes per-call records without loguru, or None.
 _state: dict[str, Any] = {"calls": False, "direct": None}
 _LEVELS = {"INFO": 20, "WARNING": 30}
+#: How often queued per-call records are written (seconds).
+CALL_LOG_INTERVAL_S = 0.05
 
 
 def configure(settings: Settings | None = None, *, sink: TextIO | Any | None = sys.stderr, calls: bool = True) -> int | None:
@@ -73,6 +76,11 @@ class _JsonLines:
     call (it builds and encodes every field of the record, with ``default=str``); this
     writer halves the cost of a record. Like loguru, a stream is flushed after every
     record and a file opened from a path is not (loguru's file sink buffers too).
+
+    Per-call records (:meth:`write_call`) cost the call only a tuple put in a queue: a
+    writer thread encodes and writes them in batches, every :data:`CALL_LOG_INTERVAL_S`
+    seconds, so they reach the sink up to that much later. Removing the handler
+    (``logger.remove``, which loguru also does at exit) writes the ones still queued.
     """
 
     def __init__(self, stream: Any, owned: bool) -> None:
@@ -81,6 +89,10 @@ class _JsonLines:
         self._flush = None if owned else getattr(stream, "flush", None)
         self._stream = stream if owned else None
         self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+        self._queued: deque[tuple[float, str, str, tuple[Any, ...]]] = deque()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
 
     @classmethod
     def for_sink(cls, sink: Any) -> _JsonLines | None:
@@ -112,18 +124,30 @@ class _JsonLines:
         self._emit(self._encode(line) + "\n")
 
     def write_call(self, level: str, message: str, values: tuple[Any, ...]) -> None:
-        """A per-call record (``values`` in :data:`CALL_FIELDS` order), written without
-        loguru, shaped as :meth:`write` shapes one. The fixed parts are laid out here
-        and each value is encoded alone (the values are strings, None and one float)."""
-        now = time.time()
-        when = datetime.fromtimestamp(now, _local_zone(now))
-        text = _json_string(message)
-        extra = _CALL_EXTRA % tuple(map(_json_scalar, values))
-        self._emit(
-            f'{{"text":{_json_string(message + chr(10))},"record":{{"time":{{"repr":"{when}","timestamp":{now!r}}},'
-            f'"level":{{"name":"{level}","no":{_LEVELS[level]}}},"message":{text},"name":"{__name__}",'
-            f'"function":"call_finished","line":0,"extra":{extra},"exception":null}}}}\n'
-        )
+        """Queue a per-call record (``values`` in :data:`CALL_FIELDS` order) for the
+        writer thread; it is written without loguru, shaped as :meth:`write` shapes one."""
+        if self._thread is None:
+            self._start()
+        self._queued.append((time.time(), level, message, values))
+
+    def _start(self) -> None:
+        with self._start_lock:
+            if self._thread is None and not self._stopping.is_set():
+                self._thread = threading.Thread(target=self._run, name="toolrt-call-log", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopping.wait(CALL_LOG_INTERVAL_S):
+            self._drain()
+
+    def _drain(self) -> None:
+        """Encode and write every queued per-call record, in one write."""
+        queued = self._queued
+        lines = []
+        while queued:
+            lines.append(_call_line(*queued.popleft()))
+        if lines:
+            self._emit("".join(lines))
 
     def _emit(self, text: str) -> None:
         with self._lock:
@@ -137,21 +161,40 @@ class _JsonLines:
         direct = _state["direct"]
         if direct is not None and direct[0] is self:
             _state["direct"] = None
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._drain()
         if self._stream is not None:
             with self._lock:
                 self._stream.close()
 
 
-_zone: list[Any] = [None, 0.0]  # (the local time zone, when it was looked up)
+_second: list[Any] = [-1, "", ""]  # (a whole second, its local date and time, its UTC offset)
 
 
-def _local_zone(now: float) -> Any:
-    """The local time zone, looked up again each minute (``astimezone()`` per record
-    costs more than the rest of it; a minute is soon enough for a DST change)."""
-    if now - _zone[1] > 60.0:
-        _zone[0] = datetime.fromtimestamp(now).astimezone().tzinfo
-        _zone[1] = now
-    return _zone[0]
+def _time_repr(now: float) -> str:
+    """``str(datetime)`` of ``now`` in local time, as loguru writes it, with the date,
+    time and offset worked out once per second (building a datetime per record costs
+    more than the rest of the record)."""
+    second = int(now)
+    if second != _second[0]:
+        when = datetime.fromtimestamp(second).astimezone()
+        offset = when.strftime("%z")
+        _second[1:] = [when.strftime("%Y-%m-%d %H:%M:%S"), f"{offset[:3]}:{offset[3:]}" if offset else ""]
+        _second[0] = second
+    return f"{_second[1]}.{min(round((now - second) * 1_000_000), 999_999):06d}{_second[2]}"
+
+
+def _call_line(now: float, level: str, message: str, values: tuple[Any, ...]) -> str:
+    """One per-call record as a JSON line: the fixed parts laid out here, each value
+    encoded alone (they are strings, None and one float)."""
+    extra = _CALL_EXTRA % tuple(map(_json_scalar, values))
+    return (
+        f'{{"text":{_json_string(message + chr(10))},"record":{{"time":{{"repr":"{_time_repr(now)}","timestamp":{now!r}}},'
+        f'"level":{{"name":"{level}","no":{_LEVELS[level]}}},"message":{_json_string(message)},"name":"{__name__}",'
+        f'"function":"call_finished","line":0,"extra":{extra},"exception":null}}}}\n'
+    )
 
 
 def calls_logged() -> bool:
