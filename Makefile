@@ -40,6 +40,7 @@ bench: $(STAMP)
 
 schemas: $(STAMP)
 	$(BIN)/toolrt schema --out schemas
+	$(BIN)/toolrt schema --reference --update README.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

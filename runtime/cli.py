@@ -61,6 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     schema = sub.add_parser("schema", help="write or check the JSON Schemas of the config kinds")
     schema.add_argument("--out", type=Path, default=None, help="directory to write the schemas to (default: print the combined schema)")
     schema.add_argument("--check", action="store_true", help="exit 1 if the files in --out differ from the models")
+    schema.add_argument("--reference", action="store_true", help="print the YAML reference of every kind as Markdown instead")
+    schema.add_argument("--update", type=Path, default=None, metavar="FILE", help="with --reference: rewrite the reference between the markers in FILE (e.g. README.md)")
 
     def runtime_options(command: argparse.ArgumentParser) -> None:
         command.add_argument("--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)")
@@ -171,6 +173,8 @@ def _lint(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.reference:
+        return _reference(args.update, out, err)
     schemas = all_schemas()
     if args.out is None:
         out.write(render(schemas["toolrt.schema.json"]))
@@ -184,6 +188,26 @@ def _schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for name, schema in schemas.items():
         (args.out / name).write_text(render(schema), encoding="utf-8")
     out.write(f"wrote {len(schemas)} schemas to {args.out}\n")
+    return EXIT_OK
+
+
+def _reference(target: Path | None, out: TextIO, err: TextIO) -> int:
+    """Print the Markdown reference, or rewrite it between the markers of ``target``."""
+    from runtime.config.reference import BEGIN, END, reference_markdown, update_between_markers
+
+    if target is None:
+        out.write(reference_markdown())
+        return EXIT_OK
+    try:
+        text = target.read_text(encoding="utf-8")
+    except OSError as error:
+        err.write(f"toolrt schema: cannot read {target}: {error.strerror or error}\n")
+        return EXIT_USAGE
+    if BEGIN not in text or END not in text:
+        err.write(f"toolrt schema: {target} has no reference markers; add these two lines where the reference goes:\n{BEGIN}\n{END}\n")
+        return EXIT_USAGE
+    target.write_text(update_between_markers(text), encoding="utf-8")
+    out.write(f"updated the reference in {target}\n")
     return EXIT_OK
 
 
