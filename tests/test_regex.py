@@ -6,8 +6,10 @@ import warnings
 
 import pytest
 import re2
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from runtime.regex import RegexRejected, check_pattern, compile_re2
+from runtime.regex import RegexRejected, check_pattern, compile_re2, re2_tester
 
 ACCEPTED = [
     "abc",
@@ -138,3 +140,27 @@ def test_checking_a_posix_class_emits_no_warning() -> None:
         warnings.simplefilter("always")
         check_pattern("[[:alpha:]]+")
     assert [str(w.message) for w in caught] == []
+
+
+TESTER_PATTERNS = [
+    "abc",
+    "^a.*z$",
+    r"(?i)(?:(^|/)\.(git|ssh|env(\.[^/]*)?|netrc|pgpass)(/|$))|(?:\.(pem|key|p12|pfx)(/|$))",
+    r"\d{3}-\d{4}",
+    "é+",
+    "",
+    r"\bword\b",
+]
+
+
+@pytest.mark.parametrize("pattern", TESTER_PATTERNS)
+@settings(max_examples=150, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(list("abcz/.-_é0123456789 ENVgitsh\n")), max_size=30))
+def test_the_yes_no_tester_agrees_with_re2_search(pattern: str, text: str) -> None:
+    assert re2_tester(pattern)(text) is (re2.compile(pattern).search(text) is not None)
+
+
+def test_the_tester_refuses_a_pattern_re2_refuses_without_writing_to_stderr(capfd: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(re2.error):
+        re2_tester("(?=look-ahead)")
+    assert capfd.readouterr().err == ""

@@ -17,7 +17,6 @@ handled here and nowhere else:
 
 from __future__ import annotations
 
-import functools
 import re
 import sys
 import threading
@@ -27,6 +26,7 @@ from typing import Any, Protocol
 
 from runtime.errors import CelCompileError
 from runtime.policy.celrefs import LexError, tokenize
+from runtime.regex import re2_tester
 
 #: Variables a tool's business rules may read.
 RULE_VARIABLES = ("args", "tool", "session", "call")
@@ -148,15 +148,8 @@ class FastEngine:
 _MATCHES = "rxmatch"
 
 
-@functools.lru_cache(maxsize=4096)
-def re2_pattern(pattern: str) -> Any:
-    import re2
-
-    return re2.compile(pattern)
-
-
 def _re2_matches(text: str, pattern: str) -> bool:
-    return re2_pattern(pattern).search(text) is not None
+    return re2_tester(pattern)(text)
 
 
 def _tokens(source: str) -> list[Any]:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from runtime.policy.celrefs import LexError, Token, tokenize
+from runtime.regex import re2_tester
 
 #: Arguments in, True / False when certain, None when the CEL program must decide.
 DirectCheck = Callable[[Mapping[str, Any]], bool | None]
@@ -152,16 +153,19 @@ class _Parser:
 
 def _string_method(field: str, method: str, literal: str) -> DirectCheck:
     if method == "matches":
-        from runtime.policy.cel import re2_pattern
-
         try:
-            search = re2_pattern(literal).search
+            test_pattern = re2_tester(literal)
         except Exception as err:  # noqa: BLE001 - an invalid pattern is CEL's to report
             raise _NotDirect from err
 
         def matches(args: Mapping[str, Any]) -> bool | None:
             value = args.get(field)
-            return search(value) is not None if type(value) is str else None
+            if type(value) is not str:
+                return None
+            try:
+                return test_pattern(value)
+            except UnicodeEncodeError:
+                return None  # a lone surrogate: the engine decides (an error, failing closed)
 
         return matches
     test = _STRING_METHODS.get(method)

@@ -77,7 +77,61 @@ def decide(call: ValidatedCall, session: Session, snapshot: Snapshot, trace: lis
     rules = snapshot.rule_index.get(call.tool.key, ())
     if not rules and not call.tool.spec.command_line:
         return _mode_default(call.tool, session)
+    if trace is None:
+        plan = snapshot.when_plans.get(call.tool.key)
+        if plan is not None and plan.quick is not None:
+            decided = _decided_without_cel(call, session, plan.known, *plan.quick)
+            if decided is not None:
+                return decided
     return _Evaluation(call, session, snapshot, trace).run(rules)
+
+
+def _decided_without_cel(
+    call: ValidatedCall, session: Session, known: Mapping[int, Outcome], deny: Sequence[CompiledPolicyRule], ask: Sequence[CompiledPolicyRule], allow: Sequence[CompiledPolicyRule]
+) -> Decision | None:
+    """The shortcut walk (see :meth:`_Evaluation._quick`) when each rule it tries is
+    settled without the CEL engine: by a build-time constant or a certain direct check
+    of the arguments. None as soon as one is not (an evaluation error, an uncertain
+    check, a reason expression): the full evaluation decides then."""
+    args = call.args
+    for rule in deny:
+        holds = _holds(rule, known, args)
+        if holds is None or (holds and rule.reason_program is not None):
+            return None
+        if holds:
+            return Decision("deny", rule=f"{rule.policy}/{rule.name}", reason=rule.reason or f"rule `{rule.name}` of policy `{rule.policy}`")
+    tool = call.tool
+    if session.mode == "plan" and not tool.spec.read_only:
+        return Decision("deny", reason=_PLAN_DENIAL)
+    for rule in ask:
+        holds = _holds(rule, known, args)
+        if holds is None or (holds and rule.reason_program is not None):
+            return None
+        if holds:
+            return Decision("ask", rule=f"{rule.policy}/{rule.name}", reason=rule.reason or f"rule `{rule.name}` of policy `{rule.policy}`")
+    for rule in allow:
+        holds = _holds(rule, known, args)
+        if holds is None or (holds and rule.reason_program is not None):
+            return None
+        if holds:
+            if tool.spec.risk is Risk.critical and tool.name not in rule.named_tools:
+                return None  # rare: the full walk words the answer
+            return Decision("allow", rule=f"{rule.policy}/{rule.name}", reason=rule.reason or f"rule `{rule.name}` of policy `{rule.policy}`")
+    return _mode_default(tool, session)
+
+
+def _holds(rule: CompiledPolicyRule, known: Mapping[int, Outcome], args: Mapping[str, Any]) -> bool | None:
+    """Whether ``rule`` matches a call of a tool without a command line, if that is
+    certain without the CEL engine; else None."""
+    if rule.command_patterns is not None:
+        return False  # no command line to match
+    if rule.when is None:
+        return True
+    outcome = known.get(id(rule))
+    if outcome is not None:
+        return None if outcome.error is not None else outcome.value is True
+    direct = rule.when_direct
+    return direct(args) if direct is not None else None
 
 
 def command_line_of(call: ValidatedCall) -> CommandLine | None:
