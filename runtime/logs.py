@@ -89,7 +89,7 @@ class _JsonLines:
         self._flush = None if owned else getattr(stream, "flush", None)
         self._stream = stream if owned else None
         self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
-        self._queued: deque[tuple[float, str, str, tuple[Any, ...]]] = deque()
+        self._queued: deque[tuple[float, bool, tuple[Any, ...]]] = deque()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -123,12 +123,12 @@ class _JsonLines:
         }
         self._emit(self._encode(line) + "\n")
 
-    def write_call(self, level: str, message: str, values: tuple[Any, ...]) -> None:
-        """Queue a per-call record (``values`` in :data:`CALL_FIELDS` order) for the
-        writer thread; it is written without loguru, shaped as :meth:`write` shapes one."""
+    def write_call(self, is_error: bool, facts: tuple[Any, ...]) -> None:
+        """Queue a per-call record's raw facts (see :func:`call_finished`) for the writer
+        thread; it is written without loguru, shaped as :meth:`write` shapes one."""
         if self._thread is None:
             self._start()
-        self._queued.append((time.time(), level, message, values))
+        self._queued.append((time.time(), is_error, facts))
 
     def _start(self) -> None:
         with self._start_lock:
@@ -145,7 +145,8 @@ class _JsonLines:
         queued = self._queued
         lines = []
         while queued:
-            lines.append(_call_line(*queued.popleft()))
+            now, is_error, facts = queued.popleft()
+            lines.append(_call_line(now, *_call_record(is_error, facts)))
         if lines:
             self._emit("".join(lines))
 
@@ -222,25 +223,22 @@ def _json_scalar(value: Any) -> str:
 def call_finished(env: TurnEnv, call: Call, result: ToolResult) -> None:
     """One record for a finished call: ids, tool, status, stage and duration; never
     arguments or output."""
-    timings = result.metadata.get("timings_ms") or {}
-    level = "INFO" if not result.is_error else "WARNING"
-    values = (
-        env.request_id,
-        env.session.id,
-        env.trace_id,
-        call.id,
-        result.name,
-        result.status.value,
-        result.code,
-        result.stage.value if result.stage is not None else "respond",
-        round(float(timings.get("total_ms", 0.0)), 3),
-        result.metadata.get("decision"),
-        env.snapshot.version,
-    )
+    meta = result.metadata
+    timings = meta.get("timings_ms") or {}
+    is_error = result.is_error
     direct = _state["direct"]
     if direct is not None:
         writer, threshold = direct
-        if _LEVELS[level] >= threshold:
-            writer.write_call(level, f"call {result.name} {result.status.value} {result.code or ''}", values)
+        if (30 if is_error else 20) >= threshold:
+            # Raw facts only: the writer thread words and encodes them.
+            writer.write_call(is_error, (env.request_id, env.session.id, env.trace_id, call.id, result.name, result.status, result.code, result.stage, timings.get("total_ms"), meta.get("decision"), env.snapshot.version))
         return
-    logger.bind(**dict(zip(CALL_FIELDS, values, strict=True))).log(level, "call {} {} {}", result.name, result.status.value, result.code or "")
+    level, message, values = _call_record(is_error, (env.request_id, env.session.id, env.trace_id, call.id, result.name, result.status, result.code, result.stage, timings.get("total_ms"), meta.get("decision"), env.snapshot.version))
+    logger.bind(**dict(zip(CALL_FIELDS, values, strict=True))).log(level, message)
+
+
+def _call_record(is_error: bool, facts: tuple[Any, ...]) -> tuple[str, str, tuple[Any, ...]]:
+    """(level, message, values in :data:`CALL_FIELDS` order) of a per-call record."""
+    request_id, session_id, trace_id, call_id, tool, status, code, stage, total_ms, decision, snapshot = facts
+    values = (request_id, session_id, trace_id, call_id, tool, status.value, code, stage.value if stage is not None else "respond", round(float(total_ms or 0.0), 3), decision, snapshot)
+    return ("WARNING" if is_error else "INFO"), f"call {tool} {status.value} {code or ''}", values
