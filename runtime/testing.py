@@ -63,6 +63,7 @@ class ScriptedAnthropic:
 
     @property
     def requests(self) -> list[dict[str, Any]]:
+        """The keyword arguments of every request, in order, with the messages as sent."""
         return self._script.requests
 
     def _create(self, **request: Any) -> Any:
@@ -100,6 +101,7 @@ class ScriptedOpenAI:
 
     @property
     def requests(self) -> list[dict[str, Any]]:
+        """The keyword arguments of every request, in order, with the messages as sent."""
         return self._script.requests
 
     def _create(self, **request: Any) -> Any:

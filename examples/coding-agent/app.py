@@ -63,12 +63,14 @@ def openai_loop(client: Any, runtime: Runtime, task: str, session: Session) -> s
 
 
 def show(results: list[ToolResult]) -> None:
+    """One line per result: its status and the start of what the model reads."""
     for result in results:
         first = result.content.splitlines()[0] if result.content else ""
         print(f"  [{result.call_id}] {result.name}: {result.status.value}  {first[:100]}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the agent on the task; return the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("task", nargs="?", default=TASK)
     parser.add_argument("--workspace", type=Path, default=None, help="the project to work on (default: a temporary copy of the example project)")

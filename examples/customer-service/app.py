@@ -63,6 +63,7 @@ APPROVALS = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Create the support desk, replay the conversation, show the database; return the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--workspace", type=Path, default=None, help="where the database is created (default: a temporary directory)")
     args = parser.parse_args(argv)
@@ -76,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_conversation(workspace: Path, database: Path) -> None:
+    """Every scripted turn through the runtime, as customer C-42's session."""
     approver = ScriptedApprover(APPROVALS, on_ask=show_approval)
     runtime = Runtime([HERE], workspace_root=workspace, approver=approver, watch=False)
     session = support_desk.customer_session(database, CUSTOMER)
@@ -102,11 +104,13 @@ def run_conversation(workspace: Path, database: Path) -> None:
 
 
 def show_approval(asked: AskedApproval) -> None:
+    """One line per question the scripted approver answered."""
     verdict = "approved" if asked.approval.approved else "declined"
     print(f"  ?  approval asked for {asked.tool} {dict(asked.args)} (rule `{asked.rule}`): {verdict} by the script")
 
 
 def show_database(database: Path) -> None:
+    """The tickets and the replies sent, as the conversation left them."""
     with sqlite3.connect(database) as conn:
         print("\ntickets afterwards:")
         for row in conn.execute("SELECT id, customer_id, status, resolution FROM tickets ORDER BY id"):

@@ -92,6 +92,7 @@ def _customer(context: Any) -> str:
 
 
 def query_ticket(args: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The customer's ticket ``ticket_id``."""
     with _connect(context) as conn:
         row = conn.execute("SELECT id, order_id, subject, status, resolution FROM tickets WHERE id = ? AND customer_id = ?", (args["ticket_id"], _customer(context))).fetchone()
     if row is None:
@@ -100,6 +101,7 @@ def query_ticket(args: dict[str, Any], context: Any) -> dict[str, Any]:
 
 
 def search_kb(args: dict[str, Any], context: Any) -> list[dict[str, Any]]:
+    """Help articles whose title or body has a word of ``query``."""
     words = [word for word in args["query"].split() if len(word) > 2] or [args["query"]]
     where = " OR ".join("title LIKE ? OR body LIKE ?" for _ in words)
     params = [f"%{word}%" for word in words for _ in (0, 1)]
@@ -109,6 +111,7 @@ def search_kb(args: dict[str, Any], context: Any) -> list[dict[str, Any]]:
 
 
 def query_order(args: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The customer's order ``order_id``."""
     with _connect(context) as conn:
         row = conn.execute("SELECT id, item, status, shipped_on FROM orders WHERE id = ? AND customer_id = ?", (args["order_id"], _customer(context))).fetchone()
     if row is None:
@@ -117,6 +120,7 @@ def query_order(args: dict[str, Any], context: Any) -> dict[str, Any]:
 
 
 def reply_customer(args: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Send ``body`` on the customer's ticket ``ticket_id``."""
     with _connect(context) as conn:
         owned = conn.execute("SELECT 1 FROM tickets WHERE id = ? AND customer_id = ?", (args["ticket_id"], _customer(context))).fetchone()
         if owned is None:
@@ -126,6 +130,7 @@ def reply_customer(args: dict[str, Any], context: Any) -> dict[str, Any]:
 
 
 def close_ticket(args: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Close the customer's ticket ``ticket_id`` with ``resolution``."""
     with _connect(context) as conn:
         cursor = conn.execute("UPDATE tickets SET status = 'closed', resolution = ? WHERE id = ? AND customer_id = ?", (args["resolution"], args["ticket_id"], _customer(context)))
     if cursor.rowcount == 0:

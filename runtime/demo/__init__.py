@@ -33,6 +33,7 @@ __all__ = ["default_example", "run_demo"]
 
 
 def default_example() -> Path:
+    """The shipped coding-agent example: the config the demo runs when none is given."""
     return Path(__file__).resolve().parents[2] / "examples" / "coding-agent"
 
 

@@ -18,6 +18,7 @@ def table(rows: Sequence[Sequence[str]], out: TextIO, indent: str = "") -> None:
 
 
 def tools_table(snapshot: Snapshot, out: TextIO) -> None:
+    """One row per compiled tool: handler, attributes, limits, rules and redaction."""
     rows = [("tool", "handler", "read_only", "risk", "timeout", "output", "rules", "redaction")]
     for tool in snapshot.tools.values():
         handler = f"{tool.handler.kind}:{tool.handler.target}" if tool.handler.target else tool.handler.kind
@@ -28,6 +29,7 @@ def tools_table(snapshot: Snapshot, out: TextIO) -> None:
 
 
 def duration_ms(result: ToolResult) -> float:
+    """How long the call took in all, from its recorded stage timings (0 when absent)."""
     timings = result.metadata.get("timings_ms") or {}
     return float(timings.get("total_ms", 0.0))
 

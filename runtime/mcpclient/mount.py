@@ -132,6 +132,7 @@ class ConfigFacts:
 
     @classmethod
     def of(cls, documents: Sequence[LoadedDocument]) -> ConfigFacts:
+        """The facts of the loaded ``documents``."""
         tools = [e.model for e in documents if isinstance(e.model, ToolDocument)]
         targets = frozenset(target for kind, target, _ in (handler_parts(t.spec) for t in tools) if kind == "mcp")
         return cls(
@@ -153,7 +154,7 @@ def mount_server(server: str, spec: McpServerSpec, tools: Sequence[ListedTool], 
         if name in config.tool_names:
             continue  # a declared Tool of that name wins
         if name in names:
-            logger.warning("MCP server {}: tool `{}` is not mounted: its name `{}` is already taken by another of its tools", server, tool.name, name)
+            logger.warning("MCP server {}: tool `{}` is not mounted: its name `{}` is already taken by another mounted tool", server, tool.name, name)
             continue
         errors = [f for f in check_input_schema(dict(tool.input_schema)) if not f.warning]
         if errors:

@@ -22,7 +22,7 @@ from loguru import logger
 
 from runtime.config.models import McpServerSpec
 from runtime.mcpclient.connection import ServerConnection
-from runtime.mcpclient.errors import McpFailure, Unavailable
+from runtime.mcpclient.errors import Lost, McpFailure, Unavailable
 from runtime.mcpclient.transports import INSTALL_HINT, sdk_available
 
 T = TypeVar("T")
@@ -58,8 +58,9 @@ class McpPool:
                 raise Unavailable(f"cannot be used: the MCP SDK is not installed ({INSTALL_HINT})")
             if self._loop is None:
                 self._loop, self._thread = _start_loop()
-            loop = self._loop
-        return asyncio.run_coroutine_threadsafe(coroutine, loop)
+            # Scheduled under the lock: a close() that comes next finds it on the loop
+            # (and ends it), instead of the loop being stopped or closed in between.
+            return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
     def _connection(self, name: str, spec: McpServerSpec) -> ServerConnection:
         """The connection for ``name``; a changed declaration (after a reload) gets a
@@ -82,7 +83,16 @@ class McpPool:
         async def run() -> Any:
             return await self._connection(server, spec).call_tool(tool, args, total_s=total_s, idle_s=idle_s)
 
-        return await asyncio.wrap_future(self._submit(run()))
+        future = self._submit(run())
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            # close() ends the calls still out; that is their answer, not a cancellation
+            # of the caller's task (which would cancel the caller's whole turn).
+            task = asyncio.current_task()
+            if future.cancelled() and task is not None and not task.cancelling():
+                raise Lost("was shut down while the call was out (the runtime is closing)") from None
+            raise
 
     def list_tools(self, servers: Mapping[str, McpServerSpec]) -> dict[str, list[Any] | McpFailure]:
         """Each server's listed tools (SDK ``Tool`` models), or why there are none.

@@ -12,8 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from loguru import logger
 from mcp_support import ALLOW_ALL, mcp_tool, native_tool, server_doc, write_config
 
+from runtime.config.models import McpServerSpec
+from runtime.mcpclient import McpPool
+from runtime.mcpclient.errors import McpFailure
 from runtime.records import Call, Status
 from runtime.runtime import Runtime
 
@@ -77,8 +81,20 @@ async def test_crash_gives_an_error_result_then_the_server_is_restarted(runtime:
 
 async def test_server_killed_while_idle_is_restarted_without_an_error(runtime: Runtime) -> None:
     before = await pid_of(runtime)
-    os.kill(before, signal.SIGKILL)
-    await asyncio.sleep(1.0)  # the session notices the closed pipe; the backoff (0.5 s) passes
+    noticed: list[str] = []
+    logger.enable("runtime")  # toolrt's records are off until an app turns them on
+    sink = logger.add(lambda message: noticed.append(str(message)), level="WARNING", filter=lambda record: "ended the connection" in record["message"])
+    try:
+        os.kill(before, signal.SIGKILL)
+        # The next call must not find the dead session: wait (bounded) until the pool has
+        # noticed the closed pipe, however long that takes on a loaded machine.
+        deadline = time.monotonic() + 30
+        while not noticed and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+    finally:
+        logger.remove(sink)
+        logger.disable("runtime")
+    assert noticed, "the pool did not notice that the server process died"
     after = await pid_of(runtime)
     assert after != before
 
@@ -96,6 +112,17 @@ async def test_dead_server_does_not_affect_native_tools_in_the_same_turn(runtime
     assert dead.is_error and dead.code == "mcp_unavailable"
     assert "MCP server `dead`" in dead.content
     assert native.status is Status.ok and native.content == "hello from a native tool"
+
+
+async def test_closing_the_pool_while_a_call_waits_answers_that_call_instead_of_cancelling_its_caller() -> None:
+    # A server that never completes the handshake: the call is still waiting to connect.
+    silent = McpServerSpec(transport="stdio", command=[sys.executable, "-c", "import time; time.sleep(120)"], connect_timeout_s=60)
+    pool = McpPool()
+    call = asyncio.ensure_future(pool.call_tool("silent", silent, "echo", {}, total_s=60))
+    await asyncio.sleep(0)  # the call is handed to the pool's loop
+    await asyncio.to_thread(pool.close)
+    with pytest.raises(McpFailure, match="the runtime is closing"):
+        await asyncio.wait_for(call, 30)
 
 
 def test_close_stops_the_server_process(tmp_path: Path) -> None:

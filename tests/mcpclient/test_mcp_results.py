@@ -13,7 +13,7 @@ import mcp_types as types
 import pytest
 from mcp_support import ALLOW_ALL, mcp_tool, server_doc, write_config
 
-from runtime.mcpclient.results import outcome_of
+from runtime.mcpclient.results import MAX_BLOCKS, MAX_CHARS, outcome_of
 from runtime.records import Status
 
 
@@ -53,6 +53,29 @@ def test_non_text_blocks_are_described() -> None:
         "[resource link: report <https://example.com/r.pdf>, application/pdf]",
         "[resource <file:///x.bin> (application/octet-stream): binary, 3 bytes; not shown]",
     ]
+
+
+def test_a_result_with_endless_content_blocks_keeps_a_bounded_number_and_counts_the_rest() -> None:
+    blocks: list[types.ContentBlock] = [text("x") for _ in range(MAX_BLOCKS + 5000)]
+    value = outcome_of(types.CallToolResult(content=blocks)).value
+    assert value.count("x") == MAX_BLOCKS
+    assert value.endswith("[5,000 more content block(s) from the MCP server not kept]")
+
+
+@pytest.mark.parametrize("is_error", [False, True], ids=["value", "error"])
+def test_a_result_with_more_text_than_the_ceiling_is_cut_and_says_so(is_error: bool) -> None:
+    blocks: list[types.ContentBlock] = [text("a" * (MAX_CHARS // 2)), text("b" * MAX_CHARS), text("c")]
+    outcome = outcome_of(types.CallToolResult(content=blocks, is_error=is_error))
+    kept = outcome.error if is_error else outcome.value
+    assert isinstance(kept, str)
+    first, second, *notes = kept.split("\n\n")
+    assert len(first) + len(second) + 2 == MAX_CHARS and set(second) == {"b"}
+    assert notes == [f"[cut at {MAX_CHARS:,} characters: the MCP server sent more, which is not kept]", "[1 more content block(s) from the MCP server not kept]"]
+
+
+def test_a_result_exactly_at_the_ceiling_is_kept_whole() -> None:
+    value = outcome_of(types.CallToolResult(content=[text("a" * MAX_CHARS)])).value
+    assert value == "a" * MAX_CHARS
 
 
 def test_without_the_sdk_an_mcp_tool_says_how_to_install_it(tmp_path: Path) -> None:

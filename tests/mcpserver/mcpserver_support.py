@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
 import shutil
@@ -75,6 +76,38 @@ class Notifications:
             self.tools_changed.set()
 
 
+class StreamsOpened(logging.Handler):
+    """Counts the standalone GET streams the official HTTP client opens (it logs each one),
+    while used as a context manager."""
+
+    _LOGGER = "mcp.client.streamable_http"
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.opened = 0
+        self._level = logging.NOTSET
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage() == "GET SSE connection established":
+            self.opened += 1
+
+    async def reach(self, count: int) -> None:
+        while self.opened < count:
+            await asyncio.sleep(0.05)
+
+    def __enter__(self) -> StreamsOpened:
+        client_logger = logging.getLogger(self._LOGGER)
+        self._level = client_logger.level
+        client_logger.setLevel(logging.DEBUG)
+        client_logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        client_logger = logging.getLogger(self._LOGGER)
+        client_logger.removeHandler(self)
+        client_logger.setLevel(self._level)
+
+
 @asynccontextmanager
 async def stdio_session(
     workspace: Path, *, config: Path = CONFIG, extra: tuple[str, ...] = (), env: dict[str, str] | None = None, **client: Any
@@ -113,6 +146,15 @@ def wait_for_url(process: subprocess.Popen[bytes], stderr_path: Path) -> str:
             raise AssertionError(f"toolrt serve exited with {process.returncode}:\n{stderr_path.read_text()}")
         time.sleep(0.05)
     raise AssertionError(f"toolrt serve did not start listening:\n{stderr_path.read_text()}")
+
+
+async def wait_for_text(path: Path, text: str) -> None:
+    """Wait (up to ``TIMEOUT_S``) until the file at ``path`` contains ``text``."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while text not in (path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path.name} never said {text!r}")
+        await asyncio.sleep(0.05)
 
 
 def stop(process: subprocess.Popen[Any]) -> int:

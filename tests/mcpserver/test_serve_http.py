@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import httpx
-from mcpserver_support import EXTRA_TOOL, TIMEOUT_S, Notifications, answering, copy_config, http_server, http_session, stop, text_of
+from mcpserver_support import EXTRA_TOOL, TIMEOUT_S, Notifications, StreamsOpened, answering, copy_config, http_server, http_session, stop, text_of
 
 from runtime.audit import query
 
@@ -54,11 +54,14 @@ async def test_http_tells_every_connected_client_when_a_reload_changes_the_tools
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     first, second = Notifications(), Notifications()
-    with http_server(workspace, config=config, extra=("--watch",)) as (url, _):
+    streams = StreamsOpened()
+    with http_server(workspace, config=config, extra=("--watch",)) as (url, _), streams:
         async with http_session(url, message_handler=first) as one, http_session(url, message_handler=second) as two:
             await one.list_tools()
             await two.list_tools()
-            await asyncio.sleep(1.0)  # let each client open its standalone stream for notifications
+            # A notification sent before a client has opened its standalone stream is lost:
+            # wait until both have, however long that takes on a loaded machine.
+            await asyncio.wait_for(streams.reach(2), TIMEOUT_S)
             (config / "extra.yaml").write_text(EXTRA_TOOL, encoding="utf-8")
             await asyncio.wait_for(first.tools_changed.wait(), TIMEOUT_S)
             await asyncio.wait_for(second.tools_changed.wait(), TIMEOUT_S)

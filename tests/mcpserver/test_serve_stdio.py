@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 import mcp_types as types
-from mcpserver_support import EXTRA_TOOL, TIMEOUT_S, Notifications, answering, copy_config, stdio_session, text_of
+from mcpserver_support import EXTRA_TOOL, TIMEOUT_S, Notifications, answering, copy_config, stdio_session, text_of, wait_for_text
 
 
 async def test_tools_list_has_every_tool_with_annotations_from_its_attributes(tmp_path: Path) -> None:
@@ -147,7 +147,11 @@ async def test_a_broken_edit_keeps_the_tools_serving_and_sends_no_notification(t
     notifications = Notifications()
     async with stdio_session(workspace, config=config, extra=("--watch",), message_handler=notifications) as client:
         (config / "broken.yaml").write_text("apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: half}\nspec: {handler: 12}\n", encoding="utf-8")
-        await asyncio.sleep(1.5)  # well past the watcher's debounce and a rebuild
+        # Wait for the server to have tried the reload (it says so on stderr), however
+        # long that takes: only then does the absence of a notification mean anything.
+        await wait_for_text(workspace / "serve.stderr", "config reload failed")
         result = await client.call_tool("lookup_city", {"city": "Oslo"})
+        names = {tool.name for tool in (await client.list_tools()).tools}
     assert result.is_error is False
+    assert "half" not in names and "lookup_city" in names
     assert not notifications.tools_changed.is_set()
