@@ -13,8 +13,13 @@
   ``make`` lines are skipped (they build the virtualenv this test runs in).
 - anything else (``text``, no language): not run.
 
+A block right after ``<!-- runs-until-interrupted -->`` holds ``toolrt`` commands that
+serve until stopped (``watch``, ``serve``): each is started as a process, must still be
+running a few seconds later (or once it has printed its first line), and must exit 0,
+without a traceback, on SIGINT.
+
 A block right after an HTML comment ``<!-- not-run: why -->`` is not run (for commands
-that install packages, run forever or need a network). Use it sparingly.
+that install packages or need a network). Use it sparingly.
 """
 
 from __future__ import annotations
@@ -24,8 +29,10 @@ import json
 import os
 import re
 import runpy
+import select
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -45,6 +52,7 @@ from runtime.testing import ScriptedAnthropic, ScriptedOpenAI
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 NOT_RUN = re.compile(r"^<!--\s*not-run:\s*\S.*-->$")
+LONG_RUNNING = re.compile(r"^<!--\s*runs-until-interrupted\b.*-->$")
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<lang>[\w+-]*)")
 
 
@@ -54,6 +62,7 @@ class Block:
     lang: str
     text: str
     not_run: bool
+    long_running: bool = False
 
     @property
     def id(self) -> str:
@@ -80,7 +89,7 @@ def blocks(markdown: str) -> list[Block]:
         while index < len(lines) and not lines[index].strip().startswith(fence):
             body.append(lines[index])
             index += 1
-        found.append(Block(start, opening.group("lang").lower(), "\n".join(body) + "\n", bool(NOT_RUN.match(previous))))
+        found.append(Block(start, opening.group("lang").lower(), "\n".join(body) + "\n", bool(NOT_RUN.match(previous)), bool(LONG_RUNNING.match(previous))))
         previous = ""
         index += 1
     return found
@@ -91,7 +100,7 @@ RUNNABLE = {"python", "yaml", "json", "sh", "bash", "shell", "console"}
 
 
 def _params(*langs: str) -> list[Any]:
-    return [pytest.param(b, id=b.id, marks=[pytest.mark.skip(reason="marked not-run")] if b.not_run else []) for b in ALL if b.lang in langs]
+    return [pytest.param(b, id=b.id, marks=[pytest.mark.skip(reason="marked not-run")] if b.not_run else []) for b in ALL if b.lang in langs and not b.long_running]
 
 
 @pytest.fixture
@@ -232,3 +241,36 @@ def _run_line(line: str, tokens: list[str]) -> tuple[int, str]:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     done = subprocess.run(["bash", "-o", "pipefail", "-c", line], capture_output=True, text=True, env=env, timeout=120, check=False)
     return done.returncode, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+# ---------------------------------------------------------------------------
+# commands that serve until interrupted
+
+
+@pytest.mark.parametrize("block", [pytest.param(b, id=b.id) for b in ALL if b.long_running])
+def test_long_running_commands_start_and_stop_cleanly_on_sigint(block: Block, sandbox: Path) -> None:
+    for line in _commands(block.text):
+        tokens = _tokens(line)
+        assert tokens[0] == "toolrt", f"{block.id}: only toolrt commands may run until interrupted: {line}"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "runtime.cli", *tokens[1:]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "TOOLRT_HOT_RELOAD": "true"}
+        )
+        try:
+            first = _first_line(process, seconds=8.0)
+            assert process.poll() is None, f"{block.id}: `{line}` ended early (exit {process.returncode}): {first}"
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+        assert process.returncode == 0, f"{block.id}: `{line}` exited {process.returncode} on SIGINT:\n{err[-3000:]}"
+        assert "Traceback" not in err, err[-3000:]
+
+
+def _first_line(process: subprocess.Popen[str], seconds: float) -> str:
+    """The first line the process prints on stdout or stderr, waiting at most ``seconds``
+    (a server may print nothing until a client comes)."""
+    assert process.stdout is not None and process.stderr is not None
+    ready, _, _ = select.select([process.stdout, process.stderr], [], [], seconds)
+    return ready[0].readline() if ready else ""
