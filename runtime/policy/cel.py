@@ -442,9 +442,17 @@ def _number_kind(value: Any) -> str:
     return "uint" if isinstance(value, celtypes.UintType) else "int"
 
 
+_MESSAGE_MAX_CHARS = 500
+
+
 def _celpy_message(err: Any) -> str:
+    """cel-python's message without the dump of the whole activation it appends to
+    some (every argument and session label, thousands of characters, in a message
+    that reaches the model and the logs), and bounded in length."""
     args = getattr(err, "args", ())
-    return str(args[0]) if args else (str(err) or type(err).__name__)
+    text = str(args[0]) if args else (str(err) or type(err).__name__)
+    text = text.split(" (in activation ", 1)[0]
+    return text if len(text) <= _MESSAGE_MAX_CHARS else text[: _MESSAGE_MAX_CHARS - 3] + "..."
 
 
 def _from_celpy(value: Any) -> Any:

@@ -801,3 +801,12 @@ def test_portable_program_is_safe_to_evaluate_from_several_threads() -> None:
     for worker in workers:
         worker.join()
     assert wrong == []
+
+
+@pytest.mark.parametrize("source", ["nosuchfn(args.x) == 1", "args.x.nosuch()"])
+def test_an_evaluation_error_names_the_problem_without_dumping_the_arguments_or_session(source: str) -> None:
+    engine = get_engine("portable")  # cel-python appends its whole activation to such messages
+    data = {"args": {"x": "value-of-x"}, "session": {"id": "s", "user": "", "mode": "default", "labels": {"tickets": "T-1,T-2"}}}
+    outcome = engine.compile(source, RULE_VARIABLES).evaluate(engine.activation(data, RULE_VARIABLES))
+    assert outcome.error is not None and "nosuch" in outcome.error
+    assert "value-of-x" not in outcome.error and "T-1" not in outcome.error and len(outcome.error) <= 500
