@@ -46,7 +46,7 @@ def _run(entry: PolicyTestEntry, snapshot: Snapshot, permitter: PolicyPermitter)
     if expect.validation_error:
         return result(False, "expected a validation error, but the arguments are valid")
     decision = permitter.decide(validated, session, snapshot)
-    got = f"{decision.effect}" + (f" by rule `{decision.rule}`" if decision.rule else " (mode default)")
+    got = f"{decision.effect}" + (f" by rule `{decision.rule}`" if decision.rule else f" (the default of the `{session.mode}` mode)")
     if expect.decision is not None and decision.effect != expect.decision.value:
         return result(False, f"expected {expect.decision.value}, got {got}: {decision.reason}")
     if expect.rule is not None and (decision.rule is None or decision.rule.rsplit("/", 1)[-1] != expect.rule):

@@ -202,3 +202,13 @@ def test_the_shortcut_walk_decides_exactly_as_the_traced_full_walk(tmp_path: Pat
                 quick = decide_with(call, Session(mode=mode), snapshot)
                 full = decide_with(call, Session(mode=mode), snapshot, trace=[])
                 assert (quick.effect, quick.rule, quick.reason) == (full.effect, full.rule, full.reason), (name, mode, path)
+
+
+def test_a_policy_test_decided_by_the_mode_names_that_mode(tmp_path: Path) -> None:
+    config = make(tmp_path, rule("nothing", "deny", '["reader"]', ", when: 'false'"))
+    (tmp_path / "cases.yaml").write_text(
+        "apiVersion: toolrt/v1\nkind: PolicyTest\nmetadata: {name: modes}\nspec:\n  cases:\n"
+        "    - {name: bypass-allows, tool: writer, session: {mode: bypass}, expect: {decision: allow}}\n"
+    )
+    (result,) = run_policy_tests(load_snapshot([config]))
+    assert result.passed and result.detail == "allow (the default of the `bypass` mode)"
