@@ -94,30 +94,43 @@ def _decided_without_cel(
     of the arguments. None as soon as one is not (an evaluation error, an uncertain
     check, a reason expression): the full evaluation decides then."""
     args = call.args
-    for rule in deny:
-        holds = _holds(rule, known, args)
-        if holds is None or (holds and rule.reason_program is not None):
-            return None
-        if holds:
-            return Decision("deny", rule=f"{rule.policy}/{rule.name}", reason=rule.reason or f"rule `{rule.name}` of policy `{rule.policy}`")
+    certain, rule = _first_holding(deny, known, args)
+    if not certain:
+        return None
+    if rule is not None:
+        return _decided_by("deny", rule)
     tool = call.tool
     if session.mode == "plan" and not tool.spec.read_only:
         return Decision("deny", reason=_PLAN_DENIAL)
-    for rule in ask:
-        holds = _holds(rule, known, args)
-        if holds is None or (holds and rule.reason_program is not None):
-            return None
-        if holds:
-            return Decision("ask", rule=f"{rule.policy}/{rule.name}", reason=rule.reason or f"rule `{rule.name}` of policy `{rule.policy}`")
-    for rule in allow:
-        holds = _holds(rule, known, args)
-        if holds is None or (holds and rule.reason_program is not None):
-            return None
-        if holds:
-            if tool.spec.risk is Risk.critical and tool.name not in rule.named_tools:
-                return None  # rare: the full walk words the answer
-            return Decision("allow", rule=f"{rule.policy}/{rule.name}", reason=rule.reason or f"rule `{rule.name}` of policy `{rule.policy}`")
+    certain, rule = _first_holding(ask, known, args)
+    if not certain:
+        return None
+    if rule is not None:
+        return _decided_by("ask", rule)
+    certain, rule = _first_holding(allow, known, args)
+    if not certain:
+        return None
+    if rule is not None:
+        if tool.spec.risk is Risk.critical and tool.name not in rule.named_tools:
+            return None  # rare: the full walk words the answer
+        return _decided_by("allow", rule)
     return _mode_default(tool, session)
+
+
+def _first_holding(rules: Sequence[CompiledPolicyRule], known: Mapping[int, Outcome], args: Mapping[str, Any]) -> tuple[bool, CompiledPolicyRule | None]:
+    """(certain, the first of ``rules`` that holds). Not certain as soon as one rule
+    cannot be settled without CEL, or holds but words its reason with an expression."""
+    for rule in rules:
+        holds = _holds(rule, known, args)
+        if holds is None or (holds and rule.reason_program is not None):
+            return False, None
+        if holds:
+            return True, rule
+    return True, None
+
+
+def _decided_by(effect: str, rule: CompiledPolicyRule) -> Decision:
+    return Decision(effect, rule=f"{rule.policy}/{rule.name}", reason=rule.reason or f"rule `{rule.name}` of policy `{rule.policy}`")
 
 
 def _holds(rule: CompiledPolicyRule, known: Mapping[int, Outcome], args: Mapping[str, Any]) -> bool | None:

@@ -1,7 +1,8 @@
 """What observability costs per call, side by side in one process (read the ratios).
 
-The same no-op call (5-property schema, one CEL rule, the default redaction and
-permission packs, audit log off so that only observability differs) through:
+The same no-op call as the pipeline benchmark (its config: 5-property schema, one CEL
+rule, the default redaction and permission packs, 20 policy rules), audit log off so
+that only observability differs, through:
 
 1. the bare pipeline: no metrics registry, no logs, no tracing;
 2. the metrics registry (the default);
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench_pipeline import ARGS, make_config  # the pipeline benchmark's config: its tool, packs and 20 policy rules
 from loguru import logger
 
 from runtime import logs
@@ -40,41 +42,6 @@ from runtime.records import Call, Session
 from runtime.runtime import Runtime
 from runtime.settings import Settings
 
-CONFIG = """\
-apiVersion: toolrt/v1
-kind: Include
-metadata: {name: packs}
-spec: {packs: [redaction-default, permissions-default]}
----
-apiVersion: toolrt/v1
-kind: Tool
-metadata: {name: noop}
-spec:
-  description: Does nothing, quickly.
-  handler: python:obs_bench_handlers:noop
-  read_only: true
-  redaction: [secrets, pii]
-  input_schema:
-    type: object
-    additionalProperties: false
-    required: [path]
-    properties:
-      path: {type: string, maxLength: 200}
-      limit: {type: integer, minimum: 1, maximum: 500}
-      mode: {enum: [fast, full]}
-      tags: {type: array, items: {type: string}, maxItems: 5}
-      dry_run: {type: boolean}
-  rules:
-    - expression: '!args.path.contains("..")'
-      message: stay inside the workspace
-"""
-
-HANDLERS = """\
-async def noop(args):
-    return "ok"
-"""
-
-ARGS = {"path": "src/app.py", "limit": 10, "mode": "fast", "tags": ["a"], "dry_run": False}
 BASE = "bare pipeline"
 LOGS = "logs (INFO, JSON, file) + metrics"
 
@@ -88,13 +55,6 @@ class Contender:
     enter: Callable[[], None] = lambda: None
     leave: Callable[[], None] = lambda: None
     samples: list[float] = field(default_factory=list)
-
-
-def make_config() -> Path:
-    root = Path(tempfile.mkdtemp(prefix="toolrt-obs-bench-"))
-    (root / "tools.yaml").write_text(CONFIG)
-    (root / "obs_bench_handlers.py").write_text(HANDLERS)
-    return root
 
 
 def runner(runtime: Runtime) -> Callable[[], Awaitable[None]]:
