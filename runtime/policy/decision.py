@@ -20,7 +20,8 @@ allow command rule, so a compound line can never slip past.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -80,57 +81,49 @@ def decide(call: ValidatedCall, session: Session, snapshot: Snapshot, trace: lis
     if trace is None:
         plan = snapshot.when_plans.get(call.tool.key)
         if plan is not None and plan.quick is not None:
-            decided = _decided_without_cel(call, session, plan.known, *plan.quick)
+            decided = _shortcut(call, session, plan.quick, functools.partial(_judged_without_cel, plan.known, call.args))
             if decided is not None:
                 return decided
     return _Evaluation(call, session, snapshot, trace).run(rules)
 
 
-def _decided_without_cel(
-    call: ValidatedCall, session: Session, known: Mapping[int, Outcome], deny: Sequence[CompiledPolicyRule], ask: Sequence[CompiledPolicyRule], allow: Sequence[CompiledPolicyRule]
-) -> Decision | None:
-    """The shortcut walk (see :meth:`_Evaluation._quick`) when each rule it tries is
-    settled without the CEL engine: by a build-time constant or a certain direct check
-    of the arguments. None as soon as one is not (an evaluation error, an uncertain
-    check, a reason expression): the full evaluation decides then."""
-    args = call.args
-    certain, rule = _first_holding(deny, known, args)
-    if not certain:
-        return None
-    if rule is not None:
-        return _decided_by("deny", rule)
+#: How a shortcut walk learns whether a rule applies: (applies, the reason to give if it
+#: does), or None when it cannot tell (then the walk gives up).
+Judge = Callable[[CompiledPolicyRule], tuple[bool, str] | None]
+
+
+def _shortcut(call: ValidatedCall, session: Session, quick: tuple[Sequence[CompiledPolicyRule], ...], judge: Judge) -> Decision | None:
+    """The decision of a tool without a command line or staged rules, untraced: the
+    verdict of the full walk, reached by trying the rules that can match in the order
+    that decides (``quick``: deny rules, then ask, then allow) and stopping at the
+    first that applies. None when ``judge`` cannot tell for a rule it needs."""
     tool = call.tool
-    if session.mode == "plan" and not tool.spec.read_only:
-        return Decision("deny", reason=_PLAN_DENIAL)
-    certain, rule = _first_holding(ask, known, args)
-    if not certain:
-        return None
-    if rule is not None:
-        return _decided_by("ask", rule)
-    certain, rule = _first_holding(allow, known, args)
-    if not certain:
-        return None
-    if rule is not None:
-        if tool.spec.risk is Risk.critical and tool.name not in rule.named_tools:
-            return None  # rare: the full walk words the answer
-        return _decided_by("allow", rule)
+    for effect, rules in zip(("deny", "ask", "allow"), quick, strict=True):
+        if effect == "ask" and session.mode == "plan" and not tool.spec.read_only:
+            # Before ask: in plan mode nothing that changes things runs, approved or not.
+            return Decision("deny", reason=_PLAN_DENIAL)
+        for rule in rules:
+            verdict = judge(rule)
+            if verdict is None:
+                return None
+            applies, reason = verdict
+            if not applies:
+                continue
+            label = f"{rule.policy}/{rule.name}"
+            if effect == "allow" and tool.spec.risk is Risk.critical and tool.name not in rule.named_tools:
+                return Decision("ask", rule=label, reason=_critical_reason(tool))
+            return Decision(effect, rule=label, reason=reason)
     return _mode_default(tool, session)
 
 
-def _first_holding(rules: Sequence[CompiledPolicyRule], known: Mapping[int, Outcome], args: Mapping[str, Any]) -> tuple[bool, CompiledPolicyRule | None]:
-    """(certain, the first of ``rules`` that holds). Not certain as soon as one rule
-    cannot be settled without CEL, or holds but words its reason with an expression."""
-    for rule in rules:
-        holds = _holds(rule, known, args)
-        if holds is None or (holds and rule.reason_program is not None):
-            return False, None
-        if holds:
-            return True, rule
-    return True, None
-
-
-def _decided_by(effect: str, rule: CompiledPolicyRule) -> Decision:
-    return Decision(effect, rule=f"{rule.policy}/{rule.name}", reason=rule.reason or f"rule `{rule.name}` of policy `{rule.policy}`")
+def _judged_without_cel(known: Mapping[int, Outcome], args: Mapping[str, Any], rule: CompiledPolicyRule) -> tuple[bool, str] | None:
+    """A :data:`Judge` that never calls the CEL engine: a rule settles by a build-time
+    constant or a certain direct check of the arguments, or not at all (an evaluation
+    error, an uncertain check, a reason written as an expression)."""
+    holds = _holds(rule, known, args)
+    if holds is None or (holds and rule.reason_program is not None):
+        return None
+    return (True, _static_reason(rule)) if holds else (False, "")
 
 
 def _holds(rule: CompiledPolicyRule, known: Mapping[int, Outcome], args: Mapping[str, Any]) -> bool | None:
@@ -184,7 +177,9 @@ class _Evaluation:
         if plan is not None:
             self._apply_plan(rules, plan)
             if plan.quick is not None and self.trace is None:
-                return self._quick(*plan.quick)
+                decided = _shortcut(self.call, self.session, plan.quick, self._judge)
+                assert decided is not None  # noqa: S101 - this judge always tells
+                return decided
         matched: dict[Effect, list[tuple[CompiledPolicyRule, str]]] = {Effect.deny: [], Effect.ask: [], Effect.allow: []}
         covered: dict[int, CompiledPolicyRule] = {}  # command index -> the allow rule that covers it
         warnings: list[str] = []
@@ -211,7 +206,7 @@ class _Evaluation:
         if allowed is not None:
             deciding, reason, deciders = allowed
             if tool.spec.risk is Risk.critical and not all(tool.name in r.named_tools for r in deciders):
-                return Decision("ask", rule=f"{deciding.policy}/{deciding.name}", reason=f"`{tool.name}` is a critical-risk tool; only allow rules that name it can skip approval", warnings=tuple(warnings))
+                return Decision("ask", rule=f"{deciding.policy}/{deciding.name}", reason=_critical_reason(tool), warnings=tuple(warnings))
             return Decision("allow", rule=f"{deciding.policy}/{deciding.name}", reason=reason, warnings=tuple(warnings))
         default = _mode_default(tool, self.session)
         reason = default.reason or ""
@@ -219,28 +214,10 @@ class _Evaluation:
             reason = f"{reason}; {self._uncovered(covered)}"
         return Decision(default.effect, default.rule, reason, tuple(warnings))
 
-    def _quick(self, deny: Sequence[CompiledPolicyRule], ask: Sequence[CompiledPolicyRule], allow: Sequence[CompiledPolicyRule]) -> Decision:
-        """:meth:`run` for a tool without a command line or staged rules, untraced: the
-        same verdict, reached by trying the rules that can match in the order that
-        decides (the first deny, the first ask, the first allow) and stopping there."""
-        no_cover: dict[int, CompiledPolicyRule] = {}
-        for rule in deny:
-            applies, why = self._applies(rule, no_cover)
-            if applies:
-                return Decision("deny", rule=f"{rule.policy}/{rule.name}", reason=self._explained(rule, why))
-        tool = self.call.tool
-        if self.session.mode == "plan" and not tool.spec.read_only:
-            return Decision("deny", reason=_PLAN_DENIAL)
-        for rule in ask:
-            applies, why = self._applies(rule, no_cover)
-            if applies:
-                return Decision("ask", rule=f"{rule.policy}/{rule.name}", reason=self._explained(rule, why))
-        for rule in allow:
-            if self._applies(rule, no_cover)[0]:
-                if tool.spec.risk is Risk.critical and tool.name not in rule.named_tools:
-                    return Decision("ask", rule=f"{rule.policy}/{rule.name}", reason=f"`{tool.name}` is a critical-risk tool; only allow rules that name it can skip approval")
-                return Decision("allow", rule=f"{rule.policy}/{rule.name}", reason=self._reason(rule))
-        return _mode_default(tool, self.session)
+    def _judge(self, rule: CompiledPolicyRule) -> tuple[bool, str]:
+        """A :data:`Judge` that evaluates what it must (it always can tell)."""
+        applies, why = self._applies(rule, {})
+        return (True, self._explained(rule, why)) if applies else (False, "")
 
     def _apply_plan(self, rules: Sequence[CompiledPolicyRule], plan: WhenPlan) -> None:
         """The conditions settled at build time, and the rest in one evaluation. If
@@ -353,7 +330,15 @@ class _Evaluation:
             outcome = rule.reason_program.evaluate(self._activation())
             if outcome.error is None and isinstance(outcome.value, str):
                 return outcome.value
-        return rule.reason or f"rule `{rule.name}` of policy `{rule.policy}`"
+        return _static_reason(rule)
+
+
+def _static_reason(rule: CompiledPolicyRule) -> str:
+    return rule.reason or f"rule `{rule.name}` of policy `{rule.policy}`"
+
+
+def _critical_reason(tool: CompiledTool) -> str:
+    return f"`{tool.name}` is a critical-risk tool; only allow rules that name it can skip approval"
 
 
 _PLAN_DENIAL = "the session is in plan mode: only read-only tools may run. Describe the change in your plan instead, or ask the user to leave plan mode"
