@@ -229,7 +229,7 @@ def call_finished(env: TurnEnv, call: Call, result: ToolResult) -> None:
     direct = _state["direct"]
     if direct is not None:
         writer, threshold = direct
-        if (30 if is_error else 20) >= threshold:
+        if _LEVELS["WARNING" if is_error else "INFO"] >= threshold:
             # Raw facts only: the writer thread words and encodes them.
             writer.write_call(is_error, (env.request_id, env.session.id, env.trace_id, call.id, result.name, result.status, result.code, result.stage, timings.get("total_ms"), meta.get("decision"), env.snapshot.version))
         return
