@@ -4,19 +4,25 @@ Instead of being stopped, the command goes on in a background task that keeps
 collecting (redacted, spilled) output; the call returns at once with a job id, and
 the model polls it with the ``job_status`` built-in. Jobs are stopped (process tree
 and all) when they exceed ``max_lifetime_s`` or when the runtime closes.
+
+A job belongs to the session that started it. Its id carries about 124 random bits
+(no counter: one job's id says nothing about another's), and :meth:`JobRegistry.lookup`,
+the only lookup that takes an id from a model, answers None for a job of another
+session exactly as for an id that never existed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import itertools
 import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.execution.output import CollectedOutput, OutputCollector
+
+_PREFIX = "job_"
 
 
 @dataclass
@@ -25,6 +31,7 @@ class Job:
     tool: str
     task: asyncio.Future[Any]
     collector: OutputCollector
+    session: str = "default"  # the id of the session whose call started it
     started: float = field(default_factory=time.monotonic)
     exit_code: int | None = None
     output: CollectedOutput | None = None
@@ -35,24 +42,40 @@ class Job:
         return not self.task.done()
 
 
+def new_job_id() -> str:
+    """``job_``, 6 hex digits and 30 decimal digits, all from :mod:`secrets` (about 124 bits).
+
+    The shape (hex, then decimal) is the one the ``builtin-tools`` pack's input schema
+    for ``job_status`` accepts (``^job_[0-9a-f]{6}[0-9]+$``)."""
+    return f"{_PREFIX}{secrets.token_hex(3)}{secrets.randbelow(10**30):030d}"
+
+
 class JobRegistry:
     """The background jobs of one runtime."""
 
     def __init__(self, max_jobs: int = 100) -> None:
         self._jobs: dict[str, Job] = {}
-        self._ids = itertools.count(1)
-        self._prefix = secrets.token_hex(3)
         self.max_jobs = max_jobs
 
-    def adopt(self, tool: str, task: asyncio.Future[Any], collector: OutputCollector) -> Job:
-        """Track a command that goes on running; ``task`` resolves to its ProcessResult."""
+    def adopt(self, tool: str, task: asyncio.Future[Any], collector: OutputCollector, *, session: str) -> Job:
+        """Track a command of ``session`` that goes on running; ``task`` resolves to its ProcessResult."""
         self._forget_finished()
-        job = Job(f"job_{self._prefix}{next(self._ids)}", tool, task, collector)
+        job = Job(new_job_id(), tool, task, collector, session=session)
         task.add_done_callback(functools.partial(_record, job))
         self._jobs[job.id] = job
         return job
 
+    def lookup(self, job_id: object, *, session: str) -> Job | None:
+        """The job ``job_id`` if ``session`` started it; None for an id that is unknown,
+        malformed or another session's (the caller cannot tell which)."""
+        job = self._jobs.get(job_id) if isinstance(job_id, str) else None
+        if job is None or job.session != session:
+            return None
+        return job
+
     def get(self, job_id: str) -> Job | None:
+        """The job ``job_id`` whatever its session: for the runtime's own bookkeeping,
+        never for an id a model sent (use :meth:`lookup`)."""
         return self._jobs.get(job_id)
 
     def _forget_finished(self) -> None:

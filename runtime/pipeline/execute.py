@@ -203,7 +203,11 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
         limit_chars=tool.output.max_chars,
         tail_chars=max(tool.output.tail_chars, tool.output.preview_chars),
         redactor=tool.redactor.stream() if tool.redactor is not None else None,
-        open_writer=(lambda: env.artifacts.writer(call_id=call.call.id, tool=tool.name)) if env.artifacts is not None else None,
+        open_writer=(
+            (lambda: env.artifacts.writer(call_id=call.call.id, tool=tool.name, session=env.session.id))
+            if env.artifacts is not None
+            else None
+        ),
     )
     timeout = tool.spec.timeout
     background = timeout.on_timeout is OnTimeout.background and env.jobs is not None
@@ -218,7 +222,7 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
                 process.cancel()
                 raise
             if not process.done():
-                return _backgrounded(tool, env.jobs.adopt(tool.name, process, collector), total_s)
+                return _backgrounded(tool, env.jobs.adopt(tool.name, process, collector, session=env.session.id), total_s)
             result = process.result()
         else:
             result = await run_process(prepared.argv, cwd=prepared.cwd, env=prepared.env, total_s=total_s, idle_s=timeout.idle_s, grace_s=timeout.grace_s, on_output=collector.feed)

@@ -103,7 +103,7 @@ def redact_error(result: ToolResult, tool: CompiledTool | None) -> ToolResult:
 def _saver(call: Call, tool: CompiledTool, env: TurnEnv) -> Any:
     if env.artifacts is None:
         return None
-    return lambda text: env.artifacts.save(text, call_id=call.id, tool=tool.name)
+    return lambda text: env.artifacts.save(text, call_id=call.id, tool=tool.name, session=env.session.id)
 
 
 def _collected(output: CollectedOutput, limits: ResolvedOutput, is_error: bool) -> tuple[str, dict[str, Any]]:

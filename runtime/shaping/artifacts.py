@@ -17,15 +17,23 @@ reach the exact offset; the index costs 2 MB per billion characters and is skipp
 entirely for ASCII text, where character and byte offsets are equal.
 
 Saving is atomic (temporary file in the same directory, fsync, rename, fsync of the
-directory), ids are random (``secrets``), and every id that comes from a model is
-validated before it gets near a path. Retention (count, total size, age; oldest
+directory), ids are random (``secrets``, 96 bits), and every id that comes from a model
+is validated before it gets near a path. Retention (count, total size, age; oldest
 first) runs after each save.
+
+Every artifact belongs to the session whose call made it. The commit record keeps the
+owner as a salted SHA-256 of the session id (so the directory, which other processes
+share, never lists the sessions), and a read from any other session gets exactly the
+answer an id that never existed gets: another session's artifact cannot be read, nor
+told apart from a missing one. A commit record without an owner (written before owners
+were recorded) belongs to no session.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import io
 import json
 import os
@@ -59,6 +67,8 @@ _PREFIX = "art_"
 _HEX = frozenset("0123456789abcdef")
 _TEMP_PREFIX = ".tmp-"
 _WRITE_SLICE = 1 << 20  # characters encoded at a time by save(): bounds the extra memory
+DEFAULT_SESSION = "default"
+"""The session id of calls made without a session (``Session().id``)."""
 
 
 class ArtifactError(ToolrtError):
@@ -138,6 +148,26 @@ def _unlink(path: str | Path) -> None:
         os.unlink(path)
 
 
+def _owner_record(session: str) -> str:
+    """``<salt>:<SHA-256 of salt + session id>``: checks a session without naming it."""
+    salt = secrets.token_hex(16)
+    return f"{salt}:{_owner_digest(salt, session)}"
+
+
+def _owner_digest(salt: str, session: str) -> str:
+    return hashlib.sha256(f"{salt}\x00{session}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _owned_by(record: object, session: object) -> bool:
+    """Whether the owner ``record`` of a commit record names ``session`` (False when either is malformed)."""
+    if not isinstance(record, str) or not isinstance(session, str):
+        return False
+    salt, colon, digest = record.partition(":")
+    if not colon or not salt or len(digest) != 64 or not _HEX.issuperset(digest):
+        return False  # also keeps compare_digest, which refuses non-ASCII text, from raising
+    return hmac.compare_digest(_owner_digest(salt, session), digest)
+
+
 class ArtifactStore:
     """A directory of saved outputs, with retention by count, total size and age."""
 
@@ -154,9 +184,10 @@ class ArtifactStore:
 
     # -- writing -----------------------------------------------------------------------
 
-    def save(self, text: str, *, call_id: str, tool: str) -> ArtifactRef:
-        """Save ``text`` atomically and return where it is; then apply retention."""
-        writer = self.writer(call_id=call_id, tool=tool)
+    def save(self, text: str, *, call_id: str, tool: str, session: str = DEFAULT_SESSION) -> ArtifactRef:
+        """Save ``text`` atomically for ``session`` (only it can read it back) and return
+        where it is; then apply retention."""
+        writer = self.writer(call_id=call_id, tool=tool, session=session)
         try:
             for start in range(0, len(text), _WRITE_SLICE):
                 writer.write(text[start : start + _WRITE_SLICE])
@@ -165,13 +196,14 @@ class ArtifactStore:
             writer.abort()
             raise
 
-    def writer(self, *, call_id: str, tool: str) -> ArtifactWriter:
-        """A writer for output too large to hold in memory: ``write`` chunks, then ``close``."""
+    def writer(self, *, call_id: str, tool: str, session: str = DEFAULT_SESSION) -> ArtifactWriter:
+        """A writer for output too large to hold in memory: ``write`` chunks, then ``close``.
+        The artifact belongs to ``session``."""
         try:
             self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as err:
             raise ArtifactSaveError(f"cannot create the artifact directory {self.root}: {err.strerror or err}") from err
-        return ArtifactWriter(self, call_id=call_id, tool=tool)
+        return ArtifactWriter(self, call_id=call_id, tool=tool, session=session)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -179,35 +211,44 @@ class ArtifactStore:
         base = self.root / artifact_id
         return base.with_suffix(".txt"), base.with_suffix(".idx"), base.with_suffix(".json")
 
-    def _meta(self, artifact_id: str) -> dict[str, Any]:
+    def _meta(self, artifact_id: str, session: str) -> dict[str, Any]:
         check_artifact_id(artifact_id)
         meta_path = self._paths(artifact_id)[2]
         try:
             with _open_nofollow(meta_path) as handle:
                 meta = json.loads(handle.read().decode("utf-8"))
         except FileNotFoundError:
-            raise ArtifactError(
-                f"no artifact {artifact_id}: it does not exist or has expired (artifacts are kept for at most {self.max_age_s / 86400:g} days and the newest {self.max_count:,}). Run the tool again to get a fresh one."
-            ) from None
+            raise self._unknown(artifact_id) from None
         except (OSError, ValueError) as err:
             raise ArtifactError(f"artifact {artifact_id} cannot be read: {err}") from err
-        if not isinstance(meta, dict) or meta.get("id") != artifact_id:
+        if not isinstance(meta, dict) or not _owned_by(meta.get("owner"), session):
+            # Word for word the answer for an id that does not exist: the caller learns nothing.
+            raise self._unknown(artifact_id)
+        if meta.get("id") != artifact_id:
             raise ArtifactError(f"artifact {artifact_id} cannot be read: its metadata is damaged.")
         return meta
 
-    def info(self, artifact_id: str) -> ArtifactRef:
-        """The :class:`ArtifactRef` of a saved artifact (:class:`ArtifactError` if unknown)."""
-        meta = self._meta(artifact_id)
+    def _unknown(self, artifact_id: str) -> ArtifactError:
+        return ArtifactError(
+            f"no artifact {artifact_id}: it does not exist or has expired (artifacts are kept for at most {self.max_age_s / 86400:g} days "
+            f"and the newest {self.max_count:,}). Run the tool again to get a fresh one."
+        )
+
+    def info(self, artifact_id: str, *, session: str = DEFAULT_SESSION) -> ArtifactRef:
+        """The :class:`ArtifactRef` of an artifact ``session`` saved (:class:`ArtifactError` if unknown to it)."""
+        meta = self._meta(artifact_id, session)
         return ArtifactRef(artifact_id, self._paths(artifact_id)[0], int(meta["chars"]), int(meta["bytes"]), str(meta["sha256"]))
 
-    def read(self, artifact_id: str, offset: int = 0, limit: int = 2000, pattern: str | None = None) -> ArtifactPage:
-        """Up to ``limit`` characters of an artifact from character ``offset``.
+    def read(
+        self, artifact_id: str, offset: int = 0, limit: int = 2000, pattern: str | None = None, *, session: str = DEFAULT_SESSION
+    ) -> ArtifactPage:
+        """Up to ``limit`` characters of an artifact of ``session`` from character ``offset``.
 
         With ``pattern`` (RE2 syntax), only the lines that match are returned, joined
         as they were; ``offset``/``next_offset`` still count characters of the whole
         artifact, so paging works the same way. A filtered read scans at most
         :data:`PATTERN_SCAN_CHARS` characters per call. Only the page is read from
-        disk, never the whole file.
+        disk, never the whole file. An artifact of another session is unknown here.
         """
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ArtifactError(f"offset must be a whole number of characters >= 0, not {offset!r}.")
@@ -223,7 +264,7 @@ class ArtifactStore:
                 prefilter = None if ("\\A" in pattern or "\\z" in pattern) else compile_re2("(?m)" + pattern)
             except RegexRejected as err:
                 raise ArtifactError(f"pattern {pattern[:80]!r} cannot be used: {err.message}") from None
-        meta = self._meta(artifact_id)
+        meta = self._meta(artifact_id, session)
         total = int(meta["chars"])
         if offset >= total:
             return ArtifactPage("", offset, None, total)
@@ -403,11 +444,12 @@ class ArtifactWriter:
     memory: only the offset index (8 bytes per 4,096 characters) is.
     """
 
-    def __init__(self, store: ArtifactStore, *, call_id: str, tool: str) -> None:
-        self.id = _PREFIX + secrets.token_hex(12)
+    def __init__(self, store: ArtifactStore, *, call_id: str, tool: str, session: str = DEFAULT_SESSION) -> None:
+        self.id = _PREFIX + secrets.token_hex(12)  # 96 random bits: not guessable from any other id
         self._store = store
         self._call_id = call_id
         self._tool = tool
+        self._owner = _owner_record(session)
         fd, temp = _mkstemp(store.root, ".txt")
         self._temp = Path(temp)
         self._file: BinaryIO | None = open(fd, "wb")  # closed by close() or abort()
@@ -489,6 +531,7 @@ class ArtifactWriter:
                 "id": self.id,
                 "call_id": self._call_id,
                 "tool": self._tool,
+                "owner": self._owner,
                 "chars": self._chars,
                 "bytes": self._bytes,
                 "sha256": digest,

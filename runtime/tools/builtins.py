@@ -34,7 +34,8 @@ async def artifact_read(args: Mapping[str, Any], env: TurnEnv) -> str:
     except (TypeError, ValueError):
         raise ToolError("offset and limit must be whole numbers") from None
     try:
-        page = env.artifacts.read(artifact_id, offset=offset, limit=limit, pattern=args.get("pattern"))
+        # The session's own artifacts only: another session's id is "unknown", like a missing one.
+        page = env.artifacts.read(artifact_id, offset=offset, limit=limit, pattern=args.get("pattern"), session=env.session.id)
     except ArtifactError as err:
         raise ToolError(str(err)) from err
     if page.next_offset is None:
@@ -63,10 +64,11 @@ async def tool_search(args: Mapping[str, Any], env: TurnEnv) -> list[dict[str, A
 
 
 async def job_status(args: Mapping[str, Any], env: TurnEnv) -> str:
-    """Where a background job is: running or finished, exit code, the end of its output."""
-    job = env.jobs.get(str(args.get("id", ""))) if env.jobs is not None else None
+    """Where a background job of this session is: running or finished, exit code, the end of its output."""
+    job = env.jobs.lookup(args.get("id"), session=env.session.id) if env.jobs is not None else None
     if job is None:
-        raise ToolError(f"no background job `{args.get('id')}` in this runtime")
+        # The same answer for a job of another session as for one that never existed.
+        raise ToolError(f"no background job {_shown(args.get('id'))} in this session")
     try:
         tail_chars = int(args.get("tail_chars", 2000))
     except (TypeError, ValueError):
@@ -84,6 +86,12 @@ async def job_status(args: Mapping[str, Any], env: TurnEnv) -> str:
             lines.append(f'Its full output ({output.total_chars:,} characters) is artifact `{output.artifact.id}`: read it with artifact_read(id="{output.artifact.id}").')
         lines.append(f"Last output:\n{text[-tail_chars:]}")
     return "\n".join(lines)
+
+
+def _shown(value: Any) -> str:
+    """A model-sent id quoted back, bounded (it may be megabytes long)."""
+    text = value if isinstance(value, str) else repr(value)
+    return f"`{text[:60]}...`" if len(text) > 60 else f"`{text}`"
 
 
 HANDLERS: dict[str, BuiltinHandler] = {"artifact_read": artifact_read, "tool_search": tool_search, "job_status": job_status, **WORKSPACE_HANDLERS}
