@@ -32,6 +32,7 @@ from runtime.lint.report import FORMATS
 from runtime.lint.report import render as render_report
 from runtime.logs import configure as configure_logs
 from runtime.policy.explain import explain
+from runtime.policy.placed import NOWHERE, Where
 from runtime.policy.policytests import run_policy_tests
 from runtime.records import Call, Session
 from runtime.reload import watch_events
@@ -93,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--args", default="{}", help="the arguments as a JSON object")
     explain.add_argument("--session", default="{}", help='the session as JSON: {"id", "user", "mode", "labels"}')
     explain.add_argument("--format", choices=("text", "json"), default="text")
+    explain.add_argument("--workspace", type=Path, default=None, help="judge command lines as run in this workspace (globs expanded, paths placed)")
 
     watch = sub.add_parser("watch", help="load a config, then print one JSON line per reload attempt until interrupted")
     watch.add_argument("--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)")
@@ -318,7 +320,11 @@ def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     snapshot = _load(args.config, err)
     if snapshot is None:
         return EXIT_PROBLEMS
-    explanation = explain(snapshot, args.tool, call_args if isinstance(call_args, dict) else None, session)
+    where = NOWHERE
+    if args.workspace is not None:
+        settings = Settings()
+        where = Where.of(args.workspace, args.config, settings.commands_outside_workspace)
+    explanation = explain(snapshot, args.tool, call_args if isinstance(call_args, dict) else None, session, where)
     out.write((explanation.to_json() if args.format == "json" else explanation.to_text()) + "\n")
     return EXIT_OK
 

@@ -18,6 +18,7 @@ from runtime.audit import AuditRecord, AuditWriter, JsonlSink, Sink, SqliteSink
 from runtime.audit.remote import ProcessSink
 from runtime.config.cache import CompileCache
 from runtime.config.compile import BuildResult, build_snapshot
+from runtime.config.files import builtin_pack_dirs
 from runtime.config.problems import Location, Problem
 from runtime.errors import ConfigError, ToolrtError
 from runtime.execution.jobs import JobRegistry
@@ -30,6 +31,7 @@ from runtime.pipeline.turn import run_turn
 from runtime.policy.decision import PolicyPermitter
 from runtime.policy.grants import SessionGrants
 from runtime.policy.limits import InMemoryLimitStore, Limits, LimitStore
+from runtime.policy.placed import Where
 from runtime.records import Call, Session, ToolResult
 from runtime.reload import ConfigWatcher, ReloadEvent
 from runtime.settings import Settings
@@ -110,7 +112,9 @@ class Runtime:
         self._id_prefix = f"req_{uuid.uuid4().hex[:8]}_"
         self._turns = itertools.count(1)
         self.approver = approver
-        self.permitter: Permitter = permitter or PolicyPermitter()
+        # toolrt's own files are out of reach of the agent's command lines and file tools.
+        self.where = Where.of(self.workspace_root, self.protected_paths(), self.settings.commands_outside_workspace)
+        self.permitter: Permitter = permitter or PolicyPermitter(self.where)
         self.artifacts = artifacts if artifacts is not None else ArtifactStore(self._under_workspace(self.settings.artifact_dir))
         self.jobs = JobRegistry()
         self.grants = SessionGrants()  # "allow for this session" answers, per session id
@@ -124,7 +128,8 @@ class Runtime:
         if watch if watch is not None else self.settings.hot_reload:
             self.watch()
         # file_read, file_edit, ...: one sandbox, read cache and lock directory for every turn.
-        self.workspace_tools = WorkspaceTools.create(self.workspace_root, self.settings.workspace_deny, lock_dir_for(self.settings, self.workspace_root)) if self.workspace_root.is_dir() else None
+        deny = (*self.settings.workspace_deny, *self.where.deny_globs())
+        self.workspace_tools = WorkspaceTools.create(self.workspace_root, deny, lock_dir_for(self.settings, self.workspace_root)) if self.workspace_root.is_dir() else None
         if self.workspace_tools is not None:
             self.metrics.gauge_source("read_cache", self.workspace_tools.cache.stats)
             self.metrics.gauge_source("file_edit", self.workspace_tools.editor.stats)
@@ -157,6 +162,15 @@ class Runtime:
         record = AuditRecord.from_result(result, session=env.session, request_id=env.request_id, trace_id=env.trace_id, args=args)
         record.redactor = env.snapshot.redactor
         audit.submit(record)
+
+    def protected_paths(self) -> list[Path]:
+        """toolrt's own files and folders, which no tool of the agent may read or write:
+        the config and pack directories, the state, artifact, lock and audit paths."""
+        settings = self.settings
+        paths = [*self._paths, *settings.pack_dirs, *builtin_pack_dirs()]
+        paths += [self._under_workspace(settings.state_dir), self._under_workspace(settings.artifact_dir), self._under_workspace(settings.audit_store)]
+        paths.append(lock_dir_for(settings, self.workspace_root))
+        return [path if path.is_absolute() else Path.cwd() / path for path in paths]
 
     def _under_workspace(self, path: Path) -> Path:
         return path if path.is_absolute() else self.workspace_root / path

@@ -65,6 +65,14 @@ class Settings(BaseSettings):
     pack_dirs: list[Path] = Field(default_factory=list, description="Extra directories searched for packs, before the shipped ones.")
     max_config_file_bytes: int = Field(default=1_048_576, ge=1024)
     default_output: DefaultOutput = Field(default_factory=DefaultOutput)
+    commands_outside_workspace: Literal["ask", "deny", "allow"] = Field(
+        default="ask",
+        description=(
+            "Command lines naming a path outside the workspace (absolute, `..`, `~`, /proc, /sys, /dev but /dev/null):"
+            " ask = no wildcard allow rule covers them and the session's mode does not run them unasked;"
+            " deny = refused; allow = judged like any other word."
+        ),
+    )
     workspace_deny: tuple[str, ...] = Field(
         default=(*DEFAULT_DENY, "**/.toolrt/**"),
         description="Globs the workspace tools refuse to read or write (matched case-insensitively on workspace-relative paths), enforced below any policy.",

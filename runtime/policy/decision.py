@@ -29,7 +29,7 @@ from typing import Any
 from runtime.config.models import Effect, Enforcement, FailurePolicy, Risk
 from runtime.policy.cel import POLICY_VARIABLES, Outcome, get_engine
 from runtime.policy.commands import split_cached
-from runtime.policy.shell import CommandLine
+from runtime.policy.placed import NOWHERE, PlacedLine, Where, place
 from runtime.records import Decision, Session, ValidatedCall
 from runtime.snapshot import CompiledPolicyRule, CompiledTool, Snapshot, WhenPlan
 
@@ -62,14 +62,18 @@ def rules_by_tool(snapshot_rules: Sequence[CompiledPolicyRule], tools: Mapping[s
 
 
 class PolicyPermitter:
-    """Decides from the snapshot's policies and the session's mode."""
+    """Decides from the snapshot's policies and the session's mode; command lines are
+    placed in ``where`` (the workspace and toolrt's own paths, see :mod:`runtime.policy.placed`)."""
+
+    def __init__(self, where: Where = NOWHERE) -> None:
+        self.where = where
 
     def decide(self, call: ValidatedCall, session: Session, snapshot: Snapshot) -> Decision:
         """allow, ask or deny for ``call``, with the deciding rule and its reason."""
-        return decide(call, session, snapshot)
+        return decide(call, session, snapshot, where=self.where)
 
 
-def decide(call: ValidatedCall, session: Session, snapshot: Snapshot, trace: list[RuleTrace] | None = None) -> Decision:
+def decide(call: ValidatedCall, session: Session, snapshot: Snapshot, trace: list[RuleTrace] | None = None, *, where: Where = NOWHERE) -> Decision:
     """The decision for ``call``; with ``trace``, every rule considered is appended to it."""
     if session.mode in snapshot.forbidden_modes:  # a set lookup per call; the policies are searched only to name the one
         forbidden = _forbidden_mode(snapshot, session.mode)
@@ -84,7 +88,7 @@ def decide(call: ValidatedCall, session: Session, snapshot: Snapshot, trace: lis
             decided = _shortcut(call, session, plan.quick, functools.partial(_judged_without_cel, plan.known, call.args))
             if decided is not None:
                 return decided
-    return _Evaluation(call, session, snapshot, trace).run(rules)
+    return _Evaluation(call, session, snapshot, trace, where).run(rules)
 
 
 #: How a shortcut walk learns whether a rule applies: (applies, the reason to give if it
@@ -140,24 +144,28 @@ def _holds(rule: CompiledPolicyRule, known: Mapping[int, Outcome], args: Mapping
     return direct(args) if direct is not None else None
 
 
-def command_line_of(call: ValidatedCall) -> CommandLine | None:
-    """The parsed command line of a command-line tool's call, else None."""
+def command_line_of(call: ValidatedCall, where: Where = NOWHERE) -> PlacedLine | None:
+    """The command line of a command-line tool's call, split and placed in ``where``
+    (relative to its ``cwd`` argument, if any), else None."""
     name = call.tool.spec.command_line
     if not name:
         return None
     line = call.args.get(name)
-    return split_cached(line if isinstance(line, str) else "")
+    text = line if isinstance(line, str) else ""
+    cwd = call.args.get("cwd")
+    return place(split_cached(text), where, cwd if isinstance(cwd, str) and cwd else ".", text)
 
 
 class _Evaluation:
     """One call's walk over its rules."""
 
-    def __init__(self, call: ValidatedCall, session: Session, snapshot: Snapshot, trace: list[RuleTrace] | None) -> None:
+    def __init__(self, call: ValidatedCall, session: Session, snapshot: Snapshot, trace: list[RuleTrace] | None, where: Where) -> None:
         self.call = call
         self.session = session
         self.snapshot = snapshot
         self.trace = trace
-        self.line = command_line_of(call)
+        self.where = where
+        self.line = command_line_of(call, where)
         self.activation: Any = None
         self.known: Mapping[int, Outcome] = _NOTHING_KNOWN  # id(rule) -> its `when` outcome, settled ahead of the walk
 
@@ -172,6 +180,18 @@ class _Evaluation:
             self.trace.append(RuleTrace(f"{rule.policy}/{rule.name}", rule.effect.value, rule.enforce.value, matched, note, error))
 
     def run(self, rules: Sequence[CompiledPolicyRule]) -> Decision:
+        line = self.line
+        if line is not None and line.protected is not None:
+            return Decision("deny", reason=f"{line.protected}; toolrt's own files are off limits to the agent, whatever the mode or rules")
+        if line is not None and line.outside and self.where.outside == "deny":
+            return Decision("deny", reason=f"{_quote_words(line.outside)} names a path outside the workspace, and commands outside it are denied (setting commands_outside_workspace)")
+        decision = self._decided(rules)
+        if line is not None and decision.effect == "allow" and decision.rule is None and line.outside and self.where.outside == "ask":
+            # Allowed by the mode, not by a rule: a path outside the workspace still asks.
+            return Decision("ask", reason=f"{_quote_words(line.outside)} names a path outside the workspace, so a person approves it", warnings=decision.warnings)
+        return decision
+
+    def _decided(self, rules: Sequence[CompiledPolicyRule]) -> Decision:
         tool = self.call.tool
         plan = self.snapshot.when_plans.get(tool.key)
         if plan is not None:
@@ -273,25 +293,31 @@ class _Evaluation:
                 return False, ""
             else:
                 why = "`when` is true"
+        line = self.line
         if rule.command_patterns is None:
-            return True, why
-        assert self.line is not None  # noqa: S101 - checked above; narrows the type
-        matches = rule.command_patterns.matches
-        hits = [i for i, argv in enumerate(self.line.commands) if matches(argv)]
-        if rule.effect is Effect.allow:
-            if not self.line.certain:
-                self._note(rule, False, f"the command line cannot be judged with certainty ({self.line.problem}), so allow rules cover none of it")
+            if rule.effect is Effect.allow and line is not None and (blocked := _unjudged(line)) is not None:
+                self._note(rule, False, f"{blocked}, so no allow rule covers the line")
                 return False, ""
+            return True, why
+        assert line is not None  # noqa: S101 - checked above; narrows the type
+        if rule.effect is Effect.allow:
+            if not line.certain:
+                self._note(rule, False, f"the command line cannot be judged with certainty ({line.problem}), so allow rules cover none of it")
+                return False, ""
+            covers = rule.command_patterns.covers
+            hits = [i for i, command in enumerate(line.commands) if command.own and covers(command)]
             for index in hits:
                 covered.setdefault(index, rule)
             if not hits:
-                self._note(rule, False, "no command of the line matches its patterns")
+                self._note(rule, False, "no command of the line is covered by its patterns")
                 return False, ""
-            return True, f"it allows {_quote_commands(self.line.commands[i] for i in hits)}"
+            return True, f"it allows {_quote_commands(line.commands[i].argv for i in hits)}"
+        matches = rule.command_patterns.matches
+        hits = [i for i, command in enumerate(line.commands) if matches(command.argv)]
         if hits:
-            return True, f"{_quote_commands(self.line.commands[i] for i in hits)} matches its command patterns"
-        if not self.line.certain:
-            return True, f"the command line cannot be judged with certainty ({self.line.problem}); counted as matching"
+            return True, f"{_quote_commands(line.commands[i].argv for i in hits)} matches its command patterns"
+        if not line.certain:
+            return True, f"the command line cannot be judged with certainty ({line.problem}); counted as matching"
         self._note(rule, False, "no command of the line matches its patterns")
         return False, ""
 
@@ -303,21 +329,23 @@ class _Evaluation:
             rule = blanket[0][0]
             return rule, self._reason(rule), (rule,)
         line = self.line
-        if line is None or not line.certain or not line.commands or len(covered) < len(line.commands):
+        if line is None or not line.certain or not line.commands or any(c.own and i not in covered for i, c in enumerate(line.commands)):
             return None
         deciders = tuple(dict.fromkeys(covered.values()))
         names = ", ".join(f"{r.policy}/{r.name}" for r in deciders)
-        return covered[0], f"every command of the line is allowed ({names})", deciders
+        return covered[min(covered)], f"every command of the line is allowed ({names})", deciders
 
     def _uncovered(self, covered: dict[int, CompiledPolicyRule]) -> str:
         line = self.line
         assert line is not None  # noqa: S101 - only called for command-line tools
         if not line.certain:
             return f"the command line cannot be judged command by command ({line.problem})"
-        missing = [argv for i, argv in enumerate(line.commands) if i not in covered]
+        missing = [command for i, command in enumerate(line.commands) if command.own and i not in covered]
         if not missing:
             return "the command line is empty"
-        return f"no allow rule covers {_quote_commands(missing)}"
+        notes = list(dict.fromkeys(note for command in missing for note in command.notes))
+        why = f" ({'; '.join(notes[:3])}{' ...' if len(notes) > 3 else ''})" if notes else ""
+        return f"no allow rule covers {_quote_commands(c.argv for c in missing)}{why}"
 
     def _explained(self, rule: CompiledPolicyRule, why: str) -> str:
         reason = self._reason(rule)
@@ -371,9 +399,27 @@ def _quote_commands(commands: Any) -> str:
     return ", ".join(quoted[:5]) + (f" and {len(quoted) - 5} more" if len(quoted) > 5 else "")
 
 
-def _data(call: ValidatedCall, session: Session, line: CommandLine | None) -> dict[str, Any]:
+def _unjudged(line: PlacedLine) -> str | None:
+    """Why a whole-tool allow rule cannot cover a command line, or None when it can: a
+    word only known at run time, or a path outside the workspace, is covered by no
+    wildcard, and a rule without ``commands`` is one."""
+    if not line.certain:
+        return f"the command line cannot be judged with certainty ({line.problem})"
+    for command in line.commands:
+        if command.own and command.guards and any(need < 0 for need in command.guards.values()):
+            notes = [note for note in command.notes if "only known" in note or "outside" in note or "could not be expanded" in note]
+            return notes[0] if notes else f"`{' '.join(command.argv)[:80]}` cannot be judged before it runs"
+    return None
+
+
+def _quote_words(words: Sequence[str]) -> str:
+    shown = [f"`{word[:80]}`" for word in words[:3]]
+    return ", ".join(shown) + (f" and {len(words) - 3} more" if len(words) > 3 else "")
+
+
+def _data(call: ValidatedCall, session: Session, line: PlacedLine | None) -> dict[str, Any]:
     from runtime.pipeline.validate import cel_data
 
     data = cel_data(call.call, call.tool, call.args, session, POLICY_VARIABLES)
-    data["commands"] = [list(argv) for argv in line.commands] if line is not None else []
+    data["commands"] = [list(command.argv) for command in line.commands] if line is not None else []
     return data

@@ -19,6 +19,7 @@ from runtime.pipeline.lookup import lookup
 from runtime.pipeline.validate import cel_data, scan_arguments
 from runtime.policy.cel import RULE_VARIABLES, get_engine
 from runtime.policy.decision import RuleTrace, command_line_of, decide
+from runtime.policy.placed import NOWHERE, Where
 from runtime.records import BoundCall, Call, Session, ToolResult, ValidatedCall
 from runtime.snapshot import Snapshot
 
@@ -45,6 +46,7 @@ class Explanation:
     rules: list[RuleCheck] = field(default_factory=list)
     commands: list[list[str]] | None = None
     command_problem: str | None = None
+    command_notes: list[str] = field(default_factory=list)  # the words and options no wildcard allow covers, and why
     policy: list[RuleTrace] = field(default_factory=list)
     other_rules: int = 0
     decision: str | None = None
@@ -75,6 +77,7 @@ class Explanation:
         if self.commands is not None:
             shown = "; ".join(" ".join(argv) for argv in self.commands) or "(none)"
             lines.append(f"commands  {shown}" + (f"  [uncertain: {self.command_problem}]" if self.command_problem else ""))
+            lines += [f"word      {note}" for note in self.command_notes]
         for trace in self.policy:
             mark = "match" if trace.matched else "skip "
             extra = f" (enforce: {trace.enforce})" if trace.enforce != "deny" else ""
@@ -89,8 +92,9 @@ class Explanation:
         return "\n".join(lines)
 
 
-def explain(snapshot: Snapshot, name: str, args: Mapping[str, Any] | None, session: Session) -> Explanation:
-    """Dry-run ``name(args)`` for ``session`` against ``snapshot``."""
+def explain(snapshot: Snapshot, name: str, args: Mapping[str, Any] | None, session: Session, where: Where = NOWHERE) -> Explanation:
+    """Dry-run ``name(args)`` for ``session`` against ``snapshot``; command lines are
+    placed in ``where`` (its workspace expands globs and places paths)."""
     call = Call("explain", name, dict(args) if isinstance(args, Mapping) else None, parse_error=None if isinstance(args, Mapping) else "arguments must be a JSON object")
     bound = lookup(call, snapshot)
     if isinstance(bound, ToolResult):
@@ -114,11 +118,14 @@ def explain(snapshot: Snapshot, name: str, args: Mapping[str, Any] | None, sessi
         found.stopped_at = "validate"
         return found
     validated = ValidatedCall(call, tool, filled)
-    line = command_line_of(validated)
+    line = command_line_of(validated, where)
     if line is not None:
-        found.commands = [list(argv) for argv in line.commands]
+        found.commands = [list(command.argv) for command in line.commands]
         found.command_problem = line.problem
-    decision = decide(validated, session, snapshot, found.policy)
+        found.command_notes = list(dict.fromkeys(note for command in line.commands for note in command.notes))
+        if line.protected:
+            found.command_notes.append(line.protected)
+    decision = decide(validated, session, snapshot, found.policy, where=where)
     considered = snapshot.rule_index.get(tool.key, ())
     found.other_rules = len(snapshot.policy_rules) - len(considered)
     found.decision, found.decision_rule, found.reason = decision.effect, decision.rule, decision.reason

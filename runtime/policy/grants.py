@@ -9,8 +9,15 @@ Argument patterns map argument names to globs (``{"path": "src/*"}``) matched
 against the argument's text, path-like text normalised first (``*`` stays within a
 path component, ``**`` crosses them); for the ``command_line`` argument of a command-line
 tool the glob is a command pattern (see :func:`runtime.policy.shell.command_matches`)
-that every command of the line must match, so a grant for ``git status *`` does not
-cover ``git status; rm -rf /``.
+that must cover every command of the line the way an allow rule does, so a grant for
+``git status *`` covers neither ``git status; rm -rf /`` nor ``git status --output=x``.
+
+A command line granted without a pattern covers later lines that run the same
+programs with the same write options (:mod:`runtime.policy.programs`), and nothing
+else: a grant for ``git status --short`` does not cover ``git diff --output=x``. Lines
+that run code through an option (``git -c``, ``python -c``, ``sed e``), hold a word
+only known at run time, or name a path outside the workspace are approved once, never
+for the session, and no grant covers them.
 """
 
 from __future__ import annotations
@@ -26,9 +33,13 @@ from types import MappingProxyType
 from typing import Any
 
 from runtime.config.models import Risk
-from runtime.policy.commands import split_cached
-from runtime.policy.shell import command_matches
+from runtime.policy import programs
+from runtime.policy.commands import CommandPatterns, split_cached
+from runtime.policy.placed import PlacedLine, place_static
 from runtime.records import ValidatedCall
+
+#: A command's program and the write options it uses: what a session grant remembers.
+Signature = tuple[str, frozenset[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,16 +57,18 @@ class Grant:
     tool: str
     pattern: Mapping[str, str] | None = None
     rule: str | None = None
-    commands: frozenset[str] | None = None
+    commands: frozenset[Signature] | None = None
 
     def covers(self, call: ValidatedCall, rule: str | None) -> bool:
         """Whether ``call``, asked about because of ``rule``, falls under this grant."""
         if call.tool.key != self.tool or rule != self.rule:
             return False
         line_arg = call.tool.spec.command_line
-        if self.commands is not None:
-            line = split_cached(_text(call.args.get(line_arg or "")))
-            if not line.certain or not line.commands or any(argv[0] not in self.commands for argv in line.commands):
+        if line_arg:
+            line = _placed(call, line_arg)
+            if _ungrantable(line) is not None:
+                return False
+            if self.commands is not None and not _signatures(line) <= self.commands:
                 return False
         for name, glob in (self.pattern or {}).items():
             value = call.args.get(name)
@@ -63,8 +76,8 @@ class Grant:
                 return False
             text = _text(value)
             if name == line_arg:
-                line = split_cached(text)
-                if not line.certain or not line.commands or not all(command_matches(argv, glob) for argv in line.commands):
+                patterns = _command_patterns(glob)
+                if not all(patterns.covers(command) for command in _placed(call, name).commands if command.own):
                     return False
             else:
                 normal = _normalised(text)
@@ -75,6 +88,42 @@ class Grant:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
+
+
+def _placed(call: ValidatedCall, line_arg: str) -> PlacedLine:
+    text = _text(call.args.get(line_arg, ""))
+    cwd = call.args.get("cwd")
+    return place_static(split_cached(text), cwd if isinstance(cwd, str) and cwd else ".", text)
+
+
+def _ungrantable(line: PlacedLine) -> str | None:
+    """Why no session grant may cover ``line`` (or be made from it), else None."""
+    if not line.certain or not line.commands:
+        return "the command line cannot be judged with certainty"
+    if line.outside:
+        return "the command line names a path outside the workspace"
+    for command in line.commands:
+        if any(need < 0 for need in command.guards.values()):
+            return "a word of the command line is only known when it runs"
+        if any(access.kind == programs.CODE for access in programs.accesses(command.argv)):
+            return f"`{' '.join(command.argv)[:80]}` runs code through an option"
+    return None
+
+
+def _signatures(line: PlacedLine) -> frozenset[Signature]:
+    """Each command's program with the write options it uses."""
+    found = set()
+    for command in line.commands:
+        if not command.own:
+            continue
+        written = frozenset(a.what for a in programs.accesses(command.argv) if a.kind in programs.GUARDED)
+        found.add((command.argv[0], written))
+    return frozenset(found)
+
+
+@functools.lru_cache(maxsize=256)
+def _command_patterns(glob: str) -> CommandPatterns:
+    return CommandPatterns((glob,))
 
 
 def _normalised(text: str) -> str | None:
@@ -128,11 +177,12 @@ class SessionGrants:
             return None
         commands = None
         line_arg = call.tool.spec.command_line
-        if line_arg and not (pattern and line_arg in pattern):
-            line = split_cached(_text(call.args.get(line_arg, "")))
-            if not line.certain or not line.commands:
-                return None  # an uncertain line is approved once, never for the session
-            commands = frozenset(argv[0] for argv in line.commands)
+        if line_arg:
+            line = _placed(call, line_arg)
+            if _ungrantable(line) is not None:
+                return None  # approved once, never for the session
+            if not (pattern and line_arg in pattern):
+                commands = _signatures(line)
         grant = Grant(call.tool.key, MappingProxyType(dict(pattern)) if pattern else None, rule, commands)
         with self._lock:
             grants = self._by_session.setdefault(session_id, [])

@@ -139,6 +139,8 @@ MAX_LINE_LENGTH = 100_000
 MAX_DEPTH = 16
 #: The argv item standing for the arguments ``xargs`` reads from its input.
 XARGS_INPUT = "<xargs input>"
+#: The characters of :attr:`CommandLine.shapes`.
+LITERAL, GLOB, RUNTIME = "l", "g", "r"
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,10 +151,17 @@ class CommandLine:
     its basename). ``problem`` says why the line could not be split with certainty;
     when it is set, deny/ask rules must be treated as matching and allow rules as
     not covering, and ``commands`` may be partial.
+
+    ``shapes`` has one string per command, one character per argv item: :data:`LITERAL`
+    for an item written out in the line, :data:`GLOB` for a glob pattern (``*``, ``?``,
+    ``[...]``: its files are only known where the command runs), :data:`RUNTIME` for an
+    item whose value is only known when the command runs (an expansion, ``$IFS``, a
+    brace list, a leading ``~``, the input ``xargs`` appends, ``find -exec``'s ``{}``).
     """
 
     commands: tuple[tuple[str, ...], ...]
     problem: str | None = None
+    shapes: tuple[str, ...] = ()
 
     @property
     def certain(self) -> bool:
@@ -179,7 +188,7 @@ def split_command_line(line: str) -> CommandLine:
         sink.problem("the command line nests too deeply to check")
     except Exception as err:  # noqa: BLE001 - a parser defect must fail closed, never let a line through unjudged
         sink.problem(f"the command line could not be checked (internal error: {type(err).__name__})")
-    return CommandLine(tuple(sink.commands), sink.summary())
+    return CommandLine(tuple(sink.commands), sink.summary(), tuple(sink.shapes))
 
 
 def command_matches(argv: Sequence[str], pattern: str) -> bool:
@@ -226,10 +235,11 @@ _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/
 class _Sink:
     """Where every (sub)parser of one line puts commands and problems."""
 
-    __slots__ = ("commands", "problems", "scanned", "shell_started")
+    __slots__ = ("commands", "shapes", "problems", "scanned", "shell_started")
 
     def __init__(self) -> None:
         self.commands: list[tuple[str, ...]] = []
+        self.shapes: list[str] = []  # one per command: see CommandLine.shapes
         # A dict keeps the first-seen order and deduplicates in constant time.
         self.problems: dict[str, None] = {}
         self.scanned = 0  # how many commands started_shell has looked at
@@ -243,6 +253,10 @@ class _Sink:
             self.scanned += 1
             self.shell_started = bool(argv) and (argv[0] in _SHELLS or argv[0] in _PRIVILEGE_WRAPPERS)
         return self.shell_started
+
+    def add(self, argv: tuple[str, ...], shape: str | None) -> None:
+        self.commands.append(argv)
+        self.shapes.append(shape if shape is not None and len(shape) == len(argv) else LITERAL * len(argv))
 
     def problem(self, text: str) -> None:
         self.problems.setdefault(text, None)
@@ -348,6 +362,19 @@ def _has_brace(word: _Word) -> bool:
             if "," in inner or ".." in inner:
                 return True
     return False
+
+
+def _shape(word: _Word) -> str:
+    """The :attr:`CommandLine.shapes` character of one argv item."""
+    if word.expanded or _has_brace(word) or _has_extglob(word) or (word.plain[:1] == b"\x01" and word.value.startswith("~")):
+        return RUNTIME
+    return GLOB if _has_glob(word) else LITERAL
+
+
+def _has_extglob(word: _Word) -> bool:
+    """Unquoted ``@(...)``, ``!(...)``, ``+(...)``, ``*(...)``, ``?(...)`` (extglob patterns)."""
+    value, plain = word.value, word.plain
+    return any(plain[i] and value[i] in "@!+*?" and value[i + 1] == "(" for i in range(len(value) - 1))
 
 
 def _fixed(word: _Word) -> bool:
@@ -747,7 +774,7 @@ class _Parser:
         elif operator in (">&", "<&") and (target.value == "-" or target.value.isdigit()):
             pass  # duplicates or closes a descriptor (2>&1, >&-): no file
         elif target.value not in _HARMLESS_TARGETS:
-            self.sink.commands.append(("<" if operator in ("<", "<&") else ">", target.value))
+            self.sink.add(("<" if operator in ("<", "<&") else ">", target.value), "l" + _shape(target))
         return operator
 
     def _redirection_operator(self) -> str:
@@ -860,7 +887,7 @@ class _Parser:
             tokens.append(word)
         ctx = _Context(self.sink, self.depth)
         _check_test_operands("[[", tokens, ctx)
-        ctx.emit(["[[", *(t.value for t in tokens), "]]"])
+        ctx.emit(["[[", *(t.value for t in tokens), "]]"], "l" + "".join(_shape(t) for t in tokens) + "l")
 
     # -- words -----------------------------------------------------------------
 
@@ -1266,8 +1293,15 @@ class _Context:
     sink: _Sink
     depth: int
 
-    def emit(self, argv: Sequence[str]) -> None:
-        self.sink.commands.append(tuple(argv))
+    def emit(self, argv: Sequence[str], shape: str | None = None) -> None:
+        self.sink.add(tuple(argv), shape)
+
+    def emit_words(self, name: str | None, words: Sequence[_Word]) -> None:
+        """List the command ``words`` (``argv[0]`` replaced by ``name`` when it is known)."""
+        if name is None:
+            self.sink.add(tuple(w.value for w in words), "".join(_shape(w) for w in words))
+        else:
+            self.sink.add((name, *(w.value for w in words[1:])), "l" + "".join(_shape(w) for w in words[1:]))
 
     def problem(self, text: str) -> None:
         self.sink.problem(text)
@@ -1321,12 +1355,12 @@ def _resolve(words: list[_Word], ctx: _Context) -> None:
     """List the command ``words`` runs, unwrapping wrappers."""
     head = words[0]
     if not _name_known(head, ctx):
-        ctx.emit([w.value for w in words])
+        ctx.emit_words(None, words)
         return
     name = _basename(head.value)
     handler = _HANDLERS.get(name)
     if handler is None:
-        ctx.emit(_argv(name, words))
+        ctx.emit_words(name, words)
     else:
         handler(name, words, ctx)
 
@@ -1490,7 +1524,7 @@ def _scan_options(words: list[_Word], start: int, spec: _Options) -> tuple[int, 
 def _wrapped(name: str, words: list[_Word], i: int, ctx: _Context, *, visible: bool = False, extra: Sequence[_Word] = ()) -> None:
     """The wrapper ``words`` runs ``words[i:]``: list that command (and the wrapper if visible)."""
     if visible or i >= len(words):
-        ctx.emit(_argv(name, words))
+        ctx.emit_words(name, words)
     if i >= len(words):
         return
     if not all(_fixed(w) or _quoted_assignment(w) for w in words[1:i]):
@@ -1514,7 +1548,7 @@ def _wrapper(spec: _Options = _NO_OPTIONS, *, operands: int = 0, no_command: fro
     def handle(name: str, words: list[_Word], ctx: _Context) -> None:
         i, seen = _scan_options(words, 1, spec)
         if any(option in no_command for option, _ in seen):
-            ctx.emit(_argv(name, words))
+            ctx.emit_words(name, words)
             return
         _wrapped(name, words, i + operands, ctx, visible=visible)
 
@@ -1562,7 +1596,7 @@ def _env(name: str, words: list[_Word], ctx: _Context) -> None:
         pieces = ctx.split_words(split_text) if splits <= MAX_DEPTH else None
         if pieces is None or not all(_fixed(w) for w in words[i : i + width]):
             ctx.problem(f"env -S splits a string that cannot be read with certainty ({_short(split_text)})")
-            ctx.emit(_argv(name, words))
+            ctx.emit_words(name, words)
             return
         words[i : i + width] = pieces
     while i < len(words) and "=" in words[i].value[1:]:
@@ -1583,7 +1617,7 @@ _SUDO_NO_COMMAND = frozenset({"-e", "--edit", "-l", "--list", "-v", "--validate"
 def _sudo(name: str, words: list[_Word], ctx: _Context) -> None:
     i, seen = _scan_options(words, 1, _SUDO)
     if any(option in _SUDO_NO_COMMAND or (option == "-h" and value is None) for option, value in seen):
-        ctx.emit(_argv(name, words))
+        ctx.emit_words(name, words)
         return
     while i < len(words) and (assignment := _ASSIGNMENT.match(words[i].value)) is not None:
         _check_variable(assignment.group(1), words[i].value[assignment.end() :], not words[i].expanded, ctx)
@@ -1595,7 +1629,7 @@ _SU = _Options(short_values="cCsgGw", long_values=frozenset({"--command", "--ses
 
 
 def _su(name: str, words: list[_Word], ctx: _Context) -> None:
-    ctx.emit(_argv(name, words))
+    ctx.emit_words(name, words)
     if not all(_fixed(w) for w in words[1:]):
         ctx.problem(f"the arguments of {name} are only known at run time, so the command it runs is unclear")
     seen: list[tuple[str, str | None]] = []
@@ -1630,7 +1664,7 @@ def _shell(name: str, words: list[_Word], ctx: _Context) -> None:
             continue
         break
     if not script_option or i >= len(words):
-        ctx.emit(_argv(name, words))
+        ctx.emit_words(name, words)
         return
     script = words[i]
     if not all(_fixed(w) for w in words[1:i]) or not _fixed(script):
@@ -1650,7 +1684,7 @@ _XARGS = _Options(
 def _xargs(name: str, words: list[_Word], ctx: _Context) -> None:
     i, seen = _scan_options(words, 1, _XARGS)
     if i >= len(words):
-        ctx.emit(_argv(name, words))  # runs echo
+        ctx.emit_words(name, words)  # runs echo
         return
     replace = next(((value or "{}") for option, value in seen if option in ("-I", "-i", "--replace", "-J")), None)
     if replace is None:
@@ -1670,7 +1704,7 @@ def _watch(name: str, words: list[_Word], ctx: _Context) -> None:
         _wrapped(name, words, i, ctx)
         return
     if i >= len(words):
-        ctx.emit(_argv(name, words))
+        ctx.emit_words(name, words)
         return
     if not all(_fixed(w) for w in words[1:]):
         ctx.problem(f"{name} runs its arguments as a shell command line, and they are only known at run time")
@@ -1682,7 +1716,7 @@ _FIND_ACTIONS = ("-exec", "-execdir", "-ok", "-okdir")
 
 def _find(name: str, words: list[_Word], ctx: _Context) -> None:
     """find is listed, and so is each command its -exec/-execdir/-ok/-okdir runs."""
-    ctx.emit(_argv(name, words))
+    ctx.emit_words(name, words)
     count = len(words)
     last_terminator = max((k for k in range(count) if words[k].value in (";", "+")), default=-1)
     i = 1
@@ -1718,7 +1752,7 @@ def _find_word_may_hide_action(words: list[_Word], i: int, last_terminator: int)
 
 def _eval(name: str, words: list[_Word], ctx: _Context) -> None:
     ctx.problem(f"{name} runs its arguments as a new command line")
-    ctx.emit(_argv(name, words))
+    ctx.emit_words(name, words)
     arguments = words[2:] if len(words) > 1 and words[1].value == "--" else words[1:]
     ctx.parse_line(" ".join(w.value for w in arguments))
 
@@ -1726,12 +1760,12 @@ def _eval(name: str, words: list[_Word], ctx: _Context) -> None:
 def _source(name: str, words: list[_Word], ctx: _Context) -> None:
     target = words[1].value if len(words) > 1 else ""
     ctx.problem(f"{name} runs the commands in a file ({_short(target)}), which are not checked")
-    ctx.emit(_argv(name, words))
+    ctx.emit_words(name, words)
 
 
 def _trap(name: str, words: list[_Word], ctx: _Context) -> None:
     """``trap ACTION SIGNAL...``: ACTION is a command line run later."""
-    ctx.emit(_argv(name, words))
+    ctx.emit_words(name, words)
     arguments = words[1:]
     if arguments and arguments[0].value == "--":
         arguments = arguments[1:]
@@ -1751,7 +1785,7 @@ def _completion(name: str, words: list[_Word], ctx: _Context) -> None:
     """``compgen`` and ``complete``: ``-C`` runs a command line, ``-W`` expands a
     wordlist again, ``-F`` calls a function. ``complete`` only registers them, to run
     when a completion is asked for, later."""
-    ctx.emit(_argv(name, words))
+    ctx.emit_words(name, words)
     found: list[tuple[str, _Word]] = []  # (option letter, value) of the options that take one
     options_unknown = False
     i, count = 1, len(words)
@@ -1824,7 +1858,7 @@ _MAPFILE = _Options(short_values="dnOsuCc")
 def _variable_builtin(name: str, words: list[_Word], ctx: _Context) -> None:
     """Builtins that take variable names: a name with a subscript can run commands,
     and some names make programs load code when they are set."""
-    ctx.emit(_argv(name, words))
+    ctx.emit_words(name, words)
     if name == "read":
         i, seen = _scan_options(words, 1, _READ)
         _check_set_names(name, [w.value for w in words[i:]] + [v or "" for o, v in seen if o == "-a"], ctx)
@@ -1884,7 +1918,7 @@ def _declaration(name: str, words: list[_Word], ctx: _Context) -> None:
 
 
 def _test(name: str, words: list[_Word], ctx: _Context) -> None:
-    ctx.emit(_argv(name, words))
+    ctx.emit_words(name, words)
     _check_test_operands(name, words[1:], ctx)
 
 
@@ -1904,7 +1938,7 @@ def _check_test_operands(name: str, tokens: Sequence[_Word], ctx: _Context) -> N
 
 def _shell_state(name: str, words: list[_Word], ctx: _Context) -> None:
     """Builtins that can make a later command name run something else."""
-    ctx.emit(_argv(name, words))
+    ctx.emit_words(name, words)
     options = "".join(w.value[1:] for w in words[1:] if w.value.startswith("-"))
     if name == "alias" and any("=" in w.value for w in words[1:]):
         ctx.problem("alias defines a command name that runs other commands")
@@ -1916,7 +1950,7 @@ def _shell_state(name: str, words: list[_Word], ctx: _Context) -> None:
 
 def _busybox(name: str, words: list[_Word], ctx: _Context) -> None:
     if len(words) > 1 and words[1].value.startswith("-"):
-        ctx.emit(_argv(name, words))
+        ctx.emit_words(name, words)
     else:
         _wrapped(name, words, 1, ctx)
 

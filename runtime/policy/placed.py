@@ -1,0 +1,410 @@
+"""A split command line placed in its workspace: what an allow rule may cover.
+
+:func:`~runtime.policy.shell.split_command_line` says which commands a line runs and
+how each word was written. :func:`place` adds what only the place it runs can tell,
+and what only the programs' own options can tell, and marks every argv item an allow
+rule must not cover with a wildcard:
+
+- **run-time words** (``$f``, ``${IFS}``, ``$(...)``, ``~``, a brace list, what
+  ``xargs`` appends, ``find -exec``'s ``{}``) can be covered by no allow rule: the line
+  asks, naming the word;
+- **glob words** (``*env``, ``src/*.py``) are expanded against the workspace now, as
+  bash would (hidden names included when the line could turn ``dotglob`` on), and the
+  command with its matches in place is what allow rules must cover; deny and ask rules
+  see both forms. A glob that cannot be expanded (no workspace, too many matches) is a
+  run-time word;
+- **write and code options** (:mod:`runtime.policy.programs`: ``--output=``, ``sort -o``,
+  ``git -c``, ``sed -i``, ``find -delete`` ...) are covered only by a pattern word that
+  spells the option out; the files they read or write are listed as ``<``/``>``
+  commands for deny and ask rules, like redirections;
+- **paths outside the workspace** (absolute, ``..``, ``~``, through a symbolic link, or
+  under ``/proc``, ``/sys``, ``/dev`` but ``/dev/null``) are covered only by a pattern
+  word without wildcards;
+- **toolrt's own files** (config, packs, audit log, artifacts, state, locks) make the
+  line a denial whatever the rules say.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import posixpath
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from runtime.policy import programs
+from runtime.policy.shell import GLOB, RUNTIME, XARGS_INPUT, CommandLine
+
+#: Guard values (see :attr:`PlacedCommand.guards`).
+UNKNOWN = -2  # no allow rule covers the item
+LITERAL = -1  # only a pattern word without wildcards covers the item
+
+MAX_GLOB_MATCHES = 256
+MAX_GLOB_ENTRIES = 20_000  # directory entries one line's globs may look at
+
+_DEVICE_ROOTS = ("/proc", "/sys", "/dev")
+_HARMLESS_DEVICES = frozenset({"/dev/null"})
+# Lines that may change how bash expands globs (dotglob, nocaseglob, globstar, GLOBIGNORE).
+_GLOB_STATE = re.compile(r"shopt|GLOBIGNORE|BASHOPTS|SHELLOPTS|set\s+[-+]o")
+
+
+@dataclass(frozen=True, slots=True)
+class Protected:
+    """One of toolrt's own paths: a file, or a folder and everything in it. With
+    ``yaml_only`` (a config folder that holds the workspace itself), only the YAML
+    files below it: those are what a reload would read."""
+
+    path: Path
+    yaml_only: bool = False
+
+    def holds(self, real: Path) -> bool:
+        """Whether the resolved path ``real`` is this path or inside it."""
+        if not real.is_relative_to(self.path):
+            return False
+        return not self.yaml_only or real.suffix.lower() in (".yaml", ".yml")
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """Where command lines run: the workspace (None when unknown, as in ``toolrt lint``),
+    toolrt's own paths inside or outside it, and what to do with paths outside it
+    (``ask``: no wildcard allow covers them; ``deny``; ``allow``: judge them like any word)."""
+
+    root: Path | None = None
+    protected: tuple[Protected, ...] = ()
+    outside: str = "ask"
+
+    @staticmethod
+    def of(root: Path | str | None, protected: Sequence[Path | str] = (), outside: str = "ask") -> Where:
+        """A Where with resolved paths. A protected folder that is the workspace root or
+        holds it protects only its YAML files (the agent must be able to work)."""
+        resolved_root = Path(root).resolve() if root is not None else None
+        found: list[Protected] = []
+        for path in protected:
+            candidate = Path(path)
+            if not candidate.is_absolute() and resolved_root is not None:
+                candidate = resolved_root / candidate
+            real = Path(os.path.realpath(candidate))
+            yaml_only = resolved_root is not None and resolved_root.is_relative_to(real)
+            found.append(Protected(real, yaml_only))
+        return Where(resolved_root, tuple(dict.fromkeys(found)), outside)
+
+    def deny_globs(self) -> tuple[str, ...]:
+        """The protected paths inside the workspace as workspace deny globs (for the file tools)."""
+        root = self.root
+        if root is None:
+            return ()
+        globs: list[str] = []
+        for protected in self.protected:
+            if not protected.path.is_relative_to(root):
+                continue
+            relative = protected.path.relative_to(root).as_posix()
+            base = "" if relative == "." else re.sub(r"([*?\[\]])", r"[\1]", relative) + "/"
+            if protected.yaml_only:
+                globs += [f"{base}**/*.yaml", f"{base}**/*.yml"]
+            elif base:
+                globs.append(f"{base}**")
+        return tuple(dict.fromkeys(globs))
+
+
+NOWHERE = Where()
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedCommand:
+    """One command as rules judge it.
+
+    ``guards`` maps argv indices to what an allow pattern word needs to cover that item:
+    :data:`UNKNOWN` (nothing covers it), :data:`LITERAL` (a word without wildcards), or
+    a number of leading characters it must spell out. ``own``: allow rules must cover it
+    (False for what only deny and ask rules look at: a glob command whose expansion
+    stands in for it, the files an option reads or writes). ``notes`` say why items are
+    guarded, in words.
+    """
+
+    argv: tuple[str, ...]
+    guards: Mapping[int, int] = field(default_factory=dict)
+    own: bool = True
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedLine:
+    """A command line's commands as rules judge them; ``problem`` as in CommandLine;
+    ``protected``: why the line touches toolrt's own files (a denial), else None;
+    ``outside``: the items that name paths outside the workspace."""
+
+    commands: tuple[PlacedCommand, ...]
+    problem: str | None = None
+    protected: str | None = None
+    outside: tuple[str, ...] = ()
+
+    @property
+    def certain(self) -> bool:
+        """True when every command of the line is known."""
+        return self.problem is None
+
+    @property
+    def argvs(self) -> tuple[tuple[str, ...], ...]:
+        """Every command's argv, as CEL rules see them (``commands``)."""
+        return tuple(c.argv for c in self.commands)
+
+
+def place(line: CommandLine, where: Where = NOWHERE, cwd: str = ".", text: str = "") -> PlacedLine:
+    """Judge ``line`` (split from ``text``) as it would run in ``cwd`` (relative to the
+    workspace root) of ``where``. Never raises: a defect makes the line uncertain."""
+    try:
+        return _Placer(where, cwd, bool(_GLOB_STATE.search(text))).run(line)
+    except Exception as err:  # noqa: BLE001 - a defect here must fail closed, never let a line through unjudged
+        return PlacedLine(tuple(PlacedCommand(argv, {0: UNKNOWN}) for argv in line.commands),
+                          f"the command line could not be checked (internal error: {type(err).__name__})")
+
+
+@functools.lru_cache(maxsize=4096)
+def place_static(line: CommandLine, cwd: str = ".", text: str = "") -> PlacedLine:
+    """:func:`place` with no workspace (globs are run-time words, paths judged by their
+    text alone), remembered: what grants and ``toolrt lint``-time tools use."""
+    return place(line, NOWHERE, cwd, text)
+
+
+class _Placer:
+    def __init__(self, where: Where, cwd: str, glob_state: bool) -> None:
+        self.where = where
+        self.cwd = posixpath.normpath(cwd or ".")
+        self.glob_state = glob_state  # the line may set dotglob & co.: expand as the worst case
+        self.entries_left = MAX_GLOB_ENTRIES
+        self.protected: str | None = None
+        self.outside: list[str] = []
+
+    def run(self, line: CommandLine) -> PlacedLine:
+        placed: list[PlacedCommand] = []
+        shapes = line.shapes or tuple("l" * len(argv) for argv in line.commands)
+        for argv, shape in zip(line.commands, shapes, strict=True):
+            placed.extend(self._command(argv, shape))
+        return PlacedLine(tuple(placed), line.problem, self.protected, tuple(dict.fromkeys(self.outside)))
+
+    # -- one command ----------------------------------------------------------------
+
+    def _command(self, argv: tuple[str, ...], shape: str) -> Iterator[PlacedCommand]:
+        guards: dict[int, int] = {}
+        notes: list[str] = []
+        expanded: list[list[str]] = [[item] for item in argv]
+        has_glob = False
+        for index, kind in enumerate(shape):
+            if kind == RUNTIME:
+                guards[index] = UNKNOWN
+                what = "the input xargs appends" if argv[index] == XARGS_INPUT else f"`{_short(argv[index])}`"
+                notes.append(f"{what} is only known when the line runs")
+            elif kind == GLOB:
+                matches = self._expand(argv[index])
+                if matches is None:
+                    guards[index] = UNKNOWN
+                    notes.append(f"the glob `{_short(argv[index])}` could not be expanded against the workspace")
+                else:
+                    expanded[index] = matches
+                    has_glob = True
+        if not has_glob:
+            yield from self._judged(argv, shape, guards, notes, own=True)
+            return
+        # Deny and ask rules see the command as written; allow rules must cover its expansion.
+        yield PlacedCommand(argv, MappingProxyType(dict(guards)), own=False, notes=tuple(notes))
+        flat: list[str] = []
+        flat_shape: list[str] = []
+        flat_guards: dict[int, int] = {}
+        for index, items in enumerate(expanded):
+            for item in items:
+                if index in guards:
+                    flat_guards[len(flat)] = guards[index]
+                flat.append(item)
+                flat_shape.append(shape[index] if shape[index] != GLOB else "l")
+        yield from self._judged(tuple(flat), "".join(flat_shape), flat_guards, notes, own=True)
+
+    def _judged(self, argv: tuple[str, ...], shape: str, guards: dict[int, int], notes: list[str], *, own: bool) -> Iterator[PlacedCommand]:
+        extra: list[PlacedCommand] = []
+        redirection = argv[:1] in (("<",), (">",))
+        if not redirection:
+            for access in programs.accesses(argv):
+                current = guards.get(access.index, 0)
+                if access.kind in programs.GUARDED and access.named > 0 and current >= 0:
+                    guards[access.index] = max(current, access.named)
+                    notes.append(f"`{_short(argv[access.index])}` {'runs code' if access.kind == programs.CODE else 'writes a file'}")
+                if access.path is not None and access.kind in (programs.READ, programs.WRITE):
+                    extra.append(PlacedCommand(("<" if access.kind == programs.READ else ">", access.path), own=False))
+                if access.path is not None:
+                    self._check_path(access.path, argv, access.index, guards, notes, write=access.kind == programs.WRITE)
+        for index in self._path_items(argv, shape):
+            self._check_path(_path_text(argv[index]), argv, index, guards, notes, write=argv[0] == ">")
+        yield PlacedCommand(argv, MappingProxyType(guards), own=own, notes=tuple(dict.fromkeys(notes)))
+        yield from extra
+
+    def _path_items(self, argv: tuple[str, ...], shape: str) -> Iterator[int]:
+        """The items that may name a file: operands, ``--opt=value`` values, redirection targets."""
+        if not argv:
+            return
+        if argv[0] in ("<", ">"):
+            yield 1
+            return
+        if programs.text_operands(argv[0]):
+            return
+        skip = programs.pattern_operands(argv)
+        for index in range(1, len(argv)):
+            if index in skip:
+                continue
+            item = argv[index]
+            if item.startswith("-"):
+                if "=" in item:
+                    yield index  # --opt=value: judged by the value
+                continue
+            yield index
+
+    def _check_path(self, text: str, argv: tuple[str, ...], index: int, guards: dict[int, int], notes: list[str], *, write: bool) -> None:
+        """Mark item ``index`` when ``text`` names a path outside the workspace or toolrt's
+        own (for a write, also a folder that holds toolrt's own: ``rm -rf .``)."""
+        if not text:
+            return
+        # The part known before the line runs: up to the first expansion.
+        known = re.split(r"[$`]", text, maxsplit=1)[0]
+        if not known:
+            return
+        place = self._place(known, write=write and known == text)
+        if place == "protected":
+            self.protected = self.protected or f"`{_short(argv[index])}` names toolrt's own files (config, audit log, artifacts or state)"
+            return
+        if place == "outside":
+            self.outside.append(argv[index])
+            if self.where.outside == "allow":
+                return
+            if guards.get(index, 0) >= 0:
+                guards[index] = LITERAL
+            notes.append(f"`{_short(argv[index])}` names a path outside the workspace")
+
+    def _place(self, text: str, *, write: bool) -> str:
+        """"inside", "outside" or "protected" for a path's text."""
+        if text.startswith("~"):
+            return "outside"
+        if text.startswith("/"):
+            normal = posixpath.normpath(text)
+            if normal in _HARMLESS_DEVICES:
+                return "inside"
+            if any(normal == root or normal.startswith(root + "/") for root in _DEVICE_ROOTS):
+                return "outside"
+            absolute = Path(normal)
+        else:
+            relative = posixpath.normpath(posixpath.join(self.cwd, text))
+            if relative == ".." or relative.startswith("../"):
+                return "outside"
+            if self.where.root is None:
+                return "inside"
+            absolute = self.where.root / relative
+        root = self.where.root
+        real = Path(os.path.realpath(absolute)) if root is not None else absolute
+        for protected in self.where.protected:
+            if protected.holds(real) or (write and protected.path.is_relative_to(real)):
+                return "protected"
+        if root is None:
+            return "outside" if text.startswith("/") else "inside"
+        if real != root and not real.is_relative_to(root):
+            return "outside"
+        return "inside"
+
+    # -- globs -------------------------------------------------------------------------
+
+    def _expand(self, pattern: str) -> list[str] | None:
+        """The names bash would put in place of ``pattern`` (sorted), the pattern itself
+        when nothing matches, or None when that cannot be known here."""
+        root = self.where.root
+        if root is None or "\\" in pattern or (self.glob_state and "**" in pattern):
+            return None  # no files to look at; an escape; globstar's any-depth walk
+        absolute = pattern.startswith("/")
+        base = Path("/") if absolute else root / self.cwd
+        parts = [p for p in pattern.split("/") if p]
+        results: list[str] = []
+        prefix = "/" if absolute else ""
+        try:
+            if not self._walk(base, parts, prefix, results):
+                return None
+        except OSError:
+            return None
+        if not results:
+            return [pattern]
+        return sorted(results)
+
+    def _walk(self, folder: Path, parts: list[str], prefix: str, results: list[str]) -> bool:
+        if not parts:
+            results.append(prefix.rstrip("/") or prefix)
+            return len(results) <= MAX_GLOB_MATCHES
+        part, rest = parts[0], parts[1:]
+        if not _has_wildcard(part):
+            target = folder / part
+            if rest and not target.is_dir():
+                return True
+            if not rest and not os.path.lexists(target):
+                return True
+            return self._walk(target, rest, f"{prefix}{part}/", results)
+        regex = _glob_regex(part, self.glob_state)
+        try:
+            with os.scandir(folder) as entries:
+                names = []
+                for entry in entries:
+                    self.entries_left -= 1
+                    if self.entries_left < 0:
+                        return False
+                    names.append((entry.name, entry.is_dir(follow_symlinks=True)))
+        except (FileNotFoundError, NotADirectoryError):
+            return True
+        for name, is_dir in sorted(names):
+            if name.startswith(".") and not (part.startswith(".") or self.glob_state):
+                continue
+            if regex.fullmatch(name) is None:
+                continue
+            if rest and not is_dir:
+                continue
+            if not self._walk(folder / name, rest, f"{prefix}{name}/", results):
+                return False
+        return True
+
+
+def _has_wildcard(part: str) -> bool:
+    return any(ch in part for ch in "*?[")
+
+
+@functools.lru_cache(maxsize=1024)
+def _glob_regex(part: str, loose: bool) -> re.Pattern[str]:
+    """One path component of a bash glob; ``loose``: case-insensitive (nocaseglob)."""
+    out: list[str] = []
+    i = 0
+    while i < len(part):
+        ch = part[i]
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif ch == "[":
+            end = part.find("]", i + 2 if part[i + 1 : i + 2] in ("!", "^") else i + 1)
+            if end < 0:
+                out.append(re.escape(ch))
+            else:
+                body = part[i + 1 : end]
+                if body[:1] in ("!", "^"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = end
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return re.compile("".join(out), re.DOTALL | (re.IGNORECASE if loose else 0))
+
+
+def _path_text(item: str) -> str:
+    """The path an item names: the value of ``--opt=value``, else the item."""
+    if item.startswith("-") and "=" in item:
+        return item.partition("=")[2]
+    return item
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
