@@ -477,9 +477,9 @@ def _scan(argv: Sequence[str], start: int, program: _Program, found: list[Access
                 if kind is not None:
                     found.append(Access(i, kind, item, None, len(item) if kind in GUARDED else 0))
             if argv[0] == "dd" and "=" in item:
-                key, _, value = item.partition("=")
+                key, _, target = item.partition("=")
                 if key in ("if", "of"):
-                    found.append(Access(i, READ if key == "if" else WRITE, key, value, len(key) + 1 if key == "of" else 0))
+                    found.append(Access(i, READ if key == "if" else WRITE, key, target, len(key) + 1 if key == "of" else 0))
             operands.append(i)
             i += 1
             continue
@@ -493,7 +493,7 @@ def _scan(argv: Sequence[str], start: int, program: _Program, found: list[Access
             if option is None:
                 i += 1
                 continue
-            value: str | None = attached if equals else None
+            value = attached if equals else None
             option_index = i
             if not equals and option.value == "yes" and i + 1 < count:
                 value = argv[i + 1]

@@ -60,6 +60,18 @@ DEFAULT_DENY: tuple[str, ...] = (
     "**/.ssh/**",
     "**/.netrc",  # stored credentials
     "**/.pgpass",
+    "**/.git-credentials",
+    "**/.npmrc",  # package registry tokens
+    "**/.pypirc",
+    "**/.docker/config.json",
+    "**/.kube/**",  # cluster credentials
+    "**/.aws/**",  # cloud credentials
+    "**/.azure/**",
+    "**/.config/gcloud/**",
+    "**/.terraformrc",  # infrastructure state and tokens
+    "**/*.tfstate",
+    "**/*.tfstate.*",
+    "**/.vault-token",
 )
 """Globs refused by default, matched case-insensitively against workspace-relative paths.
 
