@@ -8,10 +8,15 @@ YAML:
 
 - name ``<server>__<tool>`` (characters model APIs refuse become ``_``; at most 64);
 - handler ``mcp:<server>/<tool>``; input schema: the server's ``inputSchema``;
-- ``read_only`` from ``readOnlyHint``, ``idempotent`` from ``idempotentHint``, ``risk``
-  low for read-only tools, medium for ``destructiveHint: false``, else high (MCP's
-  default for a tool that may write is destructive); ``trust`` from the server
-  document (untrusted unless declared); ``timeout.total_s`` the server's
+- ``trust`` from the server document (untrusted unless declared). The server's hints
+  are believed only from a trusted server: ``read_only`` from ``readOnlyHint``,
+  ``idempotent`` from ``idempotentHint``, ``risk`` low for read-only tools, medium for
+  ``destructiveHint: false``, else high (MCP's default for a tool that may write is
+  destructive). An untrusted server is outside input like its output, and a hint that
+  loosens (runs in plan mode, passes read-only allow rules, is retried, needs no
+  approval) would let it grant itself permissions: its tools are not read-only, not
+  idempotent and high risk whatever it says, unless ``overrides`` (the config author's
+  word) says otherwise; ``timeout.total_s`` the server's
   ``call_timeout_s``; output: the ``mcp-25k-tokens`` OutputProfile (from the
   ``output-default`` pack) when the config has it, else the same limits inline;
   redaction: every RedactionProfile of the config (remote output is outside our
@@ -38,7 +43,17 @@ from loguru import logger
 
 from runtime.config.handlers import handler_parts
 from runtime.config.load import LoadedDocument
-from runtime.config.models import API_VERSION, McpServerDocument, McpServerSpec, McpToolOverride, McpTransport, OutputProfileDocument, RedactionProfileDocument, ToolDocument
+from runtime.config.models import (
+    API_VERSION,
+    McpServerDocument,
+    McpServerSpec,
+    McpToolOverride,
+    McpTransport,
+    OutputProfileDocument,
+    RedactionProfileDocument,
+    ToolDocument,
+    Trust,
+)
 from runtime.config.structure import check_structure
 from runtime.config.yamlsource import SourceDocument, content_hash
 from runtime.mcpclient.errors import McpFailure
@@ -182,10 +197,16 @@ def _declared_fully(spec: McpServerSpec) -> bool:
 
 def _document(server: str, spec: McpServerSpec, tool: ListedTool, name: str, config: ConfigFacts) -> dict[str, Any]:
     override = spec.overrides.get(tool.name, McpToolOverride())
-    read_only = override.read_only if override.read_only is not None else tool.read_only is True
-    idempotent = override.idempotent if override.idempotent is not None else tool.idempotent is True
-    risk = override.risk.value if override.risk is not None else ("low" if read_only else "medium" if tool.destructive is False else "high")
-    trust = (override.trust or spec.trust).value
+    trust = override.trust or spec.trust
+    # Every hint below loosens something; from an untrusted server they count as absent,
+    # which leaves the strictest attributes (the overrides are the config's own word).
+    believed = trust is Trust.trusted
+    read_only = override.read_only if override.read_only is not None else believed and tool.read_only is True
+    idempotent = override.idempotent if override.idempotent is not None else believed and tool.idempotent is True
+    if override.risk is not None:
+        risk = override.risk.value
+    else:
+        risk = "low" if read_only else "medium" if believed and tool.destructive is False else "high"
     timeout = override.timeout.model_dump(mode="json") if override.timeout is not None else {"total_s": spec.call_timeout_s}
     output: dict[str, Any] = {"profile": MOUNT_PROFILE} if config.has_profile else dict(_INLINE_OUTPUT)
     if override.output is not None:
@@ -203,7 +224,7 @@ def _document(server: str, spec: McpServerSpec, tool: ListedTool, name: str, con
             "read_only": read_only,
             "idempotent": idempotent,
             "risk": risk,
-            "trust": trust,
+            "trust": trust.value,
             "timeout": timeout,
             "output": output,
             "redaction": list(config.redaction),

@@ -45,16 +45,19 @@ def test_include_and_exclude_choose_the_mounted_tools(runtime: Runtime) -> None:
     assert mounted == ["fx__crash", "fx__echo", "fx__pid", "fx__structured"]
 
 
-def test_mounted_tools_take_attributes_from_the_servers_annotations(runtime: Runtime) -> None:
+def test_mounted_tools_take_attributes_from_the_servers_annotations_only_when_trusted(runtime: Runtime) -> None:
     echo = runtime.snapshot.tools["fx__echo"]
     assert echo.handler.kind == "mcp" and echo.handler.target == "fx/echo"
-    assert (echo.spec.read_only, echo.spec.idempotent, echo.spec.risk) == (True, False, Risk.low)
+    # An untrusted server's readOnlyHint is not believed (see test_mount_trust.py).
+    assert (echo.spec.read_only, echo.spec.idempotent, echo.spec.risk) == (False, False, Risk.high)
     assert echo.spec.trust is Trust.untrusted  # the server document's default
+    pid = runtime.snapshot.tools["fx__pid"]  # trusted by its override: its readOnlyHint counts
+    assert (pid.spec.read_only, pid.spec.risk) == (True, Risk.low)
     assert echo.spec.description == "Return the text."
     assert echo.spec.input_schema["required"] == ["text"]
     assert dict(echo.metadata.labels) == {"mcp_server": "fx", "mcp_tool": "echo"}
     structured = runtime.snapshot.tools["fx__structured"]
-    assert (structured.spec.read_only, structured.spec.idempotent, structured.spec.risk) == (False, True, Risk.medium)
+    assert (structured.spec.read_only, structured.spec.idempotent, structured.spec.risk) == (False, False, Risk.high)
     assert runtime.snapshot.tools["fx__crash"].spec.risk is Risk.critical  # overridden (the hint alone says high)
 
 
