@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from loguru import logger
 
 from runtime.audit import AuditRecord, AuditWriter, JsonlSink, Sink, SqliteSink
+from runtime.audit.location import store_path
 from runtime.audit.remote import ProcessSink
 from runtime.config.cache import CompileCache
 from runtime.config.compile import BuildResult, build_snapshot
@@ -143,7 +144,7 @@ class Runtime:
         kind = self.settings.audit_sink
         if kind == "off":
             return None
-        path = self._under_workspace(self.settings.audit_store)
+        path = self.audit_path()
         try:
             if self.settings.audit_writer == "process":
                 sink: Sink = ProcessSink(kind, path)
@@ -168,9 +169,15 @@ class Runtime:
         the config and pack directories, the state, artifact, lock and audit paths."""
         settings = self.settings
         paths = [*self._paths, *settings.pack_dirs, *builtin_pack_dirs()]
-        paths += [self._under_workspace(settings.state_dir), self._under_workspace(settings.artifact_dir), self._under_workspace(settings.audit_store)]
+        paths += [self._under_workspace(settings.state_dir), self._under_workspace(settings.artifact_dir)]
+        audit = self.audit_path()
+        paths += [audit, *(audit.with_name(audit.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
         paths.append(lock_dir_for(settings, self.workspace_root))
         return [path if path.is_absolute() else Path.cwd() / path for path in paths]
+
+    def audit_path(self) -> Path:
+        """Where this runtime's audit log is (see :mod:`runtime.audit.location`)."""
+        return store_path(self.settings, self.workspace_root)
 
     def _under_workspace(self, path: Path) -> Path:
         return path if path.is_absolute() else self.workspace_root / path
