@@ -9,12 +9,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from runtime.approval_text import describe
 from runtime.pipeline.permit import Approval
 from runtime.records import Decision, Session, ValidatedCall
 
 
 class TerminalApprover:
     """Asks the person at the terminal; when nobody is there (no TTY), says no.
+
+    The question shows the whole arguments with every invisible or control character
+    marked, and each command of a command line (:func:`runtime.approval_text.describe`).
 
     Answers: ``y`` runs the call once, ``a`` allows the tool for the rest of the
     session, ``e`` asks for edited arguments (JSON) and runs with those (they are
@@ -28,8 +32,10 @@ class TerminalApprover:
     async def __call__(self, call: ValidatedCall, session: Session, decision: Decision) -> Approval:
         if not self._in.isatty():
             return Approval(False, "no one is at a terminal to approve it")
-        args = json.dumps(dict(call.args), ensure_ascii=False)[:500]
-        prompt = f"\n{call.tool.name} {args}\n{decision.reason or 'Approval needed.'}\nRun it? [y]es / [a]lways this session / [e]dit arguments / [N]o: "
+        # Every character of the arguments, none of them raw control characters: see
+        # runtime.approval_text (shared with the MCP approver).
+        details = describe(call, decision)
+        prompt = f"\n`{call.tool.name}` needs approval.\n{details}\nRun it? [y]es / [a]lways this session / [e]dit arguments / [N]o: "
         answer = (await asyncio.to_thread(self._ask, prompt)).strip().lower()
         if answer in ("y", "yes"):
             return Approval(True, "approved at the terminal")

@@ -9,11 +9,14 @@ Answers: ``accept`` runs the call (for the rest of the session when the user tic
 ``allow_for_session``), ``decline`` and ``cancel`` deny it. A client that did not
 declare the elicitation capability, or a connection that cannot carry a request to
 the client, is not asked: the call is denied with a reason saying so.
+
+The question shows the whole arguments with every invisible or control character
+marked, and each command of a command line (:func:`runtime.approval_text.describe`,
+the same text the terminal approver shows).
 """
 
 from __future__ import annotations
 
-import json
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -24,10 +27,10 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from pydantic import ValidationError
 
+from runtime.approval_text import describe
 from runtime.pipeline.permit import Approval
 from runtime.records import Decision, Session, ValidatedCall
 
-_ARGS_SHOWN = 1_000  # characters of the arguments shown in the question
 _BACKSTOP_S = 1.0
 _SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -103,7 +106,6 @@ class ElicitationApprover:
 
 
 def _message(call: ValidatedCall, decision: Decision) -> str:
-    args = json.dumps(dict(call.args), ensure_ascii=False, default=str)
-    if len(args) > _ARGS_SHOWN:
-        args = args[:_ARGS_SHOWN] + " ..."
-    return f"Allow `{call.tool.name}` to run?\n{decision.reason or 'This call needs approval.'}\nArguments: {args}"
+    # The same text the terminal approver shows (runtime.approval_text), fenced because
+    # clients may render the message as Markdown.
+    return f"Allow `{call.tool.name}` to run?\n{describe(call, decision, markdown=True)}"
