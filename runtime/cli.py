@@ -24,6 +24,8 @@ from runtime.adapters import PROVIDERS
 from runtime.adapters import mcp as mcp_adapter
 from runtime.approvers import TerminalApprover
 from runtime.audit import format_json, format_table, parse_since, query
+from runtime.audit.location import store_path
+from runtime.audit.verify import parse_anchor, report_json, verify
 from runtime.config.compile import build_snapshot, load_snapshot
 from runtime.config.models import PermissionMode
 from runtime.config.schema import all_schemas, render
@@ -99,9 +101,11 @@ def _parser() -> argparse.ArgumentParser:
     watch = sub.add_parser("watch", help="load a config, then print one JSON line per reload attempt until interrupted")
     watch.add_argument("--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)")
 
-    audit = sub.add_parser("audit", help="query the audit log of calls")
-    audit.add_argument("--store", type=Path, default=None, help="the audit database (default: the audit_store setting, under --workspace)")
-    audit.add_argument("--workspace", type=Path, default=None, help="workspace root the default store is under (default: the workspace_root setting)")
+    audit = sub.add_parser("audit", help="query the audit log of calls, or verify its hash chain")
+    audit.add_argument("action", nargs="?", choices=("verify",), default=None, help="verify: walk the hash chain, report the first broken link (exit 1), exit 0 when intact")
+    audit.add_argument("--store", type=Path, default=None, help="the audit log (default: the audit_store setting, else the workspace's log in the state directory)")
+    audit.add_argument("--workspace", type=Path, default=None, help="workspace whose log to read (default: the workspace_root setting)")
+    audit.add_argument("--anchor", action="append", default=[], metavar="POSITION:HASH", help="with verify: a head printed by an earlier verify, kept elsewhere; the log must still hold it (repeatable)")
     audit.add_argument("--session", default=None, help="only this session id")
     audit.add_argument("--tool", default=None, help="only this tool")
     audit.add_argument("--status", default=None, help="only this status (ok, error, denied, timeout, ...)")
@@ -345,10 +349,13 @@ def _watch(args: argparse.Namespace, out: TextIO, err: TextIO, stop: threading.E
 
 def _audit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     settings = Settings()
-    store = args.store
-    if store is None:
-        workspace = args.workspace if args.workspace is not None else settings.workspace_root
-        store = settings.audit_store if settings.audit_store.is_absolute() else workspace / settings.audit_store
+    workspace = args.workspace if args.workspace is not None else settings.workspace_root
+    store = args.store if args.store is not None else store_path(settings, workspace)
+    if args.action == "verify":
+        return _audit_verify(args, store, out, err)
+    if args.anchor:
+        err.write("toolrt audit: --anchor is for `toolrt audit verify`\n")
+        return EXIT_USAGE
     try:
         since = parse_since(args.since) if args.since else None
         until = parse_since(args.until) if args.until else None
@@ -358,6 +365,22 @@ def _audit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_USAGE
     out.write((format_json(rows) if args.format == "json" else format_table(rows)) + "\n")
     return EXIT_OK
+
+
+def _audit_verify(args: argparse.Namespace, store: Path, out: TextIO, err: TextIO) -> int:
+    """``toolrt audit verify``: 0 when the chain is intact, 1 at its first broken link, 2 on usage errors."""
+    filters = [name for name in ("session", "tool", "status", "since", "until") if getattr(args, name) is not None]
+    if filters:
+        err.write(f"toolrt audit verify: --{filters[0]} filters a query; verify walks the whole log\n")
+        return EXIT_USAGE
+    try:
+        anchors = dict(parse_anchor(text) for text in args.anchor)
+        report = verify(store, anchors=anchors)
+    except (ValueError, UsageError) as error:
+        err.write(f"toolrt audit verify: {error}\n")
+        return EXIT_USAGE
+    out.write((report_json(report) if args.format == "json" else report.to_text()) + "\n")
+    return EXIT_OK if report.ok else EXIT_PROBLEMS
 
 
 def _session_from_json(raw: object) -> Session | str:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from loguru import logger
 
 from runtime.audit import AuditRecord, AuditWriter, JsonlSink, Sink, SqliteSink
-from runtime.audit.location import store_path
+from runtime.audit.location import inside, store_path
+from runtime.audit.location import own_paths as audit_paths
 from runtime.audit.remote import ProcessSink
 from runtime.config.cache import CompileCache
 from runtime.config.compile import BuildResult, build_snapshot
@@ -145,6 +146,10 @@ class Runtime:
         if kind == "off":
             return None
         path = self.audit_path()
+        # Published in the settings, so that runtime.settings.audit_store names the file written.
+        self.settings = self.settings.model_copy(update={"audit_store": path})
+        if inside(path, self.workspace_root):
+            logger.warning("toolrt audit log {} is inside the workspace, where the agent's tools may reach it", path)
         try:
             if self.settings.audit_writer == "process":
                 sink: Sink = ProcessSink(kind, path)
@@ -170,8 +175,7 @@ class Runtime:
         settings = self.settings
         paths = [*self._paths, *settings.pack_dirs, *builtin_pack_dirs()]
         paths += [self._under_workspace(settings.state_dir), self._under_workspace(settings.artifact_dir)]
-        audit = self.audit_path()
-        paths += [audit, *(audit.with_name(audit.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
+        paths += audit_paths(settings, self.workspace_root)  # the log, its WAL files and its chain head
         paths.append(lock_dir_for(settings, self.workspace_root))
         return [path if path.is_absolute() else Path.cwd() / path for path in paths]
 

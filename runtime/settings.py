@@ -44,7 +44,10 @@ class Settings(BaseSettings):
     workspace_root: Path = Field(default=Path("."), description="Root that every path argument must stay inside.")
     state_dir: Path = Field(default=Path(".toolrt"), description="Runtime state: locks, caches.")
     artifact_dir: Path = Field(default=Path(".toolrt/artifacts"), description="Where truncated outputs are stored.")
-    audit_store: Path = Field(default=Path(".toolrt/audit.sqlite3"), description="The audit log (relative paths are under the workspace root).")
+    audit_store: Path = Field(
+        default=Path("audit.sqlite3"),
+        description="The audit log. Relative: in a directory of the workspace's own under the state directory (runtime.audit.location), outside the workspace where the agent's tools reach; absolute: used as given. Left unset with audit_sink=jsonl: audit.jsonl.",
+    )
     audit_sink: Literal["sqlite", "jsonl", "off"] = Field(default="sqlite", description="How every call is recorded: a SQLite database (WAL), JSON lines, or not at all.")
     audit_writer: Literal["thread", "process"] = Field(
         default="thread",

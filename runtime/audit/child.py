@@ -13,8 +13,9 @@ import struct
 import sys
 from typing import Any, BinaryIO
 
+from runtime.audit.jsonl import JsonlSink
 from runtime.audit.record import AuditRecord
-from runtime.audit.sinks import JsonlSink, SqliteSink
+from runtime.audit.sinks import SqliteSink
 from runtime.config.models import Validator
 from runtime.regex import compile_re2
 from runtime.shaping.redact import Redactor

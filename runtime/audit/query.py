@@ -69,7 +69,7 @@ def query(
     if limit is not None:
         sql += " LIMIT ?"
         params.append(int(limit))
-    conn = _open_for_reading(Path(path))
+    conn = open_for_reading(Path(path))
     try:
         conn.row_factory = sqlite3.Row
         try:
@@ -118,7 +118,9 @@ def _query_json_lines(path: Path, session: str | None, tool: str | None, since: 
     return rows if limit is None else rows[:limit]
 
 
-def _open_for_reading(path: Path) -> sqlite3.Connection:
+def open_for_reading(path: Path) -> sqlite3.Connection:
+    """A read-only connection to the audit database at ``path`` (nothing is created or
+    changed). Raises UsageError when there is no such file or it is no database."""
     if not path.exists():
         raise UsageError(f"no audit database at {path}: no calls have been recorded there yet, or the path is wrong (set the audit path the runtime writes to)")
     if path.is_dir():

@@ -15,7 +15,7 @@ import datetime as _dt
 import json
 import math
 import time
-from collections.abc import Mapping, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from enum import Enum
@@ -223,12 +223,22 @@ class AuditRecord:
             self.hash_after,
             self.snapshot,
         )
-        # The writer thread shares the GIL with the calls, so the usual record (plain
-        # str, float, int, None) is passed through with one type check, not 20 coercions.
-        # x - x == 0 fails for NaN and the infinities, which JSON cannot carry (and
-        # the NOT NULL ts column would refuse NaN); those take the careful path.
+        # The writer thread shares the GIL with the calls, so the usual record (text or
+        # None in the text columns, non-zero finite floats in the two number columns)
+        # is passed through with a few type checks, not 20 coercions. Anything else
+        # takes the careful path, so that a row holds exactly what SQLite gives back
+        # (the chain hashes it, see runtime.audit.chain): an int in a text column would
+        # come back as text, an int ts as a float, -0.0 as 0.0; x - x == 0 fails for NaN
+        # and the infinities, which JSON cannot carry.
         ts, duration = row[0], row[13]
-        if _PLAIN_TYPES.issuperset(map(type, row)) and ts is not None and ts - ts == 0 and (duration is None or duration - duration == 0):
+        if (
+            type(ts) is float
+            and ts - ts == 0
+            and ts != 0
+            and (duration is None or (type(duration) is float and duration - duration == 0 and duration != 0))
+            and _TEXT_TYPES.issuperset(map(type, row[1:13]))
+            and _TEXT_TYPES.issuperset(map(type, row[15:]))
+        ):
             return row
         return (
             _number(self.ts) or 0.0,
@@ -256,13 +266,26 @@ class AuditRecord:
     def to_json(self) -> str:
         """One JSON object (no newline) with every column; ``args`` as a nested value.
         Never raises."""
-        row = self.to_row()
-        head = dict(zip(COLUMNS, row, strict=True))
-        args_json = head.pop("args")
-        head["truncated"] = bool(head["truncated"])
-        text = json.dumps(head, ensure_ascii=False, separators=(",", ":"))
-        # Splice the already-encoded (and capped) args in rather than decoding them again.
-        return f'{text[:-1]},"args":{args_json}}}' if args_json is not None else f'{text[:-1]},"args":null}}'
+        return row_json(self.to_row())
+
+
+def row_json(row: Sequence[Any]) -> str:
+    """A stored row (:data:`COLUMNS` order) as one JSON object, ``args`` nested.
+
+    The same row always gives the same text, so this is also what the audit chain
+    hashes: the JSON-lines sink writes it, and a row read back from SQLite gives it
+    again. ``truncated`` is ``true``/``false`` for 1/0 and any other value as it is
+    (so that a changed one shows). Raises ValueError for values JSON cannot carry,
+    TypeError for other types (neither occurs in a row from :meth:`AuditRecord.to_row`).
+    """
+    head = dict(zip(COLUMNS, row, strict=True))
+    args_json = head.pop("args")
+    flag = head["truncated"]
+    if type(flag) is int and flag in (0, 1):
+        head["truncated"] = flag == 1
+    text = _ENCODER.encode(head)
+    # Splice the already-encoded (and capped) args in rather than decoding them again.
+    return f'{text[:-1]},"args":{args_json}}}' if args_json is not None else f'{text[:-1]},"args":null}}'
 
 
 def scrub_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -285,7 +308,7 @@ def _scrub(value: Any) -> Any:
 
 
 _FIELD_NAMES = frozenset(f.name for f in fields(AuditRecord)) - {"metadata", "redactor"}
-_PLAIN_TYPES = frozenset({str, float, int, type(None)})
+_TEXT_TYPES = frozenset({str, type(None)})
 # One encoder for every record; its C implementation is used since there is no indent.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
@@ -452,7 +475,7 @@ def _number(value: Any) -> float | None:
         number = float(value)
     except (TypeError, ValueError):
         return None
-    return number if math.isfinite(number) else None
+    return number + 0.0 if math.isfinite(number) else None  # + 0.0: -0.0 is stored as 0.0
 
 
 def _hash(value: Any) -> str | None:

@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import runtime
+from runtime.audit.jsonl import JsonlSink
 from runtime.audit.record import AuditRecord, Encoded, encode_args
-from runtime.audit.sinks import JsonlSink, SqliteSink
+from runtime.audit.sinks import SqliteSink
 
 _HEADER = struct.Struct(">I")
 _MAX_RESTARTS = 3  # within _RESTART_WINDOW_S; then batches fail (and are counted) instead

@@ -1,17 +1,18 @@
 """Where audit records are stored: an SQLite database (the default) or a JSON-lines file.
 
 Both are written from the :class:`~runtime.audit.writer.AuditWriter` thread only, a
-batch at a time, and both may be shared by several processes at once:
+batch at a time, and both may be shared by several processes at once; both link
+every record into the hash chain of :mod:`runtime.audit.chain` while they hold the
+store's write lock, so that the chain stays one line whoever writes:
 
 - :class:`SqliteSink` uses WAL mode (readers never block the writer and the other
   way round), ``synchronous=NORMAL`` (a commit does not wait for the disk; see the
   writer's docstring for what that can lose), a busy timeout, ``BEGIN IMMEDIATE``
   so a writer takes the write lock before doing anything, and a retry with backoff
-  when another process still holds the lock after the busy timeout.
-- :class:`JsonlSink` writes a whole batch with one ``write()`` on an ``O_APPEND``
-  descriptor and fsyncs it. On a local file system an appending write is placed at
-  the end of the file in one piece, so lines from several processes never
-  interleave (this does not hold on NFS).
+  when another process still holds the lock after the busy timeout. A database
+  from before the chain is migrated when a sink opens it: its rows stay unlinked.
+- :class:`~runtime.audit.jsonl.JsonlSink` appends whole lines under an exclusive
+  ``flock`` (see its module).
 
 Both files are created readable by their owner only: arguments are redacted, but an
 audit log is still a record of what an agent did.
@@ -28,13 +29,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from runtime.audit.record import COLUMNS, AuditRecord, scrub_row
+from runtime.audit.chain import GENESIS, link_hash
+from runtime.audit.jsonl import JsonlSink
+from runtime.audit.record import COLUMNS, AuditRecord, row_json, scrub_row
 from runtime.errors import ToolrtError
 
-#: The layout version this module writes, kept in ``PRAGMA user_version``.
-SCHEMA_VERSION = 1
+#: The layout version this module writes, kept in ``PRAGMA user_version``. Version 2
+#: added the hash chain (``seq``, ``prev_hash``, ``hash`` and the ``chain_head`` table).
+SCHEMA_VERSION = 2
 
-_SCHEMA = f"""
+_CALLS = """
 CREATE TABLE IF NOT EXISTS calls (
     id           INTEGER PRIMARY KEY,
     ts           REAL    NOT NULL,
@@ -56,18 +60,34 @@ CREATE TABLE IF NOT EXISTS calls (
     path         TEXT,
     hash_before  TEXT,
     hash_after   TEXT,
-    snapshot     TEXT
+    snapshot     TEXT,
+    seq          INTEGER,
+    prev_hash    TEXT,
+    hash         TEXT
 );
 CREATE INDEX IF NOT EXISTS calls_ts ON calls (ts);
 CREATE INDEX IF NOT EXISTS calls_session_ts ON calls (session_id, ts);
-CREATE INDEX IF NOT EXISTS calls_tool_ts ON calls (tool, ts);
-PRAGMA user_version = {SCHEMA_VERSION};
+CREATE INDEX IF NOT EXISTS calls_tool_ts ON calls (tool, ts)
 """
+# Version 1 to 2: rows already there keep NULL links ("before the chain started").
+_CHAIN_COLUMNS = """
+ALTER TABLE calls ADD COLUMN seq INTEGER;
+ALTER TABLE calls ADD COLUMN prev_hash TEXT;
+ALTER TABLE calls ADD COLUMN hash TEXT
+"""
+# One row: the last position and hash, and how many rows came before the chain
+# (NULL: a writer found the row gone and rebuilt it). Kept in the same transaction
+# as the rows, so records cut off the end of the table show as missing.
+_HEAD = "CREATE TABLE IF NOT EXISTS chain_head (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL, hash TEXT NOT NULL, before INTEGER)"
 
-_INSERT_HEAD = f"INSERT INTO calls ({', '.join(COLUMNS)}) VALUES "
-_ROW_MARKS = f"({', '.join('?' for _ in COLUMNS)})"
+_LINKED_COLUMNS = (*COLUMNS, "seq", "prev_hash", "hash")
+_INSERT_HEAD = f"INSERT INTO calls ({', '.join(_LINKED_COLUMNS)}) VALUES "
+_ROW_MARKS = f"({', '.join('?' for _ in _LINKED_COLUMNS)})"
 #: Rows per INSERT statement (fewer when the SQLite build allows fewer parameters).
 ROWS_PER_STATEMENT = 256
+
+
+__all__ = ["ROWS_PER_STATEMENT", "SCHEMA_VERSION", "AuditStoreError", "JsonlSink", "Sink", "SqliteSink"]
 
 
 class AuditStoreError(ToolrtError):
@@ -107,7 +127,7 @@ class SqliteSink:
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
         self._guard = threading.Lock()  # close() may come from another thread than write_batch()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not self.path.exists():
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
         conn = self._open()
@@ -146,17 +166,31 @@ class SqliteSink:
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if version == 0 and tables - {"calls"}:
-                raise AuditStoreError(f"{self.path}: is an SQLite database but not a toolrt audit database (tables: {', '.join(sorted(tables))})")
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
+            # Read again under the write lock: another process may have migrated meanwhile.
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version < SCHEMA_VERSION:
+                self._migrate(conn, version)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+
+    def _migrate(self, conn: sqlite3.Connection, version: int) -> None:
+        """Bring the schema from ``version`` to :data:`SCHEMA_VERSION` (inside a write transaction)."""
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if version == 0 and tables - {"calls", "chain_head"}:
+            raise AuditStoreError(f"{self.path}: is an SQLite database but not a toolrt audit database (tables: {', '.join(sorted(tables))})")
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(calls)")} if "calls" in tables else set()
+        for statement in _CALLS.split(";"):
+            conn.execute(statement)
+        if "seq" not in columns and columns:
+            for statement in _CHAIN_COLUMNS.split(";"):
+                conn.execute(statement)
+        conn.execute(_HEAD)
+        before = conn.execute("SELECT count(*) FROM calls").fetchone()[0]
+        conn.execute("INSERT OR IGNORE INTO chain_head (id, seq, hash, before) VALUES (1, 0, ?, ?)", (GENESIS, before))
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def _retry(self, action: Callable[[], None]) -> None:
         """Run ``action`` and again, with growing jittered sleeps, while the database
@@ -174,36 +208,70 @@ class SqliteSink:
             delay = min(delay * 2, 1.0)
 
     def write_batch(self, records: Sequence[AuditRecord]) -> None:
-        """Insert ``records`` in one transaction (all or none)."""
+        """Insert ``records`` in one transaction (all or none), each linked to the one before.
+
+        The link is made inside the write transaction, after ``BEGIN IMMEDIATE`` has
+        taken the write lock: the last position and hash are read from the head
+        there, so two processes (or two sinks) writing at once never fork the chain.
+        The JSON bodies are encoded before the lock is taken; only the hashing is
+        done under it.
+        """
         if not records:
             return
         rows = [record.to_row() for record in records]  # encode once, outside the retries
         with self._guard:
             conn = self._connection()
-
-            def insert() -> None:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    self._insert(conn, rows)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-
             try:
                 try:
-                    self._retry(insert)
+                    bodies = [row_json(row).encode("utf-8") for row in rows]
+                    self._retry(lambda: self._insert_linked(conn, rows, bodies))
                 except (UnicodeEncodeError, OverflowError, sqlite3.InterfaceError):
                     # One value SQLite cannot bind (a lone surrogate, a huge int) must
                     # not cost the whole batch: scrub every row and insert again.
                     rows = [scrub_row(row) for row in rows]
-                    self._retry(insert)
+                    bodies = [row_json(row).encode("utf-8") for row in rows]
+                    self._retry(lambda: self._insert_linked(conn, rows, bodies))
             except BaseException:
                 # Start the writer's retry on a fresh connection, in case this one
                 # is what broke (I/O error, file replaced underneath).
                 self._drop()
                 raise
+
+    def _insert_linked(self, conn: sqlite3.Connection, rows: list[tuple[object, ...]], bodies: list[bytes]) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            seq, prev = self._head(conn)
+            linked = []
+            for row, body in zip(rows, bodies, strict=True):
+                seq += 1
+                digest = link_hash(prev, seq, body)
+                linked.append((*row, seq, prev, digest))
+                prev = digest
+            self._insert(conn, linked)
+            conn.execute("UPDATE chain_head SET seq = ?, hash = ? WHERE id = 1", (seq, prev))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _head(self, conn: sqlite3.Connection) -> tuple[int, str]:
+        """The last position and hash (inside the write transaction). When the head
+        row was removed, the chain goes on from the last linked row, and the rebuilt
+        head says it was rebuilt, so that the verifier reports it."""
+        try:
+            found = conn.execute("SELECT seq, hash FROM chain_head WHERE id = 1").fetchone()
+        except sqlite3.OperationalError as err:
+            if "no such table" not in str(err):
+                raise
+            conn.execute(_HEAD)
+            found = None
+        if found is not None:
+            return int(found[0]), str(found[1])
+        last = conn.execute("SELECT seq, hash FROM calls WHERE seq IS NOT NULL ORDER BY id DESC LIMIT 1").fetchone()
+        seq, prev = (int(last[0]), str(last[1])) if last is not None else (0, GENESIS)
+        conn.execute("INSERT INTO chain_head (id, seq, hash, before) VALUES (1, ?, ?, NULL)", (seq, prev))
+        return seq, prev
 
     def _insert(self, conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
         # Multi-row INSERTs rather than executemany: the sqlite3 module lets go of the
@@ -220,7 +288,7 @@ class SqliteSink:
             limit = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
         except (AttributeError, sqlite3.Error):  # Python built without getlimit
             limit = 999  # the smallest default any SQLite build has had
-        return max(1, min(ROWS_PER_STATEMENT, limit // len(COLUMNS)))
+        return max(1, min(ROWS_PER_STATEMENT, limit // len(_LINKED_COLUMNS)))
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None or self._pid != os.getpid():
@@ -245,54 +313,3 @@ class SqliteSink:
 
     def __repr__(self) -> str:
         return f"SqliteSink({str(self.path)!r})"
-
-
-class JsonlSink:
-    """Audit records as JSON lines appended to a file, shared safely by processes.
-
-    Each batch is one ``write()`` of whole lines on an ``O_APPEND`` descriptor,
-    followed by ``fsync``. The descriptor is opened on first use and again after a
-    fork. ``fsync=False`` leaves flushing to the OS (faster; a power loss may then
-    lose more than the last batch).
-    """
-
-    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True) -> None:
-        self.path = Path(path)
-        self.fsync = fsync
-        self._fd: int | None = None
-        self._pid = 0
-        self._guard = threading.Lock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-
-    def write_batch(self, records: Sequence[AuditRecord]) -> None:
-        """Append one line per record with a single write, then fsync."""
-        if not records:
-            return
-        # "replace": a lone surrogate becomes "?" so that every line stays valid UTF-8.
-        data = "".join(f"{record.to_json()}\n" for record in records).encode("utf-8", "replace")
-        with self._guard:
-            fd = self._descriptor()
-            view = memoryview(data)
-            while view:
-                # A regular file takes the whole buffer in one write unless the disk
-                # is full or a signal interrupts; only then is the batch split.
-                written = os.write(fd, view)
-                view = view[written:]
-            if self.fsync:
-                os.fsync(fd)
-
-    def _descriptor(self) -> int:
-        if self._fd is None or self._pid != os.getpid():
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-            self._pid = os.getpid()
-        return self._fd
-
-    def close(self) -> None:
-        """Close the file (the next write reopens it)."""
-        with self._guard:
-            if self._fd is not None and self._pid == os.getpid():
-                os.close(self._fd)
-            self._fd = None
-
-    def __repr__(self) -> str:
-        return f"JsonlSink({str(self.path)!r})"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from runtime import Call, Runtime, Session
-from runtime.audit import query
+from runtime.audit import query, store_path
 from runtime.cli import main
 from runtime.settings import Settings
 
@@ -35,7 +35,7 @@ async def test_every_call_is_recorded_with_its_decision_and_status(runtime: Runt
     session = Session(id="s-1", user="dev", mode="accept_edits")
     await runtime.run_turn([Call("c1", "file_read", {"path": "a.txt"}), Call("c2", "file_read", {"path": ".env"}), Call("c3", "nope", {})], session)
     await runtime.close()
-    rows = query(tmp_path / "ws" / ".toolrt" / "audit.sqlite3", session="s-1")
+    rows = query(runtime.settings.audit_store, session="s-1")
     by_call = {row["call_id"]: row for row in rows}
     assert set(by_call) == {"c1", "c2", "c3"}
     assert (by_call["c1"]["status"], by_call["c1"]["decision"], by_call["c1"]["user"]) == ("ok", "allow", "dev")
@@ -46,7 +46,7 @@ async def test_every_call_is_recorded_with_its_decision_and_status(runtime: Runt
 async def test_writes_record_the_path_and_both_hashes(runtime: Runtime, tmp_path: Path) -> None:
     result = await runtime.call("file_edit", {"path": "a.txt", "mode": "append", "content": "two\n"}, Session(id="s", mode="accept_edits"))
     await runtime.close()
-    (row,) = query(tmp_path / "ws" / ".toolrt" / "audit.sqlite3", tool="file_edit")
+    (row,) = query(runtime.settings.audit_store, tool="file_edit")
     assert (row["path"], row["hash_before"], row["hash_after"]) == ("a.txt", result.metadata["hash_before"], result.metadata["hash_after"])
     assert row["hash_before"] != row["hash_after"]
 
@@ -55,7 +55,7 @@ async def test_arguments_are_stored_redacted(runtime: Runtime, tmp_path: Path) -
     secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     await runtime.call("file_edit", {"path": "a.txt", "mode": "append", "content": f"token {secret}\n"}, Session(id="s", mode="accept_edits"))
     await runtime.close()
-    (row,) = query(tmp_path / "ws" / ".toolrt" / "audit.sqlite3", tool="file_edit")
+    (row,) = query(runtime.settings.audit_store, tool="file_edit")
     stored = json.dumps(row["args"])
     assert secret not in stored and "[REDACTED:github_token]" in stored
 
@@ -66,7 +66,7 @@ async def test_the_audit_log_can_be_turned_off(tmp_path: Path) -> None:
     runtime = Runtime([tmp_path / "config"], workspace_root=tmp_path, settings=Settings(audit_sink="off"))
     await runtime.call("list_dir", {})
     await runtime.close()
-    assert runtime.audit is None and not (tmp_path / ".toolrt" / "audit.sqlite3").exists()
+    assert runtime.audit is None and not store_path(runtime.settings, tmp_path).exists()
 
 
 async def test_toolrt_audit_lists_calls_as_a_table_and_as_json(runtime: Runtime, tmp_path: Path) -> None:
@@ -76,7 +76,7 @@ async def test_toolrt_audit_lists_calls_as_a_table_and_as_json(runtime: Runtime,
     assert main(["audit", "--workspace", str(tmp_path / "ws"), "--session", "s-9"], stdout=out) == 0
     assert "file_read" in out.getvalue() and "s-9" in out.getvalue()
     out = io.StringIO()
-    assert main(["audit", "--store", str(tmp_path / "ws" / ".toolrt" / "audit.sqlite3"), "--format", "json", "--since", "1h"], stdout=out) == 0
+    assert main(["audit", "--store", str(runtime.settings.audit_store), "--format", "json", "--since", "1h"], stdout=out) == 0
     assert [row["tool"] for row in json.loads(out.getvalue())] == ["file_read"]
 
 
@@ -101,7 +101,7 @@ async def test_an_approved_call_is_recorded_with_the_arguments_that_ran_and_how_
     result = await runtime.call("run_command", {"command": "echo ORIGINAL-FROM-MODEL"}, Session(id="s"))
     await runtime.close()
     assert "EDITED-BY-PERSON" in result.content
-    (row,) = query(tmp_path / "ws" / ".toolrt" / "audit.sqlite3", tool="run_command")
+    (row,) = query(runtime.settings.audit_store, tool="run_command")
     assert row["args"] == {"command": "echo EDITED-BY-PERSON"}
     assert row["decision"] == "allow:approver"
 
@@ -116,7 +116,7 @@ async def test_a_call_that_finished_before_the_turn_was_cancelled_is_recorded(ru
     with pytest.raises(asyncio.CancelledError):
         await turn
     await runtime.close()
-    rows = {row["call_id"]: row for row in query(tmp_path / "ws" / ".toolrt" / "audit.sqlite3", session="s-c")}
+    rows = {row["call_id"]: row for row in query(runtime.settings.audit_store, session="s-c")}
     assert rows["a"]["status"] == "ok" and (tmp_path / "ws" / "b.txt").exists()
     assert rows["b"]["code"] == "cancelled"
 
@@ -124,7 +124,7 @@ async def test_a_call_that_finished_before_the_turn_was_cancelled_is_recorded(ru
 async def test_calls_that_were_not_executed_are_recorded_too(runtime: Runtime, tmp_path: Path) -> None:
     await runtime.run_turn([Call("d", "file_read", {"path": "a.txt"}), Call("d", "file_read", {"path": "a.txt"})], Session(id="s-d"))
     await runtime.close()
-    statuses = sorted(row["status"] for row in query(tmp_path / "ws" / ".toolrt" / "audit.sqlite3", session="s-d"))
+    statuses = sorted(row["status"] for row in query(runtime.settings.audit_store, session="s-d"))
     assert statuses == ["not_executed", "ok"]
 
 
@@ -158,7 +158,7 @@ async def test_a_child_process_writer_stores_redacted_records_and_survives_its_c
     sink._proc.wait()  # type: ignore[attr-defined]
     await runtime.call("file_read", {"path": "a.txt"}, edits)
     await runtime.close()
-    rows = query(tmp_path / "ws" / ".toolrt" / "audit.sqlite3", session="s-p")
+    rows = query(runtime.settings.audit_store, session="s-p")
     assert sorted(row["tool"] for row in rows) == ["file_edit", "file_read"]
     stored = json.dumps([row["args"] for row in rows])
     assert secret not in stored and "[REDACTED:github_token]" in stored and "git@github.com:org/x.git" in stored
