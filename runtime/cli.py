@@ -350,7 +350,7 @@ def _watch(args: argparse.Namespace, out: TextIO, err: TextIO, stop: threading.E
 def _audit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     settings = Settings()
     workspace = args.workspace if args.workspace is not None else settings.workspace_root
-    store = args.store if args.store is not None else store_path(settings, workspace)
+    store = args.store if args.store is not None else store_path(workspace, settings)
     if args.action == "verify":
         return _audit_verify(args, store, out, err)
     if args.anchor:

@@ -175,13 +175,13 @@ class Runtime:
         settings = self.settings
         paths = [*self._paths, *settings.pack_dirs, *builtin_pack_dirs()]
         paths += [self._under_workspace(settings.state_dir), self._under_workspace(settings.artifact_dir)]
-        paths += audit_paths(settings, self.workspace_root)  # the log, its WAL files and its chain head
+        paths += audit_paths(self.workspace_root, settings)  # the log, its WAL files and its chain head
         paths.append(lock_dir_for(settings, self.workspace_root))
         return [path if path.is_absolute() else Path.cwd() / path for path in paths]
 
     def audit_path(self) -> Path:
         """Where this runtime's audit log is (see :mod:`runtime.audit.location`)."""
-        return store_path(self.settings, self.workspace_root)
+        return store_path(self.workspace_root, self.settings)
 
     def _under_workspace(self, path: Path) -> Path:
         return path if path.is_absolute() else self.workspace_root / path

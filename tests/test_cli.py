@@ -294,9 +294,9 @@ def test_demo_with_a_missing_config_dir_exits_2(tmp_path: Path) -> None:
 
 
 def test_toolrt_call_writes_its_audit_record_before_it_exits(tmp_path) -> None:
-    from runtime.audit import query
+    from runtime.audit import query, store_path
 
     examples = Path(__file__).resolve().parents[1] / "examples" / "coding-agent"
     out = io.StringIO()
     assert main(["call", "--config", str(examples), "--workspace", str(tmp_path), "tool_search", "--args", '{"query": "read"}'], stdout=out) == 0
-    assert [row["tool"] for row in query(tmp_path / ".toolrt" / "audit.sqlite3")] == ["tool_search"]
+    assert [row["tool"] for row in query(store_path(tmp_path))] == ["tool_search"]

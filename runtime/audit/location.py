@@ -28,34 +28,37 @@ from runtime.settings import Settings
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def store_path(settings: Settings, workspace_root: str | os.PathLike[str]) -> Path:
-    """The audit log of the workspace at ``workspace_root``.
+def store_path(workspace_root: str | os.PathLike[str], settings: Settings | None = None) -> Path:
+    """The audit log of the workspace at ``workspace_root`` under ``settings``
+    (default: ``Settings()``, i.e. the ``TOOLRT_*`` environment).
 
     ``settings.audit_store`` absolute: used as given; relative (the default,
     ``audit.sqlite3``, or ``audit.jsonl`` when it is left unset and the sink is
     ``jsonl``): in :func:`audit_dir`. Creates nothing.
     """
+    settings = settings if settings is not None else Settings()
     configured = settings.audit_store.expanduser()
     if configured.is_absolute():
         return configured
     if "audit_store" not in settings.model_fields_set and settings.audit_sink == "jsonl":
         configured = Path("audit.jsonl")
-    return audit_dir(settings, workspace_root) / configured
+    return audit_dir(workspace_root, settings) / configured
 
 
-def audit_dir(settings: Settings, workspace_root: str | os.PathLike[str]) -> Path:
+def audit_dir(workspace_root: str | os.PathLike[str], settings: Settings | None = None) -> Path:
     """The directory of the workspace's audit log, outside the workspace (see the module docstring)."""
+    settings = settings if settings is not None else Settings()
     root = Path(workspace_root).resolve()
     digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
     label = _UNSAFE.sub("_", root.name)[:40].strip("._")
     return _state_home(settings, root) / "audit" / (f"{label}-{digest}" if label else digest)
 
 
-def own_paths(settings: Settings, workspace_root: str | os.PathLike[str]) -> list[Path]:
+def own_paths(workspace_root: str | os.PathLike[str], settings: Settings | None = None) -> list[Path]:
     """What toolrt writes for the workspace's audit log, for the paths the agent's tools
     must not touch: the log's own directory when it is the default one, else the log
     and the files SQLite and the chain keep beside it."""
-    store, directory = store_path(settings, workspace_root), audit_dir(settings, workspace_root)
+    store, directory = store_path(workspace_root, settings), audit_dir(workspace_root, settings)
     if store.resolve().is_relative_to(directory.resolve()):
         return [directory]
     return [store, *(store.with_name(store.name + suffix) for suffix in ("-wal", "-shm", "-journal", ".head"))]

@@ -66,7 +66,7 @@ async def test_the_audit_log_can_be_turned_off(tmp_path: Path) -> None:
     runtime = Runtime([tmp_path / "config"], workspace_root=tmp_path, settings=Settings(audit_sink="off"))
     await runtime.call("list_dir", {})
     await runtime.close()
-    assert runtime.audit is None and not store_path(runtime.settings, tmp_path).exists()
+    assert runtime.audit is None and not store_path(tmp_path, runtime.settings).exists()
 
 
 async def test_toolrt_audit_lists_calls_as_a_table_and_as_json(runtime: Runtime, tmp_path: Path) -> None:

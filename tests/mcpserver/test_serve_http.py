@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx2
 from mcpserver_support import EXTRA_TOOL, TIMEOUT_S, Notifications, StreamsOpened, answering, copy_config, http_server, http_session, stop, text_of
 
-from runtime.audit import query
+from runtime.audit import query, store_path
 
 
 async def test_http_lists_the_tools_and_answers_a_call_with_structured_content(tmp_path: Path) -> None:
@@ -83,7 +83,7 @@ async def test_sigterm_stops_the_http_server_cleanly_and_the_audit_log_has_every
             await client.call_tool("lookup_city", {"city": "Quito"})
             await client.call_tool("erase_disk", {})
         assert stop(process) == 0
-    rows = query(tmp_path / ".toolrt" / "audit.sqlite3")
+    rows = query(store_path(tmp_path))
     assert sorted((row["tool"], row["status"]) for row in rows) == [("erase_disk", "denied"), ("lookup_city", "ok")]
     (session_id,) = {row["session_id"] for row in rows}  # one toolrt session per MCP connection
     assert re.fullmatch(r"mcp-[0-9a-f]{16}", session_id)
