@@ -26,10 +26,12 @@ rule must not cover with a wildcard:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import posixpath
 import re
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,12 +61,13 @@ class Protected:
 
     path: Path
     yaml_only: bool = False
+    text: str = ""  # str(path), filled in by Where.of
 
-    def holds(self, real: Path) -> bool:
+    def holds_text(self, real: str) -> bool:
         """Whether the resolved path ``real`` is this path or inside it."""
-        if not real.is_relative_to(self.path):
+        if not _within(real, self.text):
             return False
-        return not self.yaml_only or real.suffix.lower() in (".yaml", ".yml")
+        return not self.yaml_only or real.lower().endswith((".yaml", ".yml"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,7 @@ class Where:
     root: Path | None = None
     protected: tuple[Protected, ...] = ()
     outside: str = "ask"
+    root_text: str | None = None  # str(root), filled in by Where.of
 
     @staticmethod
     def of(root: Path | str | None, protected: Sequence[Path | str] = (), outside: str = "ask") -> Where:
@@ -89,8 +93,8 @@ class Where:
                 candidate = resolved_root / candidate
             real = Path(os.path.realpath(candidate))
             yaml_only = resolved_root is not None and resolved_root.is_relative_to(real)
-            found.append(Protected(real, yaml_only))
-        return Where(resolved_root, tuple(dict.fromkeys(found)), outside)
+            found.append(Protected(real, yaml_only, str(real)))
+        return Where(resolved_root, tuple(dict.fromkeys(found)), outside, str(resolved_root) if resolved_root is not None else None)
 
     def deny_globs(self) -> tuple[str, ...]:
         """The protected paths inside the workspace as workspace deny globs (for the file tools)."""
@@ -155,12 +159,39 @@ class PlacedLine:
 
 def place(line: CommandLine, where: Where = NOWHERE, cwd: str = ".", text: str = "") -> PlacedLine:
     """Judge ``line`` (split from ``text``) as it would run in ``cwd`` (relative to the
-    workspace root) of ``where``. Never raises: a defect makes the line uncertain."""
+    workspace root) of ``where``. Never raises: a defect makes the line uncertain.
+
+    Agents send the same lines again and again, so a line without globs is remembered
+    with the paths it resolved; it is reused only while every one of those paths still
+    resolves to the same place (a link made since is seen)."""
+    key = (line, where, cwd, text)
+    cached = _recent.get(key)
+    if cached is not None and all(_resolve(path) == real for path, real in cached[1]):
+        return cached[0]
     try:
-        return _Placer(where, cwd, bool(_GLOB_STATE.search(text))).run(line)
+        placer = _Placer(where, cwd, bool(_GLOB_STATE.search(text)))
+        placed = placer.run(line)
     except Exception as err:  # noqa: BLE001 - a defect here must fail closed, never let a line through unjudged
         return PlacedLine(tuple(PlacedCommand(argv, {0: UNKNOWN}) for argv in line.commands),
                           f"the command line could not be checked (internal error: {type(err).__name__})")
+    if not placer.globbed:
+        if len(_recent) >= _RECENT_LINES:
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # another thread evicted first
+                _recent.pop(next(iter(_recent)))
+        _recent[key] = (placed, tuple(placer.resolved))
+    return placed
+
+
+_RECENT_LINES = 4096
+# (line, where, cwd, text) -> (the placed line, the (path, resolved) pairs it rests on)
+_recent: dict[tuple[CommandLine, Where, str, str], tuple[PlacedLine, tuple[tuple[str, str], ...]]] = {}
+
+
+def _resolve(path: str) -> str:
+    """A path with its symbolic links resolved: through ``_resolve_below`` when it is
+    written as ``root\0relative`` (the root already resolved), else realpath."""
+    root, separator, relative = path.partition("\0")
+    return _resolve_below(root, relative) if separator else os.path.realpath(path)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -178,6 +209,8 @@ class _Placer:
         self.entries_left = MAX_GLOB_ENTRIES
         self.protected: str | None = None
         self.outside: list[str] = []
+        self.globbed = False  # a glob was expanded: the result depends on the files present
+        self.resolved: list[tuple[str, str]] = []  # (path as _resolve reads it, what it resolved to)
 
     def run(self, line: CommandLine) -> PlacedLine:
         placed: list[PlacedCommand] = []
@@ -200,6 +233,7 @@ class _Placer:
                 notes.append(f"{what} is only known when the line runs")
             elif kind == GLOB:
                 matches = self._expand(argv[index])
+                self.globbed = True
                 if matches is None:
                     guards[index] = UNKNOWN
                     notes.append(f"the glob `{_short(argv[index])}` could not be expanded against the workspace")
@@ -282,31 +316,37 @@ class _Placer:
             notes.append(f"`{_short(argv[index])}` names a path outside the workspace")
 
     def _place(self, text: str, *, write: bool) -> str:
-        """"inside", "outside" or "protected" for a path's text."""
+        """"inside", "outside" or "protected" for a path's text (strings, not pathlib:
+        this runs for every path-like word of every command line)."""
         if text.startswith("~"):
             return "outside"
+        where = self.where
+        root = where.root_text
         if text.startswith("/"):
-            normal = posixpath.normpath(text)
-            if normal in _HARMLESS_DEVICES:
+            absolute = posixpath.normpath(text)
+            if absolute in _HARMLESS_DEVICES:
                 return "inside"
-            if any(normal == root or normal.startswith(root + "/") for root in _DEVICE_ROOTS):
+            if any(absolute == device or absolute.startswith(device + "/") for device in _DEVICE_ROOTS):
                 return "outside"
-            absolute = Path(normal)
         else:
             relative = posixpath.normpath(posixpath.join(self.cwd, text))
             if relative == ".." or relative.startswith("../"):
                 return "outside"
-            if self.where.root is None:
+            if root is None:
                 return "inside"
-            absolute = self.where.root / relative
-        root = self.where.root
-        real = Path(os.path.realpath(absolute)) if root is not None else absolute
-        for protected in self.where.protected:
-            if protected.holds(real) or (write and protected.path.is_relative_to(real)):
+            absolute = root if relative == "." else f"{root}/{relative}"
+        if root is None:
+            real = absolute
+        else:
+            path = absolute if text.startswith("/") else f"{root}\0{relative}"
+            real = _resolve(path)
+            self.resolved.append((path, real))
+        for protected in where.protected:
+            if protected.holds_text(real) or (write and _within(protected.text, real)):
                 return "protected"
         if root is None:
-            return "outside" if text.startswith("/") else "inside"
-        if real != root and not real.is_relative_to(root):
+            return "outside"  # an absolute path, and no workspace to hold it
+        if not _within(real, root):
             return "outside"
         return "inside"
 
@@ -365,6 +405,29 @@ class _Placer:
             if not self._walk(folder / name, rest, f"{prefix}{name}/", results):
                 return False
         return True
+
+
+def _resolve_below(root: str, relative: str) -> str:
+    """``root/relative`` with symbolic links resolved, for a resolved ``root``: one
+    ``lstat`` per component that exists (realpath would walk the root's own too)."""
+    if relative == ".":
+        return root
+    current = root
+    parts = relative.split("/")
+    for k, part in enumerate(parts):
+        current = f"{current}/{part}"
+        try:
+            mode = os.lstat(current).st_mode
+        except OSError:
+            return "/".join([current, *parts[k + 1 :]])  # the rest does not exist: nothing to follow
+        if stat.S_ISLNK(mode):
+            return os.path.realpath("/".join([current, *parts[k + 1 :]]))
+    return current
+
+
+def _within(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or below it (both absolute and normalised)."""
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def _has_wildcard(part: str) -> bool:

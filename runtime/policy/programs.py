@@ -19,6 +19,7 @@ their argv alone; what they do inside (``python script.py``, ``make``) is theirs
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -400,12 +401,15 @@ def text_operands(program: str) -> bool:
 
 
 def accesses(argv: Sequence[str]) -> tuple[Access, ...]:
-    """The items of ``argv`` that read or write a file, run code or change directory.
-
-    Also tells which operand is a pattern rather than a path: see :func:`pattern_operands`.
-    """
-    if not argv:
+    """The items of ``argv`` that read or write a file, run code or change directory
+    (remembered for recent commands: agents run the same ones again and again)."""
+    if not argv or argv[0] not in _TABLE:
         return ()
+    return _accesses(tuple(argv))
+
+
+@functools.lru_cache(maxsize=4096)
+def _accesses(argv: tuple[str, ...]) -> tuple[Access, ...]:
     program = _TABLE.get(argv[0])
     if program is None:
         return ()
@@ -439,13 +443,16 @@ def _tar_file_kind(argv: Sequence[str], found: list[Access]) -> None:
 
 
 def pattern_operands(argv: Sequence[str]) -> frozenset[int]:
-    """Indices of items that are a pattern or program text, not a path (grep's
-    first operand, sed's and awk's script)."""
-    if not argv:
+    """Indices of items that are not paths: a pattern or program text (grep's first
+    operand, sed's and awk's script) or a subcommand (``git diff``)."""
+    if not argv or argv[0] not in _TABLE:
         return frozenset()
-    program = _TABLE.get(argv[0])
-    if program is None:
-        return frozenset()
+    return _pattern_operands(tuple(argv))
+
+
+@functools.lru_cache(maxsize=4096)
+def _pattern_operands(argv: tuple[str, ...]) -> frozenset[int]:
+    program = _TABLE[argv[0]]
     operands: list[int] = []
     _scan(_tar_modes(argv) if program is _TAR else argv, 1, program, [], operands)
     return frozenset(operands)
@@ -463,6 +470,8 @@ def _scan(argv: Sequence[str], start: int, program: _Program, found: list[Access
         if options_end or item == "-" or not item.startswith("-") or len(item) < 2:
             if program.subcommands is not None and not operands and not options_end:
                 sub = program.subcommands.get(item)
+                if sub is not None or program is _GIT:
+                    patterns.append(i)
                 if sub is not None:
                     if sub.subcommand_rule is not None:
                         kind = sub.subcommand_rule(argv, i)

@@ -26,6 +26,7 @@ from runtime.config.compile import load_snapshot
 from runtime.pipeline.lookup import lookup
 from runtime.pipeline.validate import validate
 from runtime.policy.decision import PolicyPermitter
+from runtime.policy.placed import NOWHERE, Where
 from runtime.records import BoundCall, Call, Session, ValidatedCall
 from runtime.settings import Settings
 
@@ -77,8 +78,8 @@ def validated(snapshot: Any, name: str, args: dict[str, Any]) -> ValidatedCall:
     return result
 
 
-def per_call_us(snapshot: Any, call: ValidatedCall, n: int) -> list[float]:
-    permitter = PolicyPermitter()
+def per_call_us(snapshot: Any, call: ValidatedCall, n: int, where: Where = NOWHERE) -> list[float]:
+    permitter = PolicyPermitter(where)
     session = Session()
     samples = []
     for _ in range(10):
@@ -107,6 +108,12 @@ def main() -> int:
             cases[label] = (snapshot, validated(snapshot, tool, call_args))
         engine = next(iter(cases.values()))[0].cel_engine
         results = {label: statistics.median(per_call_us(snapshot, call, 20_000 if label != "200 matching" else 2_000)) for label, (snapshot, call) in cases.items()}
+        # The same line as the Runtime judges it: placed in a workspace (paths resolved,
+        # toolrt's own files protected), remembered while its paths resolve the same.
+        workspace = root / "workspace"
+        (workspace / "src").mkdir(parents=True)
+        where = Where.of(workspace, [root / "commands", workspace / ".toolrt"])
+        results["commands, ws"] = statistics.median(per_call_us(*cases["commands"], 20_000, where))
     base = results["none"]
     print(f"policy decision per call ({engine} CEL engine), median of 10 rounds:")
     for label, value in results.items():
