@@ -167,13 +167,15 @@ async def test_zero_orphans_over_50_timed_out_runs(record_property: pytest.Recor
 async def test_no_killed_descendant_is_still_alive_when_run_process_returns() -> None:
     # A double-forked grandchild that ignores SIGTERM and holds ~600 MB: SIGKILL takes a
     # few tens of milliseconds to tear it down, and run_process does not wait for that.
-    code = "import signal, sys\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nheld = []\nfor _ in range(6):\n    held.append(b'x' * 100_000_000)\n    print('.', flush=True)\nprint('ready', flush=True)\nsignal.pause()\n"
+    # It reports every 10 MB, so on a loaded machine the idle timeout (1 s) still only
+    # fires once it is ready and silent, never between two allocations.
+    code = "import signal, sys\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nheld = []\nfor _ in range(60):\n    held.append(b'x' * 10_000_000)\n    print('.', flush=True)\nprint('ready', flush=True)\nsignal.pause()\n"
     mark = marker()
     script = f'( ("{sys.executable}" -c "$CODE" &) & ) ; sleep 30'
     name, value = mark.split("=", 1)
     chunks: list[str] = []
     async with Watcher(mark) as watcher:
-        result = await run_process(["/bin/sh", "-c", script], cwd=Path("/tmp"), env={"PATH": os.environ["PATH"], name: value, "CODE": code}, total_s=10.0, idle_s=0.3, grace_s=0.05, on_output=chunks.append)
+        result = await run_process(["/bin/sh", "-c", script], cwd=Path("/tmp"), env={"PATH": os.environ["PATH"], name: value, "CODE": code}, total_s=30.0, idle_s=1.0, grace_s=0.05, on_output=chunks.append)
     alive = {pid for pid in watcher.seen if is_alive(pid)}
     left, _ = await settle(watcher, 2.0)
     kill_all(left)
