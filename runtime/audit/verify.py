@@ -157,7 +157,7 @@ class _Walk:
             return ChainBreak("altered", entry.index, link.seq or None, "its stored fields do not give its hash: it was changed after it was written")
         head = self.state.head
         if head is not None and link.seq > head.seq:
-            return ChainBreak("inserted", entry.index, link.seq, f"it is past the head of the chain (position {head.seq}): appended by something other than toolrt's writer")
+            return ChainBreak("inserted", entry.index, link.seq, f"it is past the head of the chain (position {head.seq}): appended by something other than toolrt's writer, or the head was moved back")
         if link.seq == self.expected and link.prev_hash == self.prev:
             anchored = self.anchors.get(link.seq)
             if anchored is not None and anchored != link.hash:
@@ -206,6 +206,8 @@ class _Walk:
         if first.link is None or second.link is None:  # pragma: no cover - both are linked
             raise ValueError("fork() needs linked entries")
         seq = second.link.seq
+        if second.link.hash == first.link.hash:
+            return ChainBreak("inserted", second.index, seq, f"it is a copy of the record before it ({self.where(first)}): inserted")
         following = self.entries.peek()
         if following is not None and following.link is not None:
             goes_on_from = following.link.prev_hash
