@@ -45,6 +45,7 @@ UNKNOWN = -2  # no allow rule covers the item
 LITERAL = -1  # only a pattern word without wildcards covers the item
 
 MAX_GLOB_MATCHES = 256
+_MAX_CWDS = 16  # directories a line's cd commands can have taken it to, tracked at most
 MAX_GLOB_ENTRIES = 20_000  # directory entries one line's globs may look at
 
 _DEVICE_ROOTS = ("/proc", "/sys", "/dev")
@@ -205,6 +206,7 @@ class _Placer:
     def __init__(self, where: Where, cwd: str, glob_state: bool) -> None:
         self.where = where
         self.cwd = posixpath.normpath(cwd or ".")
+        self.cwds = [self.cwd]  # where the line may be: the start, and wherever a cd took it
         self.glob_state = glob_state  # the line may set dotglob & co.: expand as the worst case
         self.entries_left = MAX_GLOB_ENTRIES
         self.protected: str | None = None
@@ -217,6 +219,7 @@ class _Placer:
         shapes = line.shapes or tuple("l" * len(argv) for argv in line.commands)
         for argv, shape in zip(line.commands, shapes, strict=True):
             placed.extend(self._command(argv, shape))
+            self._moved(argv, shape)
         return PlacedLine(tuple(placed), line.problem, self.protected, tuple(dict.fromkeys(self.outside)))
 
     # -- one command ----------------------------------------------------------------
@@ -316,8 +319,32 @@ class _Placer:
             notes.append(f"`{_short(argv[index])}` names a path outside the workspace")
 
     def _place(self, text: str, *, write: bool) -> str:
-        """"inside", "outside" or "protected" for a path's text (strings, not pathlib:
-        this runs for every path-like word of every command line)."""
+        """"inside", "outside" or "protected" for a path's text, from every directory the
+        line may be in by then (``cd`` moves it): the worst of them counts."""
+        if len(self.cwds) == 1 or text.startswith(("/", "~")):
+            return self._place_from(self.cwd, text, write=write)
+        places = {self._place_from(cwd, text, write=write) for cwd in self.cwds}
+        return next(place for place in ("protected", "outside", "inside") if place in places)
+
+    def _moved(self, argv: tuple[str, ...], shape: str) -> None:
+        """After ``cd DIR`` (or ``pushd``), later paths may be relative to DIR too."""
+        if not argv or argv[0] not in ("cd", "pushd"):
+            return
+        operands = [(k, item) for k, item in enumerate(argv[1:], 1) if not item.startswith("-") or item == "-"]
+        if not operands or shape[operands[0][0]] != "l" or operands[0][1] in ("-", "~"):
+            target = "~"  # home, the previous directory or a run-time value: somewhere unknown
+        else:
+            target = operands[0][1]
+        moved = [target if target.startswith(("/", "~")) else posixpath.normpath(posixpath.join(cwd, target)) for cwd in self.cwds]
+        self.cwds = list(dict.fromkeys([*self.cwds, *moved]))[:_MAX_CWDS]
+
+    def _place_from(self, cwd: str, text: str, *, write: bool) -> str:
+        """"inside", "outside" or "protected" for a path's text read from ``cwd`` (strings,
+        not pathlib: this runs for every path-like word of every command line)."""
+        if cwd.startswith("~"):
+            return "outside"
+        if not text.startswith(("/", "~")) and cwd.startswith("/"):
+            text = posixpath.join(cwd, text)
         if text.startswith("~"):
             return "outside"
         where = self.where
@@ -329,7 +356,7 @@ class _Placer:
             if any(absolute == device or absolute.startswith(device + "/") for device in _DEVICE_ROOTS):
                 return "outside"
         else:
-            relative = posixpath.normpath(posixpath.join(self.cwd, text))
+            relative = posixpath.normpath(posixpath.join(cwd, text))
             if relative == ".." or relative.startswith("../"):
                 return "outside"
             if root is None:

@@ -499,6 +499,8 @@ def _scan(argv: Sequence[str], start: int, program: _Program, found: list[Access
         if item.startswith("--") or program.long_single_dash:
             name, equals, attached = item.partition("=")
             option = program.options.get(name)
+            if option is None and name.startswith("--"):
+                option = _abbreviated(program, name)
             if option is None:
                 i += 1
                 continue
@@ -547,6 +549,21 @@ def _scan(argv: Sequence[str], start: int, program: _Program, found: list[Access
             found.extend(Access(k, program.operands, "operand", argv[k]) for k in files)
         elif program.last_operand is not None and len(files) >= 2:
             found.append(Access(files[-1], program.last_operand, "operand", argv[files[-1]]))
+
+
+_RANK = {None: 0, DIR: 1, READ: 2, WRITE: 3, CODE: 4}
+
+
+def _abbreviated(program: _Program, name: str) -> _Option | None:
+    """The option a long-option prefix stands for: getopt_long and git accept any
+    unambiguous prefix (``--out=x`` is ``--output=x``). When several options start so,
+    the one that does the most counts (the program may take either)."""
+    if len(name) < 3:
+        return None
+    candidates = [option for full, option in program.options.items() if full.startswith(name) and full.startswith("--")]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda option: _RANK[option.kind])
 
 
 def _record(found: list[Access], option: _Option, name: str, option_index: int, value: str | None, *, named: int) -> None:
