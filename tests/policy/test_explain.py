@@ -127,3 +127,36 @@ def test_explain_never_runs_the_handler(tmp_path: Path) -> None:
 def test_explain_refuses_what_validation_refuses_before_any_rule(config: Path) -> None:
     _, out, _ = explain(config, "write_note", "--args", '{"path": "notes/a", "text": "t", "n": 1000000000000000000000000000000}')
     assert "64-bit" in out and "stops at validate" in out and "decision" not in out
+
+
+ALLOW_READS = "    - {name: reads, effect: allow, tools: [sh], commands: ['cat *', 'git diff *', 'ls *']}\n"
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        ("cat ${IFS}.env", "word      `${IFS}.env` is only known when the line runs"),
+        ("ls -A | xargs cat", "word      the input xargs appends is only known when the line runs"),
+        ("git diff --output=.git/config", "word      `--output=.git/config` writes a file"),
+        ("cat /etc/passwd", "word      `/etc/passwd` names a path outside the workspace"),
+        ("cat src/*.py", None),
+    ],
+)
+def test_explain_names_the_word_or_option_no_wildcard_allow_covers(tmp_path: Path, line: str, shown: str | None) -> None:
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "c.yaml").write_text(CONFIG.replace("python:nowhere_module_that_must_not_run:write", "builtin:tool_search") + ALLOW_READS)
+    workspace = tmp_path / "ws"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "src" / "a.py").write_text("x")
+    _, out, _ = explain(config, "sh", "--workspace", str(workspace), "--args", json.dumps({"line": line}))
+    if shown is None:  # a glob whose matches are all allowed: judged through its expansion
+        assert "commands  cat src/*.py; cat src/a.py" in out and "decision  ALLOW" in out, out
+    else:
+        assert shown in out, out
+        assert "decision  ASK" in out, out
+
+
+def test_explain_names_toolrts_own_files_as_the_reason_for_a_denial(tmp_path: Path, config: Path) -> None:
+    _, out, _ = explain(config, "sh", "--workspace", str(config), "--args", json.dumps({"line": "echo x > evil.yaml"}))
+    assert "decision  DENY" in out and "toolrt's own files" in out, out
