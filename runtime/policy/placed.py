@@ -292,8 +292,8 @@ class _Placer:
                 continue
             item = argv[index]
             if item.startswith("-"):
-                if "=" in item:
-                    yield index  # --opt=value: judged by the value
+                if "=" in item or (not item.startswith("--") and len(item) > 2 and item[2] in "/~."):
+                    yield index  # --opt=value, -oVALUE: judged by the value
                 continue
             yield index
 
@@ -311,7 +311,7 @@ class _Placer:
             self.protected = self.protected or f"`{_short(argv[index])}` names toolrt's own files (config, audit log, artifacts or state)"
             return
         if place == "outside":
-            self.outside.append(argv[index])
+            self.outside.append(text)
             if self.where.outside == "allow":
                 return
             if guards.get(index, 0) >= 0:
@@ -489,9 +489,11 @@ def _glob_regex(part: str, loose: bool) -> re.Pattern[str]:
 
 
 def _path_text(item: str) -> str:
-    """The path an item names: the value of ``--opt=value``, else the item."""
+    """The path an item names: the value of ``--opt=value`` or of ``-oVALUE``, else the item."""
     if item.startswith("-") and "=" in item:
         return item.partition("=")[2]
+    if item.startswith("-") and not item.startswith("--") and len(item) > 2:
+        return item[2:]
     return item
 
 

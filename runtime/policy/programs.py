@@ -166,7 +166,7 @@ _GIT = _Program(
     subcommands={
         **{name: _Program(options=_GIT_DIFF) for name in ("diff", "log", "show", "whatchanged", "range-diff", "diff-tree", "diff-files", "diff-index")},
         "format-patch": _Program(options={**_GIT_DIFF, **_opts(("-o --output-directory", WRITE, "yes"))}),
-        "grep": _Program(options=_opts(("-O --open-files-in-pager", CODE, "attached"), ("-f", READ, "yes"), ("-e", None, "yes"))),
+        "grep": _Program(options=_opts(("-O --open-files-in-pager", CODE, "attached"), ("-f", READ, "yes"), ("-e", None, "yes")), pattern_first=True),
         "fetch": _Program(options=_GIT_FETCH),
         "pull": _Program(options=_GIT_FETCH),
         "clone": _Program(options=_GIT_FETCH),
@@ -444,7 +444,8 @@ def _tar_file_kind(argv: Sequence[str], found: list[Access]) -> None:
 
 def pattern_operands(argv: Sequence[str]) -> frozenset[int]:
     """Indices of items that are not paths: a pattern or program text (grep's first
-    operand, sed's and awk's script) or a subcommand (``git diff``)."""
+    operand, sed's and awk's script), a subcommand (``git diff``), or the value of an
+    option that is not a file (``grep -e PATTERN``, ``sort -k 2``)."""
     if not argv or argv[0] not in _TABLE:
         return frozenset()
     return _pattern_operands(tuple(argv))
@@ -509,6 +510,8 @@ def _scan(argv: Sequence[str], start: int, program: _Program, found: list[Access
             if not equals and option.value == "yes" and i + 1 < count:
                 value = argv[i + 1]
                 i += 1
+                if option.kind not in (READ, WRITE, DIR):
+                    patterns.append(i)  # a pattern, a number, code: not a path
             i += 1
             given_pattern = given_pattern or name in ("--regexp", "--file", "--expression")
             _record(found, option, name, option_index, value, named=len(name))
@@ -529,6 +532,8 @@ def _scan(argv: Sequence[str], start: int, program: _Program, found: list[Access
                 _record(found, option, name, i - 1, attached or None, named=j + 1)
             elif i < count:
                 _record(found, option, name, i - 1, argv[i], named=j + 1)
+                if option.kind not in (READ, WRITE, DIR):
+                    patterns.append(i)  # a pattern, a number, code: not a path
                 i += 1
             break
     if operands:
