@@ -186,9 +186,15 @@ class _Evaluation:
         if line is not None and line.outside and self.where.outside == "deny":
             return Decision("deny", reason=f"{_quote_words(line.outside)} names a path outside the workspace, and commands outside it are denied (setting commands_outside_workspace)")
         decision = self._decided(rules)
-        if line is not None and decision.effect == "allow" and decision.rule is None and line.outside and self.where.outside == "ask":
-            # Allowed by the mode, not by a rule: a path outside the workspace still asks.
+        if line is None or decision.effect != "allow" or decision.rule is not None:
+            return decision
+        # Allowed by the mode, not by a rule. A path outside the workspace still asks in
+        # every mode; a word only known at run time asks in every mode but bypass.
+        if line.outside and self.where.outside == "ask":
             return Decision("ask", reason=f"{_quote_words(line.outside)} names a path outside the workspace, so a person approves it", warnings=decision.warnings)
+        unjudged = _unjudged(line)
+        if unjudged is not None and self.session.mode != "bypass":
+            return Decision("ask", reason=f"{unjudged}, so a person approves the line", warnings=decision.warnings)
         return decision
 
     def _decided(self, rules: Sequence[CompiledPolicyRule]) -> Decision:
