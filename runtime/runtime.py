@@ -17,6 +17,7 @@ from loguru import logger
 from runtime.audit import AuditRecord, AuditWriter, JsonlSink, Sink, SqliteSink
 from runtime.audit.location import inside, store_path
 from runtime.audit.location import own_paths as audit_paths
+from runtime.audit.location import workspace_dir
 from runtime.audit.remote import ProcessSink
 from runtime.config.cache import CompileCache
 from runtime.config.compile import BuildResult, build_snapshot
@@ -114,10 +115,10 @@ class Runtime:
         self._id_prefix = f"req_{uuid.uuid4().hex[:8]}_"
         self._turns = itertools.count(1)
         self.approver = approver
+        self.artifacts = artifacts if artifacts is not None else ArtifactStore(self.artifact_path())
         # toolrt's own files are out of reach of the agent's command lines and file tools.
         self.where = Where.of(self.workspace_root, self.protected_paths(), self.settings.commands_outside_workspace)
         self.permitter: Permitter = permitter or PolicyPermitter(self.where)
-        self.artifacts = artifacts if artifacts is not None else ArtifactStore(self._under_workspace(self.settings.artifact_dir))
         self.jobs = JobRegistry()
         self.grants = SessionGrants()  # "allow for this session" answers, per session id
         self.metrics = Metrics()  # runtime.metrics.snapshot() / .prometheus()
@@ -174,10 +175,18 @@ class Runtime:
         the config and pack directories, the state, artifact, lock and audit paths."""
         settings = self.settings
         paths = [*self._paths, *settings.pack_dirs, *builtin_pack_dirs()]
-        paths += [self._under_workspace(settings.state_dir), self._under_workspace(settings.artifact_dir)]
+        paths += [self._under_workspace(settings.state_dir), self.artifacts.root]
         paths += audit_paths(self.workspace_root, settings)  # the log, its WAL files and its chain head
         paths.append(lock_dir_for(settings, self.workspace_root))
         return [path if path.is_absolute() else Path.cwd() / path for path in paths]
+
+    def artifact_path(self) -> Path:
+        """Where truncated outputs are stored: the ``artifact_dir`` setting, else a folder
+        of this workspace's own in the state directory (see :mod:`runtime.audit.location`)."""
+        configured = self.settings.artifact_dir
+        if configured is not None:
+            return self._under_workspace(configured)
+        return workspace_dir(self.workspace_root, "artifacts", self.settings)
 
     def audit_path(self) -> Path:
         """Where this runtime's audit log is (see :mod:`runtime.audit.location`)."""

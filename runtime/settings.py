@@ -43,7 +43,13 @@ class Settings(BaseSettings):
     config_dir: Path = Field(default=Path("toolrt.d"), description="Directory of YAML config documents.")
     workspace_root: Path = Field(default=Path("."), description="Root that every path argument must stay inside.")
     state_dir: Path = Field(default=Path(".toolrt"), description="Runtime state: locks, caches.")
-    artifact_dir: Path = Field(default=Path(".toolrt/artifacts"), description="Where truncated outputs are stored.")
+    artifact_dir: Path | None = Field(
+        default=None,
+        description=(
+            "Where truncated outputs are stored. Unset: a folder of the workspace's own in the state directory,"
+            " outside the workspace where the agent's tools reach (like the audit log); relative: under the workspace root."
+        ),
+    )
     audit_store: Path = Field(
         default=Path("audit.sqlite3"),
         description="The audit log. Relative: in a directory of the workspace's own under the state directory (runtime.audit.location), outside the workspace where the agent's tools reach; absolute: used as given. Left unset with audit_sink=jsonl: audit.jsonl.",

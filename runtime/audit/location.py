@@ -47,11 +47,17 @@ def store_path(workspace_root: str | os.PathLike[str], settings: Settings | None
 
 def audit_dir(workspace_root: str | os.PathLike[str], settings: Settings | None = None) -> Path:
     """The directory of the workspace's audit log, outside the workspace (see the module docstring)."""
+    return workspace_dir(workspace_root, "audit", settings)
+
+
+def workspace_dir(workspace_root: str | os.PathLike[str], kind: str, settings: Settings | None = None) -> Path:
+    """A directory of the workspace's own for ``kind`` (``audit``, ``artifacts``) in the
+    state directory, outside the workspace: ``<state>/<kind>/<name>-<hash>``."""
     settings = settings if settings is not None else Settings()
     root = Path(workspace_root).resolve()
     digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
     label = _UNSAFE.sub("_", root.name)[:40].strip("._")
-    return _state_home(settings, root) / "audit" / (f"{label}-{digest}" if label else digest)
+    return _state_home(settings, root) / kind / (f"{label}-{digest}" if label else digest)
 
 
 def own_paths(workspace_root: str | os.PathLike[str], settings: Settings | None = None) -> list[Path]:

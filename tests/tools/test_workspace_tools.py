@@ -151,9 +151,11 @@ async def test_a_failing_command_reports_its_exit_code_and_output(runtime: Runti
     assert result.status is Status.error and "exited with code 3" in result.content and "oops" in result.content
 
 
-async def test_lock_files_stay_out_of_the_workspace(runtime: Runtime, workspace: Path) -> None:
+async def test_lock_files_audit_log_and_artifacts_stay_out_of_the_workspace(runtime: Runtime, workspace: Path) -> None:
     await runtime.call("file_edit", {"path": "new.txt", "mode": "replace", "content": "hi\n"}, EDITS)
-    assert sorted(p.name for p in workspace.iterdir()) == [".env", ".toolrt", "new.txt", "src"]  # .toolrt: the audit log
+    await runtime.call("run_command", {"command": "seq 1 100000"}, BYPASS)  # long enough to become an artifact
+    await runtime.close()
+    assert sorted(p.name for p in workspace.iterdir()) == [".env", "new.txt", "src"]
     assert not list(workspace.rglob("*.lock")) and not list(workspace.rglob(".toolrt-tmp-*"))
 
 
