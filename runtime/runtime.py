@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from loguru import logger
 
 from runtime.audit import AuditRecord, AuditWriter, JsonlSink, Sink, SqliteSink
-from runtime.audit.location import inside, store_path
+from runtime.audit.location import inside, store_path, workspace_dir
 from runtime.audit.location import own_paths as audit_paths
-from runtime.audit.location import workspace_dir
 from runtime.audit.remote import ProcessSink
 from runtime.config.cache import CompileCache
 from runtime.config.compile import BuildResult, build_snapshot
