@@ -121,6 +121,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address to listen on (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765; 0 picks a free one)")
     serve.add_argument("--watch", action=argparse.BooleanOptionalAction, default=None, help="hot-reload config edits and tell clients when the tools change (default: the hot_reload setting)")
+    serve.add_argument(
+        "--token", default=None,
+        help="HTTP: every request must send `Authorization: Bearer TOKEN` (default: TOOLRT_SERVE_TOKEN; prefer it, a flag shows in the process list); "
+        "required for a --host other machines can reach",
+    )
+    serve.add_argument("--allow-host", action="append", default=[], metavar="NAME", help="HTTP: a host name clients use to reach the server, besides loopback and --host (repeatable)")
+    serve.add_argument("--session-idle-timeout", type=float, default=1800.0, metavar="SECONDS", help="HTTP: end a session idle this long (default 1800)")
+    serve.add_argument("--max-sessions", type=int, default=1000, metavar="N", help="HTTP: at most N sessions; at the limit the least recently used idle one ends (default 1000)")
 
     demo = sub.add_parser("demo", help="run a scripted coding-agent session through the shipped example (local, a few seconds)")
     demo.add_argument("--config", type=Path, default=None, help="example config directory")
@@ -412,10 +420,20 @@ def _serve(args: argparse.Namespace, err: TextIO) -> int:
         return EXIT_USAGE
     try:
         from runtime import mcpserver
+        from runtime.mcpserver.httpguard import HttpLimits, token_from_environment
+        from runtime.mcpserver.transports import check_exposure
     except ImportError as error:
         if (error.name or "").split(".")[0] not in ("mcp", "mcp_types", "uvicorn", "starlette"):
             raise
         err.write(f"toolrt serve needs the MCP SDK ({error.name} is not installed): pip install 'toolrt[mcp]'\n")
+        return EXIT_USAGE
+    try:
+        token = args.token if args.token is not None else token_from_environment()
+        limits = HttpLimits(idle_s=args.session_idle_timeout, max_sessions=args.max_sessions, token=token, allowed_hosts=tuple(args.allow_host))
+        if args.transport == "http":
+            check_exposure(args.host, limits)  # before anything starts
+    except ValueError as error:
+        err.write(f"toolrt serve: {error}\n")
         return EXIT_USAGE
     try:
         settings = Settings()
@@ -433,9 +451,6 @@ def _serve(args: argparse.Namespace, err: TextIO) -> int:
         logger.remove(0)
     configure_logs(settings, sink=err)
     watch = settings.hot_reload if args.watch is None else args.watch
-    if args.transport == "http" and not mcpserver.is_loopback(args.host):
-        err.write(f"toolrt serve: warning: listening on {args.host}, which other machines may reach; MCP requests are not authenticated\n")
-
     def ready(url: str) -> None:
         err.write(f"toolrt serve: MCP over streamable HTTP at {url} (stop with Ctrl-C)\n")
         err.flush()
@@ -447,7 +462,7 @@ def _serve(args: argparse.Namespace, err: TextIO) -> int:
             with contextlib.suppress(NotImplementedError, RuntimeError):  # no signal handlers on this platform or thread
                 loop.add_signal_handler(signum, stop.set)
         try:
-            await mcpserver.serve(runtime, transport=args.transport, host=args.host, port=args.port, watch=watch, stop=stop, on_ready=ready)
+            await mcpserver.serve(runtime, transport=args.transport, host=args.host, port=args.port, watch=watch, stop=stop, on_ready=ready, limits=limits)
         finally:
             await runtime.close()  # the last audit records are written before the process ends
 

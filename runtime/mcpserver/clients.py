@@ -62,6 +62,13 @@ class Clients:
         client.channel = ctx.session
         return client.session
 
+    def end(self, key: str) -> None:
+        """Forget the connection ``key`` (``http:<Mcp-Session-Id>``) whose transport ended,
+        and end its toolrt session."""
+        client = self._clients.pop(key, None)
+        if client is not None and self._forget is not None:
+            self._forget(client.session.id)
+
     async def notify_tools_changed(self) -> int:
         """Send ``notifications/tools/list_changed`` to every connected client; return how many
         were sent. A client whose connection is gone is forgotten."""

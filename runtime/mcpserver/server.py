@@ -103,6 +103,11 @@ class ToolServer:
         self._pending.add(task)  # keep a reference until it is done
         task.add_done_callback(self._pending.discard)
 
+    def end_http_session(self, transport_session_id: str) -> None:
+        """The HTTP session ``transport_session_id`` ended (expired, evicted or deleted by
+        its client): forget its client, and end its toolrt session (grants, quotas)."""
+        self.clients.end(f"http:{transport_session_id}")
+
     # -- handlers ---------------------------------------------------------------
 
     async def _initialized(self, ctx: ServerRequestContext[Any, Any], params: types.NotificationParams) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import os
 import socket
 import sys
@@ -19,12 +20,13 @@ import anyio
 import uvicorn
 from mcp.server.stdio import stdio_server
 
+from runtime.mcpserver.httpguard import HttpGuard, HttpLimits, security_settings
 from runtime.mcpserver.server import ToolServer
 from runtime.runtime import Runtime
 
 MCP_PATH = "/mcp"
 _GRACEFUL_S = 3  # open SSE streams are closed after this long at shutdown
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_WILDCARDS = ("", "0.0.0.0", "::", "[::]")  # every interface: no one name the clients use
 
 
 class _StdinLines:
@@ -100,19 +102,43 @@ async def _serve_stdio(tools: ToolServer, stop: asyncio.Event, lines: _StdinLine
         group.cancel_scope.cancel()  # stdin ended: the client is gone
 
 
-async def serve_http(tools: ToolServer, stop: asyncio.Event, *, host: str, port: int, on_ready: Callable[[str], None] | None = None) -> None:
+async def serve_http(
+    tools: ToolServer,
+    stop: asyncio.Event,
+    *,
+    host: str,
+    port: int,
+    limits: HttpLimits | None = None,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
     """Serve streamable HTTP at ``http://host:port/mcp`` until ``stop`` is set.
 
     The socket is bound before anything else, so a port in use raises ``OSError``
     here. ``on_ready`` gets the endpoint's URL (with the real port when ``port`` is 0)
-    once requests are accepted. On a loopback host, requests whose Host or Origin
-    header is not loopback are refused (DNS rebinding protection)."""
+    once requests are accepted. Every request's Host and Origin must name loopback,
+    ``host`` or one of ``limits.allowed_hosts`` (DNS rebinding protection); with
+    ``limits.token`` every request must carry it as a bearer token; sessions expire and
+    are capped as :class:`HttpLimits` says (see :mod:`runtime.mcpserver.httpguard`).
+    A ``host`` other machines can reach is refused (``ValueError``) without a token."""
+    limits = limits or HttpLimits()
+    check_exposure(host, limits)
+    names = limits.allowed_hosts if is_loopback(host) or host in _WILDCARDS else (host, *limits.allowed_hosts)
+    security = security_settings(tuple(names))
     with _bound(host, port) as sock:
-        app = tools.server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+        app = tools.server.streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            host=host,
+            transport_security=security,
+            # The guard ends idle sessions first; the SDK's own limits are the backstop.
+            session_idle_timeout=limits.idle_s * 2,
+            max_sessions=limits.max_sessions,
+        )
+        guard = HttpGuard(app, path=MCP_PATH, limits=limits, security=security, on_session_end=tools.end_http_session)
         # log_config=None: the application, not the library, decides where logs go.
-        server = _QuietServer(uvicorn.Config(app, log_config=None, lifespan="on", timeout_graceful_shutdown=_GRACEFUL_S))
+        server = _QuietServer(uvicorn.Config(guard, log_config=None, lifespan="on", timeout_graceful_shutdown=_GRACEFUL_S))
         serving = asyncio.create_task(server.serve(sockets=[sock]))
         stopping = asyncio.create_task(stop.wait())
+        sweeping = asyncio.create_task(guard.sweep())
         try:
             while not server.started and not serving.done():
                 await asyncio.sleep(0.02)
@@ -122,10 +148,29 @@ async def serve_http(tools: ToolServer, stop: asyncio.Event, *, host: str, port:
         finally:
             server.should_exit = True
             stopping.cancel()
+            sweeping.cancel()
             try:
                 await serving
             except SystemExit as exit_:  # uvicorn exits the process on a failed start; we report it instead
                 raise OSError(f"the MCP HTTP server could not start on {host}:{port} (exit code {exit_.code})") from None
+
+
+def check_exposure(host: str, limits: HttpLimits) -> None:
+    """``ValueError`` (saying what to do) when serving on ``host`` with ``limits`` would be unsafe:
+    a host other machines can reach without a token, or every interface without the
+    names clients will use (their Host header would be refused)."""
+    if is_loopback(host):
+        return
+    if limits.token is None:
+        raise ValueError(
+            f"host {host} can be reached from other machines, so requests must carry a token: set one "
+            "(toolrt serve: TOOLRT_SERVE_TOKEN or --token); clients send it as `Authorization: Bearer <token>`"
+        )
+    if host in _WILDCARDS and not limits.allowed_hosts:
+        raise ValueError(
+            f"host {host or '(empty)'} listens on every interface: name the host names clients use to reach it "
+            "(toolrt serve: --allow-host NAME); requests whose Host header names anything else are refused"
+        )
 
 
 @contextlib.contextmanager
@@ -174,8 +219,13 @@ def _url(host: str, port: int) -> str:
 
 
 def is_loopback(host: str) -> bool:
-    """True for the hosts that only this machine can reach."""
-    return host in _LOOPBACK
+    """True for the hosts that only this machine can reach (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to anything
 
 
 async def serve(
@@ -187,15 +237,19 @@ async def serve(
     watch: bool = True,
     stop: asyncio.Event | None = None,
     on_ready: Callable[[str], None] | None = None,
+    limits: HttpLimits | None = None,
 ) -> None:
     """Serve ``runtime``'s tools on ``transport`` (``stdio`` or ``http``) until the client
-    goes (stdio) or ``stop`` is set.
+    goes (stdio) or ``stop`` is set. ``limits``: the HTTP server's token, session expiry
+    and cap, and allowed host names (see :class:`HttpLimits`).
 
     With ``watch``, config edits are hot-reloaded and the clients are told when the tool
     list changes (build the runtime with ``watch=False``: this starts the watcher). The
     runtime is not closed here: its owner closes it (``Runtime.close``) afterwards."""
     if transport not in ("stdio", "http"):
         raise ValueError(f"unknown MCP transport {transport!r}; use stdio or http")
+    if transport == "http":
+        check_exposure(host, limits or HttpLimits())  # before anything starts
     stop = stop or asyncio.Event()
     tools = ToolServer(runtime, stdio=transport == "stdio")
     if watch:
@@ -203,4 +257,4 @@ async def serve(
     if transport == "stdio":
         await serve_stdio(tools, stop)
     else:
-        await serve_http(tools, stop, host=host, port=port, on_ready=on_ready)
+        await serve_http(tools, stop, host=host, port=port, limits=limits, on_ready=on_ready)
