@@ -7,11 +7,14 @@ the record before it (``prev_hash``; :data:`GENESIS` for the first) and its own
 
     hash = SHA-256( prev_hash "\\n" seq "\\n" body )
 
-``body`` is the record's stored fields as one JSON object, UTF-8
-(:func:`runtime.audit.record.row_json`): the JSON-lines sink writes exactly that
-text, and a row read back from SQLite gives exactly that text again. So changing any
-stored field, or the position or link of a record, changes what its hash should be;
-deleting, reordering or inserting records breaks the links between them. The store
+``body`` is the record's stored fields, UTF-8, exactly as they can be read back: in
+a JSON-lines log, the record's JSON object as written (:func:`runtime.audit.record.row_json`,
+the line without the three chain keys); in SQLite, the row's columns in
+:data:`~runtime.audit.record.COLUMNS` order as one compact JSON array
+(:func:`row_body`; cheaper to make than the object, and the row read back gives the
+same array). So changing any stored field, or the position or link of a record,
+changes what its hash should be; deleting, reordering or inserting records breaks the
+links between them. The store
 also keeps a *head* outside the records (the last position and hash, and how many
 records came before the chain started) so that cutting records off the end shows
 too: a ``chain_head`` table in the same transaction, or a ``.head`` file beside a
@@ -27,9 +30,15 @@ catch that. :mod:`runtime.audit.verify` walks the chain.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+# The C encoder (no indent); tuples and lists both become arrays.
+_ARRAY = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 #: The ``prev_hash`` of the first record of a chain.
 GENESIS = "0" * 64
@@ -38,6 +47,15 @@ GENESIS = "0" * 64
 # so that the body is the line minus this suffix (plus the closing brace).
 _SUFFIX = re.compile(rb',"seq":([1-9][0-9]{0,18}),"prev_hash":"([0-9a-f]{64})","hash":"([0-9a-f]{64})"\}\Z')
 _SUFFIX_MAX = 200  # longest possible suffix, with room to spare
+
+
+def row_body(row: Sequence[Any]) -> bytes:
+    """The body an SQLite row is hashed over: its stored values as a compact JSON array.
+
+    Raises ValueError or TypeError for values no writer stores (NaN, bytes), and
+    UnicodeEncodeError for a lone surrogate (which SQLite cannot store either).
+    """
+    return _ARRAY.encode(row).encode("utf-8")
 
 
 def link_hash(prev_hash: str, seq: int, body: bytes) -> str:

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runtime.audit.chain import Head, Link, head_path, parse_head, parse_line
+from runtime.audit.chain import Head, Link, head_path, parse_head, parse_line, row_body
 from runtime.audit.query import open_for_reading
-from runtime.audit.record import COLUMNS, row_json
+from runtime.audit.record import COLUMNS
 from runtime.errors import UsageError
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -129,8 +129,8 @@ def _sqlite_entry(row: tuple[Any, ...]) -> Entry:
     if type(seq) is not int or type(prev) is not str or type(digest) is not str:
         return Entry(index, _DAMAGED, holds=False)
     try:
-        body = row_json(values).encode("utf-8")
-    except (TypeError, ValueError):  # a value no writer of ours stores (bytes, a lone surrogate)
+        body = row_body(values)
+    except (TypeError, ValueError):  # a value no writer of ours stores (bytes, NaN)
         return Entry(index, _DAMAGED, holds=False)
     link = Link(seq, prev, digest, body)
     return Entry(index, link, holds=link.holds())

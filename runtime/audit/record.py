@@ -270,19 +270,12 @@ class AuditRecord:
 
 
 def row_json(row: Sequence[Any]) -> str:
-    """A stored row (:data:`COLUMNS` order) as one JSON object, ``args`` nested.
-
-    The same row always gives the same text, so this is also what the audit chain
-    hashes: the JSON-lines sink writes it, and a row read back from SQLite gives it
-    again. ``truncated`` is ``true``/``false`` for 1/0 and any other value as it is
-    (so that a changed one shows). Raises ValueError for values JSON cannot carry,
-    TypeError for other types (neither occurs in a row from :meth:`AuditRecord.to_row`).
-    """
+    """A stored row (:data:`COLUMNS` order) as one JSON object, ``args`` nested: a line
+    of the JSON-lines log, and the body its hash chain covers. Raises ValueError for
+    values JSON cannot carry (a row from :meth:`AuditRecord.to_row` has none)."""
     head = dict(zip(COLUMNS, row, strict=True))
     args_json = head.pop("args")
-    flag = head["truncated"]
-    if type(flag) is int and flag in (0, 1):
-        head["truncated"] = flag == 1
+    head["truncated"] = bool(head["truncated"])
     text = _ENCODER.encode(head)
     # Splice the already-encoded (and capped) args in rather than decoding them again.
     return f'{text[:-1]},"args":{args_json}}}' if args_json is not None else f'{text[:-1]},"args":null}}'

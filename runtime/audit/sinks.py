@@ -29,9 +29,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from runtime.audit.chain import GENESIS, link_hash
+from runtime.audit.chain import GENESIS, link_hash, row_body
 from runtime.audit.jsonl import JsonlSink
-from runtime.audit.record import COLUMNS, AuditRecord, row_json, scrub_row
+from runtime.audit.record import COLUMNS, AuditRecord, scrub_row
 from runtime.errors import ToolrtError
 
 #: The layout version this module writes, kept in ``PRAGMA user_version``. Version 2
@@ -213,8 +213,8 @@ class SqliteSink:
         The link is made inside the write transaction, after ``BEGIN IMMEDIATE`` has
         taken the write lock: the last position and hash are read from the head
         there, so two processes (or two sinks) writing at once never fork the chain.
-        The JSON bodies are encoded before the lock is taken; only the hashing is
-        done under it.
+        The bodies (:func:`~runtime.audit.chain.row_body`) are encoded before the lock
+        is taken; only the hashing is done under it.
         """
         if not records:
             return
@@ -223,13 +223,13 @@ class SqliteSink:
             conn = self._connection()
             try:
                 try:
-                    bodies = [row_json(row).encode("utf-8") for row in rows]
+                    bodies = [row_body(row) for row in rows]
                     self._retry(lambda: self._insert_linked(conn, rows, bodies))
                 except (UnicodeEncodeError, OverflowError, sqlite3.InterfaceError):
                     # One value SQLite cannot bind (a lone surrogate, a huge int) must
                     # not cost the whole batch: scrub every row and insert again.
                     rows = [scrub_row(row) for row in rows]
-                    bodies = [row_json(row).encode("utf-8") for row in rows]
+                    bodies = [row_body(row) for row in rows]
                     self._retry(lambda: self._insert_linked(conn, rows, bodies))
             except BaseException:
                 # Start the writer's retry on a fresh connection, in case this one

@@ -10,8 +10,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from runtime.audit.chain import Link, chained_line, head_path, link_hash, parse_line
-from runtime.audit.record import COLUMNS, row_json
+from runtime.audit.chain import Link, chained_line, head_path, link_hash, parse_line, row_body
+from runtime.audit.record import COLUMNS
 
 FIELDS = ", ".join(COLUMNS)
 
@@ -42,7 +42,7 @@ def rows(db: Path) -> list[tuple[Any, ...]]:
 
 def rehash(values: tuple[Any, ...], seq: int, prev: str) -> str:
     """The hash a row with these stored ``values`` at ``seq`` after ``prev`` must carry."""
-    return link_hash(prev, seq, row_json(values).encode("utf-8"))
+    return link_hash(prev, seq, row_body(values))
 
 
 def swap_rows(db: Path, first: int, second: int) -> None:
