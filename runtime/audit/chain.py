@@ -14,11 +14,10 @@ the line without the three chain keys); in SQLite, the row's columns in
 (:func:`row_body`; cheaper to make than the object, and the row read back gives the
 same array). So changing any stored field, or the position or link of a record,
 changes what its hash should be; deleting, reordering or inserting records breaks the
-links between them. The store
-also keeps a *head* outside the records (the last position and hash, and how many
-records came before the chain started) so that cutting records off the end shows
-too: a ``chain_head`` table in the same transaction, or a ``.head`` file beside a
-JSON-lines log.
+links between them. The store also keeps a *head* outside the records (the last
+position and hash, and how many records came before the chain started) so that
+cutting records off the end shows too: a ``chain_head`` table written in the same
+transaction, or a ``.head`` file beside a JSON-lines log.
 
 There is no secret: whoever can write the store and knows this scheme can rewrite
 every record from some point on, recompute the hashes and the head, and the result
