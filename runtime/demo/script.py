@@ -105,12 +105,12 @@ def _message(text: str, *uses: tuple[str, str, dict[str, Any]]) -> dict[str, Any
 
 def _explore(state: ScriptState) -> dict[str, Any]:
     return _message(
-        "Let me read the module and its tests, find the reorder logic and list the tests, all at once.",
+        "Let me read the module and its tests, find the reorder logic, and list the test files and folders, all at once.",
         ("toolu_01", "file_read", {"path": "src/inventory.py"}),
         ("toolu_02", "file_read", {"path": "tests/unit/test_inventory.py"}),
         ("toolu_03", "grep", {"pattern": "reorder_level", "glob": "**/*.py"}),
-        ("toolu_04", "collect_tests", {"path": "tests/unit"}),
-        ("toolu_05", "collect_tests", {"path": "tests/integration"}),
+        ("toolu_04", "glob", {"pattern": "tests/**/test_*.py"}),
+        ("toolu_05", "list_dir", {"path": "tests", "depth": 2}),
     )
 
 
@@ -177,9 +177,9 @@ def _concurrency(state: ScriptState, turn: Turn) -> list[str]:
         for result in turn.results:
             start, end = turn.spans[result.call_id]
             notes.append(f"  {result.call_id} {result.name:<14} {start:4.0f} -> {end:4.0f}")
-        (a_start, a_end), (b_start, b_end) = turn.spans["toolu_04"], turn.spans["toolu_05"]
-        overlap = a_start < b_end and b_start < a_end
-        notes.append(f"the two pytest processes ran at the same time: {'yes' if overlap else 'NO'}")
+        spans = [turn.spans[result.call_id] for result in turn.results]
+        together = max(start for start, _ in spans) < min(end for _, end in spans)
+        notes.append(f"all {len(spans)} calls ran at the same time (each started before any ended): {'yes' if together else 'NO'}")
     return notes
 
 

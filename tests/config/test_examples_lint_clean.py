@@ -17,7 +17,7 @@ ENGINES = [pytest.param(Settings(cel_engine=e, schema_engine=e), id=e) for e in 
 @pytest.mark.parametrize(
     ("folder", "files", "documents"),
     [
-        pytest.param("examples/coding-agent", 7, 19, id="coding-agent"),
+        pytest.param("examples/coding-agent", 7, 21, id="coding-agent"),
         pytest.param("examples/customer-service", 3, 11, id="customer-service"),
         pytest.param("policies", 5, 14, id="policies"),
     ],
@@ -34,7 +34,7 @@ def test_shipped_config_lints_clean(folder: str, files: int, documents: int, set
 def test_coding_agent_example_compiles_its_tools_and_packs() -> None:
     snapshot = build_snapshot([REPO / "examples" / "coding-agent"], Settings(cel_engine="fast", schema_engine="fast")).snapshot
     assert snapshot is not None
-    assert sorted(snapshot.tools) == ["artifact_read", "collect_tests", "file_edit", "file_read", "git_push", "grep", "job_status", "run_command", "run_tests", "tool_search"]
+    assert sorted(snapshot.tools) == ["artifact_read", "collect_tests", "file_edit", "file_read", "git_push", "glob", "grep", "job_status", "list_dir", "run_command", "run_tests", "tool_search"]
     assert {"secrets", "pii"} <= set(snapshot.redaction_profiles)
     assert {"inline-large", "test-output"} <= set(snapshot.output_profiles)
 
