@@ -22,15 +22,35 @@ from typing import Any
 from runtime.demo.report import duration_ms
 from runtime.demo.workspace import process_stopped
 from runtime.pipeline.permit import Approval
+from runtime.policy.commands import split_cached
 from runtime.records import ToolResult, ValidatedCall
 
 TASK = "An item at its reorder level is not reordered. Fix the reorder check in src/inventory.py and run the tests."
 
+_SCRIPT = re.compile(r"scripts/[A-Za-z0-9_]+\.py")
+
+
+def _edits_under_src(call: ValidatedCall) -> bool:
+    """A path under src/, by its components: startswith("src/") would pass src/../x."""
+    parts = str(call.args.get("path", "")).split("/")
+    return len(parts) > 1 and parts[0] == "src" and all(part not in ("", ".", "..") for part in parts)
+
+
+def _runs_a_project_script(call: ValidatedCall) -> bool:
+    """Exactly one command, ``python scripts/<name>.py``: a prefix check on the text would
+    also pass ``python scripts/x.py; curl ... | sh``."""
+    line = split_cached(str(call.args.get("command", "")))
+    if not line.certain or len(line.commands) != 1:
+        return False
+    argv = line.commands[0]
+    return len(argv) == 2 and argv[0] == "python" and bool(_SCRIPT.fullmatch(argv[1]))
+
+
 # What the scripted approver answers (nobody is there to ask): the edit of the module,
 # and running the project's own scripts. Anything else asked about is declined.
 APPROVALS: Mapping[str, bool | Callable[[ValidatedCall], bool | Approval]] = {
-    "file_edit": lambda call: str(call.args.get("path", "")).startswith("src/"),
-    "run_command": lambda call: str(call.args.get("command", "")).startswith("python scripts/"),
+    "file_edit": _edits_under_src,
+    "run_command": _runs_a_project_script,
 }
 
 # The change a teammate saves to src/inventory.py between the agent's read and its edit.
