@@ -129,7 +129,9 @@ def _whitespace(run: str) -> str:
     return f"{_OPEN}{len(run):,} {noun}{_CLOSE}"
 
 
-def _tokens(text: str, legend: _Legend, *, newline: str | None, all_non_ascii: bool = False) -> Iterator[tuple[int, str]]:
+def _tokens(
+    text: str, legend: _Legend, *, newline: str | None, all_non_ascii: bool = False
+) -> Iterator[tuple[int, str]]:
     """``(characters of text, what is shown for them)`` for the whole of ``text``, in order.
 
     ``newline``: what a line feed is shown as (a line break and the next line's
@@ -251,7 +253,7 @@ class _Writer:
         line_prefix = f"{indent}  | "
         text, left_out = _shown(value, self.legend, newline=f"\n{line_prefix}" if several else None, limit=self.limit)
         if left_out:
-            self.shortened.append((where, len(value), left_out))
+            self.shortened.append((f"`{where}`", len(value), left_out))
         if not several:
             # A text that reads as a number, true, false or null is quoted, so that it is
             # not taken for one.
@@ -265,13 +267,18 @@ class _Writer:
 def _commands(name: str, line: str, legend: _Legend) -> list[str]:
     split = split_cached(line)
     count = len(split.commands)
-    these = f"{count} command{'' if count == 1 else 's'}, one per line (as the policy split it; programs by their base name):"
+    these = f"{count} command{'' if count == 1 else 's'}, one per line"
+    these += " (as the policy split it; programs by their base name):"
     if split.problem:
-        head = f"The command line `{name}` cannot be split with certainty ({_full(split.problem, legend)}); more may run than these {these}"
+        problem = _full(split.problem, legend)
+        head = f"The command line `{name}` cannot be split with certainty ({problem}); more may run than these {these}"
     else:
         head = f"The command line `{name}` runs these {these}"
     width = len(str(count))
-    numbered = (f"  {number:>{width}}. " + " ".join(_word(item, legend) for item in argv) for number, argv in enumerate(split.commands, 1))
+    numbered = (
+        f"  {number:>{width}}. " + " ".join(_word(item, legend) for item in argv)
+        for number, argv in enumerate(split.commands, 1)
+    )
     return [head, *numbered]
 
 
@@ -288,7 +295,11 @@ def describe(call: ValidatedCall, decision: Decision, *, markdown: bool = False,
     commands for clients that render Markdown, so that nothing in them becomes markup.
     """
     writer = _Writer(limit)
-    reason = _full(decision.reason or "This call needs approval.", writer.legend)
+    # A policy may word its reason from the arguments, so it is shown like one.
+    why = decision.reason or "This call needs approval."
+    reason, left_out = _shown(why, writer.legend, newline=None, limit=limit)
+    if left_out:
+        writer.shortened.append(("the reason", len(why), left_out))
     for key, value in call.args.items():
         name = writer.name(key)
         writer.value(f"  {name}: ", value, "  ", name)
@@ -301,7 +312,7 @@ def describe(call: ValidatedCall, decision: Decision, *, markdown: bool = False,
     if legend:
         body.append(legend)
     warnings = [
-        f"WARNING: `{where}` is {length:,} characters long; only its beginning and end are shown below "
+        f"WARNING: {where} is {length:,} characters long; only its beginning and end are shown below "
         f"({left_out:,} characters in between are not). Decline unless you know what all of it holds."
         for where, length, left_out in writer.shortened
     ]

@@ -35,7 +35,8 @@ class TerminalApprover:
         # Every character of the arguments, none of them raw control characters: see
         # runtime.approval_text (shared with the MCP approver).
         details = describe(call, decision)
-        prompt = f"\n`{call.tool.name}` needs approval.\n{details}\nRun it? [y]es / [a]lways this session / [e]dit arguments / [N]o: "
+        choices = "Run it? [y]es / [a]lways this session / [e]dit arguments / [N]o: "
+        prompt = f"\n`{call.tool.name}` needs approval.\n{details}\n{choices}"
         answer = (await asyncio.to_thread(self._ask, prompt)).strip().lower()
         if answer in ("y", "yes"):
             return Approval(True, "approved at the terminal")

@@ -38,7 +38,9 @@ def snapshot(example: str, engine: str) -> Snapshot:
     return _SNAPSHOTS[key]
 
 
-def validated(example: str, engine: str, tool: str, args: dict[str, Any], session: Session | None = None) -> ValidatedCall | ToolResult:
+def validated(
+    example: str, engine: str, tool: str, args: dict[str, Any], session: Session | None = None
+) -> ValidatedCall | ToolResult:
     snap = snapshot(example, engine)
     bound = lookup(Call("c1", tool, args), snap)
     assert not isinstance(bound, ToolResult), bound.content
@@ -56,15 +58,52 @@ def test_the_example_policy_tests_pass_on_each_engine(example: str, engine: str)
 
 
 HOSTILE_TEST_PATHS = [
-    "tests/../..", "tests/..", "tests_evil", "testsX/../../etc", "tests/./../x", "tests/.", "tests/unit/../../src",
-    "/etc/passwd", "/home/user/tests", "tests\\..\\..\\x", "tests\\unit", "tests/x\x00.py", "tests\n", "tests/\n-p",
-    "--rootdir=/", "-pevil", "-p", "--basetemp=/home", "-c/etc/x.ini", "--pyargs", "-o addopts=-pevil", "tests/ -p evil",
-    "tests/-pevil", "tests/.hidden", "tests//unit", "TESTS/unit", "./tests", "tests/unit/test_x.py::", "tests/x.py::t[a b]",
-    "tests/x.py::t;rm", "~/tests", "$HOME/tests", "tests/$(id)", "tests/\u200bunit", "tests/\u0443nit", "",
+    "tests/../..",
+    "tests/..",
+    "tests_evil",
+    "testsX/../../etc",
+    "tests/./../x",
+    "tests/.",
+    "tests/unit/../../src",
+    "/etc/passwd",
+    "/home/user/tests",
+    "tests\\..\\..\\x",
+    "tests\\unit",
+    "tests/x\x00.py",
+    "tests\n",
+    "tests/\n-p",
+    "--rootdir=/",
+    "-pevil",
+    "-p",
+    "--basetemp=/home",
+    "-c/etc/x.ini",
+    "--pyargs",
+    "-o addopts=-pevil",
+    "tests/ -p evil",
+    "tests/-pevil",
+    "tests/.hidden",
+    "tests//unit",
+    "TESTS/unit",
+    "./tests",
+    "tests/unit/test_x.py::",
+    "tests/x.py::t[a b]",
+    "tests/x.py::t;rm",
+    "~/tests",
+    "$HOME/tests",
+    "tests/$(id)",
+    "tests/\u200bunit",
+    "tests/\u0443nit",
+    "",
 ]
 FINE_TEST_PATHS = [
-    "tests", "tests/", "tests/unit", "tests/unit/test_inventory.py", "tests/unit/test_inventory.py::test_low_stock_lists_the_skus_to_reorder",
-    "tests/unit/test_x.py::TestClass::test_case[param-1]", "tests/a..b/test_x.py", "tests/_private",
+    "tests",
+    "tests/",
+    "tests/unit",
+    "tests/unit/test_inventory.py",
+    "tests/unit/test_inventory.py::test_low_stock_lists_the_skus_to_reorder",
+    "tests/unit/test_x.py::TestClass::test_case[param-1]",
+    "tests/a..b/test_x.py",
+    "tests/_private",
 ]
 
 
@@ -88,14 +127,33 @@ def test_collect_tests_is_not_read_only_because_collecting_runs_the_project_code
 
 
 HOSTILE_PUSHES = [
-    {"remote": "--receive-pack=touch /tmp/x", "branch": "feature/x"}, {"remote": "--receive-pack", "branch": "feature/x"},
-    {"remote": "--mirror", "branch": "feature/x"}, {"remote": "-f", "branch": "feature/x"}, {"remote": "--force", "branch": "feature/x"},
-    {"remote": "..", "branch": "feature/x"}, {"remote": ".", "branch": "feature/x"}, {"remote": "/tmp/repo", "branch": "feature/x"},
-    {"remote": "ext::sh -c touch% /tmp/x", "branch": "feature/x"}, {"remote": "origin\n", "branch": "feature/x"},
-    {"branch": "--delete"}, {"branch": "-f"}, {"branch": "+feature/x"}, {"branch": "feature:main"}, {"branch": "HEAD:main"},
-    {"branch": "main"}, {"branch": "Main"}, {"branch": "MASTER"}, {"branch": "feature/../main"}, {"branch": "./main"},
-    {"branch": ".hidden"}, {"branch": "feature//x"}, {"branch": "feature/"}, {"branch": "/main"}, {"branch": "feature x"},
-    {"branch": "main\n"}, {"branch": "ma\u200bin"},
+    {"remote": "--receive-pack=touch /tmp/x", "branch": "feature/x"},
+    {"remote": "--receive-pack", "branch": "feature/x"},
+    {"remote": "--mirror", "branch": "feature/x"},
+    {"remote": "-f", "branch": "feature/x"},
+    {"remote": "--force", "branch": "feature/x"},
+    {"remote": "..", "branch": "feature/x"},
+    {"remote": ".", "branch": "feature/x"},
+    {"remote": "/tmp/repo", "branch": "feature/x"},
+    {"remote": "ext::sh -c touch% /tmp/x", "branch": "feature/x"},
+    {"remote": "origin\n", "branch": "feature/x"},
+    {"branch": "--delete"},
+    {"branch": "-f"},
+    {"branch": "+feature/x"},
+    {"branch": "feature:main"},
+    {"branch": "HEAD:main"},
+    {"branch": "main"},
+    {"branch": "Main"},
+    {"branch": "MASTER"},
+    {"branch": "feature/../main"},
+    {"branch": "./main"},
+    {"branch": ".hidden"},
+    {"branch": "feature//x"},
+    {"branch": "feature/"},
+    {"branch": "/main"},
+    {"branch": "feature x"},
+    {"branch": "main\n"},
+    {"branch": "ma\u200bin"},
 ]
 
 
@@ -106,7 +164,15 @@ def test_a_push_whose_remote_or_branch_would_be_an_option_or_main_is_refused(eng
     assert isinstance(outcome, ToolResult) and outcome.is_error, f"{args!r} passed validation"
 
 
-HOSTILE_CI_PATHS = [".github/workflows/ci.yml", "./.github/workflows/ci.yml", "src/../.github/workflows/ci.yml", ".GitHub/workflows/ci.yml", ".github//x", ".github", "a/./.github/x"]
+HOSTILE_CI_PATHS = [
+    ".github/workflows/ci.yml",
+    "./.github/workflows/ci.yml",
+    "src/../.github/workflows/ci.yml",
+    ".GitHub/workflows/ci.yml",
+    ".github//x",
+    ".github",
+    "a/./.github/x",
+]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -119,29 +185,59 @@ def test_every_spelling_of_a_ci_file_is_denied_to_file_edit(engine: str, path: s
 
 
 HOSTILE_IDS = [
-    ("query_ticket", {"ticket_id": "T-1002"}), ("query_ticket", {"ticket_id": "t-1001"}), ("query_ticket", {"ticket_id": "T-1001\n"}),
-    ("query_ticket", {"ticket_id": "T-1001 "}), ("query_ticket", {"ticket_id": " T-1001"}), ("query_ticket", {"ticket_id": "T-1001,T-1002"}),
-    ("query_ticket", {"ticket_id": 1001}), ("query_ticket", {"ticket_id": ["T-1001"]}), ("query_ticket", {"ticket_id": {"id": "T-1001"}}),
-    ("query_ticket", {"ticket_id": "T-\u0661\u0660\u0660\u0661"}), ("query_ticket", {"ticket_id": "T-01001"}), ("query_ticket", {"ticket_id": "T-100"}),
-    ("query_ticket", {"ticket_id": "T-1001\u200b"}), ("query_ticket", {"ticket_id": "T\u20111001"}), ("query_ticket", {"ticket_id": "%"}),
-    ("query_order", {"order_id": "O-777"}), ("query_order", {"order_id": "o-555"}), ("query_order", {"order_id": "O-55"}),
-    ("reply_customer", {"ticket_id": "T-1002", "body": "Hello."}), ("close_ticket", {"ticket_id": "T-1002", "resolution": "solved"}),
+    ("query_ticket", {"ticket_id": "T-1002"}),
+    ("query_ticket", {"ticket_id": "t-1001"}),
+    ("query_ticket", {"ticket_id": "T-1001\n"}),
+    ("query_ticket", {"ticket_id": "T-1001 "}),
+    ("query_ticket", {"ticket_id": " T-1001"}),
+    ("query_ticket", {"ticket_id": "T-1001,T-1002"}),
+    ("query_ticket", {"ticket_id": 1001}),
+    ("query_ticket", {"ticket_id": ["T-1001"]}),
+    ("query_ticket", {"ticket_id": {"id": "T-1001"}}),
+    ("query_ticket", {"ticket_id": "T-\u0661\u0660\u0660\u0661"}),
+    ("query_ticket", {"ticket_id": "T-01001"}),
+    ("query_ticket", {"ticket_id": "T-100"}),
+    ("query_ticket", {"ticket_id": "T-1001\u200b"}),
+    ("query_ticket", {"ticket_id": "T\u20111001"}),
+    ("query_ticket", {"ticket_id": "%"}),
+    ("query_order", {"order_id": "O-777"}),
+    ("query_order", {"order_id": "o-555"}),
+    ("query_order", {"order_id": "O-55"}),
+    ("reply_customer", {"ticket_id": "T-1002", "body": "Hello."}),
+    ("close_ticket", {"ticket_id": "T-1002", "resolution": "solved"}),
     ("close_ticket", {"ticket_id": "T-1001", "resolution": "SOLVED"}),
 ]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize(("tool", "args"), HOSTILE_IDS, ids=[f"{tool} {args!r}" for tool, args in HOSTILE_IDS])
-def test_an_id_that_is_not_the_customers_own_in_any_spelling_or_type_is_refused(engine: str, tool: str, args: dict[str, Any]) -> None:
+def test_an_id_that_is_not_the_customers_own_in_any_spelling_or_type_is_refused(
+    engine: str, tool: str, args: dict[str, Any]
+) -> None:
     outcome = validated("customer-service", engine, tool, args, CUSTOMER)
     assert isinstance(outcome, ToolResult) and outcome.is_error, f"{tool} {args!r} passed validation"
 
 
 REFUND_PROMISES = [
-    "You get a guaranteed refund.", "You get a GUARANTEED REFUND.", "a guaranteed  refund", "a guaranteed\nrefund", "a guaranteed\trefund",
-    "a guaranteed\u00a0refund", "a guaranteed\u3000refund", "a guaranteed-refund", "a guaranteed, refund", "We guarantee you a full refund.",
-    "We guarantee a refund.", "Your refund is guaranteed.", "Your refund will be guaranteed.", "a guaranteed\u200brefund",
-    "guaranteed\u00adrefund", "Your parcel \u202edevirra", "Hello \x1b[2K", "Hello\x00", "Hi\u2028there",
+    "You get a guaranteed refund.",
+    "You get a GUARANTEED REFUND.",
+    "a guaranteed  refund",
+    "a guaranteed\nrefund",
+    "a guaranteed\trefund",
+    "a guaranteed\u00a0refund",
+    "a guaranteed\u3000refund",
+    "a guaranteed-refund",
+    "a guaranteed, refund",
+    "We guarantee you a full refund.",
+    "We guarantee a refund.",
+    "Your refund is guaranteed.",
+    "Your refund will be guaranteed.",
+    "a guaranteed\u200brefund",
+    "guaranteed\u00adrefund",
+    "Your parcel \u202edevirra",
+    "Hello \x1b[2K",
+    "Hello\x00",
+    "Hi\u2028there",
 ]
 
 
@@ -153,7 +249,14 @@ def test_a_refund_promise_or_hidden_characters_in_a_reply_fail_validation(engine
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("body", ["The refunds team will review your request.", "Hello Ada,\n\nyour parcel left today.\tThanks!", "Merci, René. 谢谢"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "The refunds team will review your request.",
+        "Hello Ada,\n\nyour parcel left today.\tThanks!",
+        "Merci, René. 谢谢",
+    ],
+)
 def test_an_ordinary_reply_passes_validation(engine: str, body: str) -> None:
     outcome = validated("customer-service", engine, "reply_customer", {"ticket_id": "T-1001", "body": body}, CUSTOMER)
     assert isinstance(outcome, ValidatedCall)
@@ -176,13 +279,18 @@ def test_git_push_pushes_exactly_the_named_branch_and_a_hostile_remote_never_rea
     git(work, "-c", "user.email=a@example.com", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "first")
     git(work, "branch", "feature/login")
     git(work, "remote", "add", "origin", str(remote))
-    runtime = Runtime([EXAMPLES / "coding-agent"], workspace_root=work, approver=ScriptedApprover({"git_push": True}), watch=False)
+    runtime = Runtime(
+        [EXAMPLES / "coding-agent"], workspace_root=work, approver=ScriptedApprover({"git_push": True}), watch=False
+    )
     try:
-        pushed, mirror, delete = runtime.run_turn_sync([
-            Call("c1", "git_push", {"branch": "feature/login"}),
-            Call("c2", "git_push", {"remote": "--mirror", "branch": "origin"}),
-            Call("c3", "git_push", {"branch": "--delete"}),
-        ], Session(id="push"))
+        pushed, mirror, delete = runtime.run_turn_sync(
+            [
+                Call("c1", "git_push", {"branch": "feature/login"}),
+                Call("c2", "git_push", {"remote": "--mirror", "branch": "origin"}),
+                Call("c3", "git_push", {"branch": "--delete"}),
+            ],
+            Session(id="push"),
+        )
     finally:
         runtime.close_sync()
     assert not pushed.is_error, pushed.content

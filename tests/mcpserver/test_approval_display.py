@@ -67,7 +67,9 @@ def questions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[list[
 
 
 @pytest.mark.parametrize("case", CASES.CASES, ids=[case.id for case in CASES.CASES])
-def test_the_elicitation_question_shows_the_hostile_part_of_the_arguments(questions: dict[str, tuple[list[str], str]], case: Any) -> None:
+def test_the_elicitation_question_shows_the_hostile_part_of_the_arguments(
+    questions: dict[str, tuple[list[str], str]], case: Any
+) -> None:
     asked, result = questions[case.id]
     assert len(asked) == 1, result
     (question,) = asked
@@ -76,6 +78,8 @@ def test_the_elicitation_question_shows_the_hostile_part_of_the_arguments(questi
     assert "declined in the MCP client" in result
 
 
-def test_the_elicitation_question_fences_the_arguments_past_any_backtick_run_in_them(questions: dict[str, tuple[list[str], str]]) -> None:
+def test_the_elicitation_question_fences_the_arguments_past_any_backtick_run_in_them(
+    questions: dict[str, tuple[list[str], str]],
+) -> None:
     (question,) = questions["markdown that would hide text"][0]
     assert "\n`````text\nArguments:\n" in question and question.endswith("\n`````")
