@@ -122,13 +122,32 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765; 0 picks a free one)")
     serve.add_argument("--watch", action=argparse.BooleanOptionalAction, default=None, help="hot-reload config edits and tell clients when the tools change (default: the hot_reload setting)")
     serve.add_argument(
-        "--token", default=None,
-        help="HTTP: every request must send `Authorization: Bearer TOKEN` (default: TOOLRT_SERVE_TOKEN; prefer it, a flag shows in the process list); "
-        "required for a --host other machines can reach",
+        "--token",
+        default=None,
+        help="HTTP: every request must send `Authorization: Bearer TOKEN` (default: TOOLRT_SERVE_TOKEN; prefer it, "
+        "a flag shows in the process list); required for a --host other machines can reach",
     )
-    serve.add_argument("--allow-host", action="append", default=[], metavar="NAME", help="HTTP: a host name clients use to reach the server, besides loopback and --host (repeatable)")
-    serve.add_argument("--session-idle-timeout", type=float, default=1800.0, metavar="SECONDS", help="HTTP: end a session idle this long (default 1800)")
-    serve.add_argument("--max-sessions", type=int, default=1000, metavar="N", help="HTTP: at most N sessions; at the limit the least recently used idle one ends (default 1000)")
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="HTTP: a host name clients use to reach the server, besides loopback and --host (repeatable)",
+    )
+    serve.add_argument(
+        "--session-idle-timeout",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="HTTP: end a session idle this long (default 1800)",
+    )
+    serve.add_argument(
+        "--max-sessions",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="HTTP: at most N sessions; at the limit the least recently used idle one ends (default 1000)",
+    )
 
     demo = sub.add_parser("demo", help="run a scripted coding-agent session through the shipped example (local, a few seconds)")
     demo.add_argument("--config", type=Path, default=None, help="example config directory")
@@ -429,7 +448,12 @@ def _serve(args: argparse.Namespace, err: TextIO) -> int:
         return EXIT_USAGE
     try:
         token = args.token if args.token is not None else token_from_environment()
-        limits = HttpLimits(idle_s=args.session_idle_timeout, max_sessions=args.max_sessions, token=token, allowed_hosts=tuple(args.allow_host))
+        limits = HttpLimits(
+            idle_s=args.session_idle_timeout,
+            max_sessions=args.max_sessions,
+            token=token,
+            allowed_hosts=tuple(args.allow_host),
+        )
         if args.transport == "http":
             check_exposure(args.host, limits)  # before anything starts
     except ValueError as error:
@@ -462,7 +486,16 @@ def _serve(args: argparse.Namespace, err: TextIO) -> int:
             with contextlib.suppress(NotImplementedError, RuntimeError):  # no signal handlers on this platform or thread
                 loop.add_signal_handler(signum, stop.set)
         try:
-            await mcpserver.serve(runtime, transport=args.transport, host=args.host, port=args.port, watch=watch, stop=stop, on_ready=ready, limits=limits)
+            await mcpserver.serve(
+                runtime,
+                transport=args.transport,
+                host=args.host,
+                port=args.port,
+                watch=watch,
+                stop=stop,
+                on_ready=ready,
+                limits=limits,
+            )
         finally:
             await runtime.close()  # the last audit records are written before the process ends
 

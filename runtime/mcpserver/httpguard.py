@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from loguru import logger
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp as App
@@ -119,14 +120,9 @@ class HttpGuard:
         self._expected = limits.token.encode("ascii") if limits.token is not None else None
         self._on_session_end = on_session_end
         self._clock = clock
-        self._sessions: dict[str, _Activity] = {}  # insertion order is not use order: see _least_recently_used
+        self._sessions: dict[str, _Activity] = {}  # by Mcp-Session-Id
         self._opening = 0  # requests without a session id being served: each may open one
         self._admission = asyncio.Lock()
-
-    @property
-    def open_sessions(self) -> int:
-        """Sessions open now (counted here; the SDK holds the same ones)."""
-        return len(self._sessions)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -138,7 +134,8 @@ class HttpGuard:
             return
         headers = Headers(scope=scope)
         if self._expected is not None and not self._authorized(headers.get("authorization")):
-            await _reply(send, 401, "Unauthorized: send the server's token as `Authorization: Bearer <token>`", {"www-authenticate": "Bearer"})
+            message = "Unauthorized: send the server's token as `Authorization: Bearer <token>`"
+            await _reply(send, 401, message, {"www-authenticate": "Bearer"})
             return
         session_id = headers.get("mcp-session-id")
         if session_id is None:
@@ -154,15 +151,20 @@ class HttpGuard:
         return scheme.lower() == "bearer" and matches
 
     async def _serve_opening(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["method"] != "POST":
-            await self._app(scope, receive, send)  # cannot open a session: the SDK answers it
+        version = Headers(scope=scope).get("mcp-protocol-version")
+        if scope["method"] != "POST" or (version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS):
+            # Cannot open a session (the SDK answers it, or serves it statelessly): no room needed.
+            await self._app(scope, receive, send)
             return
         async with self._admission:
             if len(self._sessions) + self._opening >= self._limits.max_sessions:
                 victim = self._least_recently_used()
                 if victim is None:
-                    logger.warning("MCP HTTP: refusing a new session: all {} sessions are busy", self._limits.max_sessions)
-                    message = f"Too many open sessions: the server keeps at most {self._limits.max_sessions:,} and all are busy; try again later"
+                    most = self._limits.max_sessions
+                    logger.warning("MCP HTTP: refusing a new session: all {} sessions are busy", most)
+                    message = (
+                        f"Too many open sessions: the server keeps at most {most:,} and all are busy; try again later"
+                    )
                     await _reply(send, 503, message, {"retry-after": "5"})
                     return
                 await self.end(victim, why="the session limit was reached and it was the least recently used")
@@ -230,9 +232,19 @@ class HttpGuard:
     def _delete_scope(self, session_id: str) -> Scope:
         headers = [(b"host", b"127.0.0.1"), (_SESSION_HEADER, session_id.encode("latin-1"))]
         return {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "DELETE", "scheme": "http",
-            "path": self._path, "raw_path": self._path.encode(), "root_path": "", "query_string": b"", "headers": headers,
-            "client": ("127.0.0.1", 0), "server": ("127.0.0.1", 0), "state": {},
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "DELETE",
+            "scheme": "http",
+            "path": self._path,
+            "raw_path": self._path.encode(),
+            "root_path": "",
+            "query_string": b"",
+            "headers": headers,
+            "client": ("127.0.0.1", 0),
+            "server": ("127.0.0.1", 0),
+            "state": {},
         }
 
 

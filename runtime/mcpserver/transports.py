@@ -135,7 +135,8 @@ async def serve_http(
         )
         guard = HttpGuard(app, path=MCP_PATH, limits=limits, security=security, on_session_end=tools.end_http_session)
         # log_config=None: the application, not the library, decides where logs go.
-        server = _QuietServer(uvicorn.Config(guard, log_config=None, lifespan="on", timeout_graceful_shutdown=_GRACEFUL_S))
+        config = uvicorn.Config(guard, log_config=None, lifespan="on", timeout_graceful_shutdown=_GRACEFUL_S)
+        server = _QuietServer(config)
         serving = asyncio.create_task(server.serve(sockets=[sock]))
         stopping = asyncio.create_task(stop.wait())
         sweeping = asyncio.create_task(guard.sweep())

@@ -222,7 +222,8 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
                 process.cancel()
                 raise
             if not process.done():
-                return _backgrounded(tool, env.jobs.adopt(tool.name, process, collector, session=env.session.id), total_s)
+                job = env.jobs.adopt(tool.name, process, collector, session=env.session.id)
+                return _backgrounded(tool, job, total_s)
             result = process.result()
         else:
             result = await run_process(prepared.argv, cwd=prepared.cwd, env=prepared.env, total_s=total_s, idle_s=timeout.idle_s, grace_s=timeout.grace_s, on_output=collector.feed)

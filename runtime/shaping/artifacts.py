@@ -230,8 +230,9 @@ class ArtifactStore:
 
     def _unknown(self, artifact_id: str) -> ArtifactError:
         return ArtifactError(
-            f"no artifact {artifact_id}: it does not exist or has expired (artifacts are kept for at most {self.max_age_s / 86400:g} days "
-            f"and the newest {self.max_count:,}). Run the tool again to get a fresh one."
+            f"no artifact {artifact_id}: it does not exist or has expired (artifacts are kept for at most "
+            f"{self.max_age_s / 86400:g} days and the newest {self.max_count:,}). "
+            "Run the tool again to get a fresh one."
         )
 
     def info(self, artifact_id: str, *, session: str = DEFAULT_SESSION) -> ArtifactRef:
@@ -240,7 +241,13 @@ class ArtifactStore:
         return ArtifactRef(artifact_id, self._paths(artifact_id)[0], int(meta["chars"]), int(meta["bytes"]), str(meta["sha256"]))
 
     def read(
-        self, artifact_id: str, offset: int = 0, limit: int = 2000, pattern: str | None = None, *, session: str = DEFAULT_SESSION
+        self,
+        artifact_id: str,
+        offset: int = 0,
+        limit: int = 2000,
+        pattern: str | None = None,
+        *,
+        session: str = DEFAULT_SESSION,
     ) -> ArtifactPage:
         """Up to ``limit`` characters of an artifact of ``session`` from character ``offset``.
 

@@ -35,7 +35,8 @@ async def artifact_read(args: Mapping[str, Any], env: TurnEnv) -> str:
         raise ToolError("offset and limit must be whole numbers") from None
     try:
         # The session's own artifacts only: another session's id is "unknown", like a missing one.
-        page = env.artifacts.read(artifact_id, offset=offset, limit=limit, pattern=args.get("pattern"), session=env.session.id)
+        pattern = args.get("pattern")
+        page = env.artifacts.read(artifact_id, offset=offset, limit=limit, pattern=pattern, session=env.session.id)
     except ArtifactError as err:
         raise ToolError(str(err)) from err
     if page.next_offset is None:

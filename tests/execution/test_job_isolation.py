@@ -195,7 +195,9 @@ async def test_job_status_of_another_sessions_finished_job_is_the_unknown_id_ans
     [(OWNER, MALLORY), (Session(), OWNER), (OWNER, Session()), (OWNER, Session(id="Alice"))],
     ids=["named-sessions", "default-cannot-be-read-by-named", "named-cannot-be-read-by-default", "case-differs"],
 )
-async def test_the_same_job_id_from_a_different_session_is_unknown(runtime: Runtime, owner: Session, reader: Session) -> None:
+async def test_the_same_job_id_from_a_different_session_is_unknown(
+    runtime: Runtime, owner: Session, reader: Session
+) -> None:
     job_id = await started(runtime, "quick_build", owner)
     result = await runtime.call("job_status", {"id": job_id}, reader)
     assert result.is_error and "no background job" in result.content
@@ -222,8 +224,36 @@ async def test_a_session_polls_its_own_job_while_another_sessions_job_runs(runti
 
 @pytest.mark.parametrize(
     "job_id",
-    [None, 1, 2.5, True, [], ["job_abcdef1"], {"id": "job_abcdef1"}, "", "job_", "job_abcdef", "../job_abcdef1", "job_abcdef1\x00", "x" * 100_000],
-    ids=["null", "int", "float", "bool", "empty-list", "list", "object", "empty", "bare-prefix", "no-number", "path", "nul", "huge"],
+    [
+        None,
+        1,
+        2.5,
+        True,
+        [],
+        ["job_abcdef1"],
+        {"id": "job_abcdef1"},
+        "",
+        "job_",
+        "job_abcdef",
+        "../job_abcdef1",
+        "job_abcdef1\x00",
+        "x" * 100_000,
+    ],
+    ids=[
+        "null",
+        "int",
+        "float",
+        "bool",
+        "empty-list",
+        "list",
+        "object",
+        "empty",
+        "bare-prefix",
+        "no-number",
+        "path",
+        "nul",
+        "huge",
+    ],
 )
 async def test_malformed_job_ids_are_an_unknown_id_answer_of_bounded_size(runtime: Runtime, job_id: object) -> None:
     await started(runtime, "endless", OWNER)

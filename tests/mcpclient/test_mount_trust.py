@@ -30,10 +30,22 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], tuple[bool, bool, Ri
     ("untrusted-readOnlyHint-false", "untrusted", {}, {"read_only": False}, (False, False, Risk.high)),
     ("untrusted-no-hints", "untrusted", {}, {}, (False, False, Risk.high)),
     ("untrusted-override-read-only", "untrusted", {"read_only": True}, {}, (True, False, Risk.low)),
-    ("untrusted-override-read-only-beats-hint", "untrusted", {"read_only": True}, {"read_only": False}, (True, False, Risk.low)),
+    (
+        "untrusted-override-read-only-beats-hint",
+        "untrusted",
+        {"read_only": True},
+        {"read_only": False},
+        (True, False, Risk.low),
+    ),
     ("untrusted-override-idempotent", "untrusted", {"idempotent": True}, {}, (False, True, Risk.high)),
     ("untrusted-override-risk", "untrusted", {"risk": "low"}, ALL_LOOSE, (False, False, Risk.low)),
-    ("untrusted-override-trusted-believes-hints", "untrusted", {"trust": "trusted"}, {"read_only": True}, (True, False, Risk.low)),
+    (
+        "untrusted-override-trusted-believes-hints",
+        "untrusted",
+        {"trust": "trusted"},
+        {"read_only": True},
+        (True, False, Risk.low),
+    ),
     ("untrusted-override-risk-critical", "untrusted", {"risk": "critical"}, ALL_LOOSE, (False, False, Risk.critical)),
     ("trusted-readOnlyHint", "trusted", {}, {"read_only": True}, (True, False, Risk.low)),
     ("trusted-idempotentHint", "trusted", {}, {"idempotent": True}, (False, True, Risk.high)),
@@ -42,15 +54,25 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], tuple[bool, bool, Ri
     ("trusted-destructiveHint-true", "trusted", {}, {"destructive": True}, (False, False, Risk.high)),
     ("trusted-no-hints", "trusted", {}, {}, (False, False, Risk.high)),
     ("trusted-override-not-read-only", "trusted", {"read_only": False}, {"read_only": True}, (False, False, Risk.high)),
-    ("trusted-override-untrusted-ignores-hints", "trusted", {"trust": "untrusted"}, ALL_LOOSE, (False, False, Risk.high)),
+    (
+        "trusted-override-untrusted-ignores-hints",
+        "trusted",
+        {"trust": "untrusted"},
+        ALL_LOOSE,
+        (False, False, Risk.high),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("trust", "override", "hints", "expected"), [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+@pytest.mark.parametrize(
+    ("trust", "override", "hints", "expected"), [case[1:] for case in CASES], ids=[case[0] for case in CASES]
+)
 def test_hints_count_only_from_a_trusted_server_and_overrides_always_count(
     trust: str, override: dict[str, Any], hints: dict[str, Any], expected: tuple[bool, bool, Risk]
 ) -> None:
-    spec = McpServerSpec(transport="stdio", command=["server"], trust=trust, overrides={"t": override} if override else {})
+    spec = McpServerSpec(
+        transport="stdio", command=["server"], trust=trust, overrides={"t": override} if override else {}
+    )
     listed = ListedTool(name="t", description="d", input_schema={"type": "object"}, **hints)
     (mounted,) = mount_server("s", spec, [listed], FACTS)
     tool = mounted.model.spec
@@ -60,7 +82,11 @@ def test_hints_count_only_from_a_trusted_server_and_overrides_always_count(
 # -- a real server, mounted twice: untrusted and trusted ---------------------------------
 
 # Only read-only tools are allowed without asking; nothing answers an ask (no approver).
-READ_ONLY_ONLY = doc("Policy", "read-only-only", {"rules": [{"name": "allow-read-only", "effect": "allow", "tools": ["*"], "when": "tool.read_only == true"}]})
+READ_ONLY_ONLY = doc(
+    "Policy",
+    "read-only-only",
+    {"rules": [{"name": "allow-read-only", "effect": "allow", "tools": ["*"], "when": "tool.read_only == true"}]},
+)
 MOUNTS = [
     server_doc("wild", include=["echo", "structured", "pid"], overrides={"pid": {"read_only": True}}),
     server_doc("tame", include=["echo", "structured"], trust="trusted"),
@@ -77,7 +103,13 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
 
 
 def test_both_mounts_list_the_same_tools(runtime: Runtime) -> None:
-    assert sorted(runtime.snapshot.tools) == ["tame__echo", "tame__structured", "wild__echo", "wild__pid", "wild__structured"]
+    assert sorted(runtime.snapshot.tools) == [
+        "tame__echo",
+        "tame__structured",
+        "wild__echo",
+        "wild__pid",
+        "wild__structured",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -90,13 +122,17 @@ def test_both_mounts_list_the_same_tools(runtime: Runtime) -> None:
         ("tame__structured", False, True, Risk.medium),
     ],
 )
-def test_the_compiled_attributes_follow_trust(runtime: Runtime, tool: str, read_only: bool, idempotent: bool, risk: Risk) -> None:
+def test_the_compiled_attributes_follow_trust(
+    runtime: Runtime, tool: str, read_only: bool, idempotent: bool, risk: Risk
+) -> None:
     spec = runtime.snapshot.tools[tool].spec
     assert (spec.read_only, spec.idempotent, spec.risk) == (read_only, idempotent, risk)
 
 
 @pytest.mark.parametrize(("tool", "runs"), [("wild__echo", False), ("wild__pid", True), ("tame__echo", True)])
-async def test_plan_mode_runs_an_untrusted_tool_only_when_the_config_says_it_is_read_only(runtime: Runtime, tool: str, runs: bool) -> None:
+async def test_plan_mode_runs_an_untrusted_tool_only_when_the_config_says_it_is_read_only(
+    runtime: Runtime, tool: str, runs: bool
+) -> None:
     args = {"text": "in plan mode"} if tool.endswith("echo") else {}
     result = await runtime.call(tool, args, Session(id="planner", mode="plan"))
     if runs:
@@ -105,12 +141,18 @@ async def test_plan_mode_runs_an_untrusted_tool_only_when_the_config_says_it_is_
         assert result.status is Status.denied and "plan mode" in result.content
 
 
-@pytest.mark.parametrize(("tool", "runs"), [("wild__echo", False), ("wild__structured", False), ("wild__pid", True), ("tame__echo", True)])
-async def test_a_read_only_allow_rule_does_not_admit_an_untrusted_servers_claim(runtime: Runtime, tool: str, runs: bool) -> None:
+@pytest.mark.parametrize(
+    ("tool", "runs"), [("wild__echo", False), ("wild__structured", False), ("wild__pid", True), ("tame__echo", True)]
+)
+async def test_a_read_only_allow_rule_does_not_admit_an_untrusted_servers_claim(
+    runtime: Runtime, tool: str, runs: bool
+) -> None:
     args = {"text": "hi"} if tool.endswith("echo") else {"name": "x"} if tool.endswith("structured") else {}
     result = await runtime.call(tool, args, Session(id="worker"))
     if runs:
-        assert result.status is Status.ok and result.metadata.get("rule") == "read-only-only/allow-read-only", result.content
+        assert result.status is Status.ok and result.metadata.get("rule") == "read-only-only/allow-read-only", (
+            result.content
+        )
     else:
         assert result.status is Status.denied, result.content  # asked, and nobody can approve
 

@@ -33,7 +33,12 @@ from runtime.runtime import Runtime
 
 TOKEN = "s3cret-token-for-the-tests-0123456789"
 ACCEPT = {"Accept": "application/json, text/event-stream"}
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 PING = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
 LIST = {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
@@ -191,7 +196,10 @@ async def test_when_every_session_is_busy_a_new_one_is_refused_with_503(tmp_path
 async def test_the_official_client_works_under_the_limits(tmp_path: Path) -> None:
     async with serving(tmp_path, HttpLimits(idle_s=600, max_sessions=3, token=TOKEN)) as served:
         async with httpx2.AsyncClient(headers=served.headers, timeout=TIMEOUT_S) as http:
-            async with streamable_http_client(served.url, http_client=http) as (read, write), ClientSession(read, write) as client:
+            async with (
+                streamable_http_client(served.url, http_client=http) as (read, write),
+                ClientSession(read, write) as client,
+            ):
                 await client.initialize()
                 names = [tool.name for tool in (await client.list_tools()).tools]
                 result = await client.call_tool("lookup_city", {"city": "Lima"})
@@ -223,8 +231,20 @@ AUTHORIZATIONS = [
     ("authorization", "accepted"),
     AUTHORIZATIONS,
     ids=[
-        "missing", "empty", "scheme-only", "scheme-and-blank", "wrong", "token-plus-one", "token-minus-one", "case-changed",
-        "no-scheme", "basic-scheme", "other-scheme", "right", "lower-case-scheme", "extra-spaces",
+        "missing",
+        "empty",
+        "scheme-only",
+        "scheme-and-blank",
+        "wrong",
+        "token-plus-one",
+        "token-minus-one",
+        "case-changed",
+        "no-scheme",
+        "basic-scheme",
+        "other-scheme",
+        "right",
+        "lower-case-scheme",
+        "extra-spaces",
     ],
 )
 async def test_every_request_needs_the_bearer_token(tmp_path: Path, authorization: str | None, accepted: bool) -> None:
@@ -254,7 +274,11 @@ async def test_requests_inside_an_open_session_need_the_token_too(tmp_path: Path
 async def test_a_token_from_another_session_header_does_not_help(tmp_path: Path) -> None:
     async with serving(tmp_path, HttpLimits(token=TOKEN)) as served:
         session_id = await served.open_session()
-        answer = await served.http.post(served.url, json=PING, headers={**ACCEPT, "mcp-session-id": session_id, "Authorization": f"Bearer {session_id}"})
+        answer = await served.http.post(
+            served.url,
+            json=PING,
+            headers={**ACCEPT, "mcp-session-id": session_id, "Authorization": f"Bearer {session_id}"},
+        )
         assert answer.status_code == 401
 
 
@@ -274,26 +298,40 @@ async def test_a_token_from_another_session_header_does_not_help(tmp_path: Path)
     ],
     ids=["foreign-origin", "lookalike-origin", "null-origin", "foreign-host", "lookalike-host", "loopback-origin"],
 )
-async def test_host_and_origin_are_checked_on_every_request(tmp_path: Path, token: str | None, header: str, value: str, status: int) -> None:
+async def test_host_and_origin_are_checked_on_every_request(
+    tmp_path: Path, token: str | None, header: str, value: str, status: int
+) -> None:
     async with serving(tmp_path, HttpLimits(token=token)) as served:
-        answer = await served.http.post(served.url, json=INITIALIZE, headers={**ACCEPT, **served.headers, header: value})
+        answer = await served.http.post(
+            served.url, json=INITIALIZE, headers={**ACCEPT, **served.headers, header: value}
+        )
         assert answer.status_code == status
 
 
 async def test_a_session_cannot_be_reached_from_a_foreign_origin_either(tmp_path: Path) -> None:
     async with serving(tmp_path, HttpLimits()) as served:
         session_id = await served.open_session()
-        answer = await served.http.post(served.url, json=PING, headers={**served.session_headers(session_id), "Origin": "http://attacker.example"})
+        answer = await served.http.post(
+            served.url, json=PING, headers={**served.session_headers(session_id), "Origin": "http://attacker.example"}
+        )
         assert answer.status_code == 403
 
 
 async def test_on_every_interface_only_the_allowed_names_are_accepted(tmp_path: Path) -> None:
     async with serving(tmp_path, HttpLimits(token=TOKEN, allowed_hosts=("toolrt.test",)), host="0.0.0.0") as served:
         port = served.url.split(":")[2].split("/")[0]
-        for host, status in ((f"toolrt.test:{port}", 200), (f"127.0.0.1:{port}", 200), (f"attacker.example:{port}", 421)):
-            answer = await served.http.post(served.url, json=INITIALIZE, headers={**ACCEPT, **served.headers, "Host": host})
+        for host, status in (
+            (f"toolrt.test:{port}", 200),
+            (f"127.0.0.1:{port}", 200),
+            (f"attacker.example:{port}", 421),
+        ):
+            answer = await served.http.post(
+                served.url, json=INITIALIZE, headers={**ACCEPT, **served.headers, "Host": host}
+            )
             assert answer.status_code == status, host
-        no_token = await served.http.post(served.url, json=INITIALIZE, headers={**ACCEPT, "Host": f"toolrt.test:{port}"})
+        no_token = await served.http.post(
+            served.url, json=INITIALIZE, headers={**ACCEPT, "Host": f"toolrt.test:{port}"}
+        )
         assert no_token.status_code == 401
 
 
@@ -307,7 +345,9 @@ def serve_cli(*extra: str) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", "example.internal"])
-def test_a_host_other_machines_can_reach_does_not_start_without_a_token(host: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_host_other_machines_can_reach_does_not_start_without_a_token(
+    host: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("TOOLRT_SERVE_TOKEN", raising=False)
     code, err = serve_cli("--host", host)
     assert code == 2
@@ -326,9 +366,20 @@ def test_a_host_other_machines_can_reach_does_not_start_without_a_token(host: st
         (("--session-idle-timeout", "nan"), "idle timeout"),
         (("--session-idle-timeout", "inf"), "idle timeout"),
     ],
-    ids=["every-interface-without-names", "short-token", "token-with-spaces", "no-sessions", "zero-idle", "negative-idle", "nan-idle", "endless-idle"],
+    ids=[
+        "every-interface-without-names",
+        "short-token",
+        "token-with-spaces",
+        "no-sessions",
+        "zero-idle",
+        "negative-idle",
+        "nan-idle",
+        "endless-idle",
+    ],
 )
-def test_unsafe_or_impossible_limits_are_usage_errors(extra: tuple[str, ...], message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unsafe_or_impossible_limits_are_usage_errors(
+    extra: tuple[str, ...], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("TOOLRT_SERVE_TOKEN", raising=False)
     code, err = serve_cli(*extra)
     assert code == 2 and message in err
@@ -337,7 +388,18 @@ def test_unsafe_or_impossible_limits_are_usage_errors(extra: tuple[str, ...], me
 
 @pytest.mark.parametrize(
     ("host", "loopback"),
-    [("127.0.0.1", True), ("127.0.0.2", True), ("localhost", True), ("::1", True), ("[::1]", True), ("0.0.0.0", False), ("::", False), ("10.0.0.1", False), ("localhost.example", False), ("", False)],
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("localhost", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("10.0.0.1", False),
+        ("localhost.example", False),
+        ("", False),
+    ],
 )
 def test_loopback_hosts_are_told_apart_from_reachable_ones(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
@@ -348,7 +410,9 @@ def initialize_status(url: str, headers: dict[str, str]) -> int:
         return http.post(url, json=INITIALIZE, headers={**ACCEPT, **headers}).status_code
 
 
-def test_toolrt_serve_on_every_interface_runs_with_the_token_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_toolrt_serve_on_every_interface_runs_with_the_token_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TOOLRT_SERVE_TOKEN", TOKEN)
     with http_server(tmp_path, extra=("--host", "0.0.0.0", "--allow-host", "toolrt.test")) as (url, _):
         url = url.replace("0.0.0.0", "127.0.0.1")

@@ -149,7 +149,9 @@ def test_an_artifact_of_another_session_is_answered_as_unknown(store: ArtifactSt
     ],
     ids=["first-page", "middle", "past-the-end", "matching-pattern", "pattern-without-match"],
 )
-def test_no_kind_of_read_tells_another_sessions_artifact_from_a_missing_one(store: ArtifactStore, request_kwargs: dict[str, object]) -> None:
+def test_no_kind_of_read_tells_another_sessions_artifact_from_a_missing_one(
+    store: ArtifactStore, request_kwargs: dict[str, object]
+) -> None:
     ref = store.save("secret output\n" * 10, call_id="c", tool="t", session=OWNER)
     with pytest.raises(ArtifactError) as theirs:
         store.read(ref.id, session="mallory", **request_kwargs)  # type: ignore[arg-type]
@@ -208,7 +210,12 @@ def test_another_process_reading_the_directory_enforces_the_owner(store: Artifac
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(store.root), ref.id, OWNER, "bob", "default"],
-        capture_output=True, text=True, cwd=REPO, env=dict(os.environ), timeout=60, check=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ),
+        timeout=60,
+        check=True,
     )
     assert done.stdout.splitlines() == [
         f"{OWNER} read 'across processes\\n'",
@@ -232,9 +239,23 @@ def test_another_process_reading_the_directory_enforces_the_owner(store: Artifac
         ["abcd", "0" * 64],
         {"salt": "abcd"},
     ],
-    ids=["null", "empty", "plain-session-id", "no-colon", "no-salt", "short-digest", "not-hex", "not-ascii", "number", "list", "object"],
+    ids=[
+        "null",
+        "empty",
+        "plain-session-id",
+        "no-colon",
+        "no-salt",
+        "short-digest",
+        "not-hex",
+        "not-ascii",
+        "number",
+        "list",
+        "object",
+    ],
 )
-def test_a_missing_or_damaged_owner_record_makes_the_artifact_unknown_to_everyone(store: ArtifactStore, owner: object) -> None:
+def test_a_missing_or_damaged_owner_record_makes_the_artifact_unknown_to_everyone(
+    store: ArtifactStore, owner: object
+) -> None:
     ref = store.save("x", call_id="c", tool="t", session=OWNER)
     meta_path = store.root / f"{ref.id}.json"
     meta = json.loads(meta_path.read_text())
@@ -293,9 +314,13 @@ async def saved_by(runtime: Runtime, tool: str, session: Session) -> str:
     return str(result.metadata["artifact_id"])
 
 
-@pytest.mark.parametrize("tool", ["long_listing", "long_report"], ids=["streamed-command-output", "shaped-python-result"])
+@pytest.mark.parametrize(
+    "tool", ["long_listing", "long_report"], ids=["streamed-command-output", "shaped-python-result"]
+)
 @pytest.mark.parametrize("reader", ["artifact_read", "loose_artifact_read"], ids=["shipped-tool", "no-id-pattern"])
-async def test_artifact_read_from_another_session_is_the_unknown_id_answer(runtime: Runtime, tool: str, reader: str) -> None:
+async def test_artifact_read_from_another_session_is_the_unknown_id_answer(
+    runtime: Runtime, tool: str, reader: str
+) -> None:
     artifact_id = await saved_by(runtime, tool, Session(id=OWNER))
     own = await runtime.call(reader, {"id": artifact_id, "offset": 0, "limit": 50}, Session(id=OWNER))
     assert not own.is_error and "-line-0" in own.content
@@ -337,7 +362,21 @@ async def test_guessing_neighbours_of_a_known_id_finds_nothing(runtime: Runtime)
         ["art_0123456789abcdef01234567"],
         {"id": "art_0123456789abcdef01234567"},
     ],
-    ids=["dot-dot-prefix", "dot-dot-suffix", "with-suffix", "nul", "absolute", "dot-dot", "upper-case", "huge", "empty", "null", "number", "list", "object"],
+    ids=[
+        "dot-dot-prefix",
+        "dot-dot-suffix",
+        "with-suffix",
+        "nul",
+        "absolute",
+        "dot-dot",
+        "upper-case",
+        "huge",
+        "empty",
+        "null",
+        "number",
+        "list",
+        "object",
+    ],
 )
 async def test_malformed_ids_are_refused_without_reading_anything(runtime: Runtime, artifact_id: object) -> None:
     real = await saved_by(runtime, "long_listing", Session(id=OWNER))
@@ -347,16 +386,34 @@ async def test_malformed_ids_are_refused_without_reading_anything(runtime: Runti
     assert len(result.content) < 2_000
 
 
-async def test_another_runtime_process_on_the_same_workspace_refuses_another_sessions_artifact(runtime: Runtime, tmp_path: Path) -> None:
+async def test_another_runtime_process_on_the_same_workspace_refuses_another_sessions_artifact(
+    runtime: Runtime, tmp_path: Path
+) -> None:
     theirs = await saved_by(runtime, "long_listing", Session(id=OWNER))
     shared = await saved_by(runtime, "long_listing", Session())  # the session `toolrt call` uses
     config = str(tmp_path / "config")
 
     def toolrt_call(artifact_id: str) -> dict[str, object]:
-        argv = [sys.executable, "-m", "runtime.cli", "call", "--config", config, "--workspace", str(tmp_path), "--format", "json"]
+        argv = [
+            sys.executable,
+            "-m",
+            "runtime.cli",
+            "call",
+            "--config",
+            config,
+            "--workspace",
+            str(tmp_path),
+            "--format",
+            "json",
+        ]
         done = subprocess.run(
             [*argv, "artifact_read", "--args", json.dumps({"id": artifact_id, "limit": 50})],
-            capture_output=True, text=True, cwd=REPO, env=dict(os.environ), timeout=120, check=False,
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=dict(os.environ),
+            timeout=120,
+            check=False,
         )
         return dict(json.loads(done.stdout))
 
