@@ -354,7 +354,7 @@ def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     where = NOWHERE
     if args.workspace is not None:
         settings = Settings()
-        where = Where.of(args.workspace, args.config, settings.commands_outside_workspace)
+        where = Where.of(args.workspace, (), settings.commands_outside_workspace, configs=args.config)
     explanation = explain(snapshot, args.tool, call_args if isinstance(call_args, dict) else None, session, where)
     out.write((explanation.to_json() if args.format == "json" else explanation.to_text()) + "\n")
     return EXIT_OK

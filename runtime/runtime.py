@@ -116,7 +116,7 @@ class Runtime:
         self.approver = approver
         self.artifacts = artifacts if artifacts is not None else ArtifactStore(self.artifact_path())
         # toolrt's own files are out of reach of the agent's command lines and file tools.
-        self.where = Where.of(self.workspace_root, self.protected_paths(), self.settings.commands_outside_workspace)
+        self.where = Where.of(self.workspace_root, self.protected_paths(), self.settings.commands_outside_workspace, configs=self._config_paths())
         self.permitter: Permitter = permitter or PolicyPermitter(self.where)
         self.jobs = JobRegistry()
         self.grants = SessionGrants()  # "allow for this session" answers, per session id
@@ -171,13 +171,18 @@ class Runtime:
 
     def protected_paths(self) -> list[Path]:
         """toolrt's own files and folders, which no tool of the agent may read or write:
-        the config and pack directories, the state, artifact, lock and audit paths."""
+        the pack directories, the state, artifact, lock and audit paths (the config
+        paths are added by :class:`~runtime.policy.placed.Where`, see ``configs``)."""
         settings = self.settings
-        paths = [*self._paths, *settings.pack_dirs, *builtin_pack_dirs()]
+        paths = [*settings.pack_dirs, *builtin_pack_dirs()]
         paths += [self._under_workspace(settings.state_dir), self.artifacts.root]
         paths += audit_paths(self.workspace_root, settings)  # the log, its WAL files and its chain head
         paths.append(lock_dir_for(settings, self.workspace_root))
         return [path if path.is_absolute() else Path.cwd() / path for path in paths]
+
+    def _config_paths(self) -> list[Path]:
+        """The config paths, absolute (see :meth:`protected_paths`)."""
+        return [path if path.is_absolute() else Path.cwd() / path for path in self._paths]
 
     def artifact_path(self) -> Path:
         """Where truncated outputs are stored: the ``artifact_dir`` setting, else a folder

@@ -83,17 +83,20 @@ class Where:
     root_text: str | None = None  # str(root), filled in by Where.of
 
     @staticmethod
-    def of(root: Path | str | None, protected: Sequence[Path | str] = (), outside: str = "ask") -> Where:
+    def of(root: Path | str | None, protected: Sequence[Path | str] = (), outside: str = "ask", *, configs: Sequence[Path | str] = ()) -> Where:
         """A Where with resolved paths. A protected folder that is the workspace root or
-        holds it protects only its YAML files (the agent must be able to work)."""
+        holds it protects only its YAML files (the agent must be able to work). So does a
+        config folder (``configs``) that holds the workspace or lies inside it: the YAML
+        files below it are what a reload reads."""
         resolved_root = Path(root).resolve() if root is not None else None
         found: list[Protected] = []
-        for path in protected:
+        for path, config in [*((p, False) for p in protected), *((p, True) for p in configs)]:
             candidate = Path(path)
             if not candidate.is_absolute() and resolved_root is not None:
                 candidate = resolved_root / candidate
             real = Path(os.path.realpath(candidate))
-            yaml_only = resolved_root is not None and resolved_root.is_relative_to(real)
+            overlaps = resolved_root is not None and (resolved_root.is_relative_to(real) or (config and real.is_relative_to(resolved_root)))
+            yaml_only = overlaps and real.is_dir()
             found.append(Protected(real, yaml_only, str(real)))
         return Where(resolved_root, tuple(dict.fromkeys(found)), outside, str(resolved_root) if resolved_root is not None else None)
 
