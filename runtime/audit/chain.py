@@ -68,7 +68,12 @@ def link_hash(prev_hash: str, seq: int, body: bytes) -> str:
 
 def chained_line(body: bytes, seq: int, prev_hash: str, digest: str) -> bytes:
     """The JSON line (with its newline) for ``body`` at position ``seq``."""
-    return b'%s,"seq":%d,"prev_hash":"%s","hash":"%s"}\n' % (body[:-1], seq, prev_hash.encode("ascii"), digest.encode("ascii"))
+    return b'%s,"seq":%d,"prev_hash":"%s","hash":"%s"}\n' % (
+        body[:-1],
+        seq,
+        prev_hash.encode("ascii"),
+        digest.encode("ascii"),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,7 +70,9 @@ def kind_of(path: Path) -> str:
     except FileNotFoundError:
         if head_path(path).exists():
             return "jsonl"  # the log is gone but its head is not: the verifier reports every record missing
-        raise UsageError(f"no audit log at {path}: no calls have been recorded there yet, or the path is wrong") from None
+        raise UsageError(
+            f"no audit log at {path}: no calls have been recorded there yet, or the path is wrong"
+        ) from None
     except OSError as err:
         raise UsageError(f"{path}: cannot read the audit log: {err}") from err
     return "sqlite" if start == _SQLITE_MAGIC else "jsonl"
@@ -104,7 +106,13 @@ def _sqlite(path: Path) -> Iterator[StoreState]:
         cursor = conn.execute(f"SELECT id, {', '.join(COLUMNS)}, {links} FROM calls ORDER BY id")
 
         def locate(seq: int, after: int) -> int | None:
-            found = conn.execute("SELECT id FROM calls WHERE seq = ? AND id > ? ORDER BY id LIMIT 1", (seq, after)).fetchone() if chained else None
+            found = (
+                conn.execute(
+                    "SELECT id FROM calls WHERE seq = ? AND id > ? ORDER BY id LIMIT 1", (seq, after)
+                ).fetchone()
+                if chained
+                else None
+            )
             return None if found is None else int(found[0])
 
         yield StoreState("sqlite", "id", head, (_sqlite_entry(row) for row in cursor), locate)
@@ -117,7 +125,12 @@ def _sqlite_head(conn: sqlite3.Connection) -> Head | None:
         row = conn.execute("SELECT seq, hash, before FROM chain_head WHERE id = 1").fetchone()
     except sqlite3.OperationalError:
         return None  # the table is gone: reported as a missing head
-    if row is None or type(row[0]) is not int or type(row[1]) is not str or (row[2] is not None and type(row[2]) is not int):
+    if (
+        row is None
+        or type(row[0]) is not int
+        or type(row[1]) is not str
+        or (row[2] is not None and type(row[2]) is not int)
+    ):
         return None
     return Head(row[0], row[1], row[2])
 
@@ -162,7 +175,9 @@ def _jsonl(path: Path) -> Iterator[StoreState]:
                         return number
             return None
 
-        entries = (_jsonl_entry(number, line) for number, line in _lines(handle, size)) if handle is not None else iter(())
+        entries = (
+            (_jsonl_entry(number, line) for number, line in _lines(handle, size)) if handle is not None else iter(())
+        )
         yield StoreState("jsonl", "line", head, entries, locate)
     finally:
         if handle is not None:

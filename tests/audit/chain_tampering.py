@@ -7,6 +7,7 @@ The forgeries use the public chain functions, as an attacker who read the source
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,12 @@ def rehash(values: tuple[Any, ...], seq: int, prev: str) -> str:
 
 def swap_rows(db: Path, first: int, second: int) -> None:
     """Exchange the places of two rows (each keeps its contents, takes the other's id)."""
-    sql(db, ("UPDATE calls SET id = -1 WHERE id = ?", (first,)), ("UPDATE calls SET id = ? WHERE id = ?", (first, second)), ("UPDATE calls SET id = ? WHERE id = -1", (second,)))
+    sql(
+        db,
+        ("UPDATE calls SET id = -1 WHERE id = ?", (first,)),
+        ("UPDATE calls SET id = ? WHERE id = ?", (first, second)),
+        ("UPDATE calls SET id = ? WHERE id = -1", (second,)),
+    )
 
 
 def make_room_after(db: Path, row_id: int) -> None:
@@ -55,9 +61,17 @@ def make_room_after(db: Path, row_id: int) -> None:
     sql(db, ("UPDATE calls SET id = -id WHERE id > ?", (row_id,)), "UPDATE calls SET id = 1 - id WHERE id < 0")
 
 
-def insert_row(db: Path, row_id: int, values: tuple[Any, ...], seq: int | None, prev: str | None, digest: str | None) -> None:
+def insert_row(
+    db: Path, row_id: int, values: tuple[Any, ...], seq: int | None, prev: str | None, digest: str | None
+) -> None:
     marks = ", ".join("?" for _ in range(len(COLUMNS) + 4))
-    sql(db, (f"INSERT INTO calls (id, {FIELDS}, seq, prev_hash, hash) VALUES ({marks})", (row_id, *values, seq, prev, digest)))
+    sql(
+        db,
+        (
+            f"INSERT INTO calls (id, {FIELDS}, seq, prev_hash, hash) VALUES ({marks})",
+            (row_id, *values, seq, prev, digest),
+        ),
+    )
 
 
 def forge_after(db: Path, row_id: int, *, tool: str = "forged") -> None:
@@ -71,12 +85,49 @@ def forge_after(db: Path, row_id: int, *, tool: str = "forged") -> None:
     insert_row(db, row_id + 1, tuple(values), seq, prev, rehash(tuple(values), seq, prev))
 
 
+def copy_after(row_id: int) -> Callable[[Path], None]:
+    """A copy of row ``row_id`` (links and hash too) right after it."""
+
+    def tamper(db: Path) -> None:
+        original = rows(db)[row_id - 1]
+        make_room_after(db, row_id)
+        insert_row(db, row_id + 1, tuple(original[1:-3]), *original[-3:])
+
+    return tamper
+
+
+def unlinked_after(row_id: int) -> Callable[[Path], None]:
+    """A plausible row without chain fields right after row ``row_id``."""
+
+    def tamper(db: Path) -> None:
+        model = rows(db)[row_id - 1]
+        make_room_after(db, row_id)
+        insert_row(db, row_id + 1, tuple(model[1:-3]), None, None, None)
+
+    return tamper
+
+
+def far_position_after(row_id: int) -> Callable[[Path], None]:
+    """A forged row with a correct hash, linked to row ``row_id`` but claiming position 50."""
+
+    def tamper(db: Path) -> None:
+        before = rows(db)[row_id - 1]
+        values = tuple(before[1:-3])
+        make_room_after(db, row_id)
+        insert_row(db, row_id + 1, values, 50, before[-1], rehash(values, 50, before[-1]))
+
+    return tamper
+
+
 def alter_and_rehash(db: Path, row_id: int, *, tool: str = "covered-up") -> None:
     """Change a row and recompute its own hash (but not the next row's link)."""
     row = {row[0]: row for row in rows(db)}[row_id]
     values = list(row[1:-3])
     values[COLUMNS.index("tool")] = tool
-    sql(db, ("UPDATE calls SET tool = ?, hash = ? WHERE id = ?", (tool, rehash(tuple(values), row[-3], row[-2]), row_id)))
+    sql(
+        db,
+        ("UPDATE calls SET tool = ?, hash = ? WHERE id = ?", (tool, rehash(tuple(values), row[-3], row[-2]), row_id)),
+    )
 
 
 def rewrite_from(db: Path, row_id: int, *, tool: str = "rewritten") -> None:

@@ -50,7 +50,9 @@ def test_the_untouched_log_verifies_and_every_line_is_still_plain_json(log: Path
     assert (report.kind, report.unit, report.chained, report.before) == ("jsonl", "line", COUNT, 0)
     rows = [json.loads(line) for line in lines(log)]
     assert [row["seq"] for row in rows] == list(range(1, COUNT + 1))
-    assert rows[0]["prev_hash"] == GENESIS and all(row["prev_hash"] == before["hash"] for before, row in zip(rows, rows[1:], strict=False))
+    assert rows[0]["prev_hash"] == GENESIS and all(
+        row["prev_hash"] == before["hash"] for before, row in zip(rows, rows[1:], strict=False)
+    )
     assert parse_head(head_file(log).read_bytes()) == Head(COUNT, rows[-1]["hash"], 0)
     assert rows[3]["call_id"] == "call-3" and rows[3]["args"] == {"index": 3}
 
@@ -101,19 +103,33 @@ def _move_head_back(log: Path) -> None:
     head_file(log).write_bytes(head_line(Head(15, link_of(rows[14]).hash, 0)))
 
 
-UNCHAINED = json.dumps({"ts": 1_700_000_100.0, "tool": "file_read", "status": "ok", "session_id": "s1"}).encode() + b"\n"
+UNCHAINED = (
+    json.dumps({"ts": 1_700_000_100.0, "tool": "file_read", "status": "ok", "session_id": "s1"}).encode() + b"\n"
+)
 
 # (what is done, expected kind, expected line (None: the end of the log), expected position)
 CASES: list[tuple[str, Callable[[Path], None], str, int | None, int | None]] = [
     ("edit the tool of the first line", _edit(1, b'"tool":"file_read"', b'"tool":"file_edit"'), "altered", 1, 1),
     ("edit the tool of a middle line", _edit(10, b'"tool":"file_read"', b'"tool":"file_edit"'), "altered", 10, 10),
-    ("edit the tool of the last line", _edit(COUNT, b'"tool":"file_read"', b'"tool":"file_edit"'), "altered", COUNT, COUNT),
+    (
+        "edit the tool of the last line",
+        _edit(COUNT, b'"tool":"file_read"', b'"tool":"file_edit"'),
+        "altered",
+        COUNT,
+        COUNT,
+    ),
     ("edit the status of the first line", _edit(1, b'"status":"ok"', b'"status":"denied"'), "altered", 1, 1),
     ("edit the status of a middle line", _edit(10, b'"status":"ok"', b'"status":"denied"'), "altered", 10, 10),
     ("edit the status of the last line", _edit(COUNT, b'"status":"ok"', b'"status":"denied"'), "altered", COUNT, COUNT),
     ("edit the args of the first line", _edit(1, b'"args":{"index":0}', b'"args":{"index":99}'), "altered", 1, 1),
     ("edit the args of a middle line", _edit(10, b'"args":{"index":9}', b'"args":{"index":99}'), "altered", 10, 10),
-    ("edit the args of the last line", _edit(COUNT, b'"args":{"index":19}', b'"args":{"index":99}'), "altered", COUNT, COUNT),
+    (
+        "edit the args of the last line",
+        _edit(COUNT, b'"args":{"index":19}', b'"args":{"index":99}'),
+        "altered",
+        COUNT,
+        COUNT,
+    ),
     ("add a space to a line", _edit(10, b'"decision":', b'"decision": '), "altered", 10, 10),
     ("edit the seq of a line", _edit(10, b'"seq":10,', b'"seq":11,'), "altered", 10, 11),
     ("break the hash of a line", _edit(10, b'"}\n', b'x"}\n'), "altered", 10, None),
@@ -126,9 +142,27 @@ CASES: list[tuple[str, Callable[[Path], None], str, int | None, int | None]] = [
     ("swap two distant lines", _swap(5, 15), "reordered", 5, 15),
     ("duplicate a line at the end", _insert(COUNT, lambda found: found[6]), "inserted", COUNT + 1, 7),
     ("duplicate a line right after it", _insert(7, lambda found: found[6]), "inserted", 8, 7),
-    ("forged line with a recomputed hash in the middle", _insert(10, lambda found: forged_line(found[9], found[10])), "inserted", 11, 11),
-    ("forged line with a recomputed hash after the first", _insert(1, lambda found: forged_line(found[0], found[1])), "inserted", 2, 2),
-    ("forged line with a recomputed hash at the end", _insert(COUNT, lambda found: forged_line(found[-1], found[-1])), "inserted", COUNT + 1, COUNT + 1),
+    (
+        "forged line with a recomputed hash in the middle",
+        _insert(10, lambda found: forged_line(found[9], found[10])),
+        "inserted",
+        11,
+        11,
+    ),
+    (
+        "forged line with a recomputed hash after the first",
+        _insert(1, lambda found: forged_line(found[0], found[1])),
+        "inserted",
+        2,
+        2,
+    ),
+    (
+        "forged line with a recomputed hash at the end",
+        _insert(COUNT, lambda found: forged_line(found[-1], found[-1])),
+        "inserted",
+        COUNT + 1,
+        COUNT + 1,
+    ),
     ("unchained record inserted in the middle", _insert(10, lambda found: UNCHAINED), "inserted", 11, None),
     ("unchained record appended", _append(UNCHAINED), "inserted", COUNT + 1, None),
     ("garbage appended", _append(b"garbage\n"), "garbage", COUNT + 1, None),
@@ -141,12 +175,18 @@ CASES: list[tuple[str, Callable[[Path], None], str, int | None, int | None]] = [
 ]
 
 
-@pytest.mark.parametrize(("tamper", "kind", "index", "position"), [pytest.param(*case[1:], id=case[0]) for case in CASES])
-def test_tampering_is_found_at_the_line_where_it_happened(log: Path, tamper: Callable[[Path], None], kind: str, index: int | None, position: int | None) -> None:
+@pytest.mark.parametrize(
+    ("tamper", "kind", "index", "position"), [pytest.param(*case[1:], id=case[0]) for case in CASES]
+)
+def test_tampering_is_found_at_the_line_where_it_happened(
+    log: Path, tamper: Callable[[Path], None], kind: str, index: int | None, position: int | None
+) -> None:
     tamper(log)
     report = verify(log)
     assert report.problem is not None, report.to_text()
-    assert (report.problem.kind, report.problem.index, report.problem.position) == (kind, index, position), report.to_text()
+    assert (report.problem.kind, report.problem.index, report.problem.position) == (kind, index, position), (
+        report.to_text()
+    )
 
 
 def test_lines_appended_after_a_cut_do_not_hide_it(log: Path) -> None:
@@ -155,7 +195,11 @@ def test_lines_appended_after_a_cut_do_not_hide_it(log: Path) -> None:
     sink.write_batch([record(100)])
     sink.close()
     report = verify(log)
-    assert report.problem is not None and (report.problem.kind, report.problem.index, report.problem.position) == ("deleted", COUNT - 1, COUNT + 1)
+    assert report.problem is not None and (report.problem.kind, report.problem.index, report.problem.position) == (
+        "deleted",
+        COUNT - 1,
+        COUNT + 1,
+    )
 
 
 def test_a_writer_after_a_crash_cut_line_starts_a_line_of_its_own_and_links_past_it(log: Path) -> None:

@@ -43,7 +43,9 @@ def test_four_processes_writing_one_database_at_once_leave_one_chain(tmp_path: P
     db = tmp_path / "audit.sqlite3"
     SqliteSink(db).close()
     barrier, results = SPAWN.Barrier(4), SPAWN.Queue()
-    workers = [SPAWN.Process(target=write_many_sqlite, args=(str(db), worker, 400, barrier, results)) for worker in range(4)]
+    workers = [
+        SPAWN.Process(target=write_many_sqlite, args=(str(db), worker, 400, barrier, results)) for worker in range(4)
+    ]
     for process in workers:
         process.start()
     for process in workers:
@@ -80,11 +82,12 @@ def test_two_processes_appending_to_one_json_lines_log_at_once_leave_one_chain(t
 def test_odd_field_values_still_give_a_chain_that_verifies(tmp_path: Path, kind: str) -> None:
     path = tmp_path / f"audit.{kind}"
     odd = [
-        AuditRecord(ts=1_700_000_000, session_id=5, tool="bad\udc80tool", args={"text": "x\udcff", "blob": b"\xff"}),  # type: ignore[arg-type]
+        AuditRecord(ts=1_700_000_000, session_id=5, tool="bad\udc80", args={"x": "\udcff"}),  # type: ignore[arg-type]
         AuditRecord(ts=-0.0, duration_ms=-0.0, path="nul\x00inside", call_id="line\nbreak"),
-        AuditRecord(ts=1.5, duration_ms=math.nan, hash_before=b"\x01\xff", truncated=True, artifact={"id": "art-1"}),  # type: ignore[arg-type]
+        AuditRecord(ts=1.5, duration_ms=math.nan, hash_before=b"\x01", artifact={"id": "a"}),  # type: ignore[arg-type]
+        AuditRecord(ts=1.75, args={"blob": b"\xff", "when": math.inf}),
         AuditRecord(ts=2.5, rule="ünïcödé ✓ 𝔘", args={"n": 10**30, "f": 0.1 + 0.2, "nested": [[[]]]}),
-        AuditRecord(ts=3.5, args=None, snapshot=""),
+        AuditRecord(ts=3.5, args=None, snapshot="", truncated=True),
     ]
     sink = SqliteSink(path) if kind == "sqlite" else JsonlSink(path)
     sink.write_batch(odd)
@@ -140,7 +143,10 @@ def test_a_database_without_the_chain_verifies_with_every_row_unprotected(tmp_pa
 
 def test_a_json_lines_log_from_before_the_chain_keeps_its_lines_counted_as_before(tmp_path: Path) -> None:
     log = tmp_path / "audit.jsonl"
-    log.write_bytes(b"".join(json.dumps({"ts": 1.0 + index, "tool": "old"}).encode() + b"\n" for index in range(3)) + b'{"ts": 9, "cut')
+    log.write_bytes(
+        b"".join(json.dumps({"ts": 1.0 + index, "tool": "old"}).encode() + b"\n" for index in range(3))
+        + b'{"ts": 9, "cut'
+    )
     sink = JsonlSink(log)
     sink.write_batch([record(index) for index in range(4)])
     sink.close()
@@ -158,10 +164,15 @@ def _old_database(db: Path, *, rows: int) -> None:
     conn = sqlite3.connect(db)
     with conn:
         conn.execute(
-            "CREATE TABLE calls (id INTEGER PRIMARY KEY, ts REAL NOT NULL, session_id TEXT, user TEXT, request_id TEXT, trace_id TEXT, call_id TEXT, tool TEXT, tool_version TEXT,"
-            " args TEXT, decision TEXT, rule TEXT, status TEXT, code TEXT, duration_ms REAL, truncated INTEGER NOT NULL DEFAULT 0, artifact TEXT, path TEXT, hash_before TEXT,"
-            " hash_after TEXT, snapshot TEXT)"
+            "CREATE TABLE calls (id INTEGER PRIMARY KEY, ts REAL NOT NULL, session_id TEXT, user TEXT, request_id TEXT,"
+            " trace_id TEXT, call_id TEXT, tool TEXT, tool_version TEXT, args TEXT, decision TEXT, rule TEXT,"
+            " status TEXT,"
+            " code TEXT, duration_ms REAL, truncated INTEGER NOT NULL DEFAULT 0, artifact TEXT, path TEXT,"
+            " hash_before TEXT, hash_after TEXT, snapshot TEXT)"
         )
-        conn.executemany("INSERT INTO calls (ts, tool, status) VALUES (?, 'file_read', 'ok')", [(1_600_000_000.0 + index,) for index in range(rows)])
+        conn.executemany(
+            "INSERT INTO calls (ts, tool, status) VALUES (?, 'file_read', 'ok')",
+            [(1_600_000_000.0 + index,) for index in range(rows)],
+        )
         conn.execute("PRAGMA user_version = 1")
     conn.close()

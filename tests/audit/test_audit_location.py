@@ -29,21 +29,32 @@ def test_the_default_log_is_in_the_state_directory_outside_the_workspace(tmp_pat
     assert path.parent.name.startswith("my_project-") and not path.is_relative_to(workspace)
 
 
-def test_each_workspace_has_its_own_log_and_every_spelling_of_one_finds_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_workspace_has_its_own_log_and_every_spelling_of_one_finds_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "a")
     monkeypatch.chdir(tmp_path)
     assert store_path(tmp_path / "a") != store_path(tmp_path / "b")
-    assert store_path(tmp_path / "a") == store_path("a") == store_path(tmp_path / "link") == store_path(tmp_path / "b" / ".." / "a")
+    assert (
+        store_path(tmp_path / "a")
+        == store_path("a")
+        == store_path(tmp_path / "link")
+        == store_path(tmp_path / "b" / ".." / "a")
+    )
 
 
-def test_an_absolute_setting_is_used_as_given_and_a_relative_one_goes_under_the_workspace_directory(tmp_path: Path) -> None:
+def test_an_absolute_setting_is_used_as_given_and_a_relative_one_goes_under_the_workspace_directory(
+    tmp_path: Path,
+) -> None:
     chosen = tmp_path / "logs" / "calls.db"
     assert store_path(tmp_path, Settings(audit_store=chosen)) == chosen
     assert store_path(tmp_path, Settings(audit_store=Path("calls.db"))) == audit_dir(tmp_path) / "calls.db"
     assert store_path(tmp_path, Settings(audit_sink="jsonl")) == audit_dir(tmp_path) / "audit.jsonl"
-    assert store_path(tmp_path, Settings(audit_sink="jsonl", audit_store=Path("audit.sqlite3"))).name == "audit.sqlite3"  # set: as given
+    assert (
+        store_path(tmp_path, Settings(audit_sink="jsonl", audit_store=Path("audit.sqlite3"))).name == "audit.sqlite3"
+    )  # set: as given
 
 
 def test_an_absolute_state_dir_outside_the_workspace_holds_the_log(tmp_path: Path) -> None:
@@ -92,4 +103,8 @@ async def test_a_command_line_cannot_reach_the_log(tmp_path: Path) -> None:
 def test_an_explicit_log_names_its_own_files_for_protection(tmp_path: Path) -> None:
     chosen = tmp_path / "logs" / "calls.jsonl"
     paths = own_paths(tmp_path / "ws", Settings(audit_store=chosen))
-    assert chosen in paths and chosen.with_name("calls.jsonl.head") in paths and chosen.with_name("calls.jsonl-wal") in paths
+    assert (
+        chosen in paths
+        and chosen.with_name("calls.jsonl.head") in paths
+        and chosen.with_name("calls.jsonl-wal") in paths
+    )

@@ -40,8 +40,12 @@ def workspace(tmp_path: Path) -> Path:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "a.txt").write_text("one\n")
-    runtime = Runtime([tmp_path / "config"], workspace_root=workspace, settings=Settings(audit_writer="process"), watch=False)
-    calls = [Call(f"l{index}", "list_dir", {}) for index in range(3)] + [Call(f"r{index}", "file_read", {"path": "a.txt"}) for index in range(3)]
+    runtime = Runtime(
+        [tmp_path / "config"], workspace_root=workspace, settings=Settings(audit_writer="process"), watch=False
+    )
+    calls = [Call(f"l{index}", "list_dir", {}) for index in range(3)] + [
+        Call(f"r{index}", "file_read", {"path": "a.txt"}) for index in range(3)
+    ]
     for call in calls:
         runtime.run_turn_sync([call], Session(id="s-v"))
     runtime.close_sync()
