@@ -41,6 +41,8 @@ command's substitutions come before the command itself):
 
 Decisions
 ---------
+- ``env -C DIR`` and ``sudo -D DIR`` (also ``--chdir``, ``sudo -R``) set ``problem``: the
+  command runs elsewhere, so its relative paths name other files than they seem to.
 - Harmless wrappers are invisible: ``env``, ``nohup``, ``timeout``, ``nice``,
   ``time``, ``command``, ``exec``, ``builtin``, ``stdbuf``, ``ionice``, ``setsid``,
   ``chrt``, ``taskset``, ``busybox``, ``xargs``, ``watch`` and ``sh -c``-style
@@ -1588,6 +1590,9 @@ def _env(name: str, words: list[_Word], ctx: _Context) -> None:
                     if value[j] == "S":
                         split_text = attached
                     break
+        if value.startswith("--ch") and "--chdir".startswith(value.partition("=")[0]) or (not value.startswith("--") and "C" in value[1:]):
+            # The command runs in another directory: its relative paths are not where they seem.
+            ctx.problem(f"{name} {_short(value, 30)} runs the command in another directory, so its paths cannot be placed")
         if split_text is None:
             i += width
             continue
@@ -1616,6 +1621,8 @@ _SUDO_NO_COMMAND = frozenset({"-e", "--edit", "-l", "--list", "-v", "--validate"
 
 def _sudo(name: str, words: list[_Word], ctx: _Context) -> None:
     i, seen = _scan_options(words, 1, _SUDO)
+    if any(option in ("-D", "--chdir", "-R", "--chroot") for option, _ in seen):
+        ctx.problem(f"{name} runs the command in another directory or root, so its paths cannot be placed")
     if any(option in _SUDO_NO_COMMAND or (option == "-h" and value is None) for option, value in seen):
         ctx.emit_words(name, words)
         return

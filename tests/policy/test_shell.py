@@ -73,7 +73,9 @@ CASES = [
     # Wrappers are unwrapped to the command they run.
     pytest.param("env FOO=1 rm x", [["rm", "x"]], False, id="env with an assignment runs the command"),
     pytest.param("env -i PATH=/bin rm x", [["rm", "x"]], False, id="env options and assignments are skipped"),
-    pytest.param("env -u HOME -C /tmp rm x", [["rm", "x"]], False, id="env options with values are skipped"),
+    pytest.param("env -u HOME -S rm x", [["rm", "x"]], False, id="env options with values are skipped"),
+    pytest.param("env -u HOME -C /tmp rm x", [["rm", "x"]], True, id="env -C runs the command elsewhere, so its paths are uncertain"),
+    pytest.param("sudo -D /tmp rm x", [["sudo", "-D", "/tmp", "rm", "x"], ["rm", "x"]], True, id="sudo -D runs the command elsewhere, so its paths are uncertain"),
     pytest.param('env -S "rm -f x"', [["rm", "-f", "x"]], False, id="env -S splits its string"),
     pytest.param("nohup rm x &", [["rm", "x"]], False, id="nohup is unwrapped"),
     pytest.param("timeout 5 rm x", [["rm", "x"]], False, id="timeout skips its duration"),
