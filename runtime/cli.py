@@ -102,10 +102,19 @@ def _parser() -> argparse.ArgumentParser:
     watch.add_argument("--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)")
 
     audit = sub.add_parser("audit", help="query the audit log of calls, or verify its hash chain")
-    audit.add_argument("action", nargs="?", choices=("verify",), default=None, help="verify: walk the hash chain, report the first broken link (exit 1), exit 0 when intact")
-    audit.add_argument("--store", type=Path, default=None, help="the audit log (default: the audit_store setting, else the workspace's log in the state directory)")
-    audit.add_argument("--workspace", type=Path, default=None, help="workspace whose log to read (default: the workspace_root setting)")
-    audit.add_argument("--anchor", action="append", default=[], metavar="POSITION:HASH", help="with verify: a head printed by an earlier verify, kept elsewhere; the log must still hold it (repeatable)")
+    audit.add_argument(
+        "action", nargs="?", choices=("verify",), default=None,
+        help="verify: walk the hash chain; exit 0 when intact, 1 at the first broken link",
+    )
+    audit.add_argument(
+        "--store", type=Path, default=None,
+        help="the audit log (default: the workspace's log, see the audit_store setting)",
+    )
+    audit.add_argument("--workspace", type=Path, default=None, help="whose log (default: the workspace_root setting)")
+    audit.add_argument(
+        "--anchor", action="append", default=[], metavar="POSITION:HASH",
+        help="with verify: a head printed by an earlier verify and kept elsewhere; the log must still hold it",
+    )
     audit.add_argument("--session", default=None, help="only this session id")
     audit.add_argument("--tool", default=None, help="only this tool")
     audit.add_argument("--status", default=None, help="only this status (ok, error, denied, timeout, ...)")

@@ -52,7 +52,11 @@ class Settings(BaseSettings):
     )
     audit_store: Path = Field(
         default=Path("audit.sqlite3"),
-        description="The audit log. Relative: in a directory of the workspace's own under the state directory (runtime.audit.location), outside the workspace where the agent's tools reach; absolute: used as given. Left unset with audit_sink=jsonl: audit.jsonl.",
+        description=(
+            "The audit log. Relative: in a directory of the workspace's own under the state directory"
+            " (runtime.audit.location), outside the workspace where the agent's tools reach; absolute: used as given."
+            " Left unset with audit_sink=jsonl: audit.jsonl."
+        ),
     )
     audit_sink: Literal["sqlite", "jsonl", "off"] = Field(default="sqlite", description="How every call is recorded: a SQLite database (WAL), JSON lines, or not at all.")
     audit_writer: Literal["thread", "process"] = Field(

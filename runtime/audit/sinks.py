@@ -78,7 +78,14 @@ ALTER TABLE calls ADD COLUMN hash TEXT
 # One row: the last position and hash, and how many rows came before the chain
 # (NULL: a writer found the row gone and rebuilt it). Kept in the same transaction
 # as the rows, so records cut off the end of the table show as missing.
-_HEAD = "CREATE TABLE IF NOT EXISTS chain_head (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL, hash TEXT NOT NULL, before INTEGER)"
+_HEAD = """
+CREATE TABLE IF NOT EXISTS chain_head (
+    id     INTEGER PRIMARY KEY CHECK (id = 1),
+    seq    INTEGER NOT NULL,
+    hash   TEXT    NOT NULL,
+    before INTEGER
+)
+"""
 
 _LINKED_COLUMNS = (*COLUMNS, "seq", "prev_hash", "hash")
 _INSERT_HEAD = f"INSERT INTO calls ({', '.join(_LINKED_COLUMNS)}) VALUES "
@@ -180,7 +187,8 @@ class SqliteSink:
         """Bring the schema from ``version`` to :data:`SCHEMA_VERSION` (inside a write transaction)."""
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if version == 0 and tables - {"calls", "chain_head"}:
-            raise AuditStoreError(f"{self.path}: is an SQLite database but not a toolrt audit database (tables: {', '.join(sorted(tables))})")
+            names = ", ".join(sorted(tables))
+            raise AuditStoreError(f"{self.path}: an SQLite database but not a toolrt audit database (tables: {names})")
         columns = {row[1] for row in conn.execute("PRAGMA table_info(calls)")} if "calls" in tables else set()
         for statement in _CALLS.split(";"):
             conn.execute(statement)
