@@ -173,7 +173,7 @@ def place(line: CommandLine, where: Where = NOWHERE, cwd: str = ".", text: str =
     if cached is not None and all(_resolve(path) == real for path, real in cached[1]):
         return cached[0]
     try:
-        placer = _Placer(where, cwd, bool(_GLOB_STATE.search(text)))
+        placer = _Placer(where, cwd, text)
         placed = placer.run(line)
     except Exception as err:  # noqa: BLE001 - a defect here must fail closed, never let a line through unjudged
         return PlacedLine(tuple(PlacedCommand(argv, {0: UNKNOWN}) for argv in line.commands),
@@ -206,11 +206,13 @@ def place_static(line: CommandLine, cwd: str = ".", text: str = "") -> PlacedLin
 
 
 class _Placer:
-    def __init__(self, where: Where, cwd: str, glob_state: bool) -> None:
+    def __init__(self, where: Where, cwd: str, text: str) -> None:
         self.where = where
         self.cwd = posixpath.normpath(cwd or ".")
+        glob_state = bool(_GLOB_STATE.search(text))
         self.cwds = [self.cwd]  # where the line may be: the start, and wherever a cd took it
         self.glob_state = glob_state  # the line may set dotglob & co.: expand as the worst case
+        self.cdpath = "CDPATH" in text  # cd may then go to a folder named relative to it
         self.entries_left = MAX_GLOB_ENTRIES
         self.protected: str | None = None
         self.outside: list[str] = []
@@ -334,7 +336,7 @@ class _Placer:
         if not argv or argv[0] not in ("cd", "pushd"):
             return
         operands = [(k, item) for k, item in enumerate(argv[1:], 1) if not item.startswith("-") or item == "-"]
-        if not operands or shape[operands[0][0]] != "l" or operands[0][1] in ("-", "~"):
+        if not operands or shape[operands[0][0]] != "l" or operands[0][1] in ("-", "~") or self.cdpath:
             target = "~"  # home, the previous directory or a run-time value: somewhere unknown
         else:
             target = operands[0][1]

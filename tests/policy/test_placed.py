@@ -141,3 +141,12 @@ def test_a_symlink_into_protected_files_is_protected(workspace: Path) -> None:
     os.symlink(workspace / "toolrt.d", workspace / "innocent")
     where = Where.of(workspace, [workspace / "toolrt.d"])
     assert place(split_command_line("cat innocent/policy.yaml"), where, ".").protected is not None
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["cd / && cat etc/passwd", "(cd /; cat etc/passwd)", "bash -c 'cd / && cat etc/passwd'", "cd && cat .bashrc", "cd - && cat x", "CDPATH=/; cd etc && cat passwd", "pushd /etc && cat passwd"],
+)
+def test_paths_after_cd_are_placed_from_where_the_line_went(line: str, workspace: Path) -> None:
+    result = place(split_command_line(line), Where.of(workspace), ".", line)
+    assert result.outside, line
