@@ -176,3 +176,25 @@ def _old_database(db: Path, *, rows: int) -> None:
         )
         conn.execute("PRAGMA user_version = 1")
     conn.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "jsonl"])
+def test_verifying_while_processes_write_never_reports_a_break(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / f"audit.{kind}"
+    (SqliteSink(path) if kind == "sqlite" else JsonlSink(path)).close()
+    barrier, results = SPAWN.Barrier(3), SPAWN.Queue()
+    if kind == "sqlite":
+        workers = [SPAWN.Process(target=write_many_sqlite, args=(str(path), n, 300, barrier, results)) for n in range(2)]
+    else:
+        workers = [SPAWN.Process(target=write_many_jsonl, args=(str(path), n, 10, barrier)) for n in range(2)]
+    for process in workers:
+        process.start()
+    barrier.wait(60)
+    while any(process.is_alive() for process in workers):  # a consistent state at every moment, whatever it is
+        report = verify(path)
+        assert report.ok, report.to_text()
+    for process in workers:
+        process.join(180)
+        assert process.exitcode == 0
+    final = verify(path)
+    assert final.ok and final.chained == (600 if kind == "sqlite" else 2000)
