@@ -181,11 +181,12 @@ def _old_database(db: Path, *, rows: int) -> None:
 @pytest.mark.parametrize("kind", ["sqlite", "jsonl"])
 def test_verifying_while_processes_write_never_reports_a_break(tmp_path: Path, kind: str) -> None:
     path = tmp_path / f"audit.{kind}"
-    (SqliteSink(path) if kind == "sqlite" else JsonlSink(path)).close()
     barrier, results = SPAWN.Barrier(3), SPAWN.Queue()
-    if kind == "sqlite":
-        workers = [SPAWN.Process(target=write_many_sqlite, args=(str(path), n, 300, barrier, results)) for n in range(2)]
+    if kind == "sqlite":  # the log exists before the walks start
+        SqliteSink(path).close()
+        workers = [SPAWN.Process(target=write_many_sqlite, args=(str(path), n, 300, barrier, results)) for n in (0, 1)]
     else:
+        path.touch()
         workers = [SPAWN.Process(target=write_many_jsonl, args=(str(path), n, 10, barrier)) for n in range(2)]
     for process in workers:
         process.start()
