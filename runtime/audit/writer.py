@@ -51,7 +51,12 @@ class AuditWriter:
     to disk (it is synced at each checkpoint), but the database is never
     corrupted and opens cleanly. The JSON-lines sink fsyncs each batch, so it
     loses at most the batch being written, whose last line may then be cut short
-    (readers should skip a final line that does not parse). :meth:`flush` makes
+    (readers should skip a final line that does not parse; ``toolrt audit verify``
+    reports it, since it cannot tell it from garbage written into the log). In SQLite
+    a batch, its hash-chain links and the chain's head are one transaction, so no
+    crash breaks the chain (:mod:`runtime.audit.chain`); a JSON-lines log rewrites
+    its head file just after the fsync, and a crash in between makes the next batch
+    repeat those positions, which verify reports. :meth:`flush` makes
     what was submitted safe from a process crash (and, with the JSON-lines sink,
     from a power loss) before going on.
 
