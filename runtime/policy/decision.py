@@ -192,6 +192,8 @@ class _Evaluation:
         # every mode; a word only known at run time asks in every mode but bypass.
         if line.outside and self.where.outside == "ask":
             return Decision("ask", reason=f"{_quote_words(line.outside)} names a path outside the workspace, so a person approves it", warnings=decision.warnings)
+        if line.holding:
+            return Decision("ask", reason=f"{_quote_words(line.holding)} holds toolrt's own files and the line writes it, so a person approves it", warnings=decision.warnings)
         unjudged = _unjudged(line)
         if unjudged is not None and self.session.mode != "bypass":
             return Decision("ask", reason=f"{unjudged}, so a person approves the line", warnings=decision.warnings)
@@ -412,9 +414,8 @@ def _unjudged(line: PlacedLine) -> str | None:
     if not line.certain:
         return f"the command line cannot be judged with certainty ({line.problem})"
     for command in line.commands:
-        if command.own and command.guards and any(need < 0 for need in command.guards.values()):
-            notes = [note for note in command.notes if "only known" in note or "outside" in note or "could not be expanded" in note]
-            return notes[0] if notes else f"`{' '.join(command.argv)[:80]}` cannot be judged before it runs"
+        if command.own and any(need < 0 for need in command.guards.values()):
+            return command.notes[0] if command.notes else f"`{' '.join(command.argv)[:80]}` cannot be judged before it runs"
     return None
 
 

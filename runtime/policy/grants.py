@@ -38,7 +38,8 @@ from runtime.policy.commands import CommandPatterns, split_cached
 from runtime.policy.placed import PlacedLine, place_static
 from runtime.records import ValidatedCall
 
-#: A command's program and the write options it uses: what a session grant remembers.
+#: A command's program (with its subcommand: ``git push``) and the write options it uses:
+#: what a session grant remembers.
 Signature = tuple[str, frozenset[str]]
 
 
@@ -117,8 +118,21 @@ def _signatures(line: PlacedLine) -> frozenset[Signature]:
         if not command.own:
             continue
         written = frozenset(a.what for a in programs.accesses(command.argv) if a.kind in programs.GUARDED)
-        found.add((command.argv[0], written))
+        found.add((_program(command.argv), written))
     return frozenset(found)
+
+
+# Programs whose first operand is a command of their own (git push, npm install): a
+# grant names the two together.
+_WITH_SUBCOMMANDS = frozenset({"git", "npm", "pnpm", "yarn", "pip", "pip3", "docker", "kubectl", "cargo", "go", "gh", "helm", "terraform", "poetry", "uv"})
+
+
+def _program(argv: tuple[str, ...]) -> str:
+    """The program a command runs, with its subcommand where it has them (``git push``)."""
+    if argv[0] in _WITH_SUBCOMMANDS:
+        sub = next((item for item in argv[1:] if not item.startswith("-")), "")
+        return f"{argv[0]} {sub}"
+    return argv[0]
 
 
 @functools.lru_cache(maxsize=256)

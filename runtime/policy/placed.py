@@ -49,6 +49,12 @@ _MAX_CWDS = 16  # directories a line's cd commands can have taken it to, tracked
 MAX_GLOB_ENTRIES = 20_000  # directory entries one line's globs may look at
 
 _DEVICE_ROOTS = ("/proc", "/sys", "/dev")
+# A process's own state under /proc (environment, open files, root, working folder):
+# through the parent's id it is toolrt's.
+_PROCESS_STATE = re.compile(r"/proc/(?:[0-9]+|self|thread-self)(?:/task/[0-9]+)?/(?:environ|cwd|root|fd|fdinfo|map_files|mem|exe)(?:/|$)")
+_ANY_PROCESS_STATE = re.compile(r"/proc/+[^/]+(?:/+task/+[^/]+)?/+(?:environ|cwd|root|fd|fdinfo|map_files|mem|exe)(?:/|$)")
+_WORST_FIRST = ("protected", "holds", "outside", "inside")
+_DOES = {programs.CODE: "runs code", programs.WRITE: "writes a file", programs.FOLLOW: "follows symbolic links, which can lead out of the workspace"}
 _HARMLESS_DEVICES = frozenset({"/dev/null"})
 # Lines that may change how bash expands globs (dotglob, nocaseglob, globstar, GLOBIGNORE).
 _GLOB_STATE = re.compile(r"shopt|GLOBIGNORE|BASHOPTS|SHELLOPTS|set\s+[-+]o")
@@ -143,12 +149,14 @@ class PlacedCommand:
 class PlacedLine:
     """A command line's commands as rules judge them; ``problem`` as in CommandLine;
     ``protected``: why the line touches toolrt's own files (a denial), else None;
-    ``outside``: the items that name paths outside the workspace."""
+    ``outside``: the items that name paths outside the workspace; ``holding``: folders
+    the line writes that hold toolrt's own files (``rm -rf .``): asked, in every mode."""
 
     commands: tuple[PlacedCommand, ...]
     problem: str | None = None
     protected: str | None = None
     outside: tuple[str, ...] = ()
+    holding: tuple[str, ...] = ()  # written folders that hold toolrt's own files: a person approves
 
     @property
     def certain(self) -> bool:
@@ -216,7 +224,9 @@ class _Placer:
         self.entries_left = MAX_GLOB_ENTRIES
         self.protected: str | None = None
         self.outside: list[str] = []
+        self.holding: list[str] = []  # written folders that hold toolrt's own files
         self.globbed = False  # a glob was expanded: the result depends on the files present
+        self.wrote = False  # an earlier command of the line may have made files
         self.resolved: list[tuple[str, str]] = []  # (path as _resolve reads it, what it resolved to)
 
     def run(self, line: CommandLine) -> PlacedLine:
@@ -225,7 +235,10 @@ class _Placer:
         for argv, shape in zip(line.commands, shapes, strict=True):
             placed.extend(self._command(argv, shape))
             self._moved(argv, shape)
-        return PlacedLine(tuple(placed), line.problem, self.protected, tuple(dict.fromkeys(self.outside)))
+            # Globs are expanded now, before the line runs: files a command makes first
+            # (a link, a copy) would be matched by what runs after it.
+            self.wrote = self.wrote or programs.may_create_files(argv)
+        return PlacedLine(tuple(placed), line.problem, self.protected, tuple(dict.fromkeys(self.outside)), tuple(dict.fromkeys(self.holding)))
 
     # -- one command ----------------------------------------------------------------
 
@@ -240,11 +253,12 @@ class _Placer:
                 what = "the input xargs appends" if argv[index] == XARGS_INPUT else f"`{_short(argv[index])}`"
                 notes.append(f"{what} is only known when the line runs")
             elif kind == GLOB:
-                matches = self._expand(argv[index])
+                matches = self._expand(argv[index]) if not self.wrote else None
                 self.globbed = True
                 if matches is None:
                     guards[index] = UNKNOWN
-                    notes.append(f"the glob `{_short(argv[index])}` could not be expanded against the workspace")
+                    why = "comes after a command that may create files" if self.wrote else "could not be expanded against the workspace"
+                    notes.append(f"the glob `{_short(argv[index])}` {why}")
                 else:
                     expanded[index] = matches
                     has_glob = True
@@ -272,11 +286,21 @@ class _Placer:
                 current = guards.get(access.index, 0)
                 if access.kind in programs.GUARDED and access.named > 0 and current >= 0:
                     guards[access.index] = max(current, access.named)
-                    notes.append(f"`{_short(argv[access.index])}` {'runs code' if access.kind == programs.CODE else 'writes a file'}")
+                    notes.append(f"`{_short(argv[access.index])}` {_DOES[access.kind]}")
                 if access.path is not None and access.kind in (programs.READ, programs.WRITE):
                     extra.append(PlacedCommand(("<" if access.kind == programs.READ else ">", access.path), own=False))
                 if access.path is not None:
-                    self._check_path(access.path, argv, access.index, guards, notes, write=access.kind == programs.WRITE)
+                    # A link's target is reachable through the link from then on: judged like a write.
+                    write = access.kind in (programs.WRITE, programs.LINK)
+                    destroys = write and programs.destroys(argv, access)
+                    self._check_path(access.path, argv, access.index, guards, notes, write=write, destroys=destroys)
+                    if access.kind == programs.LINK and not access.path.startswith(("/", "~")):
+                        # A relative target is read from the link's own folder.
+                        folder = posixpath.dirname(argv[-1]) if len(argv) > 2 else ""
+                        self._check_path(posixpath.join(folder, access.path), argv, access.index, guards, notes, write=True, destroys=True)
+                if access.kind == programs.FOLLOW:
+                    # Following links while walking a tree can read anything a link points to.
+                    self.outside.append(argv[access.index])
         for index in self._path_items(argv, shape):
             self._check_path(_path_text(argv[index]), argv, index, guards, notes, write=argv[0] == ">")
         yield PlacedCommand(argv, MappingProxyType(guards), own=own, notes=tuple(dict.fromkeys(notes)))
@@ -302,20 +326,35 @@ class _Placer:
                 continue
             yield index
 
-    def _check_path(self, text: str, argv: tuple[str, ...], index: int, guards: dict[int, int], notes: list[str], *, write: bool) -> None:
+    def _check_path(self, text: str, argv: tuple[str, ...], index: int, guards: dict[int, int], notes: list[str], *, write: bool, destroys: bool = False) -> None:
         """Mark item ``index`` when ``text`` names a path outside the workspace or toolrt's
-        own (for a write, also a folder that holds toolrt's own: ``rm -rf .``)."""
+        own, or (for a write) a folder that holds toolrt's own: deleting such a folder
+        (``rm -rf .``, ``git clean``) is a denial, writing into it (``tar xf``) asks."""
         if not text:
             return
-        # The part known before the line runs: up to the first expansion.
-        known = re.split(r"[$`]", text, maxsplit=1)[0]
-        if not known:
-            return
-        place = self._place(known, write=write and known == text)
+        for variant in _brace_variants(text):
+            if _ANY_PROCESS_STATE.match(variant):
+                # /proc/$PPID/environ: whatever the id, it is a process's own state.
+                self._mark("protected", text, argv, index, guards, notes)
+                continue
+            # The part known before the line runs: up to the first expansion.
+            known = re.split(r"[$`]", variant, maxsplit=1)[0]
+            if known:
+                place = self._place(known, write=write and known == variant)
+                if place == "holds" and destroys:
+                    self.protected = self.protected or f"`{_short(argv[index])}` holds toolrt's own files, and `{argv[0]}` would delete, change or link it"
+                else:
+                    self._mark(place, text, argv, index, guards, notes)
+
+    def _mark(self, place: str, text: str, argv: tuple[str, ...], index: int, guards: dict[int, int], notes: list[str]) -> None:
+        """Record what ``_place`` found for item ``index``."""
         if place == "protected":
             self.protected = self.protected or f"`{_short(argv[index])}` names toolrt's own files (config, audit log, artifacts or state)"
-            return
-        if place == "outside":
+        elif place == "holds":
+            self.holding.append(text)
+            guards[index] = UNKNOWN
+            notes.append(f"`{_short(argv[index])}` writes a folder that holds toolrt's own files")
+        elif place == "outside":
             self.outside.append(text)
             if self.where.outside == "allow":
                 return
@@ -324,12 +363,12 @@ class _Placer:
             notes.append(f"`{_short(argv[index])}` names a path outside the workspace")
 
     def _place(self, text: str, *, write: bool) -> str:
-        """"inside", "outside" or "protected" for a path's text, from every directory the
-        line may be in by then (``cd`` moves it): the worst of them counts."""
+        """"inside", "outside", "holds" or "protected" for a path's text, from every
+        directory the line may be in by then (``cd`` moves it): the worst of them counts."""
         if len(self.cwds) == 1 or text.startswith(("/", "~")):
             return self._place_from(self.cwd, text, write=write)
         places = {self._place_from(cwd, text, write=write) for cwd in self.cwds}
-        return next(place for place in ("protected", "outside", "inside") if place in places)
+        return next(place for place in _WORST_FIRST if place in places)
 
     def _moved(self, argv: tuple[str, ...], shape: str) -> None:
         """After ``cd DIR`` (or ``pushd``), later paths may be relative to DIR too."""
@@ -344,41 +383,40 @@ class _Placer:
         self.cwds = list(dict.fromkeys([*self.cwds, *moved]))[:_MAX_CWDS]
 
     def _place_from(self, cwd: str, text: str, *, write: bool) -> str:
-        """"inside", "outside" or "protected" for a path's text read from ``cwd`` (strings,
-        not pathlib: this runs for every path-like word of every command line)."""
-        if cwd.startswith("~"):
+        """"inside", "outside", "holds" or "protected" for a path's text read from ``cwd``
+        (strings, not pathlib: this runs for every path-like word of every command line).
+        toolrt's own files are looked for first, also through ``..`` and absolute paths."""
+        if cwd.startswith("~") or text.startswith("~"):
             return "outside"
-        if not text.startswith(("/", "~")) and cwd.startswith("/"):
+        if not text.startswith("/") and cwd.startswith("/"):
             text = posixpath.join(cwd, text)
-        if text.startswith("~"):
-            return "outside"
         where = self.where
         root = where.root_text
         if text.startswith("/"):
             absolute = posixpath.normpath(text)
             if absolute in _HARMLESS_DEVICES:
                 return "inside"
+            if _PROCESS_STATE.match(absolute):
+                return "protected"  # another process's (toolrt's own) environment, files, root or directory
             if any(absolute == device or absolute.startswith(device + "/") for device in _DEVICE_ROOTS):
                 return "outside"
+            path = absolute
         else:
             relative = posixpath.normpath(posixpath.join(cwd, text))
-            if relative == ".." or relative.startswith("../"):
-                return "outside"
             if root is None:
-                return "inside"
-            absolute = root if relative == "." else f"{root}/{relative}"
+                return "outside" if relative == ".." or relative.startswith("../") else "inside"
+            path = posixpath.normpath(f"{root}/{relative}") if relative.startswith("..") else f"{root}\0{relative}"
         if root is None:
-            real = absolute
+            real = path
         else:
-            path = absolute if text.startswith("/") else f"{root}\0{relative}"
             real = _resolve(path)
             self.resolved.append((path, real))
         for protected in where.protected:
-            if protected.holds_text(real) or (write and _within(protected.text, real)):
+            if protected.holds_text(real):
                 return "protected"
-        if root is None:
-            return "outside"  # an absolute path, and no workspace to hold it
-        if not _within(real, root):
+            if write and _within(protected.text, real):
+                return "holds"
+        if root is None or not _within(real, root):
             return "outside"
         return "inside"
 
@@ -437,6 +475,29 @@ class _Placer:
             if not self._walk(folder / name, rest, f"{prefix}{name}/", results):
                 return False
         return True
+
+
+_BRACE = re.compile(r"\{([^{}]*)\}")
+
+
+def _brace_variants(text: str, limit: int = 64) -> list[str]:
+    """``text`` with its brace lists expanded (``{toolrt.d,x}/p`` gives both), so a brace
+    list cannot hide one of toolrt's paths; the text itself when there is none."""
+    variants = [text]
+    for _ in range(8):
+        grown: list[str] = []
+        changed = False
+        for variant in variants:
+            match = next((m for m in _BRACE.finditer(variant) if "," in m.group(1)), None)
+            if match is None:
+                grown.append(variant)
+                continue
+            changed = True
+            grown += [variant[: match.start()] + choice + variant[match.end() :] for choice in match.group(1).split(",")]
+        variants = grown[:limit]
+        if not changed:
+            break
+    return variants
 
 
 def _resolve_below(root: str, relative: str) -> str:

@@ -25,8 +25,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 READ, WRITE, CODE, DIR = "read", "write", "code", "dir"
+#: Following symbolic links while walking a tree: it can leave the workspace.
+FOLLOW = "follow"
+#: What a link made by ``ln`` will point to: reachable through the link from then on.
+LINK = "link"
 #: Access kinds an allow rule must name literally.
-GUARDED = frozenset({WRITE, CODE})
+GUARDED = frozenset({WRITE, CODE, FOLLOW})
+# An option whose value is program text (sed -e, awk --source): checked like the script operand.
+_SCRIPT = "script"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +123,7 @@ def _sed_script(text: str) -> str | None:
 
 
 _AWK_WRITE = re.compile(r"\b(?:print|printf)\b[^;{}\n]*?>")
-_AWK_CODE = re.compile(r"\bsystem\s*\(|\|\s*&?\s*getline|[^|]\|[^|]|@load|\bclose\s*\(")
+_AWK_CODE = re.compile(r"\bsystem\s*\(|\|\s*&?\s*getline|[^|]\|[^|]|@load|@include|@[A-Za-z_]\w*\s*\(|\bclose\s*\(")
 
 
 def _awk_script(text: str) -> str | None:
@@ -197,6 +203,7 @@ _GIT = _Program(
 
 _GREP = _Program(
     options=_opts(
+        ("-R --dereference-recursive", FOLLOW, "no"),
         ("-f --file --exclude-from", READ, "yes"),
         ("-e --regexp -m --max-count -A -B -C --after-context --before-context --context -d -D --directories --devices"
          " --include --exclude --exclude-dir --label --color --colour --binary-files", None, "yes"),
@@ -205,6 +212,7 @@ _GREP = _Program(
 )
 _RG = _Program(
     options=_opts(
+        ("-L --follow", FOLLOW, "no"),
         ("-f --file --ignore-file", READ, "yes"),
         ("--pre --hostname-bin", CODE, "yes"),
         ("-e --regexp -g --glob --iglob -t --type -T --type-not --type-add --type-clear -m --max-count -A -B -C"
@@ -227,7 +235,7 @@ _SED = _Program(
     options=_opts(
         ("-i --in-place", WRITE, "attached"),
         ("-f --file", CODE, "yes"),
-        ("-e --expression", None, "yes"),
+        ("-e --expression", _SCRIPT, "yes"),
         ("-l --line-length -s", None, "yes"),
     ),
     script=_sed_script,
@@ -235,6 +243,7 @@ _SED = _Program(
 _AWK = _Program(
     options=_opts(
         ("-f --file -i --include -l --load -E --exec", CODE, "yes"),
+        ("-e --source", _SCRIPT, "yes"),
         ("-v --assign -F --field-separator", None, "yes"),
         ("-o --dump-variables -p --profile", WRITE, "attached"),
     ),
@@ -274,9 +283,10 @@ _WGET = _Program(
     )
 )
 _COPY = _Program(
-    options=_opts(("-t --target-directory", WRITE, "yes"), ("-S --suffix", None, "yes")),
+    options=_opts(("-t --target-directory", WRITE, "yes"), ("-S --suffix", None, "yes"), ("-L --dereference", FOLLOW, "no")),
     last_operand=WRITE,
 )
+_LN = _Program(options=_opts(("-t --target-directory", WRITE, "yes"), ("-S --suffix", None, "yes")), last_operand=WRITE)
 _PYTHON = _Program(
     options=_opts(("-c -m", CODE, "yes"), ("-W -X -Q", None, "yes")),
 )
@@ -317,6 +327,7 @@ _DD = _Program()  # if=/of= handled in accesses()
 _FIND = _Program(
     long_single_dash=True,
     options=_opts(
+        ("-L -follow", FOLLOW, "no"),
         ("-fprint -fprint0 -fprintf -fls", WRITE, "yes"),
         ("-exec -execdir -ok -okdir", CODE, "yes"),
         ("-delete", WRITE, "no"),
@@ -341,7 +352,7 @@ _TABLE: Mapping[str, _Program] = {
     "wget": _WGET,
     "cp": _COPY,
     "install": _COPY,
-    "ln": _COPY,
+    "ln": _LN,
     "rsync": _Program(options=_opts(("-e --rsh --rsync-path", CODE, "yes")), last_operand=WRITE),
     "scp": _Program(options=_opts(("-S -o -F", CODE, "yes")), last_operand=WRITE),
     "mv": _Program(options=_opts(("-t --target-directory", WRITE, "yes"), ("-S --suffix", None, "yes")), operands=WRITE),
@@ -414,10 +425,87 @@ def _accesses(argv: tuple[str, ...]) -> tuple[Access, ...]:
     if program is None:
         return ()
     found: list[Access] = []
-    _scan(_tar_modes(argv) if program is _TAR else argv, 1, program, found, [])
+    operands: list[int] = []
+    _scan(_tar_modes(argv) if program is _TAR else argv, 1, program, found, [], operands)
     if program is _TAR:
         _tar_file_kind(argv, found)
+    elif program is _FIND and any(a.what == "-delete" for a in found):
+        # The starting points, and everything below them, may be deleted.
+        roots = [k for k in range(1, len(argv)) if not argv[k].startswith("-") and argv[k] not in ("(", "!")]
+        roots = roots[: next((n for n, k in enumerate(roots) if k > 1 and argv[k - 1].startswith("-")), len(roots))]
+        found.extend(Access(k, WRITE, "-delete", argv[k]) for k in roots)
+    elif argv[0] == "unzip" and not any(a.what == "-d" for a in found) and not set(argv[1:]) & {"-l", "-t", "-v", "-Z", "-p", "-c"}:
+        found.append(Access(1, WRITE, "extract", ".", 0))  # into the working folder
+    elif program is _LN and len(operands) >= 2:
+        found.extend(Access(k, LINK, "target", argv[k]) for k in operands[:-1])
+    elif program is _GIT:
+        _git_tree_writes(argv, found)
+    if argv[0] in _URL_PROGRAMS:
+        found.extend(_file_urls(argv))
     return tuple(found)
+
+
+_URL_PROGRAMS = frozenset({"curl", "wget", "git"})
+
+# Programs that make no files however they are called (their redirections are commands
+# of their own), and git commands that only read.
+_MAKE_NO_FILES = frozenset(
+    {
+        "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "echo", "printf", "pwd", "true", "false",
+        "test", "[", "[[", "stat", "file", "du", "df", "which", "type", "uniq", "cut", "tr", "diff", "cmp", "jq",
+        "tree", "basename", "dirname", "realpath", "readlink", "date", "id", "whoami", "uname", "nl", "column", "tac",
+        "rev", "seq", "sleep", "cd", "pushd", "popd", "<", "sort", "sed", "awk", "gawk", "find", "git",
+        "shopt", "set", "export", "unset", "declare", "local", "readonly", "typeset", "read",
+    }
+)
+_GIT_READS = frozenset({"status", "diff", "log", "show", "blame", "grep", "ls-files", "rev-parse", "branch", "shortlog", "describe"})
+# Programs that delete, move away or lock up what they are given.
+_DESTRUCTIVE = frozenset({"rm", "rmdir", "unlink", "shred", "mv", "chmod", "chown", "chgrp", "truncate"})
+
+
+def may_create_files(argv: Sequence[str]) -> bool:
+    """Whether running ``argv`` may make or change files (so a glob later on the same
+    line could match something that is not there yet)."""
+    if not argv or argv[0] not in _MAKE_NO_FILES:
+        return True
+    if argv[0] == "git":
+        sub = next((item for item in argv[1:] if not item.startswith("-")), "")
+        if sub not in _GIT_READS or any(a.kind in (WRITE, CODE) for a in accesses(argv)):
+            return True
+        return False
+    return any(a.kind in (WRITE, CODE, LINK) for a in accesses(argv))
+
+
+def destroys(argv: Sequence[str], access: Access) -> bool:
+    """Whether ``access`` (a write by ``argv``) deletes, moves away, locks up or links to
+    what it names, rather than writing into it."""
+    return bool(argv) and (argv[0] in _DESTRUCTIVE or access.kind == LINK or access.what in ("-delete", "clean", "stash"))
+
+
+def _file_urls(argv: tuple[str, ...]) -> list[Access]:
+    """``file:`` URLs read local files (``curl file:///etc/passwd``)."""
+    found = []
+    for k, item in enumerate(argv[1:], 1):
+        value = item.partition("=")[2] if item.startswith("-") else item
+        if value[:5].lower() == "file:":
+            rest = value[5:]
+            if rest.startswith("//"):
+                rest = rest[2:]
+                rest = rest[rest.find("/") :] if "/" in rest else "/"  # drop the host part
+            found.append(Access(k, READ, "file URL", rest or "/"))
+    return found
+
+
+def _git_tree_writes(argv: tuple[str, ...], found: list[Access]) -> None:
+    """git commands that delete untracked files (toolrt's own among them) write the whole tree."""
+    for k, item in enumerate(argv[1:], 1):
+        if item.startswith("-"):
+            continue
+        rest = argv[k + 1 :]
+        untracked = {"-u", "--include-untracked", "-a", "--all"}
+        if item == "clean" or (item == "stash" and untracked & set(rest)):
+            found.append(Access(k, WRITE, item, ".", len(item)))
+        return
 
 
 def _tar_modes(argv: Sequence[str]) -> Sequence[str]:
@@ -459,7 +547,8 @@ def _pattern_operands(argv: tuple[str, ...]) -> frozenset[int]:
     return frozenset(operands)
 
 
-def _scan(argv: Sequence[str], start: int, program: _Program, found: list[Access], patterns: list[int], *, top: bool = True) -> None:
+def _scan(argv: Sequence[str], start: int, program: _Program, found: list[Access], patterns: list[int],
+          seen_operands: list[int] | None = None, *, top: bool = True) -> None:
     """Walk ``argv[start:]`` as ``program`` reads it, adding accesses to ``found`` and
     the indices of pattern or script operands to ``patterns``."""
     operands: list[int] = []
@@ -478,7 +567,7 @@ def _scan(argv: Sequence[str], start: int, program: _Program, found: list[Access
                         kind = sub.subcommand_rule(argv, i)
                         if kind is not None:
                             found.append(Access(i, kind, item, None, len(item) if kind in GUARDED else 0))
-                    _scan(argv, i + 1, sub, found, patterns, top=False)
+                    _scan(argv, i + 1, sub, found, patterns, seen_operands, top=False)
                     return
                 if program is _GIT:
                     return  # another git command: its options are not in the table
@@ -513,8 +602,8 @@ def _scan(argv: Sequence[str], start: int, program: _Program, found: list[Access
                 if option.kind not in (READ, WRITE, DIR):
                     patterns.append(i)  # a pattern, a number, code: not a path
             i += 1
-            given_pattern = given_pattern or name in ("--regexp", "--file", "--expression")
-            _record(found, option, name, option_index, value, named=len(name))
+            given_pattern = given_pattern or name in ("--regexp", "--file", "--expression", "--source")
+            _record(found, program, option, name, option_index, value, named=len(name))
             continue
         # A cluster of short options: -abc, -oFILE, -o FILE.
         i += 1
@@ -529,13 +618,15 @@ def _scan(argv: Sequence[str], start: int, program: _Program, found: list[Access
                 found.append(Access(i - 1, option.kind or READ, name, None, j + 1 if option.kind in GUARDED else 0))
                 continue
             if attached or option.value == "attached":
-                _record(found, option, name, i - 1, attached or None, named=j + 1)
+                _record(found, program, option, name, i - 1, attached or None, named=j + 1)
             elif i < count:
-                _record(found, option, name, i - 1, argv[i], named=j + 1)
+                _record(found, program, option, name, i - 1, argv[i], named=j + 1)
                 if option.kind not in (READ, WRITE, DIR):
                     patterns.append(i)  # a pattern, a number, code: not a path
                 i += 1
             break
+    if seen_operands is not None:
+        seen_operands.extend(operands)
     if operands:
         script_index = None
         if program.script is not None and not given_pattern:
@@ -556,7 +647,7 @@ def _scan(argv: Sequence[str], start: int, program: _Program, found: list[Access
             found.append(Access(files[-1], program.last_operand, "operand", argv[files[-1]]))
 
 
-_RANK = {None: 0, DIR: 1, READ: 2, WRITE: 3, CODE: 4}
+_RANK = {None: 0, DIR: 1, READ: 2, FOLLOW: 3, _SCRIPT: 4, WRITE: 4, CODE: 5}
 
 
 def _abbreviated(program: _Program, name: str) -> _Option | None:
@@ -571,11 +662,14 @@ def _abbreviated(program: _Program, name: str) -> _Option | None:
     return max(candidates, key=lambda option: _RANK[option.kind])
 
 
-def _record(found: list[Access], option: _Option, name: str, option_index: int, value: str | None, *, named: int) -> None:
+def _record(found: list[Access], program: _Program, option: _Option, name: str, option_index: int, value: str | None, *, named: int) -> None:
     """One option with its value: the access it makes, the path it names. ``named``:
     the characters of the item up to the option's name, which an allow rule must spell."""
-    if option.kind is None:
+    kind = option.kind
+    if kind == _SCRIPT:
+        kind = program.script(value or "") if program.script is not None else CODE
+    if kind is None:
         return
-    guard = named if option.kind in GUARDED else 0
-    path = value if option.kind in (READ, WRITE, DIR) else None
-    found.append(Access(option_index, option.kind, name, path, guard))
+    guard = named if kind in GUARDED else 0
+    path = value if kind in (READ, WRITE, DIR) and option.kind != _SCRIPT else None
+    found.append(Access(option_index, kind, name, path, guard))

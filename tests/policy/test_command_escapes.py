@@ -31,7 +31,7 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Place:
 def snapshots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Snapshot]:
     base = tmp_path_factory.mktemp("snapshots")
     literal = (
-        "git diff --output=* *", "sort -o * *", "sed -i *", "curl -o * *", "find . -delete", "tar -cf * *",
+        "git diff --output=* *", "sort -o * *", "sed -i *", "curl -o * *", "find src -name * -delete", "tar -cf * *",
         "git -c core.pager=cat log *", "python -c *", "rg --pre *", "find . -exec *",
     )
     return {
@@ -208,12 +208,10 @@ def test_a_glob_that_could_match_a_secret_is_never_allowed(decided: Judge, rules
     [
         pytest.param(
             "ln -s {root} docs/up; shopt -s dotglob; cat docs/up/*",
-            marks=hole("globs are expanded before the line runs; a link made earlier on the same line points them at the workspace root"),
             id="a glob through a link made earlier on the line",
         ),
         pytest.param(
             "cp -r . sub/copy; shopt -s dotglob; cat sub/copy/*",
-            marks=hole("globs are expanded before the line runs; a copy made earlier on the same line holds the secret"),
             id="a glob over a copy made earlier on the line",
         ),
     ],
@@ -283,10 +281,10 @@ WRITE_OPTIONS = [
     pytest.param("sed '/a/w out' a.txt", id="sed w after an address"),
     pytest.param("sed 'W out' a.txt", id="sed W command"),
     pytest.param("sed -n '1,3w out' a.txt", id="sed w after a range"),
-    pytest.param("sed -e 'w out' a.txt", marks=hole("a sed script given with -e is not read"), id="sed w command given with -e"),
-    pytest.param("sed --expression='w out' a.txt", marks=hole("a sed script given with --expression is not read"), id="sed w command given with --expression="),
-    pytest.param("sed -e p -e 'w out' a.txt", marks=hole("a sed script given with -e is not read"), id="sed w command in a second -e"),
-    pytest.param("sed -n -e 's/a/b/w out' a.txt", marks=hole("a sed script given with -e is not read"), id="sed s///w flag given with -e"),
+    pytest.param("sed -e 'w out' a.txt", id="sed w command given with -e"),
+    pytest.param("sed --expression='w out' a.txt", id="sed w command given with --expression="),
+    pytest.param("sed -e p -e 'w out' a.txt", id="sed w command in a second -e"),
+    pytest.param("sed -n -e 's/a/b/w out' a.txt", id="sed s///w flag given with -e"),
     pytest.param("awk '{print > \"x\"}' data.txt", id="awk print to a file"),
     pytest.param("awk '{print >> \"x\"}' data.txt", id="awk print appending to a file"),
     pytest.param("awk '{printf \"%s\", $0 > \"x\"}' data.txt", id="awk printf to a file"),
@@ -361,7 +359,7 @@ def test_a_word_that_only_looks_like_a_write_option_is_allowed(decided: Judge, l
         pytest.param("sort -o x names.txt", id="sort -o under a rule spelling it"),
         pytest.param("sed -i s/a/b/ a.txt", id="sed -i under a rule spelling it"),
         pytest.param("curl -o x https://example.com", id="curl -o under a rule spelling it"),
-        pytest.param("find . -delete", id="find -delete under a rule spelling it"),
+        pytest.param("find src -name '*.pyc' -delete", id="find -delete under a rule spelling it"),
         pytest.param("tar -cf out.tar src", id="tar -cf under a rule spelling it"),
         pytest.param("git -c core.pager=cat log", id="git -c under a rule spelling the setting"),
         pytest.param("python -c 'print(1)'", id="python -c under a rule spelling it"),
@@ -451,10 +449,10 @@ CODE_OPTIONS = [
     pytest.param("sed -f script.sed a.txt", id="sed -f runs a script file"),
     pytest.param("sed -fscript.sed a.txt", id="sed -f with an attached value"),
     pytest.param("sed --file=script.sed a.txt", id="sed --file="),
-    pytest.param("sed -e e a.txt", marks=hole("a sed script given with -e is not read"), id="sed e command given with -e"),
-    pytest.param("sed --expression=e a.txt", marks=hole("a sed script given with --expression is not read"), id="sed e command given with --expression="),
-    pytest.param("sed -n -e '1e id' a.txt", marks=hole("a sed script given with -e is not read"), id="sed e after an address given with -e"),
-    pytest.param("sed -E -e 's/x/id/e' a.txt", marks=hole("a sed script given with -e is not read"), id="sed s///e given with -e after -E"),
+    pytest.param("sed -e e a.txt", id="sed e command given with -e"),
+    pytest.param("sed --expression=e a.txt", id="sed e command given with --expression="),
+    pytest.param("sed -n -e '1e id' a.txt", id="sed e after an address given with -e"),
+    pytest.param("sed -E -e 's/x/id/e' a.txt", id="sed s///e given with -e after -E"),
     pytest.param("awk 'BEGIN{system(\"id\")}'", id="awk system()"),
     pytest.param("awk 'BEGIN { system (\"id\") }'", id="awk system () with spaces"),
     pytest.param("awk '{print | \"sh\"}' data.txt", id="awk print to a pipe"),
@@ -471,12 +469,11 @@ CODE_OPTIONS = [
     pytest.param("awk --file=prog.awk data.txt", id="awk --file="),
     pytest.param("awk -i ./prog.awk 'BEGIN{}'", id="gawk -i includes a program file"),
     pytest.param("awk -E prog.awk", id="gawk -E runs a program file"),
-    pytest.param("awk 'BEGIN{f=\"system\"; @f(\"id\")}'", marks=hole("gawk calls system() through an indirect call the program check does not see"), id="gawk indirect call of system()"),
-    pytest.param("awk --source='BEGIN{system(\"id\")}'", marks=hole("gawk --source= gives the program; its text is not read"), id="gawk --source= with system()"),
-    pytest.param("awk --sou='BEGIN{system(\"id\")}'", marks=hole("gawk accepts the abbreviation --sou= for --source="), id="gawk abbreviated --source="),
+    pytest.param("awk 'BEGIN{f=\"system\"; @f(\"id\")}'", id="gawk indirect call of system()"),
+    pytest.param("awk --source='BEGIN{system(\"id\")}'", id="gawk --source= with system()"),
+    pytest.param("awk --sou='BEGIN{system(\"id\")}'", id="gawk abbreviated --source="),
     pytest.param(
         "awk -e 'BEGIN{x=1}' -e 'BEGIN{system(\"id\")}' data.txt",
-        marks=hole("only the first program text is read; a second -e is taken for a file"),
         id="gawk system() in a second -e",
     ),
     pytest.param("find . -exec id \\;", id="find -exec"),
@@ -574,7 +571,6 @@ OUTSIDE = [
     pytest.param("cat src/./../../x", id="a climb out through a folder and a dot"),
     pytest.param("ls ..", id="ls of the parent folder"),
     pytest.param("ls ../", id="ls of the parent folder with a slash"),
-    pytest.param("cat /proc/self/environ", id="the process environment"),
     pytest.param("head -n1 /proc/1/cmdline", id="another process"),
     pytest.param("ls /proc", id="ls of /proc"),
     pytest.param("ls /sys", id="ls of /sys"),
@@ -621,10 +617,9 @@ OUTSIDE = [
 # Lines that read outside the workspace and get through today (they are in the tables
 # below only where the guarantee says they must not be allowed).
 OUTSIDE_HOLES = [
-    pytest.param("curl file:///etc/passwd", marks=hole("a file: url is not read as a path"), id="curl of a file url"),
-    pytest.param("curl file:///proc/self/environ", marks=hole("a file: url is not read as a path"), id="curl of the process environment as a file url"),
-    pytest.param("grep -R x .", marks=hole("grep -R follows the link out of the workspace"), id="grep -R follows links out"),
-    pytest.param("find -L . -name x", marks=hole("find -L follows the link out of the workspace"), id="find -L follows links out"),
+    pytest.param("curl file:///etc/passwd", id="curl of a file url"),
+    pytest.param("grep -R x .", id="grep -R follows links out"),
+    pytest.param("find -L . -name x", id="find -L follows links out"),
 ]
 
 
@@ -746,31 +741,28 @@ PROTECTED = [
     pytest.param("sed -i s/deny/allow/ */*.yaml", id="sed -i over a glob that reaches the config"),
     pytest.param("truncate -s0 */p.yaml", id="truncate over a glob that reaches the config"),
     pytest.param("cp /dev/null toolrt.d/p.yaml", id="cp of /dev/null over the config"),
-    pytest.param("cat ../{name}/toolrt.d/p.yaml", marks=hole("a path through the parent folder is judged outside before toolrt's own"), id="the config through the parent folder"),
-    pytest.param("echo x > ../{name}/toolrt.d/p.yaml", marks=hole("a path through the parent folder is judged outside before toolrt's own"), id="a write of the config through the parent folder"),
-    pytest.param("cat ../audit.sqlite3", marks=hole("a path through the parent folder is judged outside before toolrt's own"), id="the audit log through the parent folder"),
-    pytest.param("cat ../*.sqlite3", marks=hole("a glob through the parent folder is judged outside before toolrt's own"), id="a glob for the audit log through the parent folder"),
-    pytest.param("cat /proc/self/cwd/toolrt.d/p.yaml", marks=hole("a path under /proc is judged outside before toolrt's own"), id="the config through /proc/self/cwd"),
-    pytest.param("cat /proc/self/root{root}/toolrt.d/p.yaml", marks=hole("a path under /proc is judged outside before toolrt's own"), id="the config through /proc/self/root"),
+    pytest.param("cat ../{name}/toolrt.d/p.yaml", id="the config through the parent folder"),
+    pytest.param("echo x > ../{name}/toolrt.d/p.yaml", id="a write of the config through the parent folder"),
+    pytest.param("cat ../audit.sqlite3", id="the audit log through the parent folder"),
+    pytest.param("cat ../*.sqlite3", id="a glob for the audit log through the parent folder"),
+    pytest.param("cat /proc/self/cwd/toolrt.d/p.yaml", id="the config through /proc/self/cwd"),
+    pytest.param("cat /proc/self/root{root}/toolrt.d/p.yaml", id="the config through /proc/self/root"),
     pytest.param(
         "ln -s {root} docs/up; cat docs/up/toolrt.d/p.yaml",
-        marks=hole("paths are resolved before the line runs; a link made earlier on the same line leads into the config"),
         id="the config through a link made earlier on the line",
     ),
     pytest.param(
         "ln -s back_to_ws sub/up; rm -rf sub/up/toolrt.d",
-        marks=hole("paths are resolved before the line runs; a link made earlier on the same line leads into the config"),
         id="rm of the config through a link made earlier on the line",
     ),
     pytest.param(
         "ln -s back_to_ws/toolrt.d sub/c; cat sub/c/p.yaml",
-        marks=hole("a relative link target is resolved from the working folder, not from the link's folder"),
         id="the config through a relative link made earlier on the line",
     ),
-    pytest.param("cat {toolrt.d,x}/p.yaml", marks=hole("a brace list of literal words is not expanded"), id="a brace list naming the config folder"),
-    pytest.param("find . -delete", marks=hole("find -delete from the root deletes them without naming them"), id="find -delete from the root"),
-    pytest.param("find . -name '*.yaml' -delete", marks=hole("find -delete from the root deletes them without naming them"), id="find -delete of every yaml file"),
-    pytest.param("git clean -fdx", marks=hole("git clean removes untracked files, toolrt's own among them, without naming them"), id="git clean -fdx"),
+    pytest.param("cat {toolrt.d,x}/p.yaml", id="a brace list naming the config folder"),
+    pytest.param("find . -delete", id="find -delete from the root"),
+    pytest.param("find . -name '*.yaml' -delete", id="find -delete of every yaml file"),
+    pytest.param("git clean -fdx", id="git clean -fdx"),
     pytest.param("cat $(echo toolrt.d/p.yaml)", marks=hole("a run-time word is allowed by bypass mode whatever it names"), id="the config named by a substitution"),
     pytest.param("f=toolrt.d/p.yaml; cat $f", marks=hole("a run-time word is allowed by bypass mode whatever it names"), id="the config named by a variable"),
     pytest.param("cat $PWD/toolrt.d/p.yaml", marks=hole("a run-time word is allowed by bypass mode whatever it names"), id="the config under $PWD"),
@@ -839,9 +831,9 @@ def test_a_grant_covers_the_line_it_was_made_from(call: Callable[[str], Validate
         pytest.param("GIT_PAGER=id git status", id="a pager set on the line"),
         pytest.param("HOME=. git status", id="HOME moved to load another git config"),
         pytest.param("git status *", id="a glob (grants judge without a workspace)"),
-        pytest.param("git push --force", marks=hole("a grant keeps only the program and its write options, not the git subcommand"), id="git push --force"),
-        pytest.param("git reset --hard HEAD~3", marks=hole("a grant keeps only the program and its write options, not the git subcommand"), id="git reset --hard"),
-        pytest.param("git clean -fdx", marks=hole("a grant keeps only the program and its write options, not the git subcommand"), id="git clean -fdx"),
+        pytest.param("git push --force", id="git push --force"),
+        pytest.param("git reset --hard HEAD~3", id="git reset --hard"),
+        pytest.param("git clean -fdx", id="git clean -fdx"),
     ],
 )
 def test_a_grant_for_git_status_covers_nothing_more(
@@ -872,8 +864,8 @@ def test_a_grant_for_git_status_covers_nothing_more(
         pytest.param("make -f x", id="make -f"),
         pytest.param("pytest -p plugin", id="pytest -p"),
         pytest.param("ls && git -c core.pager=id log", id="a code option in the second command"),
-        pytest.param("sed -e 's/x/id/e' a.txt", marks=hole("a sed script given with -e is not read"), id="sed s///e given with -e"),
-        pytest.param("awk --source='BEGIN{system(\"id\")}'", marks=hole("gawk --source= gives the program; its text is not read"), id="gawk --source="),
+        pytest.param("sed -e 's/x/id/e' a.txt", id="sed s///e given with -e"),
+        pytest.param("awk --source='BEGIN{system(\"id\")}'", id="gawk --source="),
     ],
 )
 def test_a_line_with_a_code_option_is_never_granted(call: Callable[[str], ValidatedCall], line: str) -> None:

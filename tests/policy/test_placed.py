@@ -70,7 +70,7 @@ def test_run_time_words_are_unknown(line: str, workspace: Path) -> None:
 
 @pytest.mark.parametrize(
     "line",
-    ["cat /etc/passwd", "cat ../x", "cat src/../../x", "cat /proc/self/environ", "ls /sys", "cat /dev/sda", "cat escape/x", "ls escape", "cd ..", "cat x > /tmp/o", "git diff --output=/tmp/x"],
+    ["cat /etc/passwd", "cat ../x", "cat src/../../x", "cat /proc/cpuinfo", "ls /sys", "cat /dev/sda", "cat escape/x", "ls escape", "cd ..", "cat x > /tmp/o", "git diff --output=/tmp/x"],
 )
 def test_paths_outside_the_workspace_need_a_literal_word(line: str, workspace: Path) -> None:
     result = place(split_command_line(line), Where.of(workspace), ".", line)
@@ -109,9 +109,20 @@ def test_outside_allow_judges_outside_paths_like_any_word(workspace: Path) -> No
         "rm -rf .",
         "git diff --no-index --output=toolrt.d/policy.yaml a a",
         "ls toolrt.d",
+        "cat ../ws/toolrt.d/policy.yaml",
+        "ln -s . up",
+        "chmod -R 000 .",
+        "git clean -fdx",
+        "find . -delete",
+        "cat {toolrt.d,x}/policy.yaml",
+        "cat /proc/self/environ",
+        "cat /proc/$PPID/environ",
+        "ls /proc/1/cwd/",
+        "cat /proc/self/root/etc/hostname",
     ],
 )
 def test_toolrts_own_files_are_protected(line: str, workspace: Path) -> None:
+    # (process state under /proc is toolrt's own too: through $PPID it is toolrt's environment)
     where = Where.of(workspace, [workspace / "toolrt.d"])
     assert place(split_command_line(line), where, ".", line).protected is not None, line
 
@@ -150,3 +161,23 @@ def test_a_symlink_into_protected_files_is_protected(workspace: Path) -> None:
 def test_paths_after_cd_are_placed_from_where_the_line_went(line: str, workspace: Path) -> None:
     result = place(split_command_line(line), Where.of(workspace), ".", line)
     assert result.outside, line
+
+
+@pytest.mark.parametrize("line", ["tar xf a.tar", "cp -r src/. .", "unzip -o a.zip"])
+def test_writing_into_a_folder_that_holds_toolrts_files_asks(line: str, workspace: Path) -> None:
+    where = Where.of(workspace, [workspace / "toolrt.d"])
+    result = place(split_command_line(line), where, ".", line)
+    assert result.protected is None
+    assert result.holding or any(UNKNOWN in c.guards.values() for c in result.commands), result
+
+
+@pytest.mark.parametrize("line", ["ln -s src x; cat x/*", "cp -r . sub; cat sub/*", "python gen.py && cat out/*"])
+def test_a_glob_after_a_command_that_may_make_files_is_a_run_time_word(line: str, workspace: Path) -> None:
+    commands = place(split_command_line(line), Where.of(workspace), ".", line).commands
+    assert UNKNOWN in commands[-1].guards.values(), commands
+
+
+@pytest.mark.parametrize("line", ["ls src && cat src/*.py", "git status && wc -l src/*.py", "shopt -s nullglob; cat src/*.py"])
+def test_a_glob_after_commands_that_make_no_files_is_expanded(line: str, workspace: Path) -> None:
+    commands = place(split_command_line(line), Where.of(workspace), ".", line).commands
+    assert commands[-1].argv[-2:] == ("src/a.py", "src/b.py"), commands

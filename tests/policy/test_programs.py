@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
-from runtime.policy.programs import CODE, DIR, READ, WRITE, accesses, pattern_operands
+from runtime.policy.programs import CODE, DIR, FOLLOW, LINK, READ, WRITE, accesses, pattern_operands
 
 # (argv as a line, [(index, kind, path)]) for the accesses found.
 CASES = [
@@ -58,8 +60,19 @@ CASES = [
     ("cp a b", [(2, WRITE, "b")]),
     ("mv a b", [(1, WRITE, "a"), (2, WRITE, "b")]),
     ("rm -rf build", [(2, WRITE, "build")]),
-    ("ln -s a b", [(3, WRITE, "b")]),
-    ("find . -delete", [(2, WRITE, None)]),
+    ("ln -s a b", [(3, WRITE, "b"), (2, LINK, "a")]),
+    ("find . -delete", [(2, WRITE, None), (1, WRITE, ".")]),
+    ("find -L . -name x", [(1, FOLLOW, None)]),
+    ("grep -R x .", [(1, FOLLOW, None)]),
+    ("sed -e 'w out' a.txt", [(1, WRITE, None)]),
+    ("sed --expression=e a.txt", [(1, CODE, None)]),
+    ("awk --source=BEGIN{system(1)}", [(1, CODE, None)]),
+    ("awk --sou=BEGIN{system(1)}", [(1, CODE, None)]),
+    ("awk BEGIN{f=1;@f(1)}", [(1, CODE, None)]),
+    ("curl file:///etc/passwd", [(1, READ, "/etc/passwd")]),
+    ("git clean -fdx", [(1, WRITE, ".")]),
+    ("git stash -u", [(1, WRITE, ".")]),
+    ("git stash list", []),
     ("find . -fprint out", [(2, WRITE, "out")]),
     ("find . -name x", []),
     ("python -c x", [(1, CODE, None)]),
@@ -78,7 +91,7 @@ CASES = [
 
 @pytest.mark.parametrize(("line", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_accesses_name_what_options_and_operands_do(line: str, expected: list[tuple[int, str, str | None]]) -> None:
-    found = accesses(line.split())
+    found = accesses(shlex.split(line))
     assert sorted((a.index, a.kind, a.path) for a in found) == sorted(expected)
 
 
