@@ -2,11 +2,21 @@
 
 Hot reload is on by default for a Runtime; here it is off unless a test turns it on
 (``Runtime(..., watch=True)``), so that the hundreds of runtimes the tests build do
-not each keep a watcher thread. The reload tests enable it explicitly.
+not each keep a watcher thread. The reload tests enable it explicitly. The state
+directory (``XDG_STATE_HOME``) is a temporary folder of the suite's own.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("TOOLRT_HOT_RELOAD", "false")
+
+# Audit logs, artifacts and lock files go to the user's state directory by default; the
+# suite's go to a folder of its own, removed at the end, never to the real one.
+_STATE_HOME = tempfile.mkdtemp(prefix="toolrt-tests-state-")
+os.environ["XDG_STATE_HOME"] = _STATE_HOME
+atexit.register(shutil.rmtree, _STATE_HOME, True)

@@ -74,9 +74,13 @@ def _session(config: Path, template: Path, out: TextIO) -> list[ToolResult]:
     every: list[ToolResult] = []
     approver = ScriptedApprover(APPROVALS, on_ask=lambda asked: _show_approval(asked, out))
     with tempfile.TemporaryDirectory(prefix="toolrt-demo-") as directory, interpreter_on_path():
-        workspace = Path(directory)
+        workspace = Path(directory) / "workspace"
+        workspace.mkdir()
         populate(template, workspace)
-        runtime = Runtime([config], workspace_root=workspace, approver=approver, watch=False)
+        # The audit log, artifacts and locks go to a state folder beside the workspace
+        # (out of the agent's reach, as always), removed with it at the end.
+        settings = Settings(state_dir=Path(directory) / "state", hot_reload=False)
+        runtime = Runtime([config], settings=settings, workspace_root=workspace, approver=approver, watch=False)
         session = Session(id="demo", mode="default")
         out.write(
             f"\n== a scripted session in a copy of {template.name}/ (a temporary directory)\n"
@@ -92,7 +96,7 @@ def _session(config: Path, template: Path, out: TextIO) -> list[ToolResult]:
             runtime.close_sync()
         records = _audit_records(runtime)
         if records:
-            out.write(f"\naudit log: {len(records)} records in {runtime.settings.audit_store} (toolrt audit shows them; removed with the temporary workspace)\n")
+            out.write(f"\naudit log: {len(records)} records in {runtime.audit_path()} (toolrt audit shows them; removed with the temporary folder)\n")
     return every
 
 
@@ -125,9 +129,8 @@ def _audit_records(runtime: Runtime, session: str = "demo", since: float | None 
     if runtime.audit is None:
         return []
     runtime.audit.flush()  # records are written in batches by a background thread
-    store = runtime.settings.audit_store
     try:
-        return query(store if store.is_absolute() else runtime.workspace_root / store, session=session, since=since, limit=None)
+        return query(runtime.audit_path(), session=session, since=since, limit=None)
     except (UsageError, OSError):
         return []
 
