@@ -80,6 +80,8 @@ class _FastProgram:
         self._error_type = error_type
 
     def evaluate(self, activation: Any) -> Outcome:
+        if activation is _HOLDS_NUL:
+            return _NUL_ERROR
         try:
             result = self._expression.eval(activation)
         except Exception as err:  # noqa: BLE001 - translate every engine failure into an outcome
@@ -137,7 +139,29 @@ class FastEngine:
         return _FastProgram(source, expression, self._cel.Type.ERROR)
 
     def activation(self, data: Mapping[str, Any], variables: tuple[str, ...]) -> Any:
+        if _holds_nul(data):
+            return _HOLDS_NUL
         return self._env(variables).Activation(dict(data))
+
+
+# cel-expr-python cuts strings at a NUL character ("\x00.env" would read as ""), so a
+# deny rule could miss what it is meant to catch: an activation holding one evaluates to
+# an error instead, which fails closed under the rule's failure policy.
+_HOLDS_NUL = object()
+_NUL_ERROR = Outcome(error="a value holds a NUL character, which the fast CEL engine cannot read; the expression cannot be evaluated")
+
+
+def _holds_nul(value: Any, depth: int = 0) -> bool:
+    """Whether a string anywhere in ``value`` (keys included) holds a NUL character."""
+    if type(value) is str:
+        return "\x00" in value
+    if depth > 64:
+        return True  # deeper than any argument validation lets through: do not trust it
+    if isinstance(value, Mapping):
+        return any(_holds_nul(key, depth + 1) or _holds_nul(item, depth + 1) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return any(_holds_nul(item, depth + 1) for item in value)
+    return False
 
 
 # cel-expr-python compiles the pattern of matches() on every evaluation (tens of

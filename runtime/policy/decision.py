@@ -312,8 +312,11 @@ class _Evaluation:
             if not line.certain:
                 self._note(rule, False, f"the command line cannot be judged with certainty ({line.problem}), so allow rules cover none of it")
                 return False, ""
-            covers = rule.command_patterns.covers
-            hits = [i for i, command in enumerate(line.commands) if command.own and covers(command)]
+            patterns = rule.command_patterns
+            matches = patterns.matches
+            hits = [i for i, argv in line.own_plain if matches(argv)]
+            if line.own_guarded:
+                hits += [i for i, command in line.own_guarded if patterns.covers(command)]
             for index in hits:
                 covered.setdefault(index, rule)
             if not hits:

@@ -157,11 +157,16 @@ class PlacedLine:
     protected: str | None = None
     outside: tuple[str, ...] = ()
     holding: tuple[str, ...] = ()  # written folders that hold toolrt's own files: a person approves
+    # Derived once, read by every allow rule: is the line certain; the commands allow
+    # rules must cover, (index, argv) of those without guards and (index, command) of the rest.
+    certain: bool = field(init=False)
+    own_plain: tuple[tuple[int, tuple[str, ...]], ...] = field(init=False)
+    own_guarded: tuple[tuple[int, PlacedCommand], ...] = field(init=False)
 
-    @property
-    def certain(self) -> bool:
-        """True when every command of the line is known."""
-        return self.problem is None
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "certain", self.problem is None)
+        object.__setattr__(self, "own_plain", tuple((i, c.argv) for i, c in enumerate(self.commands) if c.own and not c.guards))
+        object.__setattr__(self, "own_guarded", tuple((i, c) for i, c in enumerate(self.commands) if c.own and c.guards))
 
     @property
     def argvs(self) -> tuple[tuple[str, ...], ...]:

@@ -175,7 +175,7 @@ CONFIG_CASES: dict[str, list[tuple[str, str, dict[str, Any], str | None]]] = {
         case("violates: a backslash", "false", {"path": "tests\\..\\x"}),
         case(
             "violates: a NUL byte", "false", {"path": "tests/x\x00"},
-            "bug: the fast engine's activation cuts a string at its first NUL (size('a\\x00b') is 1), so it sees `tests/x`; "
+            "the fast engine cannot read a NUL (its binding cuts the string there), so it reports an error, which fails closed; "
             "the pipeline evaluates this rule in Python (celdirect), where the NUL is refused",
         ),
         case("violates: a trailing newline", "false", {"path": "tests\n"}),
