@@ -139,7 +139,10 @@ class FastEngine:
         return _FastProgram(source, expression, self._cel.Type.ERROR)
 
     def activation(self, data: Mapping[str, Any], variables: tuple[str, ...]) -> Any:
-        if _holds_nul(data):
+        # The model's arguments; tool data comes from the config, the session from the app,
+        # and commands from a line that bash itself cuts at a NUL.
+        args = data.get("args")
+        if args and _holds_nul(args):
             return _HOLDS_NUL
         return self._env(variables).Activation(dict(data))
 
@@ -157,9 +160,12 @@ def _holds_nul(value: Any, depth: int = 0) -> bool:
         return "\x00" in value
     if depth > 64:
         return True  # deeper than any argument validation lets through: do not trust it
-    if isinstance(value, Mapping):
+    kind = type(value)
+    if kind is dict and depth == 0 and all(type(item) is str for item in value.values()):
+        return any("\x00" in item or "\x00" in key for key, item in value.items())  # the common case, flat strings
+    if kind is dict or (kind is not list and isinstance(value, Mapping)):
         return any(_holds_nul(key, depth + 1) or _holds_nul(item, depth + 1) for key, item in value.items())
-    if isinstance(value, list | tuple):
+    if kind is list or kind is tuple:
         return any(_holds_nul(item, depth + 1) for item in value)
     return False
 

@@ -87,6 +87,10 @@ class Where:
     protected: tuple[Protected, ...] = ()
     outside: str = "ask"
     root_text: str | None = None  # str(root), filled in by Where.of
+    # Lines placed here lately: (text, cwd) -> (the placed line, the paths it rests on).
+    recent: dict[tuple[str, str], tuple[PlacedLine, tuple[tuple[str, str], ...]]] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
 
     @staticmethod
     def of(root: Path | str | None, protected: Sequence[Path | str] = (), outside: str = "ask", *, configs: Sequence[Path | str] = ()) -> Where:
@@ -181,8 +185,9 @@ def place(line: CommandLine, where: Where = NOWHERE, cwd: str = ".", text: str =
     Agents send the same lines again and again, so a line without globs is remembered
     with the paths it resolved; it is reused only while every one of those paths still
     resolves to the same place (a link made since is seen)."""
-    key = (line, where, cwd, text)
-    cached = _recent.get(key)
+    recent = where.recent
+    key = (text, cwd)
+    cached = recent.get(key) if text else None
     if cached is not None and all(_resolve(path) == real for path, real in cached[1]):
         return cached[0]
     try:
@@ -191,17 +196,15 @@ def place(line: CommandLine, where: Where = NOWHERE, cwd: str = ".", text: str =
     except Exception as err:  # noqa: BLE001 - a defect here must fail closed, never let a line through unjudged
         return PlacedLine(tuple(PlacedCommand(argv, {0: UNKNOWN}) for argv in line.commands),
                           f"the command line could not be checked (internal error: {type(err).__name__})")
-    if not placer.globbed:
-        if len(_recent) >= _RECENT_LINES:
+    if text and not placer.globbed:
+        if len(recent) >= _RECENT_LINES:
             with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # another thread evicted first
-                _recent.pop(next(iter(_recent)))
-        _recent[key] = (placed, tuple(placer.resolved))
+                recent.pop(next(iter(recent)))
+        recent[key] = (placed, tuple(placer.resolved))
     return placed
 
 
 _RECENT_LINES = 4096
-# (line, where, cwd, text) -> (the placed line, the (path, resolved) pairs it rests on)
-_recent: dict[tuple[CommandLine, Where, str, str], tuple[PlacedLine, tuple[tuple[str, str], ...]]] = {}
 
 
 def _resolve(path: str) -> str:

@@ -78,6 +78,7 @@ class _Program:
     subcommands: Mapping[str, _Program] | None = None
     subcommand_rule: Callable[[Sequence[str], int], str | None] | None = None  # (argv, index of subcommand) -> kind
     long_single_dash: bool = False  # options are whole words with one dash (find -delete)
+    command_first: bool = False  # the first operand names a command of the program's own (npm test), not a file
 
 
 # -- sed and awk programs -------------------------------------------------------------
@@ -297,6 +298,7 @@ _NODE = _Program(
     )
 )
 _PIP = _Program(
+    command_first=True,
     options=_opts(
         ("-e --editable", CODE, "yes"),
         ("-r --requirement -c --constraint", READ, "yes"),
@@ -305,6 +307,7 @@ _PIP = _Program(
     )
 )
 _NPM = _Program(
+    command_first=True,
     options=_opts(
         ("--prefix -C --userconfig --globalconfig --script-shell --node-options -c --call", CODE, "yes"),
     )
@@ -396,7 +399,8 @@ _TABLE: Mapping[str, _Program] = {
     "split": _Program(last_operand=WRITE),
     "csplit": _Program(options=_opts(("-f --prefix", WRITE, "yes"))),
     "ssh": _Program(options=_opts(("-o -F -E -S -i", CODE, "yes"))),
-    "docker": _Program(subcommand_rule=lambda argv, at: CODE),
+    "docker": _Program(subcommand_rule=lambda argv, at: CODE, command_first=True),
+    **{name: _Program(command_first=True) for name in ("cargo", "go", "kubectl", "helm", "gh", "poetry", "uv", "terraform", "systemctl")},
     "crontab": _Program(subcommand_rule=lambda argv, at: CODE),
 }
 
@@ -571,6 +575,8 @@ def _scan(argv: Sequence[str], start: int, program: _Program, found: list[Access
                     return
                 if program is _GIT:
                     return  # another git command: its options are not in the table
+            if top and program.command_first and not operands:
+                patterns.append(i)
             if top and program.subcommand_rule is not None and not operands:
                 kind = program.subcommand_rule(argv, i)
                 if kind is not None:
