@@ -462,7 +462,10 @@ class _Placer:
             if not rest and not os.path.lexists(target):
                 return True
             return self._walk(target, rest, f"{prefix}{part}/", results)
-        regex = _glob_regex(part, self.glob_state)
+        try:
+            regex = _glob_regex(part, self.glob_state)
+        except _CannotExpand:
+            return False
         try:
             with os.scandir(folder) as entries:
                 names = []
@@ -535,9 +538,17 @@ def _has_wildcard(part: str) -> bool:
     return any(ch in part for ch in "*?[")
 
 
+class _CannotExpand(Exception):
+    """A glob this module does not read exactly as bash does: left to run time."""
+
+
 @functools.lru_cache(maxsize=1024)
 def _glob_regex(part: str, loose: bool) -> re.Pattern[str]:
-    """One path component of a bash glob; ``loose``: case-insensitive (nocaseglob)."""
+    """One path component of a bash glob; ``loose``: case-insensitive (nocaseglob).
+
+    Bracket expressions are read when they are plain character lists or ranges; POSIX
+    classes (``[[:alpha:]]``), equivalence classes, a ``]`` as the first member or an
+    escape inside raise :class:`_CannotExpand`: the glob is then a run-time word."""
     out: list[str] = []
     i = 0
     while i < len(part):
@@ -547,19 +558,24 @@ def _glob_regex(part: str, loose: bool) -> re.Pattern[str]:
         elif ch == "?":
             out.append(".")
         elif ch == "[":
-            end = part.find("]", i + 2 if part[i + 1 : i + 2] in ("!", "^") else i + 1)
+            start = i + 2 if part[i + 1 : i + 2] in ("!", "^") else i + 1
+            end = part.find("]", start)
             if end < 0:
-                out.append(re.escape(ch))
+                out.append(re.escape(ch))  # no closing bracket: a plain "["
             else:
-                body = part[i + 1 : end]
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
+                body = part[start:end]
+                if not body or "[" in body or "\\" in body:
+                    raise _CannotExpand(part)
+                members = "".join(re.escape(c) if c != "-" else "-" for c in body)
+                out.append(("[^" if start == i + 2 else "[") + members + "]")
                 i = end
         else:
             out.append(re.escape(ch))
         i += 1
-    return re.compile("".join(out), re.DOTALL | (re.IGNORECASE if loose else 0))
+    try:
+        return re.compile("".join(out), re.DOTALL | (re.IGNORECASE if loose else 0))
+    except re.error as err:
+        raise _CannotExpand(part) from err
 
 
 def _path_text(item: str) -> str:

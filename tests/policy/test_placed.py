@@ -181,3 +181,16 @@ def test_a_glob_after_a_command_that_may_make_files_is_a_run_time_word(line: str
 def test_a_glob_after_commands_that_make_no_files_is_expanded(line: str, workspace: Path) -> None:
     commands = place(split_command_line(line), Where.of(workspace), ".", line).commands
     assert commands[-1].argv[-2:] == ("src/a.py", "src/b.py"), commands
+
+
+@pytest.mark.parametrize("line", ["shopt -s dotglob; cat [[:punct:]]env", "cat []a]", "cat [[=e=]]nv"])
+def test_a_bracket_expression_this_module_cannot_read_exactly_is_a_run_time_word(line: str, workspace: Path) -> None:
+    commands = place(split_command_line(line), Where.of(workspace), ".", line).commands
+    assert UNKNOWN in commands[-1].guards.values(), commands
+
+
+def test_a_file_named_like_an_option_matched_by_a_glob_is_judged_as_that_option(workspace: Path) -> None:
+    (workspace / "--output=.git").mkdir()
+    line = "git diff *"
+    commands = [c for c in place(split_command_line(line), Where.of(workspace), ".", line).commands if c.own]
+    assert any(guard > 0 for guard in commands[0].guards.values()), commands
