@@ -38,15 +38,14 @@ from pathlib import Path
 from types import MappingProxyType
 
 from runtime.policy import programs
+from runtime.policy.bashglob import GlobExpander, brace_variants
 from runtime.policy.shell import GLOB, RUNTIME, XARGS_INPUT, CommandLine
 
 #: Guard values (see :attr:`PlacedCommand.guards`).
 UNKNOWN = -2  # no allow rule covers the item
 LITERAL = -1  # only a pattern word without wildcards covers the item
 
-MAX_GLOB_MATCHES = 256
 _MAX_CWDS = 16  # directories a line's cd commands can have taken it to, tracked at most
-MAX_GLOB_ENTRIES = 20_000  # directory entries one line's globs may look at
 
 _DEVICE_ROOTS = ("/proc", "/sys", "/dev")
 # A process's own state under /proc (environment, open files, root, working folder):
@@ -225,11 +224,10 @@ class _Placer:
     def __init__(self, where: Where, cwd: str, text: str) -> None:
         self.where = where
         self.cwd = posixpath.normpath(cwd or ".")
-        glob_state = bool(_GLOB_STATE.search(text))
         self.cwds = [self.cwd]  # where the line may be: the start, and wherever a cd took it
-        self.glob_state = glob_state  # the line may set dotglob & co.: expand as the worst case
+        # A line that may set dotglob & co. has its globs expanded as the worst case.
+        self.globs = GlobExpander(where.root, self.cwd, loose=bool(_GLOB_STATE.search(text)))
         self.cdpath = "CDPATH" in text  # cd may then go to a folder named relative to it
-        self.entries_left = MAX_GLOB_ENTRIES
         self.protected: str | None = None
         self.outside: list[str] = []
         self.holding: list[str] = []  # written folders that hold toolrt's own files
@@ -261,7 +259,7 @@ class _Placer:
                 what = "the input xargs appends" if argv[index] == XARGS_INPUT else f"`{_short(argv[index])}`"
                 notes.append(f"{what} is only known when the line runs")
             elif kind == GLOB:
-                matches = self._expand(argv[index]) if not self.wrote else None
+                matches = self.globs.expand(argv[index]) if not self.wrote else None
                 self.globbed = True
                 if matches is None:
                     guards[index] = UNKNOWN
@@ -340,7 +338,7 @@ class _Placer:
         (``rm -rf .``, ``git clean``) is a denial, writing into it (``tar xf``) asks."""
         if not text:
             return
-        for variant in _brace_variants(text):
+        for variant in brace_variants(text):
             if _ANY_PROCESS_STATE.match(variant):
                 # /proc/$PPID/environ: whatever the id, it is a process's own state.
                 self._mark("protected", text, argv, index, guards, notes)
@@ -430,86 +428,6 @@ class _Placer:
 
     # -- globs -------------------------------------------------------------------------
 
-    def _expand(self, pattern: str) -> list[str] | None:
-        """The names bash would put in place of ``pattern`` (sorted), the pattern itself
-        when nothing matches, or None when that cannot be known here."""
-        root = self.where.root
-        if root is None or "\\" in pattern or (self.glob_state and "**" in pattern):
-            return None  # no files to look at; an escape; globstar's any-depth walk
-        absolute = pattern.startswith("/")
-        base = Path("/") if absolute else root / self.cwd
-        parts = [p for p in pattern.split("/") if p]
-        results: list[str] = []
-        prefix = "/" if absolute else ""
-        try:
-            if not self._walk(base, parts, prefix, results):
-                return None
-        except OSError:
-            return None
-        if not results:
-            return [pattern]
-        return sorted(results)
-
-    def _walk(self, folder: Path, parts: list[str], prefix: str, results: list[str]) -> bool:
-        if not parts:
-            results.append(prefix.rstrip("/") or prefix)
-            return len(results) <= MAX_GLOB_MATCHES
-        part, rest = parts[0], parts[1:]
-        if not _has_wildcard(part):
-            target = folder / part
-            if rest and not target.is_dir():
-                return True
-            if not rest and not os.path.lexists(target):
-                return True
-            return self._walk(target, rest, f"{prefix}{part}/", results)
-        try:
-            regex = _glob_regex(part, self.glob_state)
-        except _CannotExpand:
-            return False
-        try:
-            with os.scandir(folder) as entries:
-                names = []
-                for entry in entries:
-                    self.entries_left -= 1
-                    if self.entries_left < 0:
-                        return False
-                    names.append((entry.name, entry.is_dir(follow_symlinks=True)))
-        except (FileNotFoundError, NotADirectoryError):
-            return True
-        for name, is_dir in sorted(names):
-            if name.startswith(".") and not (part.startswith(".") or self.glob_state):
-                continue
-            if regex.fullmatch(name) is None:
-                continue
-            if rest and not is_dir:
-                continue
-            if not self._walk(folder / name, rest, f"{prefix}{name}/", results):
-                return False
-        return True
-
-
-_BRACE = re.compile(r"\{([^{}]*)\}")
-
-
-def _brace_variants(text: str, limit: int = 64) -> list[str]:
-    """``text`` with its brace lists expanded (``{toolrt.d,x}/p`` gives both), so a brace
-    list cannot hide one of toolrt's paths; the text itself when there is none."""
-    variants = [text]
-    for _ in range(8):
-        grown: list[str] = []
-        changed = False
-        for variant in variants:
-            match = next((m for m in _BRACE.finditer(variant) if "," in m.group(1)), None)
-            if match is None:
-                grown.append(variant)
-                continue
-            changed = True
-            grown += [variant[: match.start()] + choice + variant[match.end() :] for choice in match.group(1).split(",")]
-        variants = grown[:limit]
-        if not changed:
-            break
-    return variants
-
 
 def _resolve_below(root: str, relative: str) -> str:
     """``root/relative`` with symbolic links resolved, for a resolved ``root``: one
@@ -532,50 +450,6 @@ def _resolve_below(root: str, relative: str) -> str:
 def _within(path: str, folder: str) -> bool:
     """Whether ``path`` is ``folder`` or below it (both absolute and normalised)."""
     return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
-def _has_wildcard(part: str) -> bool:
-    return any(ch in part for ch in "*?[")
-
-
-class _CannotExpand(Exception):
-    """A glob this module does not read exactly as bash does: left to run time."""
-
-
-@functools.lru_cache(maxsize=1024)
-def _glob_regex(part: str, loose: bool) -> re.Pattern[str]:
-    """One path component of a bash glob; ``loose``: case-insensitive (nocaseglob).
-
-    Bracket expressions are read when they are plain character lists or ranges; POSIX
-    classes (``[[:alpha:]]``), equivalence classes, a ``]`` as the first member or an
-    escape inside raise :class:`_CannotExpand`: the glob is then a run-time word."""
-    out: list[str] = []
-    i = 0
-    while i < len(part):
-        ch = part[i]
-        if ch == "*":
-            out.append(".*")
-        elif ch == "?":
-            out.append(".")
-        elif ch == "[":
-            start = i + 2 if part[i + 1 : i + 2] in ("!", "^") else i + 1
-            end = part.find("]", start)
-            if end < 0:
-                out.append(re.escape(ch))  # no closing bracket: a plain "["
-            else:
-                body = part[start:end]
-                if not body or "[" in body or "\\" in body:
-                    raise _CannotExpand(part)
-                members = "".join(re.escape(c) if c != "-" else "-" for c in body)
-                out.append(("[^" if start == i + 2 else "[") + members + "]")
-                i = end
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    try:
-        return re.compile("".join(out), re.DOTALL | (re.IGNORECASE if loose else 0))
-    except re.error as err:
-        raise _CannotExpand(part) from err
 
 
 def _path_text(item: str) -> str:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.policy.placed import LITERAL, MAX_GLOB_MATCHES, UNKNOWN, Where, place
+from runtime.policy.bashglob import MAX_GLOB_MATCHES
+from runtime.policy.placed import LITERAL, UNKNOWN, Where, place
 from runtime.policy.shell import split_command_line
 
 
