@@ -87,7 +87,7 @@ class Where:
     outside: str = "ask"
     root_text: str | None = None  # str(root), filled in by Where.of
     # Lines placed here lately: (text, cwd) -> (the placed line, the paths it rests on).
-    recent: dict[tuple[str, str], tuple[PlacedLine, tuple[tuple[str, str], ...]]] = field(
+    recent: dict[tuple[str, str], tuple[PlacedLine, tuple[tuple[str, str, tuple[str, ...] | None], ...]]] = field(
         default_factory=dict, compare=False, hash=False, repr=False
     )
 
@@ -187,7 +187,7 @@ def place(line: CommandLine, where: Where = NOWHERE, cwd: str = ".", text: str =
     recent = where.recent
     key = (text, cwd)
     cached = recent.get(key) if text else None
-    if cached is not None and all(_resolve(path) == real for path, real in cached[1]):
+    if cached is not None and all(_still(check) for check in cached[1]):
         return cached[0]
     try:
         placer = _Placer(where, cwd, text)
@@ -204,6 +204,39 @@ def place(line: CommandLine, where: Where = NOWHERE, cwd: str = ".", text: str =
 
 
 _RECENT_LINES = 4096
+
+
+# What a remembered placement rests on, per path: the path as _resolve reads it, what it
+# resolved to, and when no link was on the way, the components to lstat (a cheaper check).
+_Check = tuple[str, str, tuple[str, ...] | None]
+
+
+def _still(check: _Check) -> bool:
+    """Whether a path resolves as it did: no component has become a link (or, for a
+    path that went through one, the whole path resolves the same)."""
+    path, real, components = check
+    if components is None:
+        return _resolve(path) == real
+    for component in components:
+        try:
+            mode = os.lstat(component).st_mode
+        except OSError:
+            return True  # neither this nor anything below it exists: nothing to follow
+        if stat.S_ISLNK(mode):
+            return False
+    return True
+
+
+def _components(path: str, real: str) -> tuple[str, ...] | None:
+    """The components of ``path`` to lstat when it resolved without a link, else None."""
+    root, separator, relative = path.partition("\0")
+    if not separator:
+        root, relative = "", path.lstrip("/")
+    lexical = f"{root}/{relative}" if relative not in ("", ".") else (root or "/")
+    if posixpath.normpath(lexical) != real:
+        return None  # a link (or ..) on the way: compare the whole resolution
+    parts = [part for part in relative.split("/") if part and part != "."]
+    return tuple(f"{root}/" + "/".join(parts[: k + 1]) for k in range(len(parts)))
 
 
 def _resolve(path: str) -> str:
@@ -233,7 +266,7 @@ class _Placer:
         self.holding: list[str] = []  # written folders that hold toolrt's own files
         self.globbed = False  # a glob was expanded: the result depends on the files present
         self.wrote = False  # an earlier command of the line may have made files
-        self.resolved: list[tuple[str, str]] = []  # (path as _resolve reads it, what it resolved to)
+        self.resolved: list[_Check] = []  # the paths the placement rests on
 
     def run(self, line: CommandLine) -> PlacedLine:
         placed: list[PlacedCommand] = []
@@ -416,7 +449,7 @@ class _Placer:
             real = path
         else:
             real = _resolve(path)
-            self.resolved.append((path, real))
+            self.resolved.append((path, real, _components(path, real)))
         for protected in where.protected:
             if protected.holds_text(real):
                 return "protected"
