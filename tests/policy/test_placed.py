@@ -195,3 +195,22 @@ def test_a_file_named_like_an_option_matched_by_a_glob_is_judged_as_that_option(
     line = "git diff *"
     commands = [c for c in place(split_command_line(line), Where.of(workspace), ".", line).commands if c.own]
     assert any(guard > 0 for guard in commands[0].guards.values()), commands
+
+
+def test_a_remembered_line_is_judged_again_once_a_link_appears_on_its_path(workspace: Path) -> None:
+    where = Where.of(workspace, [workspace / "toolrt.d"])
+    line = "cat docs/policy.yaml"
+    (workspace / "docs").mkdir()
+    assert place(split_command_line(line), where, ".", line).protected is None
+    assert place(split_command_line(line), where, ".", line).protected is None  # remembered
+    (workspace / "docs").rmdir()
+    (workspace / "docs").symlink_to(workspace / "toolrt.d")
+    assert place(split_command_line(line), where, ".", line).protected is not None
+
+
+def test_a_remembered_line_is_judged_again_once_a_missing_name_becomes_a_link(workspace: Path, tmp_path: Path) -> None:
+    where = Where.of(workspace)
+    line = "cat later/x"
+    assert place(split_command_line(line), where, ".", line).outside == ()
+    (workspace / "later").symlink_to(tmp_path / "outside")
+    assert place(split_command_line(line), where, ".", line).outside == ("later/x",)
