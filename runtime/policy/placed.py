@@ -50,8 +50,7 @@ _MAX_CWDS = 16  # directories a line's cd commands can have taken it to, tracked
 _DEVICE_ROOTS = ("/proc", "/sys", "/dev")
 # A process's own state under /proc (environment, open files, root, working folder):
 # through the parent's id it is toolrt's.
-_PROCESS_STATE = re.compile(r"/proc/(?:[0-9]+|self|thread-self)(?:/task/[0-9]+)?/(?:environ|cwd|root|fd|fdinfo|map_files|mem|exe)(?:/|$)")
-_ANY_PROCESS_STATE = re.compile(r"/proc/+[^/]+(?:/+task/+[^/]+)?/+(?:environ|cwd|root|fd|fdinfo|map_files|mem|exe)(?:/|$)")
+_PROCESS_STATE = re.compile(r"/proc/+[^/]+(?:/+task/+[^/]+)?/+(?:environ|cwd|root|fd|fdinfo|map_files|mem|exe)(?:/|$)")
 _WORST_FIRST = ("protected", "holds", "outside", "inside")
 _DOES = {programs.CODE: "runs code", programs.WRITE: "writes a file", programs.FOLLOW: "follows symbolic links, which can lead out of the workspace"}
 _HARMLESS_DEVICES = frozenset({"/dev/null"})
@@ -372,7 +371,7 @@ class _Placer:
         if not text:
             return
         for variant in brace_variants(text):
-            if _ANY_PROCESS_STATE.match(variant):
+            if _PROCESS_STATE.match(variant):
                 # /proc/$PPID/environ: whatever the id, it is a process's own state.
                 self._mark("protected", text, argv, index, guards, notes)
                 continue
