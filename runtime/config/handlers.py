@@ -24,7 +24,7 @@ from runtime.config.suggest import did_you_mean
 from runtime.execution.command import quote_state
 from runtime.snapshot import Handler
 
-BUILTINS = ("file_read", "file_edit", "artifact_read", "list_dir", "glob", "grep", "run_command", "tool_search", "job_status")
+BUILTINS = ("file_read", "file_edit", "file_delete", "artifact_read", "list_dir", "glob", "grep", "run_command", "tool_search", "job_status")
 _HANDLER_PATH = ("spec", "handler")
 
 

@@ -95,7 +95,7 @@ class HandlerSpec(_Model):
 
     model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra={"minProperties": 1, "maxProperties": 1})
 
-    builtin: Name | None = Field(default=None, description="A built-in tool: file_read, file_edit, artifact_read, list_dir, glob, grep, run_command.")
+    builtin: Name | None = Field(default=None, description="A built-in tool: file_read, file_edit, file_delete, artifact_read, list_dir, glob, grep, run_command.")
     python: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", description="module.path:function")
     mcp: str | None = Field(default=None, pattern=r"^[A-Za-z][A-Za-z0-9_.-]*/.+$", description="server/tool of a declared McpServer")
     command: HandlerCommand | None = None

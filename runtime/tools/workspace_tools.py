@@ -1,4 +1,4 @@
-"""The workspace built-ins: file_read, file_edit, list_dir, glob, grep, run_command.
+"""The workspace built-ins: file_read, file_edit, file_delete, list_dir, glob, grep, run_command.
 
 Each is declared in YAML like any tool (``handler: builtin:file_read``; the shipped
 declarations are in the ``workspace-tools`` pack), so platform teams can rename one,
@@ -25,7 +25,7 @@ from runtime.config.models import HandlerCommand
 from runtime.errors import ToolError
 from runtime.execution.command import CommandError, PreparedCommand, prepare
 from runtime.records import Outcome
-from runtime.workspace import FileEditor, FileReader, ReadCache, Workspace, WorkspaceError
+from runtime.workspace import FileEditor, FileReader, ReadCache, Workspace, WorkspaceError, delete_file
 from runtime.workspace import search as workspace_search
 
 if TYPE_CHECKING:
@@ -127,6 +127,14 @@ async def file_edit(args: Mapping[str, Any], env: TurnEnv) -> Outcome:
     return Outcome(value=result.render(), metadata=MappingProxyType(meta))
 
 
+async def file_delete(args: Mapping[str, Any], env: TurnEnv) -> Outcome:
+    """Remove one regular file (never a directory or a link), under the edit lock."""
+    tools = tools_for(env)
+    result = await asyncio.to_thread(delete_file, tools.editor, str(args.get("path", "")), args.get("expected_hash"))
+    meta = {"path": result.path, "hash_before": result.sha256, "deleted": True, "bytes": result.size}
+    return Outcome(value=result.render(), metadata=MappingProxyType(meta))
+
+
 async def list_dir(args: Mapping[str, Any], env: TurnEnv) -> str:
     """A depth-limited listing of a workspace directory."""
     tools = tools_for(env)
@@ -191,4 +199,4 @@ def prepare_command_line(args: Mapping[str, Any], env: TurnEnv, tool_total_s: fl
     return prepared, total_s
 
 
-HANDLERS = {"file_read": file_read, "file_edit": file_edit, "list_dir": list_dir, "glob": glob, "grep": grep}
+HANDLERS = {"file_read": file_read, "file_edit": file_edit, "file_delete": file_delete, "list_dir": list_dir, "glob": glob, "grep": grep}

@@ -9,6 +9,7 @@
     text.py      encodings, binary sniffing, line helpers, short diffs
     cache.py     ReadCache: decoded files by identity, TTL, byte budget, LRU
     read.py      FileReader: numbered windows of text files with their SHA-256
+    delete.py    file_delete: remove one regular file under the same lock
     edit.py      FileEditor: replace/append/insert/str_replace under a
                  cross-process lock, with expected_hash concurrency checks
     errors.py    WorkspaceError and friends (all ToolError: the model reads them)
@@ -16,6 +17,7 @@
 
 from runtime.workspace.atomic import TEMP_PREFIX, atomic_write, sweep_stale_temp_files
 from runtime.workspace.cache import CachedText, FileIdentity, ReadCache
+from runtime.workspace.delete import DeleteResult, delete_file
 from runtime.workspace.edit import EDIT_MODES, EditMode, EditResult, FileEditor
 from runtime.workspace.errors import BinaryFileError, EditConflict, FileBusy, WorkspaceError
 from runtime.workspace.read import FileReader, ReadResult
@@ -26,6 +28,7 @@ __all__ = [
     "EDIT_MODES",
     "TEMP_PREFIX",
     "BinaryFileError",
+    "DeleteResult",
     "CachedText",
     "EditConflict",
     "EditMode",
@@ -40,5 +43,6 @@ __all__ = [
     "Workspace",
     "WorkspaceError",
     "atomic_write",
+    "delete_file",
     "sweep_stale_temp_files",
 ]

@@ -301,6 +301,11 @@ class FileEditor:
         finally:
             os.close(fd)
 
+    def read_current(self, parent_fd: int, resolved: Resolved) -> _Current | None:
+        """The file's bytes and identity as they are now (None if missing); for the other
+        writers of the workspace (file_delete), which must read it the same way under the lock."""
+        return self._read_current(parent_fd, resolved)
+
     def _check_unchanged(self, parent_fd: int, resolved: Resolved, current: _Current | None) -> None:
         """Refuse to write if the file changed (outside our lock) since it was read."""
         try:

@@ -19,7 +19,7 @@ ENGINES = [pytest.param(Settings(cel_engine=e, schema_engine=e), id=e) for e in 
     [
         pytest.param("examples/coding-agent", 7, 21, id="coding-agent"),
         pytest.param("examples/customer-service", 3, 11, id="customer-service"),
-        pytest.param("policies", 5, 14, id="policies"),
+        pytest.param("policies", 5, 15, id="policies"),
     ],
 )
 def test_shipped_config_lints_clean(folder: str, files: int, documents: int, settings: Settings) -> None:
