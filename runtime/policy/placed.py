@@ -418,7 +418,23 @@ class _Placer:
         else:
             target = operands[0][1]
         moved = [target if target.startswith(("/", "~")) else posixpath.normpath(posixpath.join(cwd, target)) for cwd in self.cwds]
+        if ".." in target and target != "~":
+            # bash's cd reads `..` from the text (-L) or after links (-P, `set -P`): both.
+            moved += [self._physical(cwd, target) for cwd in self.cwds]
         self.cwds = list(dict.fromkeys([*self.cwds, *moved]))[:_MAX_CWDS]
+
+    def _physical(self, cwd: str, target: str) -> str:
+        """The folder ``cd -P target`` leads to from ``cwd``: relative to the workspace
+        root when inside it, else absolute (``~`` when the workspace is unknown)."""
+        root = self.where.root_text
+        if cwd.startswith("~") or root is None:
+            return "~"
+        start = cwd if cwd.startswith("/") else f"{root}/{cwd}"
+        real = os.path.realpath(posixpath.join(start, target))
+        self.resolved.append((posixpath.join(start, target), real, None))
+        if _within(real, root):
+            return posixpath.relpath(real, root)
+        return real
 
     def _place_from(self, cwd: str, text: str, *, write: bool) -> str:
         """"inside", "outside", "holds" or "protected" for a path's text read from ``cwd``
@@ -430,7 +446,11 @@ class _Placer:
             text = posixpath.join(cwd, text)
         where = self.where
         root = where.root_text
+        # The kernel applies `..` to where a link led, not to the text before it
+        # (`sub/link_to_ws/..` is the workspace's parent): such paths resolve as written.
+        physical = ".." in text and _dotdot_after_name(text if text.startswith("/") else posixpath.join(cwd, text))
         if text.startswith("/"):
+            text = "/" + text.lstrip("/")  # `//proc` is `/proc`
             absolute = posixpath.normpath(text)
             if absolute in _HARMLESS_DEVICES:
                 return "inside"
@@ -438,12 +458,15 @@ class _Placer:
                 return "protected"  # another process's (toolrt's own) environment, files, root or directory
             if any(absolute == device or absolute.startswith(device + "/") for device in _DEVICE_ROOTS):
                 return "outside"
-            path = absolute
+            path = text if physical else absolute
         else:
             relative = posixpath.normpath(posixpath.join(cwd, text))
             if root is None:
                 return "outside" if relative == ".." or relative.startswith("../") else "inside"
-            path = posixpath.normpath(f"{root}/{relative}") if relative.startswith("..") else f"{root}\0{relative}"
+            if physical:
+                path = f"{root}/{posixpath.join(cwd, text)}"
+            else:
+                path = posixpath.normpath(f"{root}/{relative}") if relative.startswith("..") else f"{root}\0{relative}"
         if root is None:
             real = path
         else:
@@ -477,6 +500,19 @@ def _resolve_below(root: str, relative: str) -> str:
         if stat.S_ISLNK(mode):
             return os.path.realpath("/".join([current, *parts[k + 1 :]]))
     return current
+
+
+def _dotdot_after_name(path: str) -> bool:
+    """Whether a ``..`` in ``path`` follows a name (where it leads then depends on
+    whether that name is a link)."""
+    seen_name = False
+    for part in path.split("/"):
+        if part == "..":
+            if seen_name:
+                return True
+        elif part not in ("", "."):
+            seen_name = True
+    return False
 
 
 def _within(path: str, folder: str) -> bool:

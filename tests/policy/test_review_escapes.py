@@ -188,10 +188,10 @@ def test_a_write_or_code_option_is_covered_only_when_spelled_out(decided: Judge,
 OUTSIDE = [
     # `..` after a symbolic link is the link target's parent for the kernel, but the
     # placement normalises it away first.
-    pytest.param("cat sub/back_to_ws/../outside/x", "read-only", "default", "ask", marks=hole("sub/back_to_ws/.. is the workspace's parent; normpath makes it sub"), id="dot-dot after a link back into the workspace"),
-    pytest.param("ls link_to_outside/..", "read-only", "default", "ask", marks=hole("link_to_outside/.. lists the folder above the outside folder"), id="dot-dot after a link out"),
-    pytest.param("cat sub/back_to_ws/../outside/x", "none", "bypass", "ask", marks=hole("the same in bypass mode, which must still ask"), id="dot-dot after a link in bypass mode"),
-    pytest.param("cd -P sub/back_to_ws/.. && cat outside/x", "wide", "default", "ask", marks=hole("cd -P through a link lands outside; the placement follows the text"), id="cd -P through a link"),
+    pytest.param("cat sub/back_to_ws/../outside/x", "read-only", "default", "ask", id="dot-dot after a link back into the workspace"),
+    pytest.param("ls link_to_outside/..", "read-only", "default", "ask", id="dot-dot after a link out"),
+    pytest.param("cat sub/back_to_ws/../outside/x", "none", "bypass", "ask", id="dot-dot after a link in bypass mode"),
+    pytest.param("cd -P sub/back_to_ws/.. && cat outside/x", "wide", "default", "ask", id="cd -P through a link"),
     # Option values the table takes for patterns or numbers, that are files.
     pytest.param("grep --color . /etc/passwd", "read-only", "default", "ask", marks=hole("grep's --color takes its value only attached; the table swallows the pattern and reads the file as the pattern"), id="grep --color shifts the file into the pattern slot"),
     pytest.param("sort -R --random-source /etc/passwd names.txt", "read-only", "default", "ask", marks=hole("sort --random-source FILE reads FILE; its value is taken for a pattern"), id="sort --random-source reads a file"),
@@ -226,10 +226,10 @@ def test_a_path_outside_the_workspace_is_asked_about(decided: Judge, line: str, 
 #    (line, rules, mode, outside)
 
 PROTECTED = [
-    pytest.param("cat sub/back_to_ws/../{name}/toolrt.d/p.yaml", "none", "bypass", "ask", marks=hole("`..` after a link: the config through the workspace's parent"), id="the config through dot-dot after a link"),
-    pytest.param("echo x > sub/back_to_ws/../{name}/toolrt.d/p.yaml", "none", "bypass", "ask", marks=hole("the same for a redirection that writes the config"), id="a write of the config through dot-dot after a link"),
-    pytest.param("cat docs/lnk/../audit.sqlite3", "read-only", "default", "ask", marks=hole("the audit log next to the workspace, through a link out and `..`, under a plain cat rule"), id="the audit log through dot-dot after a link"),
-    pytest.param("cd -P sub/back_to_ws/.. && cat {name}/toolrt.d/p.yaml", "none", "bypass", "ask", marks=hole("cd -P through a link, then the config by a path relative to the real folder"), id="the config after cd -P through a link"),
+    pytest.param("cat sub/back_to_ws/../{name}/toolrt.d/p.yaml", "none", "bypass", "ask", id="the config through dot-dot after a link"),
+    pytest.param("echo x > sub/back_to_ws/../{name}/toolrt.d/p.yaml", "none", "bypass", "ask", id="a write of the config through dot-dot after a link"),
+    pytest.param("cat docs/lnk/../audit.sqlite3", "read-only", "default", "ask", id="the audit log through dot-dot after a link"),
+    pytest.param("cd -P sub/back_to_ws/.. && cat {name}/toolrt.d/p.yaml", "none", "bypass", "ask", id="the config after cd -P through a link"),
     pytest.param("cp -P sub/back_to_ws docs/up; cat docs/up/toolrt.d/p.yaml", "wide", "default", "ask", marks=hole("cp -P copies the link itself; the path after it is judged before the link exists"), id="the config through a link copied earlier on the line"),
     pytest.param("cp -r sub sub2; cat sub2/back_to_ws/toolrt.d/p.yaml", "none", "bypass", "ask", marks=hole("cp -r copies links as links"), id="the config through a link copied with cp -r"),
     pytest.param("cp -al . sub/copy", "none", "bypass", "ask", marks=hole("cp -al hard-links every file, toolrt's among them; a hard link is writable and readable under any name"), id="cp -al hard-links toolrt's files"),
@@ -266,7 +266,7 @@ PROTECTED = [
     pytest.param("cat {t..t}oolrt.d/p.yaml", "none", "bypass", "ask", marks=hole("a brace sequence is not expanded by the check"), id="the config spelled with a brace sequence"),
     pytest.param("echo x > {t..t}oolrt.d/p.yaml", "none", "bypass", "ask", marks=hole("bash brace-expands redirection targets too"), id="a write of the config spelled with a brace sequence"),
     # With commands_outside_workspace: allow, what is toolrt's must still be denied.
-    pytest.param("cat //proc/self/environ", "none", "bypass", "allow", marks=hole("two leading slashes survive normpath, so the /proc/self check does not match"), id="the process environment with two leading slashes"),
+    pytest.param("cat //proc/self/environ", "none", "bypass", "allow", id="the process environment with two leading slashes"),
     pytest.param("ln -s -t sub ../toolrt.d", "none", "bypass", "allow", marks=hole("ln -t DIR TARGET: the link's target is read from the cwd, not from DIR"), id="ln -t linking the config folder"),
 ]
 
@@ -362,7 +362,6 @@ def runtime_place(tmp_path: Path) -> tuple[Runtime, Path]:
     return runtime, root
 
 
-@hole("cat sub/back_to_ws/../ws/toolrt.d/packs.yaml prints the config, under the read-style rule in default mode")
 async def test_the_config_is_not_read_through_dot_dot_after_a_link(runtime_place: tuple[Runtime, Path]) -> None:
     runtime, root = runtime_place
     result = await runtime.call("run_command", {"command": f"cat sub/back_to_ws/../{root.name}/toolrt.d/packs.yaml"}, Session(id="s", mode="default"))
@@ -502,7 +501,6 @@ def test_toolrt_own_files_behind_shell_syntax_are_denied(decided: Judge, line: s
         "cat a.txt 2>/dev/fd/1",
         "cat a.txt >/dev/tcp/127.0.0.1/8765",
         "cat < /dev/tcp/127.0.0.1/8765",
-        "cat //proc/self/environ",
         "curl FILE:///etc/passwd",
         "curl 'file://localhost/etc/passwd'",
         "curl file:/etc/passwd",
