@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from runtime.policy import programs
+from runtime.policy import linking, programs
 from runtime.policy.bashglob import GlobExpander, brace_variants
 from runtime.policy.shell import GLOB, RUNTIME, XARGS_INPUT, CommandLine
 
@@ -46,6 +46,7 @@ UNKNOWN = -2  # no allow rule covers the item
 LITERAL = -1  # only a pattern word without wildcards covers the item
 
 _MAX_CWDS = 16  # directories a line's cd commands can have taken it to, tracked at most
+_MAX_ALIASES = 32  # names made earlier on a line followed at most (more: any path may be a link)
 
 _DEVICE_ROOTS = ("/proc", "/sys", "/dev")
 # A process's own state under /proc (environment, open files, root, working folder):
@@ -67,6 +68,9 @@ class Protected:
     path: Path
     yaml_only: bool = False
     text: str = ""  # str(path), filled in by Where.of
+    # A YAML-only folder strictly inside the workspace (``toolrt.d``): its sub-folders may
+    # hold config YAML too, so writing one is writing a folder that holds toolrt's files.
+    nested: bool = False
 
     def holds_text(self, real: str) -> bool:
         """Whether the resolved path ``real`` is this path or inside it."""
@@ -105,7 +109,8 @@ class Where:
             real = Path(os.path.realpath(candidate))
             overlaps = resolved_root is not None and (resolved_root.is_relative_to(real) or (config and real.is_relative_to(resolved_root)))
             yaml_only = overlaps and real.is_dir()
-            found.append(Protected(real, yaml_only, str(real)))
+            nested = yaml_only and resolved_root is not None and real != resolved_root and real.is_relative_to(resolved_root)
+            found.append(Protected(real, yaml_only, str(real), nested))
         return Where(resolved_root, tuple(dict.fromkeys(found)), outside, str(resolved_root) if resolved_root is not None else None)
 
     def deny_globs(self) -> tuple[str, ...]:
@@ -266,6 +271,10 @@ class _Placer:
         self.globbed = False  # a glob was expanded: the result depends on the files present
         self.wrote = False  # an earlier command of the line may have made files
         self.resolved: list[_Check] = []  # the paths the placement rests on
+        # Names earlier commands of the line make (linking.name_effects), workspace-relative
+        # or absolute: (made, what it stands for); and folders where links may appear.
+        self.aliases: list[tuple[str, str]] = []
+        self.unknown_below: list[str] = []
 
     def run(self, line: CommandLine) -> PlacedLine:
         placed: list[PlacedCommand] = []
@@ -273,6 +282,7 @@ class _Placer:
         for argv, shape in zip(line.commands, shapes, strict=True):
             placed.extend(self._command(argv, shape))
             self._moved(argv, shape)
+            self._made_names(argv)
             # Globs are expanded now, before the line runs: files a command makes first
             # (a link, a copy) would be matched by what runs after it.
             self.wrote = self.wrote or programs.may_create_files(argv)
@@ -341,6 +351,9 @@ class _Placer:
                     self.outside.append(argv[access.index])
         for index in self._path_items(argv, shape):
             self._check_path(_path_text(argv[index]), argv, index, guards, notes, write=argv[0] == ">")
+        for folder in linking.tree_writers(argv):
+            # patch, git apply, git reset --hard: the files written are named by input the line does not show.
+            self._check_path(folder, argv, 0, guards, notes, write=True)
         yield PlacedCommand(argv, MappingProxyType(guards), own=own, notes=tuple(dict.fromkeys(notes)))
         yield from extra
 
@@ -423,6 +436,43 @@ class _Placer:
             moved += [self._physical(cwd, target) for cwd in self.cwds]
         self.cwds = list(dict.fromkeys([*self.cwds, *moved]))[:_MAX_CWDS]
 
+    def _made_names(self, argv: tuple[str, ...]) -> None:
+        """Remember the names ``argv`` makes (links, copies of links, moves) so later paths
+        of the line are judged as what they will be; a hard link to toolrt's own files, or
+        a symbolic link to them, is a denial now."""
+        for effect in linking.name_effects(argv):
+            if len(self.aliases) >= _MAX_ALIASES or len(self.unknown_below) >= _MAX_ALIASES:
+                self.unknown_below = ["."]  # too many to follow: any later path may be a link
+                return
+            if effect.kind == linking.UNKNOWN_LINKS:
+                self.unknown_below.extend(self._joined(cwd, effect.made) for cwd in self.cwds)
+                continue
+            source = effect.source or ""
+            for cwd in self.cwds:
+                made = self._joined(cwd, effect.made)
+                candidates = {made: False, posixpath.join(made, posixpath.basename(source.rstrip("/")) or "."): True}
+                for name, into in candidates.items():
+                    if effect.into is not None and into != effect.into:
+                        continue
+                    if argv[0] == "ln" and effect.kind == linking.ALIAS and not source.startswith("/") and "-r" not in argv and "--relative" not in argv:
+                        # A symbolic link's relative target is read from the link's own folder.
+                        stands_for = self._joined(posixpath.dirname(name), source)
+                    else:
+                        stands_for = self._joined(cwd, source)
+                    if effect.kind == linking.HARD or (effect.kind == linking.ALIAS and argv[0] in ("ln", "cp")):
+                        if self._place_from(".", stands_for, write=True) in ("protected", "holds"):
+                            what = "hard links" if effect.kind == linking.HARD else "links"
+                            self.protected = self.protected or f"`{argv[0]}` {what} `{_short(source)}`, which is or holds toolrt's own files"
+                    self.aliases.append((name, stands_for))
+
+    def _joined(self, cwd: str, text: str) -> str:
+        """``text`` read from ``cwd``, normalised: workspace-relative, absolute, or ``~``."""
+        if text.startswith(("/", "~")):
+            return "/" + text.lstrip("/") if text.startswith("/") else "~"
+        if cwd.startswith("~"):
+            return "~"
+        return posixpath.normpath(posixpath.join(cwd, text))
+
     def _physical(self, cwd: str, target: str) -> str:
         """The folder ``cd -P target`` leads to from ``cwd``: relative to the workspace
         root when inside it, else absolute (``~`` when the workspace is unknown)."""
@@ -442,6 +492,25 @@ class _Placer:
         toolrt's own files are looked for first, also through ``..`` and absolute paths."""
         if cwd.startswith("~") or text.startswith("~"):
             return "outside"
+        if self.aliases or self.unknown_below:
+            return self._place_made(cwd, text, write=write)
+        return self._place_now(cwd, text, write=write)
+
+    def _place_made(self, cwd: str, text: str, *, write: bool, depth: int = 0) -> str:
+        """Like ``_place_now``, for a path that may go through a name an earlier command
+        of the line made: the worst of what it is now and what it will be."""
+        places = {self._place_now(cwd, text, write=write)}
+        joined = self._joined(cwd, text)
+        if any(_within(joined, folder) or folder == "." for folder in self.unknown_below):
+            places.add("outside")  # a link whose target the line does not show may be on the way
+        for made, stands_for in self.aliases:
+            if depth < _MAX_ALIASES and (joined == made or joined.startswith(made + "/")):
+                rest = joined[len(made) :]
+                places.add(self._place_made(".", stands_for + rest, write=write, depth=depth + 1))
+        return next(place for place in _WORST_FIRST if place in places)
+
+    def _place_now(self, cwd: str, text: str, *, write: bool) -> str:
+        """"inside", "outside", "holds" or "protected" for a path as the files are now."""
         if not text.startswith("/") and cwd.startswith("/"):
             text = posixpath.join(cwd, text)
         where = self.where
@@ -462,7 +531,8 @@ class _Placer:
         else:
             relative = posixpath.normpath(posixpath.join(cwd, text))
             if root is None:
-                return "outside" if relative == ".." or relative.startswith("../") else "inside"
+                # Without the workspace, where a `..` after a name leads is unknown.
+                return "outside" if physical or relative == ".." or relative.startswith("../") else "inside"
             if physical:
                 path = f"{root}/{posixpath.join(cwd, text)}"
             else:
@@ -475,7 +545,7 @@ class _Placer:
         for protected in where.protected:
             if protected.holds_text(real):
                 return "protected"
-            if write and _within(protected.text, real):
+            if write and (_within(protected.text, real) or (protected.nested and _within(real, protected.text))):
                 return "holds"
         if root is None or not _within(real, root):
             return "outside"
