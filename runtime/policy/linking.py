@@ -139,6 +139,7 @@ def _copying(program: str, argv: Sequence[str]) -> tuple[NameEffect, ...]:
         k += 1
     if not operands and target_dir is None:
         return ()
+    into: bool | None
     if target_dir is not None:
         sources, made, into = operands, target_dir, True
     elif len(operands) < 2:
