@@ -20,9 +20,11 @@ from typing import Any
 from runtime.config.cache import CompileCache
 from runtime.config.consistency import check_consistency
 from runtime.config.expressions import Finding, compile_expression
+from runtime.config.files import builtin_pack_dirs, find_pack, read_source
 from runtime.config.handlers import resolve_handler
 from runtime.config.load import LoadedConfig, LoadedDocument, load_documents
 from runtime.config.models import (
+    DEFAULT_REDACTION,
     Effect,
     Enforcement,
     McpServerDocument,
@@ -35,7 +37,9 @@ from runtime.config.models import (
     WorkflowDocument,
 )
 from runtime.config.problems import Problem, Severity, sorted_problems
+from runtime.config.structure import check_structure
 from runtime.config.suggest import did_you_mean
+from runtime.config.yamlsource import parse_yaml
 from runtime.errors import CelCompileError, ConfigError
 from runtime.policy.cel import POLICY_VARIABLES, RULE_VARIABLES, CelEngine, Outcome, get_engine
 from runtime.policy.celdirect import compile_direct
@@ -267,7 +271,22 @@ class _Builder:
                 self._unknown(entry, ("spec", "output", "profile"), "OutputProfile", spec.output.profile, output_profiles)
                 ok = False
         profiles: list[CompiledRedaction] = []
-        for index, name in enumerate(spec.redaction):
+        if spec.redaction is None:
+            # Unset: the `secrets` profile (the config's own, or the shipped one). A tool
+            # that names no profile must not leak every key and token it meets.
+            if DEFAULT_REDACTION in redaction:
+                profiles.append(redaction[DEFAULT_REDACTION])
+        elif not spec.redaction and not entry.mounted:
+            self.problems.append(
+                Problem(
+                    entry.source.locate(("spec", "redaction")),
+                    "redaction-off",
+                    f"tool `{model.metadata.name}` sets `redaction: []`: nothing in its output, its errors or its audited arguments is redacted, "
+                    f"not even private keys and tokens. Remove the line to get the `{DEFAULT_REDACTION}` profile, or name the profiles it needs.",
+                    Severity.warning,
+                )
+            )
+        for index, name in enumerate(spec.redaction or ()):
             if name in redaction:
                 profiles.append(redaction[name])
             else:
@@ -348,6 +367,11 @@ class _Builder:
             self.report(entry, findings)
             if profile is not None:
                 compiled[model.metadata.name] = profile
+        if DEFAULT_REDACTION not in self.redaction_hashes:
+            shipped = self.cache.compiled(("shipped-redaction", DEFAULT_REDACTION), lambda: _shipped_profile(DEFAULT_REDACTION, self.settings.max_config_file_bytes))
+            if shipped is not None:
+                self.redaction_hashes[DEFAULT_REDACTION] = shipped[0]
+                compiled[DEFAULT_REDACTION] = shipped[1]
         return compiled
 
     # -- policies --------------------------------------------------------------------
@@ -491,6 +515,23 @@ def _compile_redaction(model: RedactionProfileDocument) -> tuple[tuple[Finding, 
     except RegexRejected as err:
         return (Finding(("spec", "patterns"), err.code, f"the patterns together do not compile: {err.message}"),), None
     return (), CompiledRedaction(model.metadata.name, tuple(patterns), combined)
+
+
+def _shipped_profile(name: str, max_bytes: int) -> tuple[str, CompiledRedaction] | None:
+    """The RedactionProfile ``name`` of the shipped ``redaction-default`` pack, compiled,
+    with its content hash; None if the pack is missing or does not compile (the shipped
+    pack is tested, so only a damaged installation gets None)."""
+    files = find_pack("redaction-default", builtin_pack_dirs()) or []
+    for path in files:
+        source, _problem = read_source(path, max_bytes)
+        if source is None:
+            continue
+        for doc in parse_yaml(source.text, source.display).documents:
+            model = check_structure(doc).model if doc.data is not None else None
+            if isinstance(model, RedactionProfileDocument) and model.metadata.name == name:
+                findings, profile = _compile_redaction(model)
+                return None if profile is None or findings else (doc.content_hash, profile)
+    return None
 
 
 def _by_kind(docs: Sequence[LoadedDocument]) -> dict[type, list[LoadedDocument]]:

@@ -155,6 +155,11 @@ class Rule(_Model):
     on_error: FailurePolicy = Field(default=FailurePolicy.fail, description="fail: an evaluation error rejects the call (default); ignore: it passes.")
 
 
+DEFAULT_REDACTION = "secrets"
+"""The RedactionProfile applied to a tool that names none (the config's own profile of
+that name, else the one of the shipped ``redaction-default`` pack)."""
+
+
 class ToolSpec(_Model):
     description: str = Field(min_length=1, max_length=8000, description="Shown to the model.")
     handler: HandlerString | HandlerSpec
@@ -166,7 +171,10 @@ class ToolSpec(_Model):
     output: ToolOutput = Field(default_factory=ToolOutput)
     risk: Risk = Risk.medium
     trust: Trust = Field(default=Trust.trusted, description="untrusted: content is marked as data, not instructions.")
-    redaction: list[Name] = Field(default_factory=list, description="RedactionProfile names applied to this tool's output.")
+    redaction: list[Name] | None = Field(
+        default=None,
+        description="RedactionProfile names applied to this tool's output. Unset: the shipped `secrets` profile. `[]`: no redaction at all (lint warns).",
+    )
     retry: Retry = Field(default_factory=Retry)
     defer_loading: bool = Field(default=False, description="Leave out of the initial tool list; found through tool_search.")
     process_isolation: bool = Field(default=False, description="Run a python handler in a child process so that a timeout can kill it.")

@@ -19,8 +19,9 @@ YAML:
   word) says otherwise; ``timeout.total_s`` the server's
   ``call_timeout_s``; output: the ``mcp-25k-tokens`` OutputProfile (from the
   ``output-default`` pack) when the config has it, else the same limits inline;
-  redaction: every RedactionProfile of the config (remote output is outside our
-  world). ``overrides.<tool>`` replaces any of these attributes;
+  redaction: every RedactionProfile of the config, and ``secrets`` (the shipped
+  one when the config declares none) whatever else there is (remote output is
+  outside our world). ``overrides.<tool>`` replaces any of these attributes;
 - labels ``mcp_server`` and ``mcp_tool``, for policy rules.
 
 A Tool document of the config wins: a remote tool is not mounted when a declared
@@ -45,6 +46,7 @@ from runtime.config.handlers import handler_parts
 from runtime.config.load import LoadedDocument
 from runtime.config.models import (
     API_VERSION,
+    DEFAULT_REDACTION,
     McpServerDocument,
     McpServerSpec,
     McpToolOverride,
@@ -227,6 +229,8 @@ def _document(server: str, spec: McpServerSpec, tool: ListedTool, name: str, con
             "trust": trust.value,
             "timeout": timeout,
             "output": output,
-            "redaction": list(config.redaction),
+            # Every profile of the config, and the default one even when the config does
+            # not declare it (the compiler resolves `secrets` to the shipped profile).
+            "redaction": list(dict.fromkeys((*config.redaction, DEFAULT_REDACTION))),
         },
     }

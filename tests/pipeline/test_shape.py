@@ -72,6 +72,7 @@ def env(config: ConfigDir, workspace: Path) -> TurnEnv:
     c.tool("text_secret", c.py("text_secret"), read_only=True, **secrets)
     c.tool("dict_secret", c.py("dict_secret"), read_only=True, **secrets)
     c.tool("dict_plain", c.py("dict_secret"), read_only=True)
+    c.tool("dict_optout", c.py("dict_secret"), read_only=True, redaction=[])
     c.tool("raise_secret", c.py("raise_secret"), read_only=True, **secrets)
     c.tool("crash_secret", c.py("crash_secret"), read_only=True, **secrets)
     c.tool("crash_secret_write", c.py("crash_secret"), **secrets)
@@ -112,8 +113,15 @@ async def test_dict_results_are_structured_and_redacted_in_both_forms(env: TurnE
     assert result.metadata["redactions"] == {"aws_access_key": 1, "github_token": 1}
 
 
-async def test_without_a_redaction_profile_nothing_is_redacted(env: TurnEnv) -> None:
+async def test_a_tool_naming_no_profile_is_redacted_with_the_secrets_profile(env: TurnEnv) -> None:
     result = await run_one(env, "dict_plain")
+    assert result.structured["key"] == "[REDACTED:aws_access_key]"
+    assert AWS not in result.content
+    assert result.metadata["redactions"] == {"aws_access_key": 1, "github_token": 1}
+
+
+async def test_an_empty_redaction_list_turns_redaction_off(env: TurnEnv) -> None:
+    result = await run_one(env, "dict_optout")
     assert result.structured["key"] == AWS
     assert "redactions" not in result.metadata
 
