@@ -9,6 +9,8 @@
     ├── CelCompileError           a CEL expression that does not compile (line:col in
     │                             the expression); turned into a ConfigError problem.
     ├── UsageError                the person at the command line: bad flags or paths.
+    ├── LimitStoreError           the operator: the shared store of a fleet (Redis) is
+    │                             unreachable or failing; limits then fail closed.
     └── ToolError                 raised BY a handler to fail a call on purpose; its
         │                         message is what the model reads ("ticket not found").
         └── TransientError        a failure worth retrying (read-only or idempotent
@@ -68,3 +70,12 @@ class ToolError(ToolrtError):
 
 class TransientError(ToolError):
     """A failure that may go away on retry (a busy service, a dropped connection)."""
+
+
+class LimitStoreError(ToolrtError):
+    """The shared store of limits, grants or jobs (Redis) cannot be used: unreachable,
+    too slow, out of memory. ``store`` names it (a URL without its password)."""
+
+    def __init__(self, store: str, message: str) -> None:
+        super().__init__(f"limit store {store}: {message}")
+        self.store = store

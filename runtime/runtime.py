@@ -24,6 +24,7 @@ from runtime.config.files import builtin_pack_dirs
 from runtime.config.problems import Location, Problem
 from runtime.errors import ConfigError, ToolrtError
 from runtime.execution.jobs import JobRegistry
+from runtime.fleet import setup as fleet
 from runtime.mcpclient import McpPool, Mounter
 from runtime.metrics import Metrics
 from runtime.pipeline import run_call
@@ -32,7 +33,7 @@ from runtime.pipeline.permit import Approver, Permitter
 from runtime.pipeline.turn import run_turn
 from runtime.policy.decision import PolicyPermitter
 from runtime.policy.grants import SessionGrants
-from runtime.policy.limits import InMemoryLimitStore, Limits, LimitStore
+from runtime.policy.limits import Limits, LimitStore
 from runtime.policy.placed import Where
 from runtime.records import Call, Session, ToolResult
 from runtime.reload import ConfigWatcher, ReloadEvent
@@ -83,6 +84,13 @@ class Runtime:
     ``tracer_provider`` is the OpenTelemetry TracerProvider that spans go to (default:
     the app's global one, when the ``tracing`` setting turns tracing on; see
     :mod:`runtime.telemetry`).
+
+    A fleet of workers shares its limits and its log: ``limit_store`` (quotas,
+    breakers; default: the ``limit_store`` setting, in memory unless a redis:// URL),
+    ``grants`` (session grants; default: in Redis when the limit store setting is a
+    Redis URL) and ``audit_sink`` (default: the ``audit_sink`` setting, SQLite unless
+    a postgresql:// URL). A limit store or grants passed in are the app's to close;
+    the ones the runtime made, and every audit sink, are closed by :meth:`close`.
     """
 
     def __init__(
@@ -96,6 +104,9 @@ class Runtime:
         artifacts: ArtifactStore | None = None,
         watch: bool | None = None,
         tracer_provider: Any = None,
+        limit_store: LimitStore | None = None,
+        grants: SessionGrants | None = None,
+        audit_sink: Sink | None = None,
     ) -> None:
         self.settings = settings or Settings()
         self._paths = [Path(p) for p in config]
@@ -119,14 +130,16 @@ class Runtime:
         self.where = Where.of(self.workspace_root, self.protected_paths(), self.settings.commands_outside_workspace, configs=self._config_paths())
         self.permitter: Permitter = permitter or PolicyPermitter(self.where)
         self.jobs = JobRegistry()
-        self.grants = SessionGrants()  # "allow for this session" answers, per session id
+        self._owned: list[Any] = []  # stores made here from the settings, closed by close()
+        # "allow for this session" answers, per session id
+        self.grants: SessionGrants = grants if grants is not None else self._made(fleet.grants_for(self.settings))
         self.metrics = Metrics()  # runtime.metrics.snapshot() / .prometheus()
         # OpenTelemetry spans, by the tracing setting and the app's provider (None: off).
         self.tracing: Tracing | None = tracing_for(self.settings.tracing, tracer_provider)
         # Quota counts and breaker states outlive snapshots: one store, a Limits per snapshot.
-        self.limit_store: LimitStore = InMemoryLimitStore()
-        self._current: tuple[Snapshot, Limits] = (snapshot, Limits.from_policies(snapshot.policies, store=self.limit_store))
-        self.audit: AuditWriter | None = self._audit_writer()
+        self.limit_store: LimitStore = limit_store if limit_store is not None else self._made(fleet.limit_store_for(self.settings))
+        self._current: tuple[Snapshot, Limits] = (snapshot, self._limits(snapshot))
+        self.audit: AuditWriter | None = self._audit_writer(audit_sink)
         if watch if watch is not None else self.settings.hot_reload:
             self.watch()
         # file_read, file_edit, ...: one sandbox, read cache and lock directory for every turn.
@@ -139,12 +152,24 @@ class Runtime:
             audit = self.audit
             self.metrics.gauge_source("audit", lambda: {k: v for k, v in audit.stats().items() if isinstance(v, int | float)})
 
-    def _audit_writer(self) -> AuditWriter | None:
+    def _made(self, store: T) -> T:
+        if hasattr(store, "close"):
+            self._owned.append(store)
+        return store
+
+    def _limits(self, snapshot: Snapshot) -> Limits:
+        return Limits.from_policies(snapshot.policies, store=self.limit_store, on_store_error=self.settings.limit_store_on_error)
+
+    def _audit_writer(self, given: Sink | None = None) -> AuditWriter | None:
         """The audit trail's writer, or None when it is off or cannot be opened (then
         a warning is logged: a broken audit log must not stop the agent)."""
+        if given is not None:
+            return AuditWriter(given)
         kind = self.settings.audit_sink
         if kind == "off":
             return None
+        if fleet.is_postgres(kind):
+            return AuditWriter(fleet.postgres_sink_for(self.settings, self.workspace_root))  # the writer closes it
         path = self.audit_path()
         # Published in the settings, so that runtime.settings.audit_store names the file written.
         self.settings = self.settings.model_copy(update={"audit_store": path})
@@ -218,7 +243,7 @@ class Runtime:
                 self.last_reload_error = ConfigError(result.problems)
             else:
                 self.last_reload_error = None
-                limits = Limits.from_policies(result.snapshot.policies, store=self.limit_store)
+                limits = self._limits(result.snapshot)
                 self._current = (result.snapshot, limits)  # one reference assignment: turns in flight keep theirs
             return result
 
@@ -304,6 +329,8 @@ class Runtime:
         await asyncio.to_thread(self.mcp.close)
         if self.audit is not None:
             await asyncio.to_thread(self.audit.close)
+        for store in self._owned:
+            await asyncio.to_thread(store.close)
 
     def close_sync(self) -> None:
         """:meth:`close` for code without an event loop (or called from inside one)."""

@@ -58,7 +58,27 @@ class Settings(BaseSettings):
             " Left unset with audit_sink=jsonl: audit.jsonl."
         ),
     )
-    audit_sink: Literal["sqlite", "jsonl", "off"] = Field(default="sqlite", description="How every call is recorded: a SQLite database (WAL), JSON lines, or not at all.")
+    audit_sink: str = Field(
+        default="sqlite",
+        pattern=r"^(sqlite|jsonl|off|postgres(ql)?://.*)$",
+        description="How every call is recorded: sqlite (a database file, WAL), jsonl, off, or a postgresql:// URL (one log for a fleet; needs the postgres extra).",
+    )
+    audit_spool_max_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=0,
+        description="With a postgresql:// audit sink: how much may wait on local disk while PostgreSQL is unreachable; past it, new records are counted as lost and logged.",
+    )
+    limit_store: str = Field(
+        default="memory",
+        pattern=r"^(memory|(redis|rediss|unix)://.*)$",
+        description="Where quotas, breakers, session grants live: memory (this process) or a redis:// URL shared by a fleet (needs the redis extra).",
+    )
+    limit_store_on_error: Literal["deny", "allow"] = Field(
+        default="deny",
+        description="When the shared limit store cannot be used: deny = calls under a quota or breaker are refused (fail closed); allow = they run uncounted.",
+    )
+    limit_store_timeout_s: float = Field(default=0.5, gt=0, le=60, description="How long one round trip to the shared limit store may take before the call's check fails.")
+    limit_lease_s: float = Field(default=30.0, gt=0, description="How long a concurrency slot of a shared limit store outlives a worker that stopped renewing it (died).")
     audit_writer: Literal["thread", "process"] = Field(
         default="thread",
         description="Where audit records are redacted and stored: a background thread, or a child process (off this interpreter's lock; pays off when a core is otherwise idle).",

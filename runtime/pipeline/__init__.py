@@ -95,7 +95,7 @@ async def _stages(call: Call, env: TurnEnv, timings: dict[str, Any]) -> ToolResu
     if env.limits:  # quotas and circuit breakers: only when some Policy declares them
         admission = env.limits.admit(validated.tool.name, env.session.id)
         if isinstance(admission, Refusal):
-            code = "circuit_open" if admission.kind == "breaker" else "quota_exceeded"
+            code = _REFUSAL_CODES[admission.kind]
             return error_result(call, Status.denied, code, Stage.permit, admission.message, limit=admission.quota)
     try:
         outcome = await execute(validated, env)
@@ -132,6 +132,7 @@ async def _stages(call: Call, env: TurnEnv, timings: dict[str, Any]) -> ToolResu
     return result
 
 
+_REFUSAL_CODES = {"breaker": "circuit_open", "quota": "quota_exceeded", "store": "limit_store_unavailable"}
 _BREAKER_CODES = frozenset({"timeout", "handler_crashed", "handler_error", "spawn_failed"})
 
 

@@ -50,7 +50,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
+from loguru import logger
+
 from runtime.config.models import CircuitBreaker, PolicySpec, Quotas
+from runtime.errors import LimitStoreError
 
 BreakerPhase = Literal["closed", "open", "half_open"]
 
@@ -219,13 +222,14 @@ class InMemoryLimitStore:
 class Refusal:
     """A call that must not execute: ``message`` is written for the model.
 
-    ``kind`` is "quota" or "breaker"; ``quota`` names the quota field (e.g.
+    ``kind`` is "quota", "breaker" or "store" (the shared limit store could not be
+    used, and limits fail closed); ``quota`` names the quota field (e.g.
     ``calls_per_session``) or the circuit breaker; ``limit`` is the quota's limit or
     the breaker's failure threshold; ``retry_after_s`` is set when waiting helps and
     the wait is known (an open breaker).
     """
 
-    kind: Literal["quota", "breaker"]
+    kind: Literal["quota", "breaker", "store"]
     quota: str
     limit: float
     message: str
@@ -367,6 +371,10 @@ class _Plan:
     slots: tuple[str, ...]  # keys of global counters to give back on finish
     breakers: tuple[tuple[_Breaker, str], ...]  # with this tool's state key
     tracks_spending: bool
+    # The same, as a one-step store (admit_all) takes them.
+    budget_args: tuple[tuple[str, float], ...] = ()
+    counter_args: tuple[tuple[bool, str, float], ...] = ()
+    breaker_keys: tuple[str, ...] = ()
 
     @property
     def free(self) -> bool:
@@ -404,7 +412,8 @@ class Limits:
         breakers: Iterable[CircuitBreaker | tuple[str, CircuitBreaker]] = (),
         *,
         store: LimitStore | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
+        on_store_error: Literal["deny", "allow"] = "deny",
     ) -> None:
         quota_list = list(quotas)
         self._calls_per_session = _smallest(q.calls_per_session for q in quota_list)
@@ -415,12 +424,24 @@ class Limits:
         self._breakers = tuple(_Breaker.of(*b) if isinstance(b, tuple) else _Breaker.of(f"circuit_breakers[{i}]", b) for i, b in enumerate(breakers))
         self._active = bool(self._calls_per_session is not None or self._seconds_limit is not None or self._bytes_limit is not None or self._calls_per_tool or self._concurrency or self._breakers)
         self._store: LimitStore = store if store is not None else InMemoryLimitStore()
-        self._clock = clock
+        # A shared store brings a shared clock (the server's); one process uses its own.
+        self._clock: Callable[[], float] = clock if clock is not None else getattr(self._store, "clock", time.monotonic)
+        self._on_store_error = on_store_error
+        # A store that checks and counts a whole call in one round trip (Redis).
+        self._admit_all: Callable[..., tuple[str, int, float]] | None = getattr(self._store, "admit_all", None)
+        self._settle_all: Callable[..., None] | None = getattr(self._store, "settle_all", None)
         self._budgets = self._budget_list()
         self._plans: dict[str, _Plan] = {}
 
     @classmethod
-    def from_policies(cls, policies: Iterable[NamedPolicy], *, store: LimitStore | None = None, clock: Callable[[], float] = time.monotonic) -> Limits:
+    def from_policies(
+        cls,
+        policies: Iterable[NamedPolicy],
+        *,
+        store: LimitStore | None = None,
+        clock: Callable[[], float] | None = None,
+        on_store_error: Literal["deny", "allow"] = "deny",
+    ) -> Limits:
         """Limits from Policy documents; breakers are named ``<policy>.circuit_breakers[i]``."""
         quotas: list[Quotas] = []
         breakers: list[tuple[str, CircuitBreaker]] = []
@@ -428,7 +449,7 @@ class Limits:
             if policy.spec.quotas is not None:
                 quotas.append(policy.spec.quotas)
             breakers.extend((f"{policy.name}.circuit_breakers[{i}]", b) for i, b in enumerate(policy.spec.circuit_breakers))
-        return cls(quotas, breakers, store=store, clock=clock)
+        return cls(quotas, breakers, store=store, clock=clock, on_store_error=on_store_error)
 
     @classmethod
     def empty(cls) -> Limits:
@@ -451,6 +472,10 @@ class Limits:
         Order: breakers (nothing counted yet), spent budgets (read only), then the
         counters (session calls, tool calls, in-flight slot) acquired in that order
         with rollback, then half-open trial slots. A refusal leaves nothing counted.
+        A store that can do all of it in one step (``admit_all``) is asked to.
+
+        When the store cannot be used (:class:`LimitStoreError`) the call is refused
+        with kind "store", or admitted untracked under ``on_store_error="allow"``.
         """
         if not self._active:
             return _ADMIT_ALL
@@ -459,6 +484,25 @@ class Limits:
             plan = self._plan_for(tool_name)
         if plan.free:
             return _ADMIT_ALL
+        try:
+            if self._admit_all is not None and now is None:
+                kind, index, value = self._admit_all(session_id, plan.budget_args, plan.counter_args, plan.breaker_keys)
+                if kind == "ok":
+                    return Admission(self, plan, session_id)
+                if kind == "budget":
+                    return _budget_refusal(plan.budgets[index], tool_name, value)
+                if kind == "counter":
+                    return plan.counters[index].refusal
+                # A breaker is open or recovering: the step by step path below decides.
+            return self._admit(plan, tool_name, session_id, now)
+        except LimitStoreError as err:
+            if self._on_store_error == "allow":
+                logger.warning("toolrt admits `{}` untracked: {} (limit_store_on_error: allow)", tool_name, err)
+                return _ADMIT_ALL
+            logger.warning("toolrt refused `{}`: {} (limit_store_on_error: deny)", tool_name, err)
+            return _store_refusal(err, tool_name)
+
+    def _admit(self, plan: _Plan, tool_name: str, session_id: str, now: float | None) -> Admission | Refusal:
         if now is None:
             now = self._clock()
         store = self._store
@@ -497,14 +541,28 @@ class Limits:
     # -- settle ---------------------------------------------------------------
 
     def _settle(self, plan: _Plan, session_id: str, trials: tuple[str, ...], seconds: float, output_bytes: int, breaker_failure: bool, now: float | None) -> None:
+        try:
+            self._settle_in(plan, session_id, trials, seconds, output_bytes, breaker_failure, now)
+        except LimitStoreError as err:
+            # The call has run; what it spent (and its slot) cannot be recorded. A slot
+            # held as a lease expires on its own; the rest is lost, and said so.
+            logger.warning("toolrt could not record the end of a `{}` call: {}", plan.tool, err)
+
+    def _settle_in(self, plan: _Plan, session_id: str, trials: tuple[str, ...], seconds: float, output_bytes: int, breaker_failure: bool, now: float | None) -> None:
         store = self._store
-        for key in plan.slots:
-            store.release(None, key, 1.0)
         # Spending is only tracked while a budget for it is declared.
-        if self._seconds_limit is not None and seconds > 0:
-            store.add(session_id, _SECONDS, float(seconds))
-        if self._bytes_limit is not None and output_bytes > 0:
-            store.add(session_id, _BYTES, float(output_bytes))
+        seconds = float(seconds) if self._seconds_limit is not None and seconds > 0 else 0.0
+        spent_bytes = float(output_bytes) if self._bytes_limit is not None and output_bytes > 0 else 0.0
+        if self._settle_all is not None:
+            if plan.slots or seconds or spent_bytes:
+                self._settle_all(session_id, plan.slots, seconds, spent_bytes)
+        else:
+            for key in plan.slots:
+                store.release(None, key, 1.0)
+            if seconds:
+                store.add(session_id, _SECONDS, seconds)
+            if spent_bytes:
+                store.add(session_id, _BYTES, spent_bytes)
         if not plan.breakers or not (breaker_failure or trials):
             return  # a success outside a trial changes no breaker: failures age out of the window
         if now is None:
@@ -566,13 +624,17 @@ class Limits:
         concurrent = _smallest_keyed(self._concurrency, tool)
         if concurrent is not None:
             counters.append(_Counter(_RUNNING + tool, False, concurrent[0], _concurrency_refusal(tool, *concurrent)))
+        breakers = tuple((b, f"{b.name}:{tool}") for b in self._breakers if b.matcher.fullmatch(tool))
         plan = _Plan(
             tool=tool,
             budgets=self._budgets,
             counters=tuple(counters),
             slots=tuple(c.key for c in counters if not c.per_session),
-            breakers=tuple((b, f"{b.name}:{tool}") for b in self._breakers if b.matcher.fullmatch(tool)),
+            breakers=breakers,
             tracks_spending=bool(self._budgets),
+            budget_args=tuple((b.key, b.limit) for b in self._budgets),
+            counter_args=tuple((c.per_session, c.key, c.limit) for c in counters),
+            breaker_keys=tuple(key for _, key in breakers),
         )
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
@@ -706,6 +768,14 @@ def _budget_refusal(budget: _Budget, tool: str, used: float) -> Refusal:
         spent = f"this session's tool calls may return at most {_num(budget.limit)} bytes of output in total ({budget.quota}); {_num(used)} bytes are used"
     message = f"Quota reached: {spent}. No more tool calls can run in this session; finish with the results you already have."
     return Refusal("quota", budget.quota, budget.limit, message, tool)
+
+
+def _store_refusal(err: LimitStoreError, tool: str) -> Refusal:
+    message = (
+        f"The call was not run: its limits could not be checked because the shared limit store ({err.store}) cannot be used right now"
+        " (limit_store_on_error: deny). Try again in a little while."
+    )
+    return Refusal("store", "limit_store", 0, message, tool)
 
 
 def _open_refusal(breaker: _Breaker, tool: str, state: BreakerState, now: float) -> Refusal:
