@@ -133,24 +133,104 @@ def glob_regex(part: str, loose: bool) -> re.Pattern[str]:
         raise CannotExpand(part) from err
 
 
-_BRACE = re.compile(r"\{([^{}]*)\}")
+_SEQUENCE = re.compile(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?\d+))?")
+BRACE_LIMIT = 4096
 
 
-def brace_variants(text: str, limit: int = 64) -> list[str]:
-    """``text`` with its brace lists expanded (``{toolrt.d,x}/p`` gives both), so a brace
-    list cannot hide one of toolrt's paths; the text itself when there is none."""
-    variants = [text]
-    for _ in range(8):
-        grown: list[str] = []
-        changed = False
-        for variant in variants:
-            match = next((m for m in _BRACE.finditer(variant) if "," in m.group(1)), None)
-            if match is None:
-                grown.append(variant)
-                continue
-            changed = True
-            grown += [variant[: match.start()] + choice + variant[match.end() :] for choice in match.group(1).split(",")]
-        variants = grown[:limit]
-        if not changed:
-            break
+def brace_variants(text: str, limit: int = BRACE_LIMIT) -> list[str] | None:
+    """``text`` with its brace expressions expanded as bash does: lists (nested, and
+    ``{a,}{a,}``), and sequences (``{1..9}``, ``{a..z..2}``, ``{t..t}``). None when there
+    would be more than ``limit`` variants: the caller must then assume the worst."""
+    if "{" not in text:
+        return [text]
+    try:
+        return _expand_braces(text, limit)
+    except _TooMany:
+        return None
+
+
+class _TooMany(Exception):
+    pass
+
+
+def _expand_braces(text: str, limit: int) -> list[str]:
+    found = _brace_expression(text)
+    if found is None:
+        return [text]
+    start, end, choices = found
+    prefix = text[:start]
+    tails = _expand_braces(text[end + 1 :], limit)
+    variants: list[str] = []
+    for choice in choices:
+        for middle in _expand_braces(choice, limit):
+            for tail in tails:
+                variants.append(prefix + middle + tail)
+                if len(variants) > limit:
+                    raise _TooMany
     return variants
+
+
+def _brace_expression(text: str) -> tuple[int, int, list[str]] | None:
+    """The first brace expression of ``text``: its span and its choices (a sequence
+    already spelled out), or None. ``${...}`` and escaped braces are not expressions."""
+    k = 0
+    while k < len(text):
+        char = text[k]
+        if char == "\\":
+            k += 2
+            continue
+        if char == "{":
+            end, commas = _matching(text, k)
+            if end is None:
+                k += 1  # an unclosed brace is a plain character
+                continue
+            if text[k - 1 : k] == "$":
+                k = end + 1
+                continue
+            inner = text[k + 1 : end]
+            if commas:
+                return k, end, [inner[a:b] for a, b in zip([0, *[c + 1 for c in commas]], [*commas, len(inner)], strict=True)]
+            sequence = _sequence(inner)
+            if sequence is not None:
+                return k, end, sequence
+        k += 1
+    return None
+
+
+def _matching(text: str, start: int) -> tuple[int | None, list[int]]:
+    """The index of the ``}`` closing the ``{`` at ``start`` and the offsets (within the
+    braces) of its top-level commas."""
+    depth = 0
+    commas: list[int] = []
+    k = start
+    while k < len(text):
+        char = text[k]
+        if char == "\\":
+            k += 2
+            continue
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return k, commas
+        elif char == "," and depth == 1:
+            commas.append(k - start - 1)
+        k += 1
+    return None, commas
+
+
+def _sequence(inner: str) -> list[str] | None:
+    match = _SEQUENCE.fullmatch(inner)
+    if match is None:
+        return None
+    if match.group(1) is not None:
+        first, last, step = int(match.group(1)), int(match.group(2)), abs(int(match.group(3) or 1)) or 1
+        width = max(len(match.group(1)), len(match.group(2))) if re.match(r"-?0\d", match.group(1) + " ") or re.match(r"-?0\d", match.group(2) + " ") else 0
+        if abs(last - first) // step + 1 > BRACE_LIMIT:
+            raise _TooMany
+        numbers = range(first, last + (1 if last >= first else -1), step if last >= first else -step)
+        return [str(n).zfill(width) if width else str(n) for n in numbers]
+    first_char, last_char = ord(match.group(4)), ord(match.group(5))
+    step = abs(int(match.group(6) or 1)) or 1
+    return [chr(c) for c in range(first_char, last_char + (1 if last_char >= first_char else -1), step if last_char >= first_char else -step)]

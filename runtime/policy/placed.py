@@ -38,7 +38,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from runtime.policy import linking, programs
-from runtime.policy.bashglob import GlobExpander, brace_variants
+from runtime.policy.bashglob import BRACE_LIMIT, GlobExpander, brace_variants
 from runtime.policy.shell import GLOB, RUNTIME, XARGS_INPUT, CommandLine
 
 #: Guard values (see :attr:`PlacedCommand.guards`).
@@ -383,7 +383,11 @@ class _Placer:
         (``rm -rf .``, ``git clean``) is a denial, writing into it (``tar xf``) asks."""
         if not text:
             return
-        for variant in brace_variants(text):
+        variants = brace_variants(text)
+        if variants is None:
+            self.protected = self.protected or f"`{_short(argv[index])}` has too many brace variants to check (more than {BRACE_LIMIT}); toolrt's own files could be among them"
+            return
+        for variant in dict.fromkeys(variants):
             if _PROCESS_STATE.match(variant):
                 # /proc/$PPID/environ: whatever the id, it is a process's own state.
                 self._mark("protected", text, argv, index, guards, notes)
