@@ -144,7 +144,11 @@ class Runtime:
             self.watch()
         # file_read, file_edit, ...: one sandbox, read cache and lock directory for every turn.
         deny = (*self.settings.workspace_deny, *self.where.deny_globs())
-        self.workspace_tools = WorkspaceTools.create(self.workspace_root, deny, lock_dir_for(self.settings, self.workspace_root)) if self.workspace_root.is_dir() else None
+        self.workspace_tools = (
+            WorkspaceTools.create(self.workspace_root, deny, lock_dir_for(self.settings, self.workspace_root), self.where.inodes)
+            if self.workspace_root.is_dir()
+            else None
+        )
         if self.workspace_tools is not None:
             self.metrics.gauge_source("read_cache", self.workspace_tools.cache.stats)
             self.metrics.gauge_source("file_edit", self.workspace_tools.editor.stats)

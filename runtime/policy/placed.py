@@ -40,6 +40,7 @@ from types import MappingProxyType
 from runtime.policy import linking, programs
 from runtime.policy.bashglob import BRACE_LIMIT, GlobExpander, brace_variants
 from runtime.policy.shell import GLOB, RUNTIME, XARGS_INPUT, CommandLine
+from runtime.workspace.hardlinks import NO_PROTECTED_INODES, ProtectedInodes
 
 #: Guard values (see :attr:`PlacedCommand.guards`).
 UNKNOWN = -2  # no allow rule covers the item
@@ -89,6 +90,8 @@ class Where:
     protected: tuple[Protected, ...] = ()
     outside: str = "ask"
     root_text: str | None = None  # str(root), filled in by Where.of
+    # toolrt's own files under other names (hard links), filled in by Where.of.
+    inodes: ProtectedInodes = NO_PROTECTED_INODES
     # Lines placed here lately: (text, cwd) -> (the placed line, the paths it rests on).
     recent: dict[tuple[str, str], tuple[PlacedLine, tuple[tuple[str, str, tuple[str, ...] | None], ...]]] = field(
         default_factory=dict, compare=False, hash=False, repr=False
@@ -111,7 +114,9 @@ class Where:
             yaml_only = overlaps and real.is_dir()
             nested = yaml_only and resolved_root is not None and real != resolved_root and real.is_relative_to(resolved_root)
             found.append(Protected(real, yaml_only, str(real), nested))
-        return Where(resolved_root, tuple(dict.fromkeys(found)), outside, str(resolved_root) if resolved_root is not None else None)
+        unique = tuple(dict.fromkeys(found))
+        inodes = ProtectedInodes((entry.path, entry.yaml_only) for entry in unique)
+        return Where(resolved_root, unique, outside, str(resolved_root) if resolved_root is not None else None, inodes=inodes)
 
     def deny_globs(self) -> tuple[str, ...]:
         """The protected paths inside the workspace as workspace deny globs (for the file tools)."""
@@ -217,18 +222,29 @@ _Check = tuple[str, str, tuple[str, ...] | None]
 
 def _still(check: _Check) -> bool:
     """Whether a path resolves as it did: no component has become a link (or, for a
-    path that went through one, the whole path resolves the same)."""
+    path that went through one, the whole path resolves the same), and it is not a
+    file with several names (a hard link may be toolrt's own file: judged again)."""
     path, real, components = check
     if components is None:
-        return _resolve(path) == real
+        if _resolve(path) != real:
+            return False
+        try:
+            return not _has_other_names(os.lstat(real))
+        except OSError:
+            return True
+    st = None
     for component in components:
         try:
-            mode = os.lstat(component).st_mode
+            st = os.lstat(component)
         except OSError:
             return True  # neither this nor anything below it exists: nothing to follow
-        if stat.S_ISLNK(mode):
+        if stat.S_ISLNK(st.st_mode):
             return False
-    return True
+    return st is None or not _has_other_names(st)
+
+
+def _has_other_names(st: os.stat_result) -> bool:
+    return st.st_nlink > 1 and stat.S_ISREG(st.st_mode)
 
 
 def _components(path: str, real: str) -> tuple[str, ...] | None:
@@ -544,8 +560,17 @@ class _Placer:
         if root is None:
             real = path
         else:
-            real = _resolve(path)
+            base, separator, below = path.partition("\0")
+            if separator:
+                real, st = _resolve_below_stat(base, below)
+            else:
+                real, st = os.path.realpath(path), None
             self.resolved.append((path, real, _components(path, real)))
+            if st is None:
+                with contextlib.suppress(OSError):
+                    st = os.lstat(real)
+            if st is not None and st.st_nlink > 1 and where.inodes.holds(st):
+                return "protected"  # a hard link: toolrt's own file under another name
         for protected in where.protected:
             if protected.holds_text(real):
                 return "protected"
@@ -561,19 +586,26 @@ class _Placer:
 def _resolve_below(root: str, relative: str) -> str:
     """``root/relative`` with symbolic links resolved, for a resolved ``root``: one
     ``lstat`` per component that exists (realpath would walk the root's own too)."""
+    return _resolve_below_stat(root, relative)[0]
+
+
+def _resolve_below_stat(root: str, relative: str) -> tuple[str, os.stat_result | None]:
+    """``_resolve_below``, and the ``lstat`` of the last component when it was reached
+    without a link (None when it does not exist or a link was on the way)."""
     if relative == ".":
-        return root
+        return root, None
     current = root
     parts = relative.split("/")
+    st = None
     for k, part in enumerate(parts):
         current = f"{current}/{part}"
         try:
-            mode = os.lstat(current).st_mode
+            st = os.lstat(current)
         except OSError:
-            return "/".join([current, *parts[k + 1 :]])  # the rest does not exist: nothing to follow
-        if stat.S_ISLNK(mode):
-            return os.path.realpath("/".join([current, *parts[k + 1 :]]))
-    return current
+            return "/".join([current, *parts[k + 1 :]]), None  # the rest does not exist: nothing to follow
+        if stat.S_ISLNK(st.st_mode):
+            return os.path.realpath("/".join([current, *parts[k + 1 :]])), None
+    return current, st
 
 
 def _dotdot_after_name(path: str) -> bool:

@@ -27,6 +27,7 @@ from runtime.execution.command import CommandError, PreparedCommand, prepare
 from runtime.records import Outcome
 from runtime.workspace import FileEditor, FileReader, ReadCache, Workspace, WorkspaceError, delete_file
 from runtime.workspace import search as workspace_search
+from runtime.workspace.hardlinks import NO_PROTECTED_INODES, ProtectedInodes
 
 if TYPE_CHECKING:
     from runtime.pipeline.env import TurnEnv
@@ -43,9 +44,10 @@ class WorkspaceTools:
     editor: FileEditor
 
     @classmethod
-    def create(cls, root: Path, deny_globs: Sequence[str], lock_dir: Path) -> WorkspaceTools:
-        """Tools for the workspace at ``root``; lock files go to ``lock_dir`` (outside it)."""
-        workspace = Workspace(root, deny_globs)
+    def create(cls, root: Path, deny_globs: Sequence[str], lock_dir: Path, protected_inodes: ProtectedInodes = NO_PROTECTED_INODES) -> WorkspaceTools:
+        """Tools for the workspace at ``root``; lock files go to ``lock_dir`` (outside it);
+        ``protected_inodes`` finds toolrt's own files under other names (hard links)."""
+        workspace = Workspace(root, deny_globs, protected_inodes)
         cache = ReadCache()
         return cls(workspace, cache, FileReader(workspace, cache), FileEditor(workspace, lock_dir, cache))
 

@@ -282,6 +282,7 @@ class FileEditor:
             if err.errno == errno.EACCES:
                 raise WorkspaceError(f"permission denied: {resolved.relative} is not readable") from None
             raise
+        self.workspace.refuse_protected(fd, resolved.relative)
         try:
             st = os.fstat(fd)
             if stat.S_ISDIR(st.st_mode):

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from runtime.workspace.errors import WorkspaceError
+from runtime.workspace.hardlinks import NO_PROTECTED_INODES, ProtectedInodes
 
 DEFAULT_DENY: tuple[str, ...] = (
     "**/.git/**",  # repository internals: hooks there run code, config holds remotes
@@ -129,7 +130,7 @@ class Workspace:
     :data:`DEFAULT_DENY` (pass ``()`` to deny nothing).
     """
 
-    def __init__(self, root: str | os.PathLike[str], deny_globs: Sequence[str] = DEFAULT_DENY) -> None:
+    def __init__(self, root: str | os.PathLike[str], deny_globs: Sequence[str] = DEFAULT_DENY, protected_inodes: ProtectedInodes = NO_PROTECTED_INODES) -> None:
         given = os.path.abspath(os.fspath(root))
         real = os.path.realpath(given, strict=True)
         if not os.path.isdir(real):
@@ -139,6 +140,7 @@ class Workspace:
         # Absolute paths may use the root as configured too (e.g. /tmp/ws when /tmp is a link).
         self._root_spellings = tuple(dict.fromkeys([PurePosixPath(real).parts, PurePosixPath(given).parts]))
         self.deny_globs = tuple(deny_globs)
+        self.protected_inodes = protected_inodes  # toolrt's own files, found under other names (hard links)
         self._deny = tuple((glob, _glob_regex(glob)) for glob in self.deny_globs)
 
     def __repr__(self) -> str:
@@ -358,14 +360,17 @@ class Workspace:
     def open_for_read(self, resolved: Resolved) -> int:
         """A read-only descriptor of ``resolved``, opened without following links.
 
-        Refuses a final component that became a symbolic link after :meth:`resolve`.
-        The descriptor may be a directory or special file: check with ``fstat``.
+        Refuses a final component that became a symbolic link after :meth:`resolve`,
+        and a hard link to one of toolrt's own files. The descriptor may be a directory
+        or special file: check with ``fstat``.
         """
         if resolved.relative == ".":
             return self.open_root()
         parent = self.open_parent_dir(resolved)
         try:
-            return os.open(resolved.name, _READ_FLAGS, dir_fd=parent)
+            fd = os.open(resolved.name, _READ_FLAGS, dir_fd=parent)
+            self.refuse_protected(fd, resolved.relative)
+            return fd
         except FileNotFoundError:
             raise WorkspaceError(f"{resolved.relative} not found (it may have just been removed)") from None
         except OSError as err:
@@ -376,6 +381,14 @@ class Workspace:
             raise
         finally:
             os.close(parent)
+
+
+    def refuse_protected(self, fd: int, shown: str) -> None:
+        """Close ``fd`` and refuse when it is one of toolrt's own files under another
+        name (a hard link): the path checks cannot see that."""
+        if self.protected_inodes.holds(os.fstat(fd)):
+            os.close(fd)
+            raise WorkspaceError(f"{shown} is another name (a hard link) for one of toolrt's own files (config, audit log, artifacts or state); it cannot be used")
 
 
 def _unresolved(real: Path, root: Path) -> bool:

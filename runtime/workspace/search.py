@@ -854,6 +854,8 @@ def _walk_dir(workspace: Workspace, fd: int, rel: str, parts: tuple[str, ...], i
             except OSError:
                 skipped.unreadable += 1
                 continue
+            if workspace.protected_inodes.holds(st):
+                continue  # a hard link to toolrt's own files: not the agent's to search
             yield _Entry(child_rel, sub, name, fd, "file" if stat.S_ISREG(st.st_mode) else "other", st.st_size)
 
 

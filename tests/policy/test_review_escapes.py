@@ -381,7 +381,6 @@ async def test_a_config_sub_folder_is_not_deleted_in_bypass_mode(runtime_place: 
     assert (root / "toolrt.d" / "more" / "extra.yaml").exists()
 
 
-@hole("a hard link to the config (cp -al, ln by an earlier tool) is read by file_read under its other name")
 async def test_file_read_does_not_read_the_config_through_a_hard_link(runtime_place: tuple[Runtime, Path]) -> None:
     runtime, root = runtime_place
     os.link(root / "toolrt.d" / "packs.yaml", root / "sub" / "hard.txt")
