@@ -42,6 +42,7 @@ from runtime.shaping.artifacts import ArtifactStore
 from runtime.snapshot import Snapshot
 from runtime.telemetry import trace_id_from_traceparent, tracing_for
 from runtime.tools.workspace_tools import WorkspaceTools, lock_dir_for
+from runtime.workflow import WorkflowResult, new_run_id, run_workflow
 
 if TYPE_CHECKING:
     from runtime.telemetry.traces import Tracing
@@ -339,6 +340,27 @@ class Runtime:
     def close_sync(self) -> None:
         """:meth:`close` for code without an event loop (or called from inside one)."""
         _run_sync(self.close())
+
+    async def run_workflow(self, name: str, args: Mapping[str, Any] | None = None, session: Session | None = None, *, run_id: str | None = None, trace_id: str | None = None) -> WorkflowResult:
+        """Run the workflow ``name`` with ``args``: every step a call through the pipeline
+        (see :mod:`runtime.workflow.run`). Never raises for anything a step does; bad
+        ``args`` or an unknown name give a result with ``error`` set."""
+        session = session or Session(mode=self.settings.permission_mode.value)
+        env = self._env(session, trace_id)
+        run_id = run_id or new_run_id()
+        workflow = env.snapshot.workflows.get(name)
+        if workflow is None:
+            known = ", ".join(sorted(env.snapshot.workflows)) or "none"
+            return WorkflowResult(run_id, name, "failed", (), error=f"no workflow named `{name}` (workflows: {known}).")
+        problems = workflow.arguments.validate(dict(args or {})) if workflow.arguments is not None else ()
+        if problems:
+            listed = "; ".join(p.message for p in problems[:10])
+            return WorkflowResult(run_id, name, "failed", (), error=f"invalid arguments: {listed}.")
+        return await run_workflow(workflow, dict(args or {}), env, run_id=run_id)
+
+    def run_workflow_sync(self, name: str, args: Mapping[str, Any] | None = None, session: Session | None = None, **options: Any) -> WorkflowResult:
+        """:meth:`run_workflow` for code without an event loop."""
+        return _run_sync(self.run_workflow(name, args, session, **options))
 
     async def call(self, name: str, args: Mapping[str, Any] | None = None, session: Session | None = None, *, call_id: str | None = None) -> ToolResult:
         """Run one call by name."""

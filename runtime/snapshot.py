@@ -28,7 +28,6 @@ from runtime.config.models import (
     ToolSpec,
     TruncationMode,
     Validator,
-    WorkflowSpec,
 )
 from runtime.config.problems import Location, Problem
 from runtime.policy.cel import CelProgram, Outcome
@@ -192,7 +191,7 @@ class Snapshot:
     redaction_profiles: Mapping[str, CompiledRedaction]
     output_profiles: Mapping[str, ResolvedOutput]
     mcp_servers: Mapping[str, McpServerSpec]
-    workflows: Mapping[str, WorkflowSpec]
+    workflows: Mapping[str, Any]  # name -> runtime.workflow.compile.CompiledWorkflow
     policy_tests: tuple[PolicyTestEntry, ...]
     sources: tuple[str, ...]
     warnings: tuple[Problem, ...]

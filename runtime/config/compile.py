@@ -7,6 +7,7 @@ and only skips publishing the result, so lint and runtime can never disagree.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import hashlib
@@ -33,7 +34,10 @@ from runtime.config.models import (
     PolicyDocument,
     PolicyTestDocument,
     RedactionProfileDocument,
+    Risk,
+    Timeout,
     ToolDocument,
+    ToolSpec,
     WorkflowDocument,
 )
 from runtime.config.problems import Problem, Severity, sorted_problems
@@ -56,6 +60,7 @@ from runtime.snapshot import (
     CompiledRedaction,
     CompiledRule,
     CompiledTool,
+    Handler,
     PolicyTestEntry,
     ResolvedOutput,
     Snapshot,
@@ -63,6 +68,8 @@ from runtime.snapshot import (
 )
 from runtime.validation.arguments import ArgumentValidator, fast_schema_available
 from runtime.validation.schemacheck import check_input_schema
+from runtime.workflow.compile import CompiledWorkflow, compile_workflow
+from runtime.workflow.templates import WORKFLOW_VARIABLES
 
 # Extra documents for a build, given the loaded ones (see build_snapshot).
 Mount = Callable[[Sequence[LoadedDocument]], Sequence[LoadedDocument]]
@@ -155,12 +162,8 @@ class _Builder:
         mcp_servers = {e.model.metadata.name: e.model.spec for e in of[McpServerDocument]}
         tools = [t for t in (self._tool(e, output_profiles, redaction, mcp_servers) for e in of[ToolDocument]) if t is not None]
         policies = [p for p in (self._policy(e) for e in of[PolicyDocument]) if p is not None]
-        workflows = {e.model.metadata.name: e.model.spec for e in of[WorkflowDocument]}
-        for entry in of[WorkflowDocument]:
-            for index, step in enumerate(entry.model.spec.steps):
-                if step.when:
-                    _, findings = self._expression(step.when, ("spec", "steps", index, "when"), RULE_VARIABLES, None)
-                    self.report(entry, findings)
+        workflows, workflow_tools = self._workflows(of[WorkflowDocument], tools)
+        tools.extend(workflow_tools)
         tests = tuple(PolicyTestEntry(e.model.metadata.name, case, e.source.locate(("spec", "cases", i))) for e in of[PolicyTestDocument] for i, case in enumerate(e.model.spec.cases))
         if any(p.is_error for p in self.problems):
             return None
@@ -187,6 +190,54 @@ class _Builder:
             when_plans=self._when_plans(rule_index, MappingProxyType(by_name)),
             redactor=self.cache.compiled(("redactor", *(self.redaction_hashes[name] for name in redaction)), functools.partial(Redactor, tuple(redaction.values()))),
             forbidden_modes=frozenset(m.value for policy in policies for m in policy.spec.forbidden_modes),
+        )
+
+    def _workflows(self, entries: Sequence[LoadedDocument], tools: Sequence[CompiledTool]) -> tuple[dict[str, CompiledWorkflow], list[CompiledTool]]:
+        """Each Workflow compiled (runtime.workflow.compile), and the tools that expose them."""
+        by_name: dict[str, dict[str, CompiledTool]] = {}
+        for tool in tools:
+            by_name.setdefault(tool.name, {})[tool.version or ""] = tool
+        defaults = {name: _default_version(versions) for name, versions in by_name.items()}
+        compiled: dict[str, CompiledWorkflow] = {}
+        exposed: list[CompiledTool] = []
+        for entry in entries:
+            model: WorkflowDocument = entry.model  # type: ignore[assignment]
+            name = model.metadata.name
+            findings = [Finding(("spec", "input_schema", *f.path), f.code, f.message, f.warning) for f in check_input_schema(model.spec.input_schema)]
+            workflow, more = compile_workflow(name, model.spec, defaults, lambda source, path: self._expression(source, path, WORKFLOW_VARIABLES, None))
+            findings.extend(more)
+            if model.spec.expose and name in by_name:
+                findings.append(Finding(("metadata", "name"), "duplicate-name", f"workflow `{name}` is exposed as a tool, but a Tool of that name is declared too. Rename one, or set `expose: false`."))
+            self.report(entry, findings)
+            if workflow is None or any(not f.warning for f in findings):
+                continue
+            compiled[name] = dataclasses.replace(workflow, arguments=ArgumentValidator(model.spec.input_schema, self.schema_engine))
+            if model.spec.expose:
+                exposed.append(self._workflow_tool(entry, workflow))
+        return compiled, exposed
+
+    def _workflow_tool(self, entry: LoadedDocument, workflow: CompiledWorkflow) -> CompiledTool:
+        """A workflow as the model sees it: a tool whose handler runs the workflow."""
+        model: WorkflowDocument = entry.model  # type: ignore[assignment]
+        spec = ToolSpec(
+            description=model.spec.description,
+            handler="builtin:workflow",
+            input_schema=model.spec.input_schema,
+            read_only=workflow.read_only,
+            risk=Risk(workflow.risk),
+            timeout=Timeout(total_s=86_400),
+            edits_workspace=False,
+        )
+        handler = Handler(kind="workflow", target=workflow.name)
+        attributes = MappingProxyType({
+            "name": workflow.name, "version": "", "labels": dict(model.metadata.labels), "read_only": workflow.read_only, "idempotent": False,
+            "risk": workflow.risk, "trust": "trusted", "handler": "workflow", "defer_loading": False, "edits_workspace": False, "command_line": "",
+        })
+        return CompiledTool(
+            name=workflow.name, version=None, metadata=model.metadata, spec=spec, handler=handler,
+            arguments=ArgumentValidator(model.spec.input_schema, self.schema_engine), rules=(),
+            output=self._resolve_output(spec.output, None), redaction=(), source=entry.source.locate(()),
+            defaults=_defaults(model.spec.input_schema), attributes=attributes,
         )
 
     def _when_plans(self, rule_index: Mapping[str, tuple[CompiledPolicyRule, ...]], tools: Mapping[str, Mapping[str, CompiledTool]]) -> Mapping[str, WhenPlan]:

@@ -81,7 +81,7 @@ def _workflow(entry: LoadedDocument, model: WorkflowDocument, tools: dict[str, L
         ids.setdefault(step.id, index)
         if step.tool not in tools:
             problems.append(_unknown_tool(entry, ("spec", "steps", index, "tool"), step.tool, tools))
-        if step.compensate is not None and step.compensate.tool not in tools:
+        if step.compensate is not None and step.compensate != "builtin" and step.compensate.tool not in tools:
             problems.append(_unknown_tool(entry, ("spec", "steps", index, "compensate", "tool"), step.compensate.tool, tools))
     for index, step in enumerate(steps):
         for d_index, dep in enumerate(step.depends_on):

@@ -72,6 +72,10 @@ async def _run_once(call: ValidatedCall, env: TurnEnv) -> Outcome:
         return await _builtin(call, env)
     if handler.kind == "mcp":
         return await call_mcp_tool(call, env, _failure)
+    if handler.kind == "workflow":
+        from runtime.workflow.run import run_as_tool  # the runner calls back into the pipeline
+
+        return await run_as_tool(call, env)
     what = f"built-in `{handler.target}`" if handler.kind == "builtin" else f"{handler.kind} handlers"
     return Outcome(error=f"{what} cannot run in this version of toolrt yet.", status=Status.error, code="not_available")
 

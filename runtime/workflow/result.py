@@ -1,0 +1,111 @@
+"""What a workflow run returns: each step's status and duration, and what was undone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime.records import ToolResult
+
+_SHOWN_CHARS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class StepReport:
+    """One step of a run.
+
+    ``status``: ``ok``; ``failed`` (the call ended in an error: its ``result`` says
+    which); ``unknown`` (a write that timed out or was cut short: it may or may not
+    have taken effect); ``skipped`` (its ``when`` was false); ``not_run`` (an upstream
+    step did not complete, or the run stopped first)."""
+
+    id: str
+    tool: str
+    status: str
+    duration_ms: float = 0.0
+    attempts: int = 0
+    reason: str | None = None
+    result: ToolResult | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "tool": self.tool, "status": self.status, "duration_ms": round(self.duration_ms, 3), "attempts": self.attempts}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.result is not None:
+            out["code"] = self.result.code
+            out["call_id"] = self.result.call_id
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class CompensationReport:
+    """The undoing of one completed step: ``ok``, ``failed`` (the call failed),
+    ``refused`` (it could not safely run, e.g. the file changed since) or
+    ``not_declared`` (the step changed something and declares no compensation)."""
+
+    step: str
+    tool: str
+    status: str
+    reason: str | None = None
+    duration_ms: float = 0.0
+    result: ToolResult | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"step": self.step, "tool": self.tool, "status": self.status, "duration_ms": round(self.duration_ms, 3)}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.result is not None:
+            out["call_id"] = self.result.call_id
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowResult:
+    """A whole run. ``status``: ``ok`` (every step ok or skipped), ``failed``,
+    ``compensated`` (a step failed and every completed step that needed it was undone)
+    or ``compensation_failed`` (some could not be undone: see ``compensations``)."""
+
+    run_id: str
+    workflow: str
+    status: str
+    steps: tuple[StepReport, ...]
+    compensations: tuple[CompensationReport, ...] = ()
+    duration_ms: float = 0.0
+    error: str | None = None  # why the run could not start (bad input)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def step(self, step_id: str) -> StepReport | None:
+        return next((s for s in self.steps if s.id == step_id), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "run_id": self.run_id, "workflow": self.workflow, "status": self.status, "duration_ms": round(self.duration_ms, 3),
+            "steps": [s.to_dict() for s in self.steps], "compensations": [c.to_dict() for c in self.compensations],
+        }
+        if self.error:
+            out["error"] = self.error
+        return out
+
+    def render(self) -> str:
+        """The text the model reads when the workflow is called as a tool."""
+        if self.error:
+            return f"Workflow `{self.workflow}` did not start: {self.error}"
+        done = {"ok": "finished", "failed": "failed", "compensated": "failed and its completed steps were undone", "compensation_failed": "failed, and undoing its completed steps failed too"}
+        lines = [f"Workflow `{self.workflow}` {done.get(self.status, self.status)} (run {self.run_id}, {self.duration_ms:.0f} ms)."]
+        for s in self.steps:
+            line = f"- {s.id} ({s.tool}): {s.status}, {s.duration_ms:.0f} ms" + (f", {s.attempts} attempts" if s.attempts > 1 else "")
+            if s.reason:
+                line += f": {s.reason}"
+            lines.append(line)
+            if s.result is not None and s.status in ("ok", "failed", "unknown"):
+                text = s.result.content
+                shown = text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + f"... [{len(text) - _SHOWN_CHARS:,} more characters]"
+                lines.append("  " + shown.replace("\n", "\n  "))
+        if self.compensations:
+            lines.append("Compensations (in the order they ran):")
+            for c in self.compensations:
+                lines.append(f"- {c.step} via {c.tool}: {c.status}" + (f": {c.reason}" if c.reason else ""))
+        return "\n".join(lines)

@@ -1,0 +1,209 @@
+"""Argument templates of workflow steps: literal values with CEL expressions inside.
+
+A string that is exactly ``${EXPR}`` becomes the value of EXPR (a number stays a
+number, a map a map); ``${EXPR}`` inside a longer string is replaced by the text of
+its value; ``$${`` is a literal ``${``. Lists and maps are walked. Everything is
+parsed and compiled once, while the snapshot is built; a run only evaluates.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.policy.cel import CelProgram
+
+#: The variables a workflow expression may read.
+WORKFLOW_VARIABLES = ("input", "steps")
+
+
+class TemplateError(Exception):
+    """A template could not be parsed (at build time) or evaluated (at run time)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Expr:
+    """One ``${...}``: its source, where it sits, and its compiled program."""
+
+    source: str
+    program: CelProgram
+
+
+@dataclass(frozen=True, slots=True)
+class Interpolated:
+    """A string with expressions inside: literal text and :class:`Expr` in order."""
+
+    parts: tuple[str | Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Composite:
+    """A list (``keys`` None) or a map whose values are templates."""
+
+    keys: tuple[str, ...] | None
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Constant:
+    value: Any
+
+
+Template = Expr | Interpolated | Composite | Constant
+
+
+def split_string(text: str) -> list[str | tuple[str, int]]:
+    """``text`` cut into literal pieces and ``(expression source, offset)`` pairs.
+
+    Raises :class:`TemplateError` for a ``${`` without its closing ``}``."""
+    pieces: list[str | tuple[str, int]] = []
+    literal: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text.startswith("$${", i):
+            literal.append("${")
+            i += 3
+            continue
+        if text.startswith("${", i):
+            end = _closing_brace(text, i + 2)
+            if end < 0:
+                raise TemplateError(f"`${{` at character {i + 1} has no closing `}}`; write `$${{` for a literal `${{`")
+            if literal:
+                pieces.append("".join(literal))
+                literal = []
+            source = text[i + 2 : end].strip()
+            if not source:
+                raise TemplateError(f"`${{}}` at character {i + 1} is empty; put a CEL expression inside, e.g. `${{input.path}}`")
+            pieces.append((source, i + 2))
+            i = end + 1
+            continue
+        literal.append(text[i])
+        i += 1
+    if literal:
+        pieces.append("".join(literal))
+    return pieces
+
+
+def _closing_brace(text: str, start: int) -> int:
+    """Index of the ``}`` closing an expression that starts at ``start`` (strings and
+    nested braces skipped), or -1."""
+    depth = 0
+    i = start
+    while i < len(text):
+        ch = text[i]
+        if ch in "\"'":
+            j = i + 1
+            while j < len(text) and text[j] != ch:
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            if depth == 0:
+                return i
+            depth -= 1
+        i += 1
+    return -1
+
+
+Compiler = Callable[[str, tuple[str | int, ...]], "CelProgram | None"]
+
+
+def compile_template(value: Any, path: tuple[str | int, ...], compile_expr: Compiler) -> Template | None:
+    """The template for ``value``; ``compile_expr(source, path)`` compiles one expression
+    (and reports its problems), returning None when it failed. None if anything failed."""
+    if isinstance(value, str):
+        try:
+            pieces = split_string(value)
+        except TemplateError as err:
+            raise TemplateError(str(err)) from None
+        if not any(isinstance(p, tuple) for p in pieces):
+            return Constant("".join(p for p in pieces if isinstance(p, str)))
+        parts: list[str | Expr] = []
+        ok = True
+        for piece in pieces:
+            if isinstance(piece, str):
+                parts.append(piece)
+                continue
+            program = compile_expr(piece[0], path)
+            if program is None:
+                ok = False
+            else:
+                parts.append(Expr(piece[0], program))
+        if not ok:
+            return None
+        if len(parts) == 1 and isinstance(parts[0], Expr):
+            return parts[0]
+        return Interpolated(tuple(parts))
+    if isinstance(value, Mapping):
+        items = [(str(k), compile_template(v, (*path, str(k)), compile_expr)) for k, v in value.items()]
+        if any(t is None for _, t in items):
+            return None
+        if all(isinstance(t, Constant) for _, t in items):
+            return Constant({k: t.value for k, t in items})  # type: ignore[union-attr]
+        return Composite(tuple(k for k, _ in items), tuple(t for _, t in items))
+    if isinstance(value, list):
+        elements = [compile_template(v, (*path, i), compile_expr) for i, v in enumerate(value)]
+        if any(t is None for t in elements):
+            return None
+        if all(isinstance(t, Constant) for t in elements):
+            return Constant([t.value for t in elements])  # type: ignore[union-attr]
+        return Composite(None, tuple(elements))
+    return Constant(value)
+
+
+def expressions_of(template: Template | None) -> list[Expr]:
+    """Every expression in ``template``."""
+    if isinstance(template, Expr):
+        return [template]
+    if isinstance(template, Interpolated):
+        return [p for p in template.parts if isinstance(p, Expr)]
+    if isinstance(template, Composite):
+        return [e for v in template.values for e in expressions_of(v)]
+    return []
+
+
+def evaluate(template: Template, activation: Any) -> Any:
+    """The value of ``template`` against ``activation``; :class:`TemplateError` when an
+    expression fails (its message says which)."""
+    if isinstance(template, Constant):
+        return _copy(template.value)
+    if isinstance(template, Expr):
+        return _value(template, activation)
+    if isinstance(template, Interpolated):
+        return "".join(p if isinstance(p, str) else _text(_value(p, activation)) for p in template.parts)
+    values = [evaluate(v, activation) for v in template.values]
+    if template.keys is None:
+        return values
+    return dict(zip(template.keys, values, strict=True))
+
+
+def _value(expr: Expr, activation: Any) -> Any:
+    outcome = expr.program.evaluate(activation)
+    if outcome.error is not None:
+        raise TemplateError(f"`${{{expr.source}}}` failed: {outcome.error}")
+    return outcome.value
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _copy(value: Any) -> Any:
+    # A constant is shared by every run: hand each call its own lists and maps.
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
