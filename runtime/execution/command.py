@@ -30,6 +30,16 @@ NON_INTERACTIVE = {
 }
 
 
+# git opens a bare repository only when told to: a folder made to look like one (HEAD,
+# objects/, refs/ and a config whose core.fsmonitor runs a command) is not picked up by
+# discovery. Passed as git's environment-count config, which a tool's set_env may replace.
+GIT_SAFETY = {
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "safe.bareRepository",
+    "GIT_CONFIG_VALUE_0": "explicit",
+}
+
+
 class CommandError(ValueError):
     """A command that cannot be built from these arguments (told to the model)."""
 
@@ -160,5 +170,6 @@ def _cwd(relative: str | None, workspace_root: Path) -> Path:
 def _environment(command: HandlerCommand, source: Mapping[str, str]) -> dict[str, str]:
     env = {name: source[name] for name in (*BASE_ENV, *command.env) if name in source}
     env.update(NON_INTERACTIVE)
+    env.update(GIT_SAFETY)
     env.update(command.set_env)
     return env

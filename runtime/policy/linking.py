@@ -84,7 +84,7 @@ def name_effects(argv: Sequence[str]) -> tuple[NameEffect, ...]:
     if program in _UNPACKERS or program == "patch":
         return (NameEffect(UNKNOWN_LINKS, _folder_option(argv, ("-d", "-C", "--directory")) or ".", index=0),)
     if program == "git":
-        sub, folder = _git_subcommand(argv)
+        sub, folder = git_subcommand(argv)
         if sub in _GIT_TREE_WRITERS:
             return (NameEffect(UNKNOWN_LINKS, folder, index=0),)
     return ()
@@ -99,7 +99,7 @@ def tree_writers(argv: Sequence[str]) -> tuple[str, ...]:
     if program == "patch":
         return (_folder_option(argv, ("-d", "--directory")) or ".",)
     if program == "git":
-        sub, folder = _git_subcommand(argv)
+        sub, folder = git_subcommand(argv)
         if sub in _GIT_TREE_WRITERS - {"clone", "worktree", "submodule"}:
             return (folder,)
     return ()
@@ -200,7 +200,7 @@ def _folder_option(argv: Sequence[str], names: Sequence[str]) -> str | None:
     return found
 
 
-def _git_subcommand(argv: Sequence[str]) -> tuple[str, str]:
+def git_subcommand(argv: Sequence[str]) -> tuple[str, str]:
     """git's subcommand and the folder it runs in (``-C`` values joined, else ``.``);
     ``stash show`` and ``stash list`` read only, and are named ``stash-show``."""
     folder = "."

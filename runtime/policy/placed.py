@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from runtime.policy import linking, programs
+from runtime.policy import gitrepo, linking, programs
 from runtime.policy.bashglob import BRACE_LIMIT, GlobExpander, brace_variants
 from runtime.policy.shell import GLOB, RUNTIME, XARGS_INPUT, CommandLine
 from runtime.workspace.hardlinks import NO_PROTECTED_INODES, ProtectedInodes
@@ -225,6 +225,8 @@ def _still(check: _Check) -> bool:
     path that went through one, the whole path resolves the same), and it is not a
     file with several names (a hard link may be toolrt's own file: judged again)."""
     path, real, components = check
+    if real.startswith(_KIND_MARK):
+        return _still_kind(path, real[len(_KIND_MARK) :])
     if components is None:
         if _resolve(path) != real:
             return False
@@ -241,6 +243,17 @@ def _still(check: _Check) -> bool:
         if stat.S_ISLNK(st.st_mode):
             return False
     return st is None or not _has_other_names(st)
+
+
+_KIND_MARK = "\0kind:"  # a check of what kind of entry a path is, not of where it leads
+
+
+def _still_kind(path: str, kind: str) -> bool:
+    """Whether ``path`` is (still) a real folder (``kind`` "dir": the only kind checked)."""
+    try:
+        return kind == "dir" and stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _has_other_names(st: os.stat_result) -> bool:
@@ -367,11 +380,34 @@ class _Placer:
                     self.outside.append(argv[access.index])
         for index in self._path_items(argv, shape):
             self._check_path(_path_text(argv[index]), argv, index, guards, notes, write=argv[0] == ">")
+        if argv[0] == "git" or argv[0].endswith("/git"):
+            self._check_repository(argv, guards, notes)
         for folder in linking.tree_writers(argv):
             # patch, git apply, git reset --hard: the files written are named by input the line does not show.
             self._check_path(folder, argv, 0, guards, notes, write=True)
         yield PlacedCommand(argv, MappingProxyType(guards), own=own, notes=tuple(dict.fromkeys(notes)))
         yield from extra
+
+    def _check_repository(self, argv: tuple[str, ...], guards: dict[int, int], notes: list[str]) -> None:
+        """A git command in a repository the agent could have made (its config can run
+        commands) is covered by no allow rule."""
+        root = self.where.root_text
+        sub, folder = linking.git_subcommand(argv)
+        if root is None or sub in gitrepo.NO_REPOSITORY:
+            return
+        for cwd in self.cwds:
+            start = self._joined(cwd, folder)
+            if start == "~":
+                continue
+            real = os.path.realpath(start if start.startswith("/") else f"{root}/{start}")
+            if real == root and _still_kind(f"{root}/.git", "dir"):
+                self.resolved.append((f"{root}/.git", _KIND_MARK + "dir", None))  # re-checked when the line is reused
+                continue
+            self.globbed = True  # what git finds depends on files beside the paths: judged afresh each time
+            problem = gitrepo.repository_problem(root, real)
+            if problem is not None:
+                guards[0] = UNKNOWN
+                notes.append(problem)
 
     def _path_items(self, argv: tuple[str, ...], shape: str) -> Iterator[int]:
         """The items that may name a file: operands, ``--opt=value`` values, redirection targets."""

@@ -163,9 +163,9 @@ UNSPELLED = [
     pytest.param("git fetch-pack --upload-pack=id x", "wide", None, marks=hole("git fetch-pack --upload-pack= runs a command, like git fetch's"), id="git fetch-pack --upload-pack="),
     pytest.param("git send-pack --receive-pack=id x", "wide", None, marks=hole("git send-pack --receive-pack= runs a command, like git push's"), id="git send-pack --receive-pack="),
     # A repository the agent made outside `.git`: its config runs commands.
-    pytest.param("git status", "read-only", "evil2", marks=hole("git finds evil2 (HEAD, objects, refs, config) as the repository and runs its core.fsmonitor"), id="git status in a repository the agent made"),
-    pytest.param("cd evil2 && git status", "wide", None, marks=hole("the same repository reached with cd"), id="cd into a repository the agent made"),
-    pytest.param("git -C evil2 status", "wide", None, marks=hole("the same repository reached with git -C"), id="git -C into a repository the agent made"),
+    pytest.param("git status", "read-only", "evil2", id="git status in a repository the agent made"),
+    pytest.param("cd evil2 && git status", "wide", None, id="cd into a repository the agent made"),
+    pytest.param("git -C evil2 status", "wide", None, id="git -C into a repository the agent made"),
     # Wrappers that write files themselves.
     pytest.param("/usr/bin/time -o out cat a.txt", "read-only", None, marks=hole("GNU time -o FILE writes FILE; the wrapper's options are dropped"), id="time -o writes a file"),
     pytest.param("command time -o out cat a.txt", "read-only", None, marks=hole("the same through command"), id="command time -o writes a file"),
