@@ -29,7 +29,7 @@ from runtime.mcpclient import McpPool, Mounter
 from runtime.metrics import Metrics
 from runtime.pipeline import run_call
 from runtime.pipeline.env import TurnEnv
-from runtime.pipeline.permit import Approver, Permitter
+from runtime.pipeline.permit import Approver, Permitter, would_ask
 from runtime.pipeline.turn import run_turn
 from runtime.policy.decision import PolicyPermitter
 from runtime.policy.grants import SessionGrants
@@ -260,14 +260,14 @@ class Runtime:
             self.watcher = ConfigWatcher(self._paths, self.reload, current=lambda: self.snapshot, on_event=on_event, extra_paths=self.settings.pack_dirs).start()
         return self.watcher
 
-    def _env(self, session: Session, trace_id: str | None, progress_listener: Callable[[str, str | None], None] | None = None) -> TurnEnv:
+    def _env(self, session: Session, trace_id: str | None, progress_listener: Callable[[str, str | None], None] | None = None, approver: Approver | None = None) -> TurnEnv:
         snapshot, limits = self._current  # read once: the snapshot and its limits belong together
         return TurnEnv(
             snapshot=snapshot,
             settings=self.settings,
             session=session,
             permitter=self.permitter,
-            approver=self.approver,
+            approver=approver if approver is not None else self.approver,
             artifacts=self.artifacts,
             workspace_root=self.workspace_root,
             request_id=f"{self._id_prefix}{next(self._turns)}",
@@ -296,6 +296,7 @@ class Runtime:
         on_progress: Callable[[str, str | None], None] | None = None,
         traceparent: str | None = None,
         tracestate: str | None = None,
+        approver: Approver | None = None,
     ) -> list[ToolResult]:
         """One result per call, in order. Never raises for anything a call does.
 
@@ -304,12 +305,15 @@ class Runtime:
 
         ``traceparent`` (and ``tracestate``) is the W3C trace context of the agent's step:
         with tracing on, the turn's span continues it (else the app's active span is the
-        parent); either way logs and audit records carry its trace id (see runtime.telemetry)."""
+        parent); either way logs and audit records carry its trace id (see runtime.telemetry).
+
+        ``approver`` answers this turn's ``ask`` decisions instead of the runtime's own
+        (framework bridges pass one that reads the framework's approval state)."""
         session = session or Session(mode=self.settings.permission_mode.value)
         if self.tracing is not None:  # OpenTelemetry: the turn, its calls and their stages become spans
             parallel = parallel and self.settings.max_concurrency > 1
-            return await self.tracing.run_turn(calls, lambda tid: self._env(session, tid, on_progress), trace_id=trace_id, traceparent=traceparent, tracestate=tracestate, parallel=parallel, stop_on_error=stop_on_error, deadline_s=deadline_s, interrupt=interrupt)
-        env = self._env(session, trace_id or (trace_id_from_traceparent(traceparent) if traceparent else None), on_progress)
+            return await self.tracing.run_turn(calls, lambda tid: self._env(session, tid, on_progress, approver), trace_id=trace_id, traceparent=traceparent, tracestate=tracestate, parallel=parallel, stop_on_error=stop_on_error, deadline_s=deadline_s, interrupt=interrupt)
+        env = self._env(session, trace_id or (trace_id_from_traceparent(traceparent) if traceparent else None), on_progress, approver)
         if len(calls) == 1 and deadline_s is None and interrupt is None:
             return [await run_call(calls[0], env)]  # nothing to schedule
         return await run_turn(calls, env, parallel=parallel and self.settings.max_concurrency > 1, stop_on_error=stop_on_error, deadline_s=deadline_s, interrupt=interrupt)
@@ -317,6 +321,17 @@ class Runtime:
     def run_turn_sync(self, calls: Sequence[Call], session: Session | None = None, **options: Any) -> list[ToolResult]:
         """:meth:`run_turn` for code without an event loop (or called from inside one)."""
         return _run_sync(self.run_turn(calls, session, **options))
+
+    def needs_approval(self, call: Call, session: Session | None = None) -> bool:
+        """Whether running ``call`` now would put an ``ask`` to an approver: its arguments
+        are valid, the policy says ask, and no earlier session grant covers it.
+
+        Nothing runs and nothing is counted. A call that would be refused (unknown tool,
+        bad arguments, denied) needs no approval: running it gives that error result.
+        Framework bridges use this to raise the framework's own approval interruption
+        before the call runs (see :mod:`runtime.adapters.bridge`)."""
+        session = session or Session(mode=self.settings.permission_mode.value)
+        return would_ask(call, session, self.snapshot, self.permitter, self.grants)
 
     def end_session(self, session_id: str) -> None:
         """Forget what the runtime keeps per session: its grants and quota counts."""

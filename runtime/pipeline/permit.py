@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
+from runtime.pipeline.lookup import lookup
+from runtime.pipeline.validate import validate
 from runtime.policy.grants import SessionGrants, describe
-from runtime.records import Decision, Session, Stage, Status, ToolResult, ValidatedCall, error_result
+from runtime.records import Call, Decision, Session, Stage, Status, ToolResult, ValidatedCall, error_result
 from runtime.snapshot import Snapshot
 
 
@@ -86,6 +88,24 @@ async def settle(call: ValidatedCall, session: Session, decision: Decision, appr
     # The grant itself is recorded by the pipeline once the call (edited or not) is accepted.
     grant = MappingProxyType(dict(answer.pattern or {})) if answer.scope == "session" else None
     return Decision("allow", rule=decision.rule, reason=answer.reason or "approved", warnings=decision.warnings, edited_args=answer.args, grant=grant, approved="approver")
+
+
+def would_ask(call: Call, session: Session, snapshot: Snapshot, permitter: Permitter, grants: SessionGrants | None = None) -> bool:
+    """Whether ``call`` would reach the approver: found, valid, judged ``ask``, and not
+    covered by a session grant. Runs lookup, validate and the permitter only (nothing
+    executes, no quota is counted); any failure on the way means no question is asked."""
+    if call.parse_error is not None:
+        return False
+    bound = lookup(call, snapshot)
+    if isinstance(bound, ToolResult):
+        return False
+    validated = validate(bound, session, snapshot)
+    if isinstance(validated, ToolResult):
+        return False
+    decision = permitter.decide(validated, session, snapshot)
+    if decision.effect != "ask":
+        return False
+    return not (grants and grants.covering(session.id, validated, decision.rule) is not None)
 
 
 def _denied(call: ValidatedCall, decision: Decision, why: str) -> ToolResult:
