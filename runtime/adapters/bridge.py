@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from runtime.adapters._common import exported_tools, text_of
@@ -80,10 +80,11 @@ class Bridge:
         """The tools this bridge offers, as compiled when it was built."""
         return self._tools
 
-    def call_of(self, name: str, arguments: str | Mapping[str, Any] | None, call_id: str | None = None) -> Call:
+    def call_of(self, name: str, arguments: Any, call_id: str | None = None) -> Call:
         """One :class:`Call` from what a framework hands its tool: the raw JSON argument
         string (decoded here, with strict mode's ``null`` for an omitted optional argument
-        undone) or an already decoded object (checked like a provider's). Never raises."""
+        undone) or an already decoded value (checked like a provider's: it must be an
+        object). Never raises."""
         identifier = call_id if isinstance(call_id, str) and call_id else f"call_{uuid.uuid4().hex[:12]}"
         if isinstance(arguments, str) or arguments is None:
             args, problem = decode_arguments("{}" if arguments is None or not arguments.strip() else arguments)

@@ -24,7 +24,7 @@ HOSTILE: list[tuple[str, str, str, str, str | None]] = [
     ("business-rule-message-reaches-the-model", "lookup_city", '{"city": "Atlantis"}', "no weather station", None),
     ("nan-is-refused", "lookup_city", '{"city": NaN}', "NaN", None),
     ("lone-surrogate-is-refused", "lookup_city", '{"city": "\\ud800"}', "surrogate", None),
-    ("deep-nesting-is-refused", "lookup_city", DEEP, "nested too deeply", None),
+    ("deep-nesting-is-refused", "lookup_city", DEEP, "64", None),
     ("huge-integer-is-refused", "lookup_city", '{"city": 123456789012345678901234567890}', "64-bit", None),
     ("denied-call-says-why", "erase_disk", "{}", "erasing disks is never allowed", None),
     ("read-timeout-is-a-result", "sleepy", "{}", "timed out", "woke up"),
