@@ -155,7 +155,13 @@ class Runtime:
             self.metrics.gauge_source("file_edit", self.workspace_tools.editor.stats)
         if self.audit is not None:
             audit = self.audit
-            self.metrics.gauge_source("audit", lambda: {k: v for k, v in audit.stats().items() if isinstance(v, int | float)})
+            sink_stats = getattr(audit.sink, "stats", None)  # a PostgreSQL sink's spool and outage counters
+
+            def audit_stats() -> dict[str, float]:
+                found = {**audit.stats(), **(sink_stats() if sink_stats is not None else {})}
+                return {k: v for k, v in found.items() if isinstance(v, int | float)}
+
+            self.metrics.gauge_source("audit", audit_stats)
 
     def _made(self, store: T) -> T:
         if hasattr(store, "close"):

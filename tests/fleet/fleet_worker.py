@@ -39,6 +39,26 @@ def calls(config: str, workspace: str, settings: dict[str, Any], go: Any, sessio
         runtime.close_sync()
 
 
+def sessions(config: str, workspace: str, settings: dict[str, Any], go: Any, session_ids: list[str], per_session: int, results: Any) -> None:
+    """Interleave ``per_session`` calls of ``ping`` in each of ``session_ids`` once ``go`` is set;
+    put (pid, [(session, call id, status, code)...]) after the audit log is flushed."""
+    from runtime.records import Session
+
+    runtime = _runtime(config, workspace, settings)
+    try:
+        go.wait(120)
+        outcomes = []
+        for _ in range(per_session):
+            for session in session_ids:
+                call = _call("ping")
+                result = runtime.run_turn_sync([call], Session(id=session))[0]
+                outcomes.append((session, call.id, result.status.value, result.code))
+        runtime.close_sync()
+        results.put((os.getpid(), outcomes))
+    finally:
+        runtime.close_sync()
+
+
 def hold_slot(config: str, workspace: str, settings: dict[str, Any], session: str, release: str, started: str) -> None:
     """Call ``hold``, which keeps its concurrency slot until ``release`` exists (the test kills us first)."""
     from runtime.records import Session

@@ -140,3 +140,31 @@ def test_a_live_worker_keeps_its_slot_past_the_lease_by_renewing_it(tmp_path: Pa
     finally:
         os.kill(worker.pid, signal.SIGKILL)
         worker.join(10)
+
+
+def test_eight_workers_twenty_sessions_exact_quotas_and_one_audit_chain(tmp_path: Path, workspace: Path, redis_url: str, postgres_dsn: str) -> None:
+    from runtime.audit.pgread import query_postgres, verify_postgres
+
+    config = write_config(tmp_path / "config", {"quotas": {"calls_per_session": 5}})
+    settings = {"limit_store": redis_url, "audit_sink": postgres_dsn}
+    sessions = [f"session-{i}" for i in range(20)]
+    go, results = SPAWN.Event(), SPAWN.Queue()
+    # Every worker makes 2 calls in every session: 16 attempts per session, 5 admitted.
+    processes = [_start(fleet_worker.sessions, str(config), str(workspace), settings, go, sessions, 2, results) for _ in range(8)]
+    go.set()
+    collected = [results.get(timeout=300) for _ in processes]
+    for process in processes:
+        process.join(60)
+        assert process.exitcode == 0
+    outcomes = [outcome for _, worker in collected for outcome in worker]
+    assert len(outcomes) == 8 * 20 * 2
+    for session in sessions:
+        mine = [o for o in outcomes if o[0] == session]
+        assert sum(1 for o in mine if o[2] == "ok") == 5, session
+        assert sum(1 for o in mine if o[3] == "quota_exceeded") == 11, session
+    rows = query_postgres(postgres_dsn, limit=None)
+    stored = sorted(row["call_id"] for row in rows)
+    assert stored == sorted(o[1] for o in outcomes)  # every call's record, exactly once
+    assert {row["status"] for row in rows} == {"ok", "denied"}
+    (report,) = verify_postgres(postgres_dsn)  # one workspace: one chain through all eight writers
+    assert report.ok and report.chained == len(outcomes)
