@@ -107,8 +107,9 @@ def test_a_killed_worker_frees_its_concurrency_slot_within_the_lease(tmp_path: P
     worker = _start(fleet_worker.hold_slot, str(config), str(workspace), settings, "holder", str(release), str(started))
     wait_for(started.exists, 120, "the worker to hold its slot")
     runtime = Runtime([config], workspace_root=workspace, settings=Settings(**settings))
-    release.write_text("")  # our own call returns at once once admitted
-    args = {"release": str(release), "started": str(tmp_path / "started-here")}
+    ours = tmp_path / "release-ours"  # the worker's flag never appears: it holds its slot until killed
+    ours.write_text("")  # our own call returns at once once admitted
+    args = {"release": str(ours), "started": str(tmp_path / "started-here")}
     try:
         refused = runtime.run_turn_sync([Call("c0", "hold", args)], Session(id="other"))[0]
         assert refused.code == "quota_exceeded"  # the live worker holds the only slot (and renews it)
