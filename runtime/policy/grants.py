@@ -128,10 +128,10 @@ _WITH_SUBCOMMANDS = frozenset({"git", "npm", "pnpm", "yarn", "pip", "pip3", "doc
 
 
 def _program(argv: tuple[str, ...]) -> str:
-    """The program a command runs, with its subcommand where it has them (``git push``)."""
+    """The program a command runs, with its subcommand where it has them (``git push``;
+    ``git -C src push`` too: the values of global options are skipped)."""
     if argv[0] in _WITH_SUBCOMMANDS:
-        sub = next((item for item in argv[1:] if not item.startswith("-")), "")
-        return f"{argv[0]} {sub}"
+        return " ".join((argv[0], *programs.subcommand(argv)))
     return argv[0]
 
 

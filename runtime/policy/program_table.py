@@ -8,9 +8,10 @@ toolrt a program, add an entry here (and a case to ``tests/policy/test_programs.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from runtime.policy import scripts
 
 READ, WRITE, CODE, DIR = "read", "write", "code", "dir"
 #: Following symbolic links while walking a tree: it can leave the workspace.
@@ -21,23 +22,35 @@ LINK = "link"
 GUARDED = frozenset({WRITE, CODE, FOLLOW})
 #: An option whose value is program text (sed -e, awk --source): checked like the script operand.
 SCRIPT = "script"
+#: An option whose value is a file of code or options (awk -f, curl -K): code run, and a file read.
+CODE_FILE = "code-file"
+
+#: How many characters an option name needs before a prefix of it counts (``--ou``).
+ABBREVIATION_MIN = 3
 
 
-
-# An option: its access kind (None: only takes a value, e.g. grep -e PATTERN), and
-# whether it takes a value ("yes"), never ("no"), or only when attached ("attached").
+# An option: its access kind (None: only takes a value, e.g. grep -e PATTERN), whether
+# it takes a value ("yes"), never ("no"), or only when attached ("attached"), and
+# which files its value names (default: the value itself, for file kinds).
 @dataclass(frozen=True, slots=True)
 class Option:
     kind: str | None
     value: str = "yes"
+    paths: Callable[[str], tuple[str, ...]] | None = None
 
 
-def opts(*specs: tuple[str, str | None, str]) -> Mapping[str, Option]:
+def opts(*specs: tuple[str, str | None, str] | tuple[str, str | None, str, Callable[[str], tuple[str, ...]]]) -> Mapping[str, Option]:
     table: dict[str, Option] = {}
-    for names, kind, value in specs:
+    for spec in specs:
+        names, kind, value = spec[0], spec[1], spec[2]
+        paths = spec[3] if len(spec) > 3 else None  # type: ignore[misc]
         for name in names.split():
-            table[name] = Option(kind, value)
+            table[name] = Option(kind, value, paths)
     return table
+
+
+#: Options that give a program its pattern or program text, so that its first operand is a file.
+_GIVEN = frozenset({"-e", "-f", "--regexp", "--file", "--expression", "--source"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,69 +60,77 @@ class Program:
     last_operand: str | None = None  # the last operand (cp: write) when there are two or more
     pattern_first: bool = False  # the first operand is a pattern, not a file (grep), unless -e/-f is given
     text_operands: bool = False  # operands are text, never files (echo)
-    script: Callable[[str], str | None] | None = None  # checks the program text operand (sed, awk): the kind it implies
+    script: Callable[[str], tuple[tuple[str, str | None], ...]] | None = None  # reads the program text operand (sed, awk): its effects
     subcommands: Mapping[str, Program] | None = None
     subcommand_rule: Callable[[Sequence[str], int], str | None] | None = None  # (argv, index of subcommand) -> kind
     long_single_dash: bool = False  # options are whole words with one dash (find -delete)
     command_first: bool = False  # the first operand names a command of the program's own (npm test), not a file
+    given: frozenset[str] = _GIVEN  # options that give the pattern or program text (the first operand is then a file)
+    dash_w: bool = False  # ``-W NAME[=VALUE]`` is ``--NAME[=VALUE]`` (gawk, mawk)
+    plus_code: bool = False  # an operand ``+CMD`` runs an editor command (vim, less)
+    deletes: bool = False  # the operand files are deleted or replaced (gzip, git rm)
+    keeps: frozenset[str] = frozenset()  # options that keep them after all (gzip -k, git rm --cached)
 
 
-# -- sed and awk programs -------------------------------------------------------------
+# -- sed and awk programs: see runtime/policy/scripts.py ----------------------------------
 
-_SED_SUBST = re.compile(r"s(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1([a-zA-Z0-9]*)(.*)", re.DOTALL)
-
-
-def _sed_script(text: str) -> str | None:
-    """CODE when a sed script can run commands (``e``, ``s///e``), WRITE when it can
-    write files (``w``, ``W``, ``s///w``); READ for ``r``/``R``. Anything it cannot
-    read with certainty counts as CODE."""
-    worst: str | None = None
-    rank = {None: 0, READ: 1, WRITE: 2, CODE: 3}
-    for raw in re.split(r"[;\n]", text):
-        command = raw.strip()
-        # Skip addresses: line numbers, $, /regex/, ranges, ! and braces.
-        command = re.sub(r"^(?:[0-9]+(?:~[0-9]+)?|\$|/(?:\\.|[^/])*/[IM]*|\\(.)(?:\\.|(?!\1).)*\1)?"
-                         r"(?:\s*,\s*(?:[0-9]+|\$|/(?:\\.|[^/])*/[IM]*|[+~][0-9]+))?\s*!?\s*[{}]?\s*", "", command)
-        if not command:
-            continue
-        letter = command[0]
-        kind: str | None = None
-        if letter == "s":
-            match = _SED_SUBST.match(command)
-            if match is None:
-                kind = CODE  # a substitution split by ';' inside it, or one we cannot read: assume the worst
-            else:
-                flags = match.group(2)
-                kind = CODE if "e" in flags else WRITE if "w" in flags else None
-        elif letter == "e":
-            kind = CODE
-        elif letter in "wW":
-            kind = WRITE
-        elif letter in "rR":
-            kind = READ
-        elif letter == "y" or letter in "=aicdDgGhHlnNpPqQtTbxz:#}{F":
-            kind = None
-        else:
-            kind = CODE
-        if rank[kind] > rank[worst]:
-            worst = kind
-    return worst
+_sed_script = scripts.sed_script
+_awk_script = scripts.awk_program
 
 
-_AWK_WRITE = re.compile(r"\b(?:print|printf)\b[^;{}\n]*?>")
-_AWK_CODE = re.compile(r"\bsystem\s*\(|\|\s*&?\s*getline|[^|]\|[^|]|@load|@include|@[A-Za-z_]\w*\s*\(|\bclose\s*\(")
+# -- values that name files only in some forms ---------------------------------------------
 
 
-def _awk_script(text: str) -> str | None:
-    """CODE when an awk program can run commands (``system()``, pipes), WRITE when it
-    prints to a file (``print > "f"``)."""
-    if _AWK_CODE.search(f" {text} "):
-        return CODE
-    if _AWK_WRITE.search(text):
-        return WRITE
-    if "getline" in text:
-        return READ
-    return None
+def _at_file(value: str) -> tuple[str, ...]:
+    """``@FILE`` (curl -d, -H, --json, -w): the file after the ``@``; other values are text."""
+    return (value[1:],) if value.startswith("@") and len(value) > 1 else ()
+
+
+def _encoded_file(value: str) -> tuple[str, ...]:
+    """curl --data-urlencode and --url-query: ``@FILE`` or ``NAME@FILE`` read a file;
+    ``NAME=text``, ``=text`` and ``+text`` are text."""
+    if value.startswith("+"):
+        return ()
+    at, equals = value.find("@"), value.find("=")
+    if at < 0 or (0 <= equals < at):
+        return ()
+    return (value[at + 1 :],) if at + 1 < len(value) else ()
+
+
+def _form_file(value: str) -> tuple[str, ...]:
+    """curl -F ``NAME=@FILE[;type=...]`` uploads FILE, ``NAME=<FILE`` sends its text;
+    several files may be listed with commas. A quoted name is taken whole."""
+    name, equals, content = value.partition("=")
+    if not equals or content[:1] not in ("@", "<"):
+        return ()
+    rest = content[1:]
+    if rest.startswith('"'):
+        close = rest.find('"', 1)
+        return (rest[1:close] if close > 0 else rest[1:],)
+    rest = rest.split(";", 1)[0]
+    return tuple(part for part in rest.split(",") if part) or ()
+
+
+def _cookie_file(value: str) -> tuple[str, ...]:
+    """curl -b: a value without ``=`` is a file of cookies."""
+    return () if "=" in value else (value,)
+
+
+def _variable_file(value: str) -> tuple[str, ...]:
+    """curl --variable ``NAME@FILE`` reads FILE."""
+    name, at, path = value.partition("@")
+    return (path,) if at and "=" not in name and path else ()
+
+
+def _date_or_file(value: str) -> tuple[str, ...]:
+    """tar -N/--newer/--mtime, curl -z: a value starting with ``/`` or ``.`` names a file
+    (its date is used); a name without either may be one too (curl), so any value counts."""
+    return (value,) if value else ()
+
+
+def _default(name: str) -> Callable[[str], tuple[str, ...]]:
+    """A value that is optional: the file written when it is left out (gawk -d writes awkvars.out)."""
+    return lambda value: (value or name,)
 
 
 # -- git ------------------------------------------------------------------------------
@@ -118,15 +139,25 @@ _GIT_GLOBAL = opts(
     ("-C", DIR, "yes"),
     ("-c --config-env --exec-path --git-dir", CODE, "yes"),
     ("--work-tree", DIR, "yes"),
-    ("--namespace --super-prefix --list-cmds", None, "yes"),
+    ("--namespace --super-prefix --list-cmds --attr-source", None, "yes"),
 )
+#: The diff and revision options every command that shows commits or diffs accepts.
 _GIT_DIFF = opts(
     ("--output", WRITE, "yes"),
     ("--ext-diff --textconv", CODE, "no"),
     ("-O", READ, "attached"),
     ("--relative", None, "attached"),
 )
-_GIT_FETCH = opts(("--upload-pack -u", CODE, "yes"), ("--config -c --template", CODE, "yes"), ("--separate-git-dir", WRITE, "yes"))
+#: What a git command that is not in the table may still take: these long options run
+#: code or write a file wherever git accepts them.
+_GIT_ANY = opts(
+    ("--output", WRITE, "yes"),
+    ("--ext-diff --textconv", CODE, "no"),
+    ("--upload-pack --receive-pack --exec --template --config --extcmd --tool", CODE, "yes"),
+    ("--export-marks --output-directory --separate-git-dir", WRITE, "yes"),
+    ("--import-marks --import-marks-if-exists --file --contents", READ, "yes"),
+)
+_GIT_FETCH = opts(("--upload-pack -u --exec", CODE, "yes"), ("--config -c --template", CODE, "yes"), ("--separate-git-dir", WRITE, "yes"))
 
 
 def _git_config(argv: Sequence[str], at: int) -> str | None:
@@ -141,37 +172,59 @@ def _git_runs(argv: Sequence[str], at: int) -> str | None:
     return CODE
 
 
+def _git_diffs(**more: Option) -> Program:
+    """A git command that takes the diff and revision options (log, shortlog, stash ...)."""
+    return Program(options={**_GIT_DIFF, **more})
+
+
 GIT = Program(
     options=_GIT_GLOBAL,
     subcommands={
-        **{name: Program(options=_GIT_DIFF) for name in ("diff", "log", "show", "whatchanged", "range-diff", "diff-tree", "diff-files", "diff-index")},
-        "format-patch": Program(options={**_GIT_DIFF, **opts(("-o --output-directory", WRITE, "yes"))}),
+        **{
+            name: _git_diffs()
+            for name in (
+                "diff", "log", "show", "whatchanged", "range-diff", "diff-tree", "diff-files", "diff-index", "diff-pairs",
+                "shortlog", "rev-list", "reflog", "stash", "cherry-pick", "revert", "replay", "last-modified", "cherry",
+            )
+        },  # fmt: skip
+        "blame": _git_diffs(**opts(("--contents -S", READ, "yes"))),
+        "annotate": _git_diffs(**opts(("--contents -S", READ, "yes"))),
+        "format-patch": _git_diffs(**opts(("-o --output-directory", WRITE, "yes"))),
+        "fast-export": _git_diffs(**opts(("--export-marks", WRITE, "yes"), ("--import-marks --import-marks-if-exists", READ, "yes"))),
+        "fast-import": Program(options=opts(("--export-marks", WRITE, "yes"), ("--import-marks --import-marks-if-exists", READ, "yes"))),
         "grep": Program(options=opts(("-O --open-files-in-pager", CODE, "attached"), ("-f", READ, "yes"), ("-e", None, "yes")), pattern_first=True),
         "fetch": Program(options=_GIT_FETCH),
         "pull": Program(options=_GIT_FETCH),
         "clone": Program(options=_GIT_FETCH),
         "ls-remote": Program(options=_GIT_FETCH),
+        "fetch-pack": Program(options=opts(("--upload-pack --exec", CODE, "yes"))),
+        "send-pack": Program(options=opts(("--receive-pack --exec", CODE, "yes"))),
+        "init": Program(options=opts(("--template", CODE, "yes"), ("--separate-git-dir", WRITE, "yes"))),
         "submodule": Program(subcommand_rule=lambda argv, at: CODE if "foreach" in argv[at + 1 :] else None),
         "push": Program(options=opts(("--receive-pack --exec", CODE, "yes"))),
         "archive": Program(options=opts(("--exec --remote", CODE, "yes"), ("-o --output", WRITE, "yes"))),
         "rebase": Program(options=opts(("-x --exec", CODE, "yes"))),
-        "bisect": Program(subcommand_rule=lambda argv, at: CODE if "run" in argv[at + 1 :] else None),
+        "bisect": Program(options=_GIT_DIFF, subcommand_rule=lambda argv, at: CODE if "run" in argv[at + 1 :] else None),
         "commit": Program(options=opts(("-F --file -t --template", READ, "yes"))),
         "tag": Program(options=opts(("-F --file", READ, "yes"))),
-        "blame": Program(options=opts(("--contents -S", READ, "yes"))),
-        "config": Program(subcommand_rule=_git_config),
+        "notes": Program(options=opts(("-F --file", READ, "yes"))),
+        "config": Program(options=opts(("-f --file", READ, "yes")), subcommand_rule=_git_config),
         "filter-branch": Program(subcommand_rule=_git_runs),
         "filter-repo": Program(subcommand_rule=_git_runs),
-        "difftool": Program(options=opts(("-x --extcmd -t --tool", CODE, "yes"))),
+        "difftool": _git_diffs(**opts(("-x --extcmd -t --tool", CODE, "yes"))),
         "mergetool": Program(options=opts(("-t --tool", CODE, "yes"))),
-        "send-email": Program(options=opts(("--to-cmd --cc-cmd --sendmail-cmd --smtp-server", CODE, "yes"))),
+        "send-email": _git_diffs(**opts(("--to-cmd --cc-cmd --sendmail-cmd --smtp-server --header-cmd", CODE, "yes"))),
         "daemon": Program(subcommand_rule=_git_runs),
         "instaweb": Program(subcommand_rule=_git_runs),
-        "bundle": Program(subcommand_rule=lambda argv, at: WRITE if "create" in argv[at + 1 :] else None),
+        "bundle": Program(options=_GIT_DIFF, subcommand_rule=lambda argv, at: WRITE if "create" in argv[at + 1 :] else None),
         "apply": Program(options=opts(("--directory", WRITE, "yes"))),
         "worktree": Program(subcommand_rule=lambda argv, at: WRITE if "add" in argv[at + 1 :] else None),
+        "rm": Program(options=opts(("--pathspec-from-file", READ, "yes")), operands=WRITE, deletes=True, keeps=frozenset({"--cached", "-n", "--dry-run"})),
+        "mv": Program(operands=WRITE, deletes=True, keeps=frozenset({"-n", "--dry-run"})),
     },
 )
+#: The scan for a git command not in the table.
+GIT_OTHER = Program(options=_GIT_ANY)
 
 # -- the table --------------------------------------------------------------------------
 
@@ -180,7 +233,13 @@ _GREP = Program(
         ("-R --dereference-recursive", FOLLOW, "no"),
         ("-f --file --exclude-from", READ, "yes"),
         ("-e --regexp -m --max-count -A -B -C --after-context --before-context --context -d -D --directories --devices"
-         " --include --exclude --exclude-dir --label --color --colour --binary-files", None, "yes"),
+         " --include --exclude --exclude-dir --label --binary-files --group-separator", None, "yes"),
+        ("--color --colour", None, "attached"),
+        ("-r --recursive -n -i -l -L -c -v -w -x -o -q -s -h -H -E -F -G -P -z -Z -a -I -b -T -U --null"
+         " --line-number --ignore-case --no-ignore-case --files-with-matches --files-without-match --count"
+         " --invert-match --word-regexp --line-regexp --only-matching --quiet --silent --no-messages --no-filename"
+         " --with-filename --extended-regexp --fixed-strings --basic-regexp --perl-regexp --null-data --text"
+         " --byte-offset --initial-tab --line-buffered --no-group-separator", None, "no"),
     ),
     pattern_first=True,
 )
@@ -192,7 +251,8 @@ _RG = Program(
         ("-e --regexp -g --glob --iglob -t --type -T --type-not --type-add --type-clear -m --max-count -A -B -C"
          " --after-context --before-context --context -j --threads -M --max-columns --max-filesize -r --replace"
          " --sort --sortr --path-separator --pre-glob --max-depth -d --encoding -E --engine --colors --color"
-         " --field-match-separator --field-context-separator --context-separator", None, "yes"),
+         " --field-match-separator --field-context-separator --context-separator --dfa-size-limit --regex-size-limit", None, "yes"),
+        ("-z --search-zip", CODE, "no"),  # decompresses by running gzip, xz ... found on PATH
     ),
     pattern_first=True,
 )
@@ -200,59 +260,101 @@ _SORT = Program(
     options=opts(
         ("-o --output", WRITE, "yes"),
         ("--compress-program", CODE, "yes"),
-        ("--files0-from", READ, "yes"),
+        ("--files0-from --random-source", READ, "yes"),
         ("-T --temporary-directory", WRITE, "yes"),
-        ("-k --key -t --field-separator -S --buffer-size --parallel --batch-size --random-source", None, "yes"),
+        ("-k --key -t --field-separator -S --buffer-size --parallel --batch-size", None, "yes"),
     )
 )
 _SED = Program(
     options=opts(
         ("-i --in-place", WRITE, "attached"),
-        ("-f --file", CODE, "yes"),
+        ("-f --file", CODE_FILE, "yes"),
         ("-e --expression", SCRIPT, "yes"),
-        ("-l --line-length -s", None, "yes"),
+        ("-l --line-length", None, "yes"),
+        ("-s --separate -n --quiet --silent -E -r --regexp-extended -z --null-data -u --unbuffered --posix --debug"
+         " --sandbox --follow-symlinks -b --binary --help --version", None, "no"),
     ),
     script=_sed_script,
 )
 _AWK = Program(
     options=opts(
-        ("-f --file -i --include -l --load -E --exec", CODE, "yes"),
+        ("-f --file -E --exec -i --include", CODE_FILE, "yes"),
+        ("-l --load", CODE, "yes"),
         ("-e --source", SCRIPT, "yes"),
         ("-v --assign -F --field-separator", None, "yes"),
-        ("-o --dump-variables -p --profile", WRITE, "attached"),
+        ("-d --dump-variables", WRITE, "attached", _default("awkvars.out")),
+        ("-o --pretty-print -p --profile", WRITE, "attached", _default("awkprof.out")),
+        ("-D --debug", CODE, "attached"),  # the debugger runs the commands in the file
+        ("-L --lint", None, "attached"),
+        ("-b --characters-as-bytes -c --traditional -C --copyright -g --gen-pot -h --help -M --bignum -N"
+         " --use-lc-numeric -n --non-decimal-data -O --optimize -P --posix -r --re-interval -s --no-optimize -S"
+         " --sandbox -t --lint-old -V --version --csv -k", None, "no"),
     ),
     script=_awk_script,
+    given=frozenset({"-f", "--file", "-E", "--exec", "-e", "--source"}),
+    dash_w=True,
 )
+#: tar's options that take a value, as letters of its old style (``tar cfb a.tar 20``).
+TAR_VALUE_LETTERS = "bCfFgHIKLNTVX"
 TAR = Program(
     options=opts(
         ("--to-command --use-compress-program -I --checkpoint-action --info-script -F --new-volume-script --rsh-command"
          " --rmt-command", CODE, "yes"),
-        ("-T --files-from -X --exclude-from", READ, "yes"),
+        ("-T --files-from -X --exclude-from --owner-map --group-map", READ, "yes"),
+        ("-N --newer --after-date --newer-mtime --mtime", READ, "yes", _date_or_file),
         ("-C --directory", DIR, "yes"),
         ("-f --file", WRITE, "yes"),
-        ("-g --listed-incremental --exclude -b --blocking-factor -H --format -N --newer --owner --group --mode"
-         " --transform --xform --strip-components", None, "yes"),
+        ("-g --listed-incremental --index-file --volno-file", WRITE, "yes"),
+        ("--one-top-level", WRITE, "attached"),
+        ("-h --dereference -P --absolute-names", FOLLOW, "no"),
+        ("--remove-files", WRITE, "no"),
+        ("--exclude -b --blocking-factor -H --format --owner --group --mode --transform --xform --strip-components"
+         " -K --starting-file -V --label -L --tape-length --suffix --quoting-style --sort --level --record-size"
+         " --xattrs-include --xattrs-exclude --pax-option --hole-detection --warning --atime-preserve --exclude-tag"
+         " --exclude-tag-all --exclude-tag-under --exclude-ignore --exclude-ignore-recursive", None, "yes"),
+        ("--backup --checkpoint --occurrence", None, "attached"),
+        ("--list --create --extract --get --append --update --concatenate --delete --diff --compare --test-label"
+         " --verbose --gzip --gunzip --ungzip --bzip2 --xz --lzma --lzip --lzop --zstd --compress --uncompress"
+         " --auto-compress --no-auto-compress --to-stdout --keep-old-files --keep-newer-files --overwrite"
+         " --overwrite-dir --skip-old-files --no-recursion --recursion --verify --totals --show-transformed-names"
+         " --wildcards --no-wildcards --anchored --no-anchored --ignore-case --no-ignore-case --numeric-owner"
+         " --preserve-permissions --same-permissions --same-owner --no-same-owner --no-same-permissions --sparse"
+         " --null --no-null --multi-volume --interactive --confirmation --ignore-zeros --ignore-failed-read"
+         " --one-file-system --acls --no-acls --xattrs --no-xattrs --selinux --no-selinux --utc --full-time"
+         " --unlink-first --recursive-unlink --check-device --no-check-device --check-links --exclude-vcs"
+         " --exclude-vcs-ignores --exclude-caches --exclude-caches-all --exclude-caches-under --exclude-backups"
+         " --force-local --block-number --help --version --usage --touch --delay-directory-restore"
+         " --no-delay-directory-restore --show-defaults --show-omitted-dirs", None, "no"),
     )
 )
 _CURL = Program(
     options=opts(
         ("-o --output -D --dump-header -c --cookie-jar --trace --trace-ascii --stderr --etag-save --libcurl"
-         " --output-dir --hsts --alt-svc", WRITE, "yes"),
+         " --output-dir --hsts --alt-svc --ssl-sessions", WRITE, "yes"),
         ("-O --remote-name --remote-name-all -J --remote-header-name", WRITE, "no"),
-        ("-K --config", CODE, "yes"),
-        ("-T --upload-file -b --cookie --netrc-file --cacert --cert --key --etag-compare --data-binary"
-         " --data-urlencode -d --data --data-ascii --data-raw -F --form --json -H --header", READ, "yes"),
-        ("-X --request -u --user -A --user-agent -e --referer -x --proxy -w --write-out -m --max-time"
-         " --connect-timeout -r --range --url --resolve", None, "yes"),
+        ("-K --config", CODE_FILE, "yes"),
+        ("--engine", CODE, "yes"),
+        ("-T --upload-file --netrc-file --cacert --capath --cert --key --etag-compare --crlfile --pinnedpubkey"
+         " --proxy-cacert --proxy-capath --proxy-cert --proxy-key --proxy-crlfile --proxy-pinnedpubkey"
+         " --unix-socket --abstract-unix-socket --data-binary --ech", READ, "yes"),
+        ("-b --cookie", READ, "yes", _cookie_file),
+        ("-d --data --data-ascii --json -H --header --proxy-header -w --write-out", READ, "yes", _at_file),
+        ("--data-urlencode --url-query", READ, "yes", _encoded_file),
+        ("-F --form", READ, "yes", _form_file),
+        ("--variable", READ, "yes", _variable_file),
+        ("-z --time-cond", READ, "yes", _date_or_file),
+        ("-X --request -u --user -A --user-agent -e --referer -x --proxy -m --max-time --data-raw --form-string"
+         " --connect-timeout -r --range --url --resolve --connect-to -U --proxy-user --retry --limit-rate -E"
+         " --cert-type --key-type --oauth2-bearer --proto --proto-redir --max-redirs --interface", None, "yes"),
     )
 )
 _WGET = Program(
     options=opts(
         ("-O --output-document -o --output-file -a --append-output -P --directory-prefix --save-cookies"
-         " --warc-file", WRITE, "yes"),
+         " --warc-file --rejected-log --hsts-file", WRITE, "yes"),
         ("-e --execute --config --use-askpass", CODE, "yes"),
-        ("-i --input-file --post-file --body-file --load-cookies --ca-certificate --certificate --private-key",
-         READ, "yes"),
+        ("-i --input-file --post-file --body-file --load-cookies --ca-certificate --certificate --private-key"
+         " --ca-directory --crl-file", READ, "yes"),
         ("-U --user-agent --header --post-data --method -t --tries -T --timeout -l --level", None, "yes"),
     )
 )
@@ -287,7 +389,8 @@ _NPM = Program(
 )
 _MAKE = Program(
     options=opts(
-        ("-f --file --makefile --eval -E", CODE, "yes"),
+        ("-f --file --makefile", CODE_FILE, "yes"),
+        ("--eval -E", CODE, "yes"),
         ("-C --directory -I --include-dir", DIR, "yes"),
         ("-o --old-file --assume-old -W --what-if --new-file --assume-new -j --jobs -l --load-average", None, "yes"),
     )
@@ -307,6 +410,47 @@ FIND = Program(
         ("-fprint -fprint0 -fprintf -fls", WRITE, "yes"),
         ("-exec -execdir -ok -okdir", CODE, "yes"),
         ("-delete", WRITE, "no"),
+        ("-files0-from", READ, "yes"),
+    )
+)
+_VIM = Program(
+    options=opts(
+        ("-c --cmd", CODE, "yes"),
+        ("-S -u -U -s", CODE_FILE, "yes"),  # a script of Ex or Normal-mode commands
+        ("-w -W -i --startuptime", WRITE, "yes"),
+        ("-V", WRITE, "attached"),
+        ("-e -E --remote --remote-send --remote-expr --remote-silent --remote-wait --remote-tab", CODE, "no"),
+        ("-q -t -T --servername -r", None, "yes"),
+    ),
+    plus_code=True,
+)
+_LESS = Program(
+    options=opts(
+        ("-o --log-file -O --LOG-FILE", WRITE, "yes"),
+        ("-k --lesskey-file --lesskey-src", CODE_FILE, "yes"),
+        ("--lesskey-content", CODE, "yes"),
+        ("-T --tag-file", READ, "yes"),
+        ("-t --tag -b --buffers -h --max-back-scroll -j --jump-target -x --tabs -y --max-forw-scroll -z --window"
+         " -p --pattern -P --prompt", None, "yes"),
+    ),
+    plus_code=True,
+)
+_COMPRESS = Program(
+    options=opts(("-S --suffix", None, "yes")),
+    operands=WRITE,
+    deletes=True,
+    keeps=frozenset({"-c", "-k", "-l", "-t", "--stdout", "--to-stdout", "--keep", "--list", "--test"}),
+)
+_UNIQ = Program(
+    options=opts(("-f --skip-fields -s --skip-chars -w --check-chars", None, "yes"), ("-D --all-repeated --group", None, "attached")),
+    last_operand=WRITE,
+)
+_TREE = Program(
+    options=opts(
+        ("-o", WRITE, "yes"),
+        ("-l", FOLLOW, "no"),
+        ("--fromfile --gitfile --infofile", READ, "attached"),
+        ("-P -I -L -H -T --charset --filelimit --timefmt --sort", None, "yes"),
     )
 )
 
@@ -329,8 +473,21 @@ TABLE: Mapping[str, Program] = {
     "cp": _COPY,
     "install": _COPY,
     "ln": LN,
-    "rsync": Program(options=opts(("-e --rsh --rsync-path", CODE, "yes")), last_operand=WRITE),
-    "scp": Program(options=opts(("-S -o -F", CODE, "yes")), last_operand=WRITE),
+    "rsync": Program(
+        options=opts(
+            ("-e --rsh --rsync-path", CODE, "yes"),
+            ("--files-from --exclude-from --include-from --password-file --read-batch --compare-dest --copy-dest"
+             " --link-dest", READ, "yes"),
+            ("--log-file --write-batch --only-write-batch --backup-dir -T --temp-dir --partial-dir", WRITE, "yes"),
+            ("-L --copy-links --copy-unsafe-links -k --copy-dirlinks", FOLLOW, "no"),
+            ("--delete --delete-before --delete-during --delete-delay --delete-after --delete-excluded --del"
+             " --remove-source-files", WRITE, "no"),
+            ("-f --filter --exclude --include --chmod --chown -B --block-size --max-size --min-size --timeout"
+             " --bwlimit --suffix --port", None, "yes"),
+        ),
+        last_operand=WRITE,
+    ),
+    "scp": Program(options=opts(("-S -o -F", CODE, "yes"), ("-i", READ, "yes")), last_operand=WRITE),
     "mv": Program(options=opts(("-t --target-directory", WRITE, "yes"), ("-S --suffix", None, "yes")), operands=WRITE),
     "rm": Program(operands=WRITE),
     "rmdir": Program(operands=WRITE),
@@ -364,13 +521,32 @@ TABLE: Mapping[str, Program] = {
     "printf": Program(text_operands=True),
     "perl": Program(options=opts(("-e -E -M -m -I -x", CODE, "attached"), ("-i", WRITE, "attached"))),
     "ruby": Program(options=opts(("-e -r -I", CODE, "yes"))),
-    "less": Program(options=opts(("-o --log-file -O --LOG-FILE", WRITE, "yes"), ("-k --lesskey-file", CODE, "yes"))),
-    "vim": Program(options=opts(("-c --cmd -S -u", CODE, "yes"))),
-    "zip": Program(options=opts(("-T -TT --unzip-command", CODE, "attached")), pattern_first=False),
+    "less": _LESS,
+    **{name: _VIM for name in ("vim", "vi", "nvim", "view", "ex", "gvim", "vimdiff", "rvim", "gview", "evim")},
+    "zip": Program(options=opts(("-T -TT --unzip-command", CODE, "attached"), ("-m --move", WRITE, "no")), pattern_first=False),
     "unzip": Program(options=opts(("-d", WRITE, "yes"))),
     "patch": Program(options=opts(("-o --output -r --reject-file", WRITE, "yes"), ("-i --input", READ, "yes"), ("-d --directory", DIR, "yes"))),
-    "split": Program(last_operand=WRITE),
-    "csplit": Program(options=opts(("-f --prefix", WRITE, "yes"))),
+    "split": Program(
+        options=opts(("--filter", CODE, "yes"), ("-a --suffix-length -b --bytes -C --line-bytes -l --lines -n --number -t --separator"
+                      " --additional-suffix", None, "yes")),
+        last_operand=WRITE,
+    ),
+    "csplit": Program(options=opts(("-f --prefix", WRITE, "yes"), ("-b --suffix-format -n --digits", None, "yes"))),
+    "uniq": _UNIQ,
+    "ls": Program(
+        options=opts(
+            ("-L --dereference", FOLLOW, "no"),
+            ("-I --ignore -w --width -T --tabsize --block-size --format --hide --indicator-style --quoting-style --sort"
+             " --time --time-style", None, "yes"),
+            ("--color --colour", None, "attached"),
+        )
+    ),
+    "tree": _TREE,
+    "du": Program(options=opts(("-L --dereference", FOLLOW, "no"), ("--files0-from -X --exclude-from", READ, "yes"), ("-d --max-depth -B --block-size -t --threshold --exclude --time-style", None, "yes"))),
+    "wc": Program(options=opts(("--files0-from", READ, "yes"))),
+    "date": Program(options=opts(("-f --file -r --reference", READ, "yes"), ("-d --date", None, "yes"))),
+    "jq": Program(options=opts(("-f --from-file", READ, "yes"), ("-L", READ, "yes"), ("--arg --argjson --slurpfile --rawfile", None, "yes")), pattern_first=True),
+    **{name: _COMPRESS for name in ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "lzma", "unlzma", "lzip", "pigz", "compress", "uncompress", "zstd", "unzstd")},
     "ssh": Program(options=opts(("-o -F -E -S -i", CODE, "yes"))),
     "docker": Program(subcommand_rule=lambda argv, at: CODE, command_first=True),
     **{name: Program(command_first=True) for name in ("cargo", "go", "kubectl", "helm", "gh", "poetry", "uv", "terraform", "systemctl")},

@@ -129,7 +129,7 @@ names must treat hidden-name globs such as ``.e*`` as touching what they could m
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -1393,8 +1393,12 @@ _COMMAND_VARIABLES = frozenset(
     {
         "PROMPT_COMMAND", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "PAGER", "MANPAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
         "EDITOR", "VISUAL", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS", "RSYNC_RSH", "CVS_RSH",
+        # build tools run these (make's implicit rules, configure, cargo, pip builds)
+        "CC", "CXX", "CPP", "LD", "AR", "AS", "FC", "MAKE", "SHELL", "RUSTC", "RUSTDOC", "RUSTC_WRAPPER",
+        "CARGO_BUILD_RUSTC_WRAPPER",
     }
 )  # fmt: skip
+_COMMAND_SUFFIXES = ("_COMMAND", "_CMD", "_PAGER", "_EDITOR", "ASKPASS")
 # Prompts: their command substitutions run when the shell prints them (PS4 under set -x).
 _PROMPT_VARIABLES = frozenset({"PS0", "PS1", "PS2", "PS3", "PS4"})
 # Variables that make the shell or a program load code, settings or programs from
@@ -1403,20 +1407,65 @@ _PROMPT_VARIABLES = frozenset({"PS0", "PS1", "PS2", "PS3", "PS4"})
 _CODE_VARIABLES = frozenset(
     {
         # shell start-up and behaviour
-        "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PROMPT_COMMAND", "PATH", "IFS", "ZDOTDIR",
+        "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PROMPT_COMMAND", "PATH", "IFS", "ZDOTDIR", "INPUTRC",
         # where programs find their configuration (a .gitconfig can run commands)
-        "HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "GIT_CONFIG", "GIT_DIR", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR",
+        "HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS", "GIT_CONFIG", "GIT_DIR",
+        "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR", "CURL_HOME", "WGETRC", "SYSTEM_WGETRC", "RIPGREP_CONFIG_PATH",
+        "KUBECONFIG", "DOCKER_CONFIG", "CARGO_HOME", "GNUPGHOME", "OPENSSL_CONF", "OPENSSL_ENGINES", "OPENSSL_MODULES",
+        "PIP_CONFIG_FILE", "UV_CONFIG_FILE", "POETRY_CONFIG_DIR", "GOENV", "GOFLAGS", "GOTOOLCHAIN", "GOROOT",
+        "VIMINIT", "EXINIT", "GVIMINIT", "MYVIMRC", "VIMRUNTIME", "VIM", "EMACSLOADPATH", "AWKPATH", "AWKLIBPATH",
+        "GLIBC_TUNABLES",
+        # options a program reads from the environment, as if given on its command line
+        "TAR_OPTIONS", "GREP_OPTIONS", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS",
+        "MAKEFILES", "LESS", "LESSKEY", "LESSKEYIN", "LESSKEY_CONTENT", "LESSKEY_SYSTEM", "LESSKEYIN_SYSTEM", "MANOPT",
+        "ZIPOPT", "ZIP", "UNZIP", "UNZIPOPT", "GZIP", "BZIP", "BZIP2", "XZ_OPT", "XZ_DEFAULTS", "CFLAGS", "CXXFLAGS",
+        "CPPFLAGS", "LDFLAGS", "RUSTFLAGS", "NODE_REPL_EXTERNAL_MODULE",
         # libraries and interpreter start-up
         "LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "GCONV_PATH",
-        "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "NODE_OPTIONS", "NODE_PATH",
-        "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB",
-        "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS",
+        "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONWARNINGS", "PYTHONBREAKPOINT",
+        "PYTHONPLATLIBDIR", "PYTHONEXECUTABLE", "NODE_OPTIONS", "NODE_PATH",
+        "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "PERL5SHELL", "RUBYOPT", "RUBYLIB", "GEM_HOME", "GEM_PATH",
+        "BUNDLE_GEMFILE", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS",
         # helpers other programs start
         "LESSOPEN", "LESSCLOSE", "BROWSER",
     }
 )  # fmt: skip
 # GIT_CONFIG_GLOBAL, GIT_CONFIG_SYSTEM, GIT_CONFIG_COUNT, GIT_CONFIG_KEY_<n>, GIT_CONFIG_VALUE_<n> ...
-_CODE_PREFIXES = ("BASH_FUNC_", "GIT_CONFIG_", "DYLD_")
+_CODE_PREFIXES = ("BASH_FUNC_", "GIT_CONFIG_", "DYLD_", "PIP_", "NPM_CONFIG_", "YARN_", "CARGO_")
+# git reads many variables that point it at other repositories, configs, object stores
+# or programs (GIT_COMMON_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, GIT_ALLOW_PROTOCOL ...):
+# every GIT_ name is a problem but these, which only change messages, identities and
+# limits, the command variables above, and the trace variables (a file git writes).
+_GIT_SAFE_VARIABLES = frozenset(
+    {
+        "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
+        "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_OPTIONAL_LOCKS", "GIT_FLUSH", "GIT_MERGE_VERBOSITY",
+        "GIT_MERGE_AUTOEDIT", "GIT_NO_REPLACE_OBJECTS", "GIT_LITERAL_PATHSPECS", "GIT_GLOB_PATHSPECS",
+        "GIT_NOGLOB_PATHSPECS", "GIT_ICASE_PATHSPECS", "GIT_PAGER_IN_USE", "GIT_ADVICE", "GIT_PROGRESS_DELAY",
+        "GIT_DEFAULT_HASH", "GIT_DEFAULT_REF_FORMAT", "GIT_REFLOG_ACTION", "GIT_CEILING_DIRECTORIES",
+        "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_HTTP_USER_AGENT", "GIT_HTTP_LOW_SPEED_LIMIT", "GIT_HTTP_LOW_SPEED_TIME",
+        "GIT_HTTP_MAX_REQUESTS", "GIT_CURL_VERBOSE", "GIT_REDACT_COOKIES", "GIT_TRACE_REDACT", "GIT_TRACE2_REDACT",
+        "GIT_TRACE2_CONFIG_PARAMS", "GIT_TRACE2_ENV_VARS", "GIT_TRACE2_MAX_FILES", "GIT_TRACE2_BRIEF",
+        "GIT_TRACE2_PERF_BRIEF", "GIT_TRACE2_EVENT_BRIEF", "GIT_TRACE2_EVENT_NESTING", "GIT_PROTOCOL_FROM_USER",
+        "GIT_SSL_NO_VERIFY", "GIT_QUIET",
+    }
+)  # fmt: skip
+# Variables naming a file (or folder) a program writes: the value is judged as a write,
+# like a redirection.
+_WRITTEN_FILE_VARIABLES = frozenset(
+    {
+        "SSLKEYLOGFILE", "LD_DEBUG_OUTPUT", "LD_PROFILE_OUTPUT", "TAPE", "TMPDIR", "TMP", "TEMP", "TEMPDIR",
+        "HISTFILE", "LESSHISTFILE", "NODE_REPL_HISTORY", "PYTHON_HISTORY", "SQLITE_HISTORY", "PSQL_HISTORY",
+        "MYSQL_HISTFILE", "REDISCLI_HISTFILE", "COVERAGE_FILE", "PYTHONPYCACHEPREFIX", "CCACHE_DIR", "XDG_CACHE_HOME",
+        "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
+    }
+)  # fmt: skip
+# Variables naming a file a program reads (certificates, netrc): judged as a read.
+_READ_FILE_VARIABLES = frozenset({"CURL_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "NETRC", "HOSTALIASES"})
+# LD_ names the dynamic loader reads only as switches; any other LD_ name loads code or writes a file.
+_LD_SWITCHES = frozenset({"LD_DEBUG", "LD_BIND_NOW", "LD_BIND_NOT", "LD_WARN", "LD_VERBOSE", "LD_SHOW_AUXV", "LD_TRACE_LOADED_OBJECTS", "LD_DYNAMIC_WEAK", "LD_POINTER_GUARD"})
+# Values of GIT_TRACE* that send the trace to standard error or a descriptor, not a file.
+_TRACE_SWITCHES = frozenset({"", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "true", "false", "yes", "no", "on", "off"})
 # Characters an IFS value may hold and still only remove split points from the default.
 _DEFAULT_IFS = frozenset(" \t\n")
 # System directories a literal PATH may list (``env -i PATH=/bin cmd``); anything else
@@ -1430,21 +1479,38 @@ def _loads_code(name: str, value: str, literal: bool) -> bool:
         return not (literal and set(value) <= _DEFAULT_IFS)
     if name == "PATH":
         return not (literal and all(directory.rstrip("/") in _SYSTEM_PATH_DIRS for directory in value.split(":")))
-    return name in _CODE_VARIABLES or name.startswith(_CODE_PREFIXES)
+    if name in _CODE_VARIABLES or name.upper().startswith(_CODE_PREFIXES):
+        return True
+    if name.startswith("GIT_"):
+        return name not in _GIT_SAFE_VARIABLES and not name.startswith("GIT_TRACE") and not _runs_value(name)
+    if name.startswith("LD_"):
+        return name not in _LD_SWITCHES and name not in _WRITTEN_FILE_VARIABLES
+    return False
 
 
 def _runs_value(name: str) -> bool:
     """Whether the shell or a program runs ``name``'s value as a command line or prompt."""
-    return name in _COMMAND_VARIABLES or name.endswith(("_COMMAND", "_CMD")) or name in _PROMPT_VARIABLES
+    return name in _COMMAND_VARIABLES or name.endswith(_COMMAND_SUFFIXES) or name in _PROMPT_VARIABLES
+
+
+def _names_file(name: str) -> str | None:
+    """``>`` when a program writes the file ``name``'s value names, ``<`` when it reads it."""
+    if name in _WRITTEN_FILE_VARIABLES or (name.startswith("GIT_TRACE") and name not in _GIT_SAFE_VARIABLES):
+        return ">"
+    if name in _READ_FILE_VARIABLES:
+        return "<"
+    return None
 
 
 def _check_variable(name: str, value: str, literal: bool, ctx: _Context) -> None:
-    """Some variables make programs run their value, or files it names, as code.
+    """Some variables make programs run their value, or files it names, as code, or
+    write or read the file it names.
 
     A command-line value (``GIT_PAGER=cat``) is split and listed like any command;
     one that is only known at run time, or that names code elsewhere, is a problem.
     A variable can be both (``PROMPT_COMMAND``): then it is a problem and its
-    commands are listed.
+    commands are listed. A file a variable names (``GIT_TRACE=/tmp/t``, ``TMPDIR=x``)
+    is listed like a redirection, ``(">", file)`` or ``("<", file)``.
     """
     if _loads_code(name, value, literal):
         ctx.problem(f"the variable {name} is set, and it changes which code, settings or programs the shell and the programs it starts load, which this check cannot see")
@@ -1455,14 +1521,24 @@ def _check_variable(name: str, value: str, literal: bool, ctx: _Context) -> None
             ctx.scan_expansions(value)
         else:
             ctx.parse_line(value)
+    direction = _names_file(name)
+    if direction is not None:
+        target = value
+        if name.startswith("GIT_TRACE"):
+            if target.lower() in _TRACE_SWITCHES:
+                return
+            target = re.sub(r"^af_unix:(?:stream:|dgram:)?", "", target)
+        if target:
+            # Like an assignment's value, a leading ~ is expanded: somewhere only known at run time.
+            ctx.emit((direction, target), "l" + ("l" if literal and not target.startswith("~") else RUNTIME))
 
 
 def _check_assigned_names(what: str, names: Sequence[str], ctx: _Context) -> None:
     """``what`` assigns the variables ``names`` a value only known at run time."""
     for variable in names:
         name = variable.partition("[")[0]
-        if _loads_code(name, "", False) or _runs_value(name):
-            ctx.problem(f"{what} sets the variable {name} to a value only known at run time, and that variable makes the shell or programs run or load code")
+        if _loads_code(name, "", False) or _runs_value(name) or _names_file(name):
+            ctx.problem(f"{what} sets the variable {name} to a value only known at run time, and that variable makes the shell or programs run or load code, or names a file they write or read")
 
 
 # -- option scanning -----------------------------------------------------------
@@ -1481,6 +1557,10 @@ class _Options:
 _NUMBER_OPTION = re.compile(r"-[+-]?[0-9]+")
 
 
+def _abbreviates(option: str, long_values: frozenset[str]) -> bool:
+    return len(option) > 3 and any(full.startswith(option) for full in long_values)
+
+
 def _scan_options(words: list[_Word], start: int, spec: _Options) -> tuple[int, list[tuple[str, str | None]]]:
     """Skip the options at ``words[start:]``: the index of the first operand, and the options seen."""
     seen: list[tuple[str, str | None]] = []
@@ -1494,8 +1574,10 @@ def _scan_options(words: list[_Word], start: int, spec: _Options) -> tuple[int, 
             if equals:
                 seen.append((option, attached))
                 i += 1
-            elif option in spec.long_values and i + 1 < count:
-                seen.append((option, words[i + 1].value))
+            elif i + 1 < count and (option in spec.long_values or _abbreviates(option, spec.long_values)):
+                # getopt_long takes any unambiguous prefix (--out x is --output x).
+                full = option if option in spec.long_values else next(v for v in sorted(spec.long_values) if v.startswith(option))
+                seen.append((full, words[i + 1].value))
                 i += 2
             else:
                 seen.append((option, None))
@@ -1544,11 +1626,28 @@ def _quoted_assignment(word: _Word) -> bool:
     return not word.split and not _has_glob(word) and not _has_brace(word) and _ASSIGNMENT.match(word.value) is not None
 
 
-def _wrapper(spec: _Options = _NO_OPTIONS, *, operands: int = 0, no_command: frozenset[str] = frozenset(), visible: bool = False) -> _Handler:
-    """A handler for a wrapper: options, ``operands`` fixed operands, then the command."""
+def _emit_files(seen: list[tuple[str, str | None]], files: Mapping[str, str], ctx: _Context) -> None:
+    """A wrapper's options that name a file it writes (``time -o``) or reads (``xargs -a``):
+    listed like redirections."""
+    for option, value in seen:
+        direction = files.get(option)
+        if direction is None and option.startswith("--") and len(option) > 3:
+            direction = next((d for key, d in files.items() if key.startswith(option)), None)
+        if direction is not None and value:
+            ctx.emit((direction, value), "l" + (RUNTIME if value.startswith("~") else LITERAL))
+
+
+def _wrapper(
+    spec: _Options = _NO_OPTIONS, *, operands: int = 0, no_command: frozenset[str] = frozenset(), visible: bool = False,
+    files: Mapping[str, str] | None = None,
+) -> _Handler:
+    """A handler for a wrapper: options, ``operands`` fixed operands, then the command.
+    ``files``: options whose value is a file the wrapper writes (``>``) or reads (``<``)."""
 
     def handle(name: str, words: list[_Word], ctx: _Context) -> None:
         i, seen = _scan_options(words, 1, spec)
+        if files:
+            _emit_files(seen, files, ctx)
         if any(option in no_command for option, _ in seen):
             ctx.emit_words(name, words)
             return
@@ -1688,8 +1787,12 @@ _XARGS = _Options(
 )
 
 
+_XARGS_FILES = {"-a": "<", "--arg-file": "<"}
+
+
 def _xargs(name: str, words: list[_Word], ctx: _Context) -> None:
     i, seen = _scan_options(words, 1, _XARGS)
+    _emit_files(seen, _XARGS_FILES, ctx)
     if i >= len(words):
         ctx.emit_words(name, words)  # runs echo
         return
@@ -1973,7 +2076,7 @@ _HANDLERS: dict[str, _Handler] = {
     "nohup": _wrapper(),
     "timeout": _wrapper(_Options(short_values="sk", long_values=frozenset({"--signal", "--kill-after"})), operands=1),
     "nice": _wrapper(_Options(short_values="n", long_values=frozenset({"--adjustment"}), numbers=True)),
-    "time": _wrapper(_Options(short_values="fo", long_values=frozenset({"--format", "--output"}))),
+    "time": _wrapper(_Options(short_values="fo", long_values=frozenset({"--format", "--output"})), files={"-o": ">", "--output": ">"}),
     "command": _wrapper(no_command=frozenset({"-v", "-V"})),
     "exec": _wrapper(_Options(short_values="a")),
     "builtin": _wrapper(),
