@@ -252,7 +252,6 @@ _RG = Program(
          " --after-context --before-context --context -j --threads -M --max-columns --max-filesize -r --replace"
          " --sort --sortr --path-separator --pre-glob --max-depth -d --encoding -E --engine --colors --color"
          " --field-match-separator --field-context-separator --context-separator --dfa-size-limit --regex-size-limit", None, "yes"),
-        ("-z --search-zip", CODE, "no"),  # decompresses by running gzip, xz ... found on PATH
     ),
     pattern_first=True,
 )
@@ -336,9 +335,9 @@ _CURL = Program(
         ("--engine", CODE, "yes"),
         ("-T --upload-file --netrc-file --cacert --capath --cert --key --etag-compare --crlfile --pinnedpubkey"
          " --proxy-cacert --proxy-capath --proxy-cert --proxy-key --proxy-crlfile --proxy-pinnedpubkey"
-         " --unix-socket --abstract-unix-socket --data-binary --ech", READ, "yes"),
+         " --unix-socket --abstract-unix-socket --ech", READ, "yes"),
         ("-b --cookie", READ, "yes", _cookie_file),
-        ("-d --data --data-ascii --json -H --header --proxy-header -w --write-out", READ, "yes", _at_file),
+        ("-d --data --data-ascii --data-binary --json -H --header --proxy-header -w --write-out", READ, "yes", _at_file),
         ("--data-urlencode --url-query", READ, "yes", _encoded_file),
         ("-F --form", READ, "yes", _form_file),
         ("--variable", READ, "yes", _variable_file),

@@ -336,7 +336,7 @@ def _tar_file_kind(argv: Sequence[str], found: list[Access]) -> None:
     creates = bool(set(letters) & set("cruA")) or bool(words & {"--create", "--append", "--update", "--concatenate", "--delete"})
     extracts = "x" in letters or bool(words & {"--extract", "--get"})
     for k, access in enumerate(found):
-        if access.what in ("-f", "--file") and not creates:
+        if access.what in ("-f", "--file") and (not creates or access.path == "-"):  # "-": standard input or output
             found[k] = Access(access.index, READ, access.what, access.path, 0)
     if extracts:
         found.append(Access(1, WRITE, "extract", ".", 0))
