@@ -92,6 +92,7 @@ class Handler:
     is_async: bool = False  # python handlers: a coroutine function
     takes_context: bool = False  # python handlers: accepts (args, context)
     search_dirs: tuple[str, ...] = ()  # python handlers: where a module beside the config is found
+    prepared: Any = field(default=None, compare=False)  # http handlers: runtime.http.request.HttpPlan
 
 
 @dataclass(frozen=True, slots=True)

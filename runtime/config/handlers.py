@@ -22,6 +22,8 @@ from runtime.config.expressions import Finding
 from runtime.config.models import HandlerSpec, ToolSpec
 from runtime.config.suggest import did_you_mean
 from runtime.execution.command import quote_state
+from runtime.http.lint import http_findings
+from runtime.http.request import build_plan
 from runtime.snapshot import Handler
 
 BUILTINS = ("file_read", "file_edit", "file_delete", "artifact_read", "list_dir", "glob", "grep", "run_command", "tool_search", "job_status")
@@ -64,9 +66,7 @@ def resolve_handler(spec: ToolSpec, mcp_servers: Sequence[str], search_dirs: Seq
         if form.command.shell:
             findings.extend(_single_quoted_placeholders(form.command.argv))
     elif form is not None and kind == "http" and form.http is not None:
-        findings.extend(_template_findings(form.http.url, spec, (*_HANDLER_PATH, "http", "url")))
-        for name, value in form.http.headers.items():
-            findings.extend(_template_findings(value, spec, (*_HANDLER_PATH, "http", "headers", name)))
+        findings.extend(http_findings(spec, form.http))
     if any(not f.warning for f in findings):
         return None, findings
     is_async, takes_context = _call_style(function) if function is not None else (False, False)
@@ -79,6 +79,7 @@ def resolve_handler(spec: ToolSpec, mcp_servers: Sequence[str], search_dirs: Seq
         is_async=is_async,
         takes_context=takes_context,
         search_dirs=tuple(str(d) for d in search_dirs) if kind == "python" else (),
+        prepared=build_plan(form.http) if form is not None and form.http is not None and kind == "http" else None,
     )
     return handler, findings
 

@@ -82,12 +82,29 @@ class HandlerCommand(_Model):
 
 
 class HandlerHttp(_Model):
-    """Send an HTTP request. ``url``, header values and ``body`` are templates."""
+    """Send an HTTP request (needs the ``http`` extra).
+
+    ``url``, header values and string values in ``body`` are templates: ``{name}`` is an
+    argument (percent-encoded in the URL, so it cannot change the host or the path's
+    structure) or a name of ``secrets`` (read from the environment at call time, never
+    written in YAML). A body string that is exactly ``{name}`` takes the argument's value
+    as is (a number stays a number). Private, loopback, link-local and other non-public
+    addresses are refused unless ``allow_networks`` lists them; the host is resolved once
+    and the connection goes to that address (no DNS rebinding), redirects included.
+    """
 
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "GET"
     url: str = Field(min_length=1, max_length=4096)
     headers: dict[str, str] = Field(default_factory=dict)
-    body: Any = None
+    body: Any = Field(default=None, description="JSON body (a map, list or string); None: no body.")
+    secrets: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(
+        default_factory=dict, description="Placeholder name -> environment variable holding the secret, e.g. {token: API_TOKEN} for `Authorization: Bearer {token}`."
+    )
+    allow_networks: list[Annotated[str, Field(min_length=2, max_length=64)]] = Field(
+        default_factory=list, description="CIDRs that may be reached although they are not public (e.g. 10.0.0.0/8, 127.0.0.1/32, fd00::/8)."
+    )
+    max_response_bytes: int = Field(default=10_000_000, ge=1, le=1_000_000_000, description="A larger response is refused (its reading stops there).")
+    max_redirects: int = Field(default=5, ge=0, le=20, description="Redirects followed, each checked like the first address; 0: none.")
 
 
 class HandlerSpec(_Model):

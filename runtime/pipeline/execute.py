@@ -47,7 +47,9 @@ async def execute(call: ValidatedCall, env: TurnEnv) -> Outcome:
     retry = tool.spec.retry
     if retry.attempts == 0:
         return await _run_once(call, env)  # no retries declared: no loop
-    retry_allowed = tool.spec.read_only or tool.spec.idempotent
+    http = tool.handler.http
+    # An http tool may also be retried when its method is idempotent (GET, PUT, DELETE ...).
+    retry_allowed = tool.spec.read_only or tool.spec.idempotent or (http is not None and http.method in ("GET", "HEAD", "PUT", "DELETE"))
     attempt = 0
     while True:
         outcome = await _run_once(call, env)
@@ -72,6 +74,10 @@ async def _run_once(call: ValidatedCall, env: TurnEnv) -> Outcome:
         return await _builtin(call, env)
     if handler.kind == "mcp":
         return await call_mcp_tool(call, env, _failure)
+    if handler.kind == "http":
+        from runtime.http.handler import call_http  # httpx is imported only when an http tool runs
+
+        return await call_http(call, env, _failure)
     if handler.kind == "workflow":
         from runtime.workflow.run import run_as_tool  # the runner calls back into the pipeline
 

@@ -7,10 +7,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from wfconfig import CONFIG, TOOLS_MODULE
 
 from runtime.config.compile import build_snapshot
 from runtime.settings import Settings
-from tests.workflow.conftest import CONFIG, TOOLS_MODULE
 
 ENGINES = [pytest.param(Settings(cel_engine=e, schema_engine=e), id=e) for e in ("fast", "portable")]
 
