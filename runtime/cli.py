@@ -38,7 +38,7 @@ from runtime.policy.explain import explain
 from runtime.policy.placed import NOWHERE, Where
 from runtime.policy.policytests import run_policy_tests
 from runtime.records import Call, Session
-from runtime.reload import watch_events
+from runtime.reload import ConfigWatcher, watch_events
 from runtime.runtime import Runtime
 from runtime.settings import Settings
 from runtime.snapshot import Snapshot
@@ -381,7 +381,11 @@ def _watch(args: argparse.Namespace, out: TextIO, err: TextIO, stop: threading.E
         return EXIT_USAGE
     stop = stop or threading.Event()
     try:
-        for event in watch_events(args.config, Settings(), stop=stop):
+        def announce(watcher: ConfigWatcher) -> None:
+            err.write(f"toolrt watch: {watcher.describe_mode()}\n")
+            err.flush()
+
+        for event in watch_events(args.config, Settings(), stop=stop, on_start=announce):
             out.write(event.to_json() + "\n")
             out.flush()
     except KeyboardInterrupt:

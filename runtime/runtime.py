@@ -240,15 +240,19 @@ class Runtime:
         """The snapshot new turns will use."""
         return self._current[0]
 
-    def reload(self) -> BuildResult:
+    def reload(self, guard: Callable[[BuildResult], str | None] | None = None) -> BuildResult:
         """Rebuild from the config paths; swap only if the result is clean.
 
         A broken config keeps the last good snapshot serving and is kept in
-        :attr:`last_reload_error` (every problem with file:line:col)."""
+        :attr:`last_reload_error` (every problem with file:line:col). ``guard`` (the
+        config watcher's) sees the build before the swap and may refuse it by returning
+        a reason: then nothing is swapped, counted or remembered."""
         with self._reload_lock:  # one build at a time: the watcher and the app share the compile cache
             result = build_snapshot(self._paths, self.settings, self._cache, mount=self._mount)
             if result.snapshot is not None and not result.snapshot.tools and self.snapshot.tools:
                 result = _refused_empty(result, len(self.snapshot.tools))
+            if guard is not None and guard(result) is not None:
+                return result
             self.metrics.record_reload(result.snapshot is not None)
             if result.snapshot is None:
                 self.last_reload_error = ConfigError(result.problems)
@@ -263,7 +267,7 @@ class Runtime:
         swapped in, a broken one is logged and kept out. Idempotent; stopped by
         :meth:`close`. ``on_event`` hears of every reload attempt."""
         if self.watcher is None:
-            self.watcher = ConfigWatcher(self._paths, self.reload, current=lambda: self.snapshot, on_event=on_event, extra_paths=self.settings.pack_dirs).start()
+            self.watcher = ConfigWatcher(self._paths, self.reload, current=lambda: self.snapshot, on_event=on_event, extra_paths=self.settings.pack_dirs, settings=self.settings).start()
         return self.watcher
 
     def _env(self, session: Session, trace_id: str | None, progress_listener: Callable[[str, str | None], None] | None = None, approver: Approver | None = None) -> TurnEnv:

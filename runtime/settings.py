@@ -93,6 +93,23 @@ class Settings(BaseSettings):
     max_concurrency: int = Field(default=8, ge=1, le=1024, description="Read-only calls run at once, per turn.")
     approval_timeout_s: float = Field(default=300.0, gt=0, description="How long an `ask` decision waits for the approver; no answer in time is a denial.")
     hot_reload: bool = True
+    reload_settle_ms: int = Field(
+        default=2000,
+        ge=10,
+        le=600_000,
+        description=(
+            "Hot reload publishes a config only after its files stayed unchanged (inode, size, times, content) for this long after the last change,"
+            " and again after compiling; a reload that removes tools, policies or deny/ask rules waits twice as long. Long enough for tools that write a file in steps."
+        ),
+    )
+    reload_marker: str | None = Field(
+        default=None,
+        description=(
+            "Atomic publish mode: reload only when this commit marker changes (a file a deploy step writes last, e.g. `toolrt.lock`, or `..data`,"
+            " the symlink a Kubernetes ConfigMap volume swaps). Relative: beside the config (in the first config folder, or the folder of the first config file)."
+            " Unset: publish after the settle window."
+        ),
+    )
     cel_engine: Engine = Field(default="auto", description="auto picks cel-expr-python when installed.")
     schema_engine: Engine = Field(default="auto", description="auto picks jsonschema-rs when installed.")
     pack_dirs: list[Path] = Field(default_factory=list, description="Extra directories searched for packs, before the shipped ones.")

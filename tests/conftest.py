@@ -14,6 +14,9 @@ import shutil
 import tempfile
 
 os.environ.setdefault("TOOLRT_HOT_RELOAD", "false")
+# Hot reload waits for a settle window before publishing (2 s by default, for writers that
+# save in steps); tests that are not about the window use a short one.
+os.environ.setdefault("TOOLRT_RELOAD_SETTLE_MS", "150")
 
 # Audit logs, artifacts and lock files go to the user's state directory by default; the
 # suite's go to a folder of its own, removed at the end, never to the real one.

@@ -14,7 +14,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 API_VERSION = "toolrt/v1"
 
@@ -112,11 +113,20 @@ class HandlerSpec(_Model):
 
     model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra={"minProperties": 1, "maxProperties": 1})
 
-    builtin: Name | None = Field(default=None, description="A built-in tool: file_read, file_edit, file_delete, artifact_read, list_dir, glob, grep, run_command.")
-    python: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", description="module.path:function")
-    mcp: str | None = Field(default=None, pattern=r"^[A-Za-z][A-Za-z0-9_.-]*/.+$", description="server/tool of a declared McpServer")
-    command: HandlerCommand | None = None
-    http: HandlerHttp | None = None
+    # None is the model's "not this kind", never a value a document may give: a handler
+    # cut off after its kind (`http:` and nothing more) is an error, not an empty kind.
+    builtin: Name | SkipJsonSchema[None] = Field(default=None, description="A built-in tool: file_read, file_edit, file_delete, artifact_read, list_dir, glob, grep, run_command.")
+    python: str | SkipJsonSchema[None] = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", description="module.path:function")
+    mcp: str | SkipJsonSchema[None] = Field(default=None, pattern=r"^[A-Za-z][A-Za-z0-9_.-]*/.+$", description="server/tool of a declared McpServer")
+    command: HandlerCommand | SkipJsonSchema[None] = None
+    http: HandlerHttp | SkipJsonSchema[None] = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> HandlerSpec:
+        given = [key for key in ("builtin", "python", "mcp", "command", "http") if getattr(self, key) is not None]
+        if len(given) != 1:
+            raise ValueError(f"a handler takes exactly one of builtin, python, mcp, command or http with a value, got {len(given)}")
+        return self
 
 
 # The short string forms: builtin:file_read, python:pkg.mod:func, mcp:server/tool.
@@ -225,7 +235,8 @@ class PermissionMode(str, Enum):
 class PolicyRule(_Model):
     name: Name
     effect: Effect
-    tools: list[Glob] = Field(default_factory=lambda: ["*"], min_length=1, description="Tool name globs, optionally tool@version.")
+    # Required: a rule cut off after `effect:` must not become a rule on every tool.
+    tools: list[Glob] = Field(min_length=1, description='Tool name globs, optionally tool@version; ["*"] for every tool.')
     when: CelExpression | None = Field(default=None, description="CEL over tool, args, session, call, commands.")
     commands: list[Annotated[str, Field(min_length=1, max_length=500)]] | None = Field(
         default=None,

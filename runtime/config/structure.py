@@ -88,6 +88,10 @@ def _to_problem(doc: SourceDocument, v: Violation) -> Problem:
         return Problem(doc.locate(v.path, key=True), code, f"unknown key `{v.key}` in {where}.{hint}{listed}")
     if v.path[-1:] == ("handler",) and v.keyword in ("minProperties", "maxProperties"):
         return Problem(doc.locate(v.path), "invalid-value", f"`{'.'.join(map(str, v.path))}` takes exactly one of {_HANDLER_KEYS}.")
+    if v.keyword == "type" and v.path[-2:-1] == ("handler",) and v.message.endswith("got null"):
+        return Problem(doc.locate(v.path), code, f"`{'.'.join(map(str, v.path))}` is empty: a handler needs exactly one kind with a value ({_HANDLER_KEYS}); complete it.")
+    if v.keyword == "required" and v.key == "tools" and "rules" in v.path:
+        return Problem(doc.locate(v.path), code, f"{v.message}; a policy rule must name its tools: add `tools: [...]` (`tools: [\"*\"]` for every tool).")
     if v.keyword == "required" and v.key is not None:
         return Problem(doc.locate(v.path), code, f"{v.message}; add `{v.key}`.")
     return Problem(doc.locate(v.path), code, sentence(v.message))

@@ -104,7 +104,10 @@ def test_an_added_file_adds_its_tool_and_deleting_it_removes_the_tool(runtime: R
 
     mark = events.mark()
     extra.unlink()
-    removed = events.wait_for(lambda e: e.changed == ("extra",), since=mark)
+    held = events.wait_for(lambda e: e.changed == ("extra",), since=mark)
+    assert held.event == "held" and held.serving == added.version  # a removal waits a second window
+    assert "tool extra" in held.errors[0]["message"]
+    removed = events.wait_for(lambda e: e.event == "reloaded" and e.changed == ("extra",), since=mark)
     assert removed.previous == added.version
     assert set(runtime.snapshot.tools) == {"finder"}
 
@@ -119,7 +122,7 @@ def test_a_removed_folder_of_config_is_picked_up(runtime: Runtime, config_dir: P
     mark = events.mark()
     os.rename(folder, config_dir.parent / "team-archived")  # the folder leaves in one rename
 
-    events.wait_for(lambda e: e.changed == ("team_tool",), since=mark)
+    events.wait_for(lambda e: e.event == "reloaded" and e.changed == ("team_tool",), since=mark)
     assert "team_tool" not in runtime.snapshot.tools
 
 
@@ -227,7 +230,7 @@ def test_reload_now_runs_one_attempt_and_reports_it(runtime: Runtime, config_dir
 
     assert event.event == "reloaded" and event.changed == ("finder",)
     assert events.events == [event]
-    assert watcher.stats() == {"reloads_ok": 1, "reloads_failed": 0, "callback_errors": 0, "watch_errors": 0}
+    assert watcher.stats() == {"reloads_ok": 1, "reloads_failed": 0, "reloads_held": 0, "reloads_discarded": 0, "callback_errors": 0, "watch_errors": 0}
 
 
 def test_stop_is_idempotent_leaves_no_thread_and_installs_no_signal_handler(runtime: Runtime, config_dir: Path, events: EventLog) -> None:

@@ -47,7 +47,8 @@ def test_watch_events_yields_loaded_then_reloaded_and_error_events_and_stops_whe
     assert error.errors[0]["file"].endswith("tools.yaml") and error.errors[0]["line"] > 0
 
     line = json.loads(error.to_json())
-    assert CONTRACT_KEYS <= set(line) and set(line) - CONTRACT_KEYS <= {"duration_ms"}
+    assert CONTRACT_KEYS <= set(line) and set(line) - CONTRACT_KEYS <= {"duration_ms", "mode"}
+    assert line["mode"] == "settle"
     assert set(line["errors"][0]) == {"file", "line", "col", "code", "message"}
 
     stop.set()
