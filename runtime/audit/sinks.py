@@ -20,14 +20,18 @@ audit log is still a record of what an agent did.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import random
 import sqlite3
+import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+from loguru import logger
 
 from runtime.audit.chain import GENESIS, link_hash, row_body
 from runtime.audit.jsonl import JsonlSink
@@ -114,6 +118,40 @@ class Sink(Protocol):
         ...
 
 
+_SIDE_FILES = ("", "-wal", "-shm")
+
+
+def _statx_function() -> Callable[..., int] | None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        function: Callable[..., int] = libc.statx
+    except (OSError, AttributeError):
+        return None
+    return function
+
+
+_STATX = _statx_function()
+_AT_FDCWD = -100
+_STATX_ATTR_LOCKED = 0x10 | 0x20  # STATX_ATTR_IMMUTABLE | STATX_ATTR_APPEND
+
+
+def _locked_flags(path: str) -> bool:
+    """True when ``path`` is immutable or append-only (``chattr +i``/``+a``). SQLite maps
+    the ``-shm`` file into memory, and writing through that mapping to a file that cannot
+    change ends the whole process with SIGBUS: such a store is refused before SQLite sees it.
+
+    Read with ``statx``, which needs no open descriptor: opening and closing one of the
+    database's files in this process would drop every POSIX lock SQLite holds on it."""
+    if _STATX is not None:
+        buffer = ctypes.create_string_buffer(256)  # struct statx; stx_attributes is at offset 8
+        if _STATX(_AT_FDCWD, os.fsencode(path), 0x100, 0, buffer) != 0:  # AT_SYMLINK_NOFOLLOW
+            return False
+        attributes = struct.unpack_from("Q", buffer.raw, 8)[0]
+        mask = struct.unpack_from("Q", buffer.raw, 0x30)[0]  # stx_attributes_mask
+        return bool(attributes & mask & _STATX_ATTR_LOCKED)
+    return False
+
+
 def _is_busy(err: sqlite3.OperationalError) -> bool:
     text = str(err).lower()
     return "locked" in text or "busy" in text
@@ -133,15 +171,35 @@ class SqliteSink:
         self.lock_retries = lock_retries
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
+        self._identity: tuple[int, int] | None = None  # (device, inode) of the file the connection has open
+        self.recreated = 0  # times the database was found deleted or replaced and made again
         self._guard = threading.Lock()  # close() may come from another thread than write_batch()
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """Make the folder, the file and the schema (each only if missing)."""
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not self.path.exists():
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
+        self._refuse_locked()
         conn = self._open()
         try:
             self._retry(lambda: self._create_schema(conn))
         finally:
             conn.close()
+
+    def _refuse_locked(self) -> None:
+        for suffix in _SIDE_FILES:
+            name = f"{self.path}{suffix}"
+            if _locked_flags(name):
+                raise AuditStoreError(f"{name} is immutable or append-only (chattr); the audit database cannot be written. Clear the flag (chattr -i -a) or move the store.")
+
+    def _current_identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
 
     def _open(self) -> sqlite3.Connection:
         opened: list[sqlite3.Connection] = []
@@ -153,7 +211,9 @@ class SqliteSink:
         # isolation_level=None: transactions are begun and ended here, explicitly.
         # check_same_thread=False: made in one thread, written in the writer thread,
         # closed from whichever calls close(); never used by two at once (_guard).
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
+        # cached_statements: the INSERTs come in a handful of fixed sizes (see _insert), so a
+        # small cache holds them all, and a server that runs for weeks keeps flat memory.
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False, cached_statements=16)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -286,10 +346,16 @@ class SqliteSink:
         # GIL around every statement step and must win it back from the calls'
         # thread each time, so one step per row would slow the calls down and the
         # writer most of all. One statement per chunk keeps that to a few handovers.
+        # Chunks of the largest power of two that fits: every batch is written with the
+        # same few statements (at most 9), not one new statement per batch size, whose
+        # prepared copies would fill the statement cache and grow memory for good.
         step = self._rows_per_statement(conn)
-        for start in range(0, len(rows), step):
-            chunk = rows[start : start + step]
-            conn.execute(_INSERT_HEAD + ", ".join([_ROW_MARKS] * len(chunk)), [value for row in chunk for value in row])
+        start = 0
+        while start < len(rows):
+            size = 1 << min(step, len(rows) - start).bit_length() - 1
+            chunk = rows[start : start + size]
+            conn.execute(_INSERT_HEAD + ", ".join([_ROW_MARKS] * size), [value for row in chunk for value in row])
+            start += size
 
     def _rows_per_statement(self, conn: sqlite3.Connection) -> int:
         try:
@@ -299,12 +365,36 @@ class SqliteSink:
         return max(1, min(ROWS_PER_STATEMENT, limit // len(_LINKED_COLUMNS)))
 
     def _connection(self) -> sqlite3.Connection:
-        if self._conn is None or self._pid != os.getpid():
-            # After a fork the parent's connection is left alone (closing it here
-            # could disturb the parent's locks); this process opens its own.
-            self._conn = self._open()
-            self._pid = os.getpid()
+        if self._conn is not None and self._pid == os.getpid():
+            if self._current_identity() == self._identity:
+                self._refuse_locked()
+                return self._conn
+            # Deleted, or replaced by another file: writing on would put every record in
+            # a file nobody can open any more. Make the store again and say so.
+            self._drop()
+            self._discard_stale_side_files()
+            self.recreated += 1
+            logger.bind(audit_store=str(self.path)).warning("toolrt audit database {} was deleted or replaced; making a new one (records written before are in the old file only)", self.path)
+            self._prepare()
+        elif self._conn is None and self._identity is not None and self._current_identity() is None:
+            self._prepare()  # the last write failed and the file is gone: make it again
+        # After a fork the parent's connection is left alone (closing it here
+        # could disturb the parent's locks); this process opens its own.
+        self._refuse_locked()
+        self._conn = self._open()
+        self._pid = os.getpid()
+        self._identity = self._current_identity()
         return self._conn
+
+    def _discard_stale_side_files(self) -> None:
+        """The -wal and -shm left beside a deleted database belong to it, not to the new one."""
+        if self._current_identity() is not None:
+            return
+        for suffix in _SIDE_FILES[1:]:
+            try:
+                os.unlink(f"{self.path}{suffix}")
+            except OSError:
+                pass
 
     def close(self) -> None:
         """Close the write connection (the next write reopens it)."""
@@ -313,6 +403,13 @@ class SqliteSink:
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
+        if conn is not None and any(_locked_flags(f"{self.path}{suffix}") for suffix in _SIDE_FILES):
+            # Closing checkpoints the WAL through the mapped -shm file: on a file that cannot
+            # change that is a SIGBUS. The connection is kept, unused, for the process's life:
+            # one extra reference that is never given back, so that not even the
+            # interpreter's shutdown frees (and so closes) it.
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(conn))
+            return
         if conn is not None and self._pid == os.getpid():
             try:
                 conn.close()

@@ -19,8 +19,14 @@ import time
 from collections import deque
 from typing import Any
 
+from loguru import logger
+
 from runtime.audit.record import AuditRecord
 from runtime.audit.sinks import Sink
+
+# At most one warning per this many seconds about failing writes (the rest are counted
+# and summed up in the next warning), so that a broken store cannot flood the logs.
+LOG_EVERY_S = 10.0
 
 
 class AuditWriter:
@@ -100,6 +106,10 @@ class AuditWriter:
         self._lost = 0
         self._failed_batches = 0
         self._last_error: str | None = None
+        self._logged_at = -LOG_EVERY_S  # monotonic time of the last warning
+        self._unlogged = 0  # failures since then
+        self._dropped_logged = 0
+        self.warnings_logged = 0
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -255,6 +265,7 @@ class AuditWriter:
                 self._retired += count
                 position = self._retired
             self._write(batch)
+            self._report_drops()
             with self._done_cond:
                 self._done = position
                 self._done_cond.notify_all()
@@ -265,6 +276,7 @@ class AuditWriter:
         except Exception as err:  # noqa: BLE001 - a sink error must never reach a caller or end the thread
             self._failed_batches += 1
             self._last_error = f"{type(err).__name__}: {err}"
+            self._warn(f"toolrt audit: writing a batch of {len(batch)} record(s) failed ({self._last_error}); trying once more")
         else:
             self._written += len(batch)
             return
@@ -275,5 +287,23 @@ class AuditWriter:
             self._failed_batches += 1
             self._last_error = f"{type(err).__name__}: {err}"
             self._lost += len(batch)
+            self._warn(f"toolrt audit: a batch of {len(batch)} record(s) could not be written and is lost ({self._last_error}); {self._lost} lost so far")
         else:
             self._written += len(batch)
+
+    def _warn(self, message: str) -> None:
+        """Log ``message`` unless a warning went out less than LOG_EVERY_S ago (then count it)."""
+        now = time.monotonic()
+        if now - self._logged_at < LOG_EVERY_S:
+            self._unlogged += 1
+            return
+        more = f" ({self._unlogged} more audit failure(s) since the last warning)" if self._unlogged else ""
+        self._logged_at, self._unlogged = now, 0
+        self.warnings_logged += 1
+        logger.bind(audit_lost=self._lost, audit_dropped=self._dropped, audit_failed_batches=self._failed_batches).warning("{}{}", message, more)
+
+    def _report_drops(self) -> None:
+        dropped = self._dropped
+        if dropped > self._dropped_logged:
+            self._warn(f"toolrt audit: {dropped - self._dropped_logged} record(s) dropped unwritten (the queue was full: the store is slower than the calls, or stuck); {dropped} so far")
+            self._dropped_logged = dropped
