@@ -112,6 +112,15 @@ class Settings(BaseSettings):
     )
     cel_engine: Engine = Field(default="auto", description="auto picks cel-expr-python when installed.")
     schema_engine: Engine = Field(default="auto", description="auto picks jsonschema-rs when installed.")
+    cel_cost_limit: int = Field(
+        default=100_000,
+        ge=1,
+        le=100_000_000,
+        description=(
+            "Worst-case cost (about one unit per CEL operation) an expression may have on the largest input its tool's schema"
+            " accepts; lint rejects one over it and says which schema bound to add."
+        ),
+    )
     pack_dirs: list[Path] = Field(default_factory=list, description="Extra directories searched for packs, before the shipped ones.")
     max_config_file_bytes: int = Field(default=1_048_576, ge=1024)
     default_output: DefaultOutput = Field(default_factory=DefaultOutput)

@@ -31,7 +31,7 @@ spec:
 """
 BAD = TOOL.replace("builtin:file_read", "builtin:file_raed")  # unknown-builtin at 7:12
 WARNING_ONLY = TOOL.replace("{type: string}", "{type: string, maxLenght: 5}")  # schema-unknown-keyword warning at 12:39
-TYPE_ERROR = TOOL + "  rules:\n    - name: r\n      expression: '1 + \"a\" == 2'\n      message: m\n"  # cel-type with the fast engine only
+TYPE_ERROR = TOOL + "  rules:\n    - name: r\n      expression: '1 + \"a\" == 2'\n      message: m\n"  # cel-type with both engines (each in its own words)
 
 LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<severity>error|warning)\[(?P<code>[a-z0-9-]+)\]: (?P<message>.+)$")
 
@@ -229,11 +229,21 @@ def test_strict_turns_a_warning_only_config_into_exit_1(workdir: Path) -> None:
 
 
 def test_engine_flag_selects_the_cel_engine(workdir: Path) -> None:
-    write(workdir, TYPE_ERROR)
+    # Mixing uint and int literals in a comparison: cel-cpp's checker refuses it, while
+    # both engines compare the values at run time (so toolrt's own checker lets it be).
+    write(workdir, TOOL + "  rules:\n    - name: r\n      expression: '1u < 2'\n      message: m\n")
     fast_code, fast_out, _ = run("lint", "config", "--engine", "fast")
     assert fast_code == EXIT_PROBLEMS
-    assert "error[cel-type]" in fast_out
+    assert "error[cel-type]" in fast_out and "no matching overload" in fast_out
     assert run("lint", "config", "--engine", "portable")[0] == EXIT_OK
+
+
+def test_both_engines_report_a_type_error_in_the_same_words(workdir: Path) -> None:
+    write(workdir, TYPE_ERROR)
+    outputs = [run("lint", "config", "--engine", engine) for engine in ("fast", "portable")]
+    assert [code for code, _, _ in outputs] == [EXIT_PROBLEMS, EXIT_PROBLEMS]
+    assert outputs[0][1] == outputs[1][1]
+    assert "error[cel-type]" in outputs[0][1] and "is not defined for" in outputs[0][1]
 
 
 # ---------------------------------------------------------------------------

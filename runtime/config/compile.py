@@ -21,6 +21,7 @@ from typing import Any
 from runtime.config.cache import CompileCache
 from runtime.config.consistency import check_consistency
 from runtime.config.expressions import Finding, compile_expression
+from runtime.config.exprtypes import TypedCheck, type_findings, variable_types
 from runtime.config.files import builtin_pack_dirs, find_pack, read_source
 from runtime.config.handlers import resolve_handler
 from runtime.config.load import LoadedConfig, LoadedDocument, load_documents
@@ -142,6 +143,9 @@ class _Builder:
         self.search_dirs = [r if r.is_dir() else r.parent for r in roots]
         self.problems: list[Problem] = []
         self.redaction_hashes: dict[str, str] = {}
+        self.cost_limit = settings.cel_cost_limit
+        self.mounted_tools: set[str] = set()
+        self.failed_expressions: set[tuple[int, tuple[str | int, ...]]] = set()  # (document, path): already reported, not typed
 
     def report(self, entry: LoadedDocument, findings: Sequence[Finding], prefix: tuple[str | int, ...] = ()) -> None:
         doc = entry.source
@@ -161,9 +165,11 @@ class _Builder:
         redaction = self._redaction_profiles(of[RedactionProfileDocument])
         mcp_servers = {e.model.metadata.name: e.model.spec for e in of[McpServerDocument]}
         tools = [t for t in (self._tool(e, output_profiles, redaction, mcp_servers) for e in of[ToolDocument]) if t is not None]
+        self.mounted_tools = {_document_key(e) for e in of[ToolDocument] if e.mounted}
         policies = [p for p in (self._policy(e) for e in of[PolicyDocument]) if p is not None]
         workflows, workflow_tools = self._workflows(of[WorkflowDocument], tools)
         tools.extend(workflow_tools)
+        self._type_policy_rules(of[PolicyDocument], tools)
         tests = tuple(PolicyTestEntry(e.model.metadata.name, case, e.source.locate(("spec", "cases", i))) for e in of[PolicyTestDocument] for i, case in enumerate(e.model.spec.cases))
         if any(p.is_error for p in self.problems):
             return None
@@ -307,7 +313,7 @@ class _Builder:
     def _tool(self, entry: LoadedDocument, output_profiles: Mapping[str, OutputSettings], redaction: Mapping[str, CompiledRedaction], mcp_servers: Mapping[str, Any]) -> CompiledTool | None:
         model: ToolDocument = entry.model  # type: ignore[assignment]
         spec = model.spec
-        pieces = self.cache.compiled(("tool", entry.source.content_hash, self.engine.name, self.schema_engine), lambda: self._tool_pieces(model))
+        pieces = self.cache.compiled(("tool", entry.source.content_hash, self.engine.name, self.schema_engine, self.cost_limit), lambda: self._tool_pieces(model))
         self.report(entry, pieces.findings)
         # A python module is looked for beside the YAML that names it, then in the roots.
         search = (Path(entry.source.file).parent, *self.search_dirs)
@@ -372,12 +378,18 @@ class _Builder:
         arguments = ArgumentValidator(spec.input_schema, self.schema_engine) if schema_ok else None
         rules: list[CompiledRule] = []
         seen: dict[str, int] = {}
+        typed = None
+        if schema_readable:
+            cel_variables, bounds, key = variable_types(spec.input_schema)
+            typed = TypedCheck(cel_variables, bounds, "bool", self.cost_limit, "rule", key=key)
         for index, rule in enumerate(spec.rules):
             name = rule.name or f"rule-{index + 1}"
             if name in seen:
                 findings.append(Finding(("spec", "rules", index, "name"), "duplicate-name", f"rule name `{name}` is already used by rule {seen[name] + 1} of this tool; give each rule its own name."))
             seen[name] = index
-            program, rule_findings = self._expression(rule.expression, ("spec", "rules", index, "expression"), RULE_VARIABLES, spec.input_schema if schema_readable else None)
+            program, rule_findings = compile_expression(
+                rule.expression, ("spec", "rules", index, "expression"), RULE_VARIABLES, self.engine, spec.input_schema if schema_readable else None, typed=typed
+            )
             findings.extend(rule_findings)
             if program is not None:
                 rules.append(CompiledRule(name, rule.expression, rule.message, rule.on_error, program, compile_direct(rule.expression)))
@@ -388,6 +400,51 @@ class _Builder:
 
     def _expression(self, source: str, path: tuple[str | int, ...], variables: tuple[str, ...], schema: dict[str, Any] | None) -> tuple[Any, list[Finding]]:
         return compile_expression(source, path, variables, self.engine, schema)
+
+    def _untyped(self, field_name: str, result: str | None = "bool", *, with_commands: bool = False) -> TypedCheck:
+        """Types for an expression that no tool schema applies to (args of unknown fields)."""
+        variables, bounds, key = variable_types(None, with_commands=with_commands)
+        return TypedCheck(variables, bounds, result, self.cost_limit, field_name, key=key)
+
+    # -- typing policy conditions against the tools they apply to ---------------
+
+    def _type_policy_rules(self, entries: Sequence[LoadedDocument], tools: Sequence[CompiledTool]) -> None:
+        """Type each rule's ``when`` and ``reason_expression`` against every tool its
+        globs match (a glob over tools of different schemas is checked against each);
+        a rule that matches no tool is typed with arguments of unknown fields."""
+        for entry in entries:
+            model: PolicyDocument = entry.model  # type: ignore[assignment]
+            for index, rule in enumerate(model.spec.rules):
+                matched: list[CompiledTool | None] = [t for t in tools if _glob_matches(rule.tools, t)] or [None]
+                literal = len(rule.tools) == 1 and not any(ch in rule.tools[0] for ch in "*?[")
+                for field_name, source, result in (("`when`", rule.when, "bool"), ("`reason_expression`", rule.reason_expression, "string")):
+                    if not source:
+                        continue
+                    path = ("spec", "rules", index, "when" if result == "bool" else "reason_expression")
+                    if (id(entry), path) in self.failed_expressions:
+                        continue  # one mistake, one message: the compile error already said it
+                    grouped: dict[tuple[str, str, bool, Any], list[str]] = {}
+                    for tool in matched:
+                        for finding in self._typed_for_tool(source, path, tool, field_name, result):
+                            grouped.setdefault((finding.code, finding.message, finding.warning, finding.inner), []).append(tool.key if tool else "")
+                    findings = []
+                    for (code, message, warning, inner), names in grouped.items():
+                        subject = _subject(names, literal)
+                        # A mounted tool's schema is the remote server's: what it makes of a
+                        # rule is reported, but does not stop the build (as its own problems).
+                        remote = all(name in self.mounted_tools for name in names if name)
+                        findings.append(Finding(path, code, subject + message, warning or (remote and any(names)), inner))
+                    self.report(entry, findings)
+
+    def _typed_for_tool(self, source: str, path: tuple[str | int, ...], tool: CompiledTool | None, field_name: str, result: str) -> list[Finding]:
+        schema = tool.spec.input_schema if tool is not None else None
+        line = tool.spec.command_line if tool is not None else None
+        variables, bounds, key = self.cache.compiled(("cel-types", _schema_key(schema), line), lambda: variable_types(schema, line, with_commands=True))
+        # A rule that matches no tool applies to nothing yet: its cost is judged per tool.
+        limit = self.cost_limit if tool is not None else 10**18
+        typed = TypedCheck(variables, bounds, result, limit, field_name, key=key)
+        cache_key = ("cel-typed", source, key, field_name, result, limit)
+        return list(self.cache.compiled(cache_key, lambda: tuple(type_findings(source, path, typed, own_schema=False))))
 
     def _resolve_output(self, own: OutputSettings, profile: OutputSettings | None) -> ResolvedOutput:
         default = self.settings.default_output
@@ -429,8 +486,9 @@ class _Builder:
 
     def _policy(self, entry: LoadedDocument) -> CompiledPolicy | None:
         model: PolicyDocument = entry.model  # type: ignore[assignment]
-        pieces = self.cache.compiled(("policy", entry.source.content_hash, self.engine.name), lambda: self._policy_pieces(model))
+        pieces = self.cache.compiled(("policy", entry.source.content_hash, self.engine.name, self.cost_limit), lambda: self._policy_pieces(model))
         self.report(entry, pieces.findings)
+        self.failed_expressions.update((id(entry), f.path) for f in pieces.findings if not f.warning)
         if any(not f.warning for f in pieces.findings):
             return None
         rules = tuple(
@@ -466,10 +524,11 @@ class _Builder:
             seen[rule.name] = index
             when = reason = None
             if rule.when:
-                when, more = self._expression(rule.when, (*base, "when"), POLICY_VARIABLES, None)
+                when, more = compile_expression(rule.when, (*base, "when"), POLICY_VARIABLES, self.engine, explain=self._untyped("`when`", with_commands=True))
                 findings.extend(more)
             if rule.reason_expression:
-                reason, more = self._expression(rule.reason_expression, (*base, "reason_expression"), POLICY_VARIABLES, None)
+                explain = self._untyped("`reason_expression`", "string", with_commands=True)
+                reason, more = compile_expression(rule.reason_expression, (*base, "reason_expression"), POLICY_VARIABLES, self.engine, explain=explain)
                 findings.extend(more)
             compiled.append((glob_matcher(rule.tools), when, reason))
         return _PolicyPieces(tuple(findings), tuple(compiled))
@@ -520,6 +579,36 @@ def _attributes(model: ToolDocument, handler_kind: str) -> Mapping[str, Any]:
             "command_line": spec.command_line or "",
         }
     )
+
+
+def _document_key(entry: LoadedDocument) -> str:
+    metadata = entry.model.metadata  # type: ignore[attr-defined]
+    version = getattr(metadata, "version", None)
+    return f"{metadata.name}@{version}" if version else str(metadata.name)
+
+
+def _glob_matches(globs: Sequence[str], tool: CompiledTool) -> bool:
+    for glob in globs:
+        if fnmatch.fnmatchcase(tool.name, glob) or (tool.version and fnmatch.fnmatchcase(f"{tool.name}@{tool.version}", glob)):
+            return True
+    return False
+
+
+def _subject(names: Sequence[str], literal: bool) -> str:
+    """"for tool `x`: " before a finding of a rule checked per tool (none when the
+    rule names exactly one tool, or matches none)."""
+    names = [n for n in names if n]
+    if literal or not names:
+        return ""
+    if len(names) == 1:
+        return f"for tool `{names[0]}`: "
+    shown = ", ".join(f"`{n}`" for n in names[:5])
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    return f"for tools {shown}{more}: "
+
+
+def _schema_key(schema: Any) -> str:
+    return hashlib.sha256(repr(schema).encode()).hexdigest() if schema is not None else ""
 
 
 def _roots(source: str) -> tuple[Any, ...]:

@@ -1,10 +1,11 @@
 """Checking and compiling the CEL expressions found in config.
 
 Each expression is checked in the same order whichever engine runs: tokens (syntax
-the lexer can see), names (only declared variables), ``args`` fields against the
-tool's input schema, cost bounds (nesting, comprehension depth), ``matches()``
-patterns as RE2, then the engine's own compile (syntax, and types with the fast
-engine). Findings are location-free so that they can be cached by content and placed
+the lexer can see), names (only declared variables), cost bounds (nesting,
+comprehension depth), ``matches()`` patterns as RE2, the engine's own compile
+(syntax, and the types of literals with the fast engine), then types against the
+tool's input schema, the result type and the worst-case cost
+(:mod:`runtime.config.exprtypes`), the same with either engine. Findings are location-free so that they can be cached by content and placed
 in the file later.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.config.exprtypes import TypedCheck, type_findings
 from runtime.config.suggest import did_you_mean
 from runtime.errors import CelCompileError
 from runtime.policy.cel import CelEngine, CelProgram
@@ -44,8 +46,16 @@ def compile_expression(
     variables: tuple[str, ...],
     engine: CelEngine,
     input_schema: dict[str, Any] | None = None,
+    *,
+    typed: TypedCheck | None = None,
+    explain: TypedCheck | None = None,
 ) -> tuple[CelProgram | None, list[Finding]]:
-    """Check and compile one expression. The program is None when there are errors."""
+    """Check and compile one expression. The program is None when there are errors.
+
+    ``typed`` types the expression (:func:`type_findings`): the variables' types,
+    what its result must be, and the cost budget. Without it only the field names
+    under ``args`` are checked against ``input_schema``. ``explain`` is used only to
+    word a type error the engine found (policy conditions are typed per tool later)."""
     try:
         facts = analyse(source)
     except LexError as err:
@@ -70,17 +80,33 @@ def compile_expression(
             check_pattern(pattern)
         except RegexRejected as err:
             findings.append(Finding(path, err.code, f"in matches(): {err.message}", inner=at(literal.offset)))
-    if input_schema is not None:
+    if typed is None and input_schema is not None:
         findings.extend(_args_findings(source, facts.args_paths, input_schema, path))
     if any(not f.warning for f in findings):
+        if typed is not None:  # report every problem at once: the fields and types too
+            findings.extend(f for f in type_findings(source, path, typed) if not f.warning and f.code in ("cel-type", "cel-unknown-arg"))
         return None, findings
     try:
         program = engine.compile(source, variables)
     except CelCompileError as err:
         code = "cel-syntax" if "yntax" in err.message else "cel-type"
+        wording = typed or explain
+        if code == "cel-type" and wording is not None:
+            # The fast engine types what it can see (literals, macros); toolrt's checker
+            # finds the same mistakes and says which types and how to fix it.
+            ours = type_findings(source, path, wording)
+            if any(not f.warning and f.code in ("cel-type", "cel-unknown-arg") for f in ours):
+                # All of them for a typed rule (as the portable engine reports it); for a
+                # policy condition, typed per tool later, only the type errors.
+                return None, findings + [f for f in ours if typed is not None or (not f.warning and f.code in ("cel-type", "cel-unknown-arg"))]
         detail = err.message.removeprefix("Syntax error: ").removeprefix("syntax error: ")
         findings.append(Finding(path, code, f"CEL {'syntax' if code == 'cel-syntax' else 'type'} error: {sentence(detail)} Fix the expression.", inner=(err.line, err.col)))
         return None, findings
+    if typed is not None:
+        # After the engine's compile, so that a syntax error is reported once, by the engine.
+        findings.extend(type_findings(source, path, typed))
+        if any(not f.warning for f in findings):
+            return None, findings
     return program, findings
 
 

@@ -452,7 +452,17 @@ def _portable_overrides() -> dict[str, Any]:
             return base_functions["contains"](celtypes.StringType(text), celtypes.StringType(part))
         return errors_first(text, part) or no_overload("contains", text, part)
 
-    overrides: dict[str, Any] = {"_==_": eq, "_!=_": ne, "_in_": contains_item, "_[_]": index, "size": size, "contains": contains}
+    def matches(text: Any, pattern: Any) -> Any:
+        # RE2, as the fast engine: linear time whatever the pattern (Python's re is not),
+        # so lint's cost estimate of matches() holds on both engines.
+        if isinstance(text, str) and isinstance(pattern, str):
+            try:
+                return celtypes.BoolType(re2_tester(str(pattern))(str(text)))
+            except Exception as err:  # noqa: BLE001 - a bad pattern or unencodable text is an evaluation error
+                return CELEvalError(f"matches: {err}", ValueError, ())
+        return errors_first(text, pattern) or no_overload("matches", text, pattern)
+
+    overrides: dict[str, Any] = {"_==_": eq, "_!=_": ne, "_in_": contains_item, "_[_]": index, "size": size, "contains": contains, "matches": matches}
     for name, op in {"_<_": operator.lt, "_<=_": operator.le, "_>_": operator.gt, "_>=_": operator.ge}.items():
         overrides[name] = ordering(name, op)
     for name in ("_+_", "_-_", "_*_", "_/_", "_%_"):

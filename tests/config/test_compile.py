@@ -20,6 +20,7 @@ spec:
   output: {output}
   input_schema:
     type: object
+    required: [path]
     properties:
       path: {{type: string}}
   rules:

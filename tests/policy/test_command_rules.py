@@ -23,7 +23,7 @@ spec:
   description: Run a command line.
   handler: builtin:tool_search
   command_line: line
-  input_schema: {type: object, required: [line], properties: {line: {type: string}}}
+  input_schema: {type: object, required: [line], properties: {line: {type: string, maxLength: 4000}}}
 ---
 apiVersion: toolrt/v1
 kind: Tool

@@ -1,0 +1,213 @@
+"""Typing config expressions: what each variable holds, what the result must be, and
+what an expression may cost.
+
+:func:`variable_types` builds the types CEL expressions see for one tool (``args``
+from its input schema; ``tool``, ``session``, ``call`` and ``commands`` from what the
+runtime builds); :func:`type_findings` runs :mod:`runtime.policy.celcheck` on one
+expression and turns its issues into findings: type errors, a result that is not
+what the field needs (a rule or ``when`` that is not a bool never matches: fail-open),
+optional fields read without ``has()``, and a worst-case cost over the budget, with
+the schema bound that would bring it down.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime.policy.celast import ParseError, parse
+from runtime.policy.celcheck import check
+from runtime.policy.celrefs import offset_to_line_col
+from runtime.policy.celtypes import (
+    BOOL,
+    INT,
+    MAX_ARGUMENT_BYTES,
+    STRING,
+    CelType,
+    SizeBound,
+    closed_object,
+    from_schema,
+    list_of,
+    map_of,
+    size_var,
+)
+from runtime.policy.shell import MAX_LINE_LENGTH
+
+#: A rule that lints clean evaluates within this many cost units (see celcheck). One
+#: unit is about one CEL operation: 0.1-0.4 us on the fast engine, 15-30 us on the
+#: portable one (measured), so the default bounds an evaluation near 40 ms on the fast
+#: engine; the portable engine also has a run-time time limit.
+DEFAULT_COST_LIMIT = 100_000
+UNTYPED = "(untyped values)"
+
+_WHAT = {"bool": "a bool", "string": "a string"}
+
+
+@dataclass(frozen=True)
+class TypedCheck:
+    """How to type one expression: its variables, the result kind it must have
+    (``bool``, ``string`` or None for any), the cost limit, and whom it applies to."""
+
+    variables: Mapping[str, CelType]
+    bounds: Mapping[str, SizeBound]
+    result: str | None = "bool"
+    cost_limit: int = DEFAULT_COST_LIMIT
+    field_name: str = "expression"  # how messages name the field: rule, `when`...
+    subject: str = ""  # "for tool `x`: " when a policy rule is checked per tool
+    key: str = field(default="", compare=False)  # a content key of the types, for caches
+
+
+def variable_types(schema: Any, command_line: str | None = None, *, with_commands: bool = False) -> tuple[dict[str, CelType], dict[str, SizeBound], str]:
+    """The variables' types for a tool with input ``schema`` (None: args of no known
+    schema), their size bounds, and a content key of both."""
+    read = from_schema(schema if schema is not None else {"type": "object"}, "args")
+    bounds = dict(read.bounds)
+    bounds[UNTYPED] = SizeBound(MAX_ARGUMENT_BYTES // 2, False, "maxItems", "(values of no declared type)")
+    # With no schema, `args` is a map of unknown keys: reading one is not flagged (no
+    # label), since nothing says which keys the tools it will meet have.
+    variables = {"args": read.root.with_(label="args" if schema is not None else ""), **_fixed_types(bounds)}
+    if with_commands and not command_line:
+        variables["commands"] = list_of(list_of(STRING)).with_(label="commands")  # always empty: the tool runs no command line
+    elif with_commands:
+        line_bound = bounds.get(f"args.{command_line}") if command_line else None
+        limit = min(line_bound.limit if line_bound is not None else MAX_ARGUMENT_BYTES, MAX_LINE_LENGTH)  # longer lines are not split
+        # A line of n characters holds at most n/2 words in all: nested iteration over
+        # commands and their words shares that total (as lists share the argument cap).
+        count = max(1, limit // 2)
+        per_command = max(1, limit // 2 // count)
+        shares = {"commands": count, "commands[]": per_command, "commands[][]": max(1, limit // (count * per_command))}
+        for name, bound in shares.items():
+            bounds[name] = SizeBound(bound, line_bound.declared if line_bound else False, "maxLength", line_bound.pointer if line_bound else "the command line")
+        word = STRING.with_(size=size_var("commands[][]"))
+        variables["commands"] = list_of(list_of(word, size_var("commands[]")), size_var("commands")).with_(label="commands")
+    key = hashlib.sha256(json.dumps([schema, command_line, with_commands], sort_keys=True, default=str).encode()).hexdigest()
+    return variables, bounds, key
+
+
+def _fixed_types(bounds: dict[str, SizeBound]) -> dict[str, CelType]:
+    """``tool``, ``session`` and ``call`` as the runtime builds them (see
+    runtime.config.compile._attributes and runtime.pipeline.validate.cel_data)."""
+    for name, keyword in (("session.labels", "maxProperties"), ("session.labels.*", "maxLength"), ("session.text", "maxLength"), ("tool.text", "maxLength"), ("tool.labels", "maxProperties")):
+        # Set by the app and the config (trusted), not by the model: sized like arguments.
+        bounds[name] = SizeBound(MAX_ARGUMENT_BYTES // (5 if keyword == "maxProperties" else 1), False, keyword, name)
+    tool_text = STRING.with_(size=size_var("tool.text"))
+    session_text = STRING.with_(size=size_var("session.text"))
+    flag = BOOL
+    tool = closed_object(
+        {
+            "name": tool_text, "version": tool_text, "labels": map_of(STRING, tool_text, size_var("tool.labels")),
+            "read_only": flag, "idempotent": flag, "risk": tool_text.with_(enum=("low", "medium", "high", "critical")),
+            "trust": tool_text.with_(enum=("trusted", "untrusted")), "handler": tool_text.with_(enum=("builtin", "python", "mcp", "command", "http", "workflow")),
+            "defer_loading": flag, "edits_workspace": flag, "command_line": tool_text,
+        },
+        "tool",
+    )
+    session = closed_object(
+        {
+            "id": session_text, "user": session_text,
+            "mode": session_text.with_(enum=("default", "plan", "accept_edits", "bypass")),
+            "labels": map_of(STRING, STRING.with_(size=size_var("session.labels.*")), size_var("session.labels")),
+        },
+        "session",
+    )
+    call = closed_object({"id": session_text, "index": INT}, "call")
+    return {"tool": tool, "session": session, "call": call}
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(source: str) -> Any:
+    try:
+        return parse(source)
+    except ParseError as err:
+        return err
+
+
+def type_findings(source: str, path: tuple[str | int, ...], typed: TypedCheck, *, own_schema: bool = True) -> list[Any]:
+    """Findings (see runtime.config.expressions.Finding) for ``source`` under ``typed``."""
+    from runtime.config.expressions import Finding
+
+    tree = _parsed(source)
+    if isinstance(tree, ParseError):
+        message = (
+            f"{typed.subject}this expression uses syntax lint cannot type ({tree}), so its field names, types and cost are "
+            "unchecked. Rewrite it with CEL's standard operators, functions and macros."
+        )
+        return [Finding(path, "cel-unchecked", message, warning=True, inner=offset_to_line_col(source, tree.offset))]
+    variables = {name: value for name, value in typed.variables.items()}
+    result = check(tree, variables, own_schema=own_schema)
+    findings = [
+        Finding(path, issue.code, typed.subject + issue.message, warning=issue.warning, inner=offset_to_line_col(source, issue.offset)) for issue in result.issues
+    ]
+    expected = typed.result
+    kind = result.type.kind
+    if expected is not None and not any(not f.warning for f in findings):
+        if kind not in (expected, "dyn"):
+            if expected == "bool":
+                message = (
+                    f"{typed.subject}this {typed.field_name} is {result.type.describe()}, not a bool: a condition that is not a bool "
+                    "never matches, so a deny or ask rule would never fire (fail-open) and a business rule would reject every call. "
+                    f"{_bool_fix(kind)}"
+                )
+            else:
+                message = f"{typed.subject}this {typed.field_name} is {result.type.describe()}, not {_WHAT.get(expected, expected)}. Convert it: string(...)."
+            findings.append(Finding(path, "cel-result-type", message, inner=(1, 1)))
+        elif kind == "dyn" and expected == "bool":
+            findings.append(
+                Finding(
+                    path,
+                    "cel-result-type",
+                    f"{typed.subject}lint cannot tell whether this {typed.field_name} is a bool (it reads values of no declared type); "
+                    "if it is not, it never matches. Compare it explicitly, e.g. `... == true`, or declare the types in the input schema.",
+                    warning=True,
+                    inner=(1, 1),
+                )
+            )
+    findings.extend(_cost_findings(result.cost, path, typed))
+    return findings
+
+
+def _bool_fix(kind: str) -> str:
+    if kind in ("string", "list", "map", "bytes", "object"):
+        return "Test it: e.g. `size(...) > 0`, `x == \"...\"`, `x.contains(\"...\")`."
+    if kind in ("int", "uint", "double", "number"):
+        return "Compare it: e.g. `... > 0`."
+    return "Write a comparison or a test that gives true or false."
+
+
+def _cost_findings(cost: Any, path: tuple[str | int, ...], typed: TypedCheck) -> list[Any]:
+    from runtime.config.expressions import Finding
+
+    limits = {name: float(bound.limit) for name, bound in typed.bounds.items()}
+    worst = cost.evaluate(limits)
+    if worst <= typed.cost_limit:
+        return []
+    # Which size drives it: the variable whose halving saves the most.
+    drivers = []
+    for name in sorted(cost.variables()):
+        bound = typed.bounds.get(name)
+        if bound is None:
+            continue
+        lowered = dict(limits)
+        lowered[name] = max(1.0, limits[name] / 1000)
+        drivers.append((worst - cost.evaluate(lowered), name, bound))
+    drivers.sort(key=lambda item: (-item[0], item[1]))
+    fixes: list[str] = []
+    for saving, name, bound in drivers[:2]:
+        if fixes and saving < worst / 10:
+            break
+        if bound.declared:
+            fixes.append(f"`{name}` may hold up to {bound.limit:,} ({bound.keyword} at {bound.pointer}): lower that bound")
+        elif name == UNTYPED:
+            fixes.append("values of no declared type may hold up to the whole argument size: declare their type and a maxItems/maxLength")
+        else:
+            fixes.append(f"`{name}` has no {bound.keyword} (so up to {bound.limit:,}): add `{bound.keyword}` at input_schema {bound.pointer}")
+    how = "; ".join(fixes) or "simplify the expression"
+    message = (
+        f"{typed.subject}this {typed.field_name} may cost up to {worst:,.0f} units per evaluation, over the limit of {typed.cost_limit:,} "
+        f"(setting cel_cost_limit): on large inputs it would stall every session. {how[0].upper()}{how[1:]}."
+    )
+    return [Finding(path, "cel-cost", message)]
