@@ -249,15 +249,6 @@ def test_the_cost_limit_is_a_setting(lint: Lint) -> None:
     assert problem.code == "cel-cost" and "limit of 50" in problem.message and "maxItems at properties.rows" in problem.message
 
 
-def test_a_workflow_condition_must_be_a_bool(lint: Lint) -> None:
-    workflow = (
-        "apiVersion: toolrt/v1\nkind: Workflow\nmetadata: {name: w}\nspec:\n  steps:\n"
-        "    - id: s\n      tool: t\n      when: 'size(args)'\n"
-    )
-    result = lint({"c.yaml": tool("true"), "w.yaml": workflow})
-    assert "cel-result-type" in [p.code for p in result.problems]
-
-
 def test_lint_strict_exits_1_on_each_class(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     for index, case in enumerate(RULES):
