@@ -54,6 +54,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="toolrt", description="Declarative tool runtime for LLM agents.")
+    parser.add_argument("--version", action="version", version=f"toolrt {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     lint = sub.add_parser("lint", help="validate config directories or files")
@@ -199,6 +200,34 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     return _demo(args, out, err)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolrt")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        return "unknown"
+
+
+# How one call looks in each provider's format: given alone, it is answered like a turn of one.
+_SINGLE_CALL = {
+    "anthropic": lambda p: p.get("type") == "tool_use",
+    "openai-chat": lambda p: "role" not in p and (p.get("type") == "function" or isinstance(p.get("function"), dict)),
+    "openai-responses": lambda p: p.get("type") == "function_call",
+}
+
+
+def _calls_payload(provider: str, payload: object) -> tuple[object, str | None]:
+    """The payload as the provider's parser takes it, or why it cannot be read."""
+    if payload is None:
+        return None, "the calls file holds null: give the assistant message, its list of calls, or one call"
+    if isinstance(payload, dict) and _SINGLE_CALL[provider](payload):
+        return [payload], None
+    if not isinstance(payload, (dict, list)):
+        return None, f"the calls file holds a JSON {type(payload).__name__}: give the assistant message, its list of calls, or one call"
+    return payload, None
+
+
 def _settings(engine: str | None) -> Settings:
     if engine is None:
         return Settings()
@@ -300,6 +329,13 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
             err.write(f"toolrt run: cannot read the calls file: {error}\n")
             return EXIT_USAGE
+        except RecursionError:
+            err.write("toolrt run: the calls file nests deeper than JSON can be read here; no call in it was run\n")
+            return EXIT_USAGE
+        payload, problem = _calls_payload(args.provider, payload)
+        if problem is not None:
+            err.write(f"toolrt run: {problem}\n")
+            return EXIT_USAGE
     else:
         try:
             call_args = json.loads(args.args)
@@ -314,6 +350,10 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         calls = [Call(id="call_1", name=args.tool, args=call_args if isinstance(call_args, dict) else None, parse_error=None if isinstance(call_args, dict) else "arguments must be a JSON object")]
     else:
         calls = adapters.parse_calls(args.provider, payload, snapshot=runtime.snapshot)
+        if not calls:
+            runtime.close_sync()
+            err.write(f"toolrt run: no {args.provider} tool call found in the calls file (is --provider right?); nothing was run\n")
+            return EXIT_PROBLEMS
     session = Session(mode=args.mode or runtime.settings.permission_mode.value)
     results = runtime.run_turn_sync(calls, session)
     runtime.close_sync()  # the last audit records are written before the process ends
@@ -343,6 +383,9 @@ def _test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if snapshot is None:
         return EXIT_PROBLEMS
     results = run_policy_tests(snapshot)
+    if not results:
+        err.write("toolrt test: no PolicyTest cases in the config: a test run that checks nothing does not pass. Add a PolicyTest document.\n")
+        return EXIT_PROBLEMS
     for case in results:
         out.write(f"{'PASS' if case.passed else 'FAIL'}  {case.suite} / {case.name}: {case.detail}" + ("" if case.passed else f"  ({case.location})") + "\n")
     failed = sum(not c.passed for c in results)

@@ -310,3 +310,80 @@ def test_toolrt_call_writes_its_audit_record_before_it_exits(tmp_path) -> None:
     out = io.StringIO()
     assert main(["call", "--config", str(examples), "--workspace", str(tmp_path), "tool_search", "--args", '{"query": "read"}'], stdout=out) == 0
     assert [row["tool"] for row in query(store_path(tmp_path))] == ["tool_search"]
+
+
+# ---------------------------------------------------------------------------
+# every call given is answered; what cannot be read is an error, never an empty answer
+
+
+def test_version_prints_the_package_version() -> None:
+    code, out, _ = run("--version")
+    assert code == EXIT_OK
+    assert re.fullmatch(r"toolrt \S+\n", out)
+
+
+@pytest.mark.parametrize(
+    ("provider", "call", "reply_key"),
+    [
+        ("anthropic", {"type": "tool_use", "id": "toolu_1", "name": "list_dir", "input": {}}, "tool_use_id"),
+        ("openai-chat", {"id": "c1", "type": "function", "function": {"name": "list_dir", "arguments": "{}"}}, "tool_call_id"),
+        ("openai-responses", {"type": "function_call", "call_id": "c1", "name": "list_dir", "arguments": "{}"}, "call_id"),
+    ],
+)
+def test_run_answers_a_single_call_object(workdir: Path, provider: str, call: dict, reply_key: str) -> None:
+    (workdir / "call.json").write_text(json.dumps(call), encoding="utf-8")
+    code, out, err = run("run", "--config", str(CODING_AGENT), "--workspace", str(CODING_AGENT / "workspace"), "--provider", provider, "call.json")
+    assert code == EXIT_OK, err
+    assert reply_key in out and "README.md" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("null", "holds null"),
+        ("5", "holds a JSON int"),
+        ('"text"', "holds a JSON str"),
+        ("[" * 200_000 + "]" * 200_000, "nests deeper"),
+    ],
+    ids=["null", "number", "string", "deep"],
+)
+def test_run_refuses_a_payload_it_cannot_read_with_a_message(workdir: Path, content: str, words: str) -> None:
+    (workdir / "calls.json").write_text(content, encoding="utf-8")
+    code, out, err = run("run", "--config", str(CODING_AGENT), "calls.json")
+    assert code == EXIT_USAGE
+    assert words in err and out == ""
+    assert "Traceback" not in err
+
+
+def test_run_of_a_payload_without_calls_for_the_provider_is_not_a_silent_success(workdir: Path) -> None:
+    (workdir / "calls.json").write_text(json.dumps({"role": "assistant", "content": "no calls here"}), encoding="utf-8")
+    code, out, err = run("run", "--config", str(CODING_AGENT), "calls.json")
+    assert code == EXIT_PROBLEMS
+    assert "no anthropic tool call found" in err and out == ""
+
+
+def test_test_with_no_cases_fails_with_a_message(workdir: Path) -> None:
+    write(workdir, TOOL)
+    code, out, err = run("test", "config")
+    assert code == EXIT_PROBLEMS
+    assert "no PolicyTest cases" in err
+
+
+def test_lint_sarif_names_the_tool_version_rule_help_and_relative_uris_that_survive_spaces(workdir: Path) -> None:
+    config = workdir / "my config"
+    config.mkdir()
+    (config / "a tool.yaml").write_text(BAD, encoding="utf-8")
+    code, out, _ = run("lint", str(config), "--format", "sarif")
+    assert code == EXIT_PROBLEMS
+    run_ = json.loads(out)["runs"][0]
+    driver = run_["tool"]["driver"]
+    assert driver["version"] and driver["informationUri"].startswith("https://")
+    (rule,) = driver["rules"]
+    assert rule["id"] == "unknown-builtin"
+    assert rule["help"]["text"] and rule["helpUri"].startswith("https://")
+    location = run_["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": "my%20config/a%20tool.yaml", "uriBaseId": "%SRCROOT%"}
+    base = run_["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+    from urllib.parse import unquote, urlparse
+
+    assert Path(unquote(urlparse(base).path)) / unquote(location["uri"]) == (config / "a tool.yaml").resolve()

@@ -159,7 +159,7 @@ class _Builder:
 
     def build(self, loaded: LoadedConfig) -> Snapshot | None:
         docs = loaded.documents
-        self.problems.extend(check_consistency(docs))
+        self.problems.extend(check_consistency(docs, loaded.broken))
         of = _by_kind(docs)
         output_profiles = {e.model.metadata.name: e.model.spec for e in of[OutputProfileDocument]}
         redaction = self._redaction_profiles(of[RedactionProfileDocument])
@@ -396,6 +396,7 @@ class _Builder:
         variables = frozenset(ref.name for rule in spec.rules for ref in _roots(rule.expression))
         if spec.command_line is not None and schema_readable:
             findings.extend(_check_command_line(spec.command_line, spec.input_schema))
+        findings.extend(_settings_that_do_nothing(spec))
         return _ToolPieces(tuple(findings), arguments, tuple(rules), variables)
 
     def _expression(self, source: str, path: tuple[str | int, ...], variables: tuple[str, ...], schema: dict[str, Any] | None) -> tuple[Any, list[Finding]]:
@@ -552,6 +553,36 @@ def _check_command_line(name: str, schema: Mapping[str, Any]) -> list[Finding]:
     if not isinstance(required, list) or name not in required:
         return [Finding(path, "invalid-value", f"`command_line` argument `{name}` must be listed in `required`, so that every call carries the command line its rules judge.")]
     return []
+
+
+def _settings_that_do_nothing(spec: ToolSpec) -> list[Finding]:
+    """Warnings for settings the runtime will never act on, so the author is not misled."""
+    findings: list[Finding] = []
+    if spec.retry.attempts and not (spec.read_only or spec.idempotent):
+        findings.append(
+            Finding(
+                ("spec", "retry", "attempts"),
+                "retry-unsafe",
+                f"`retry.attempts: {spec.retry.attempts}` never takes effect: a tool is retried only when it is `read_only` or "
+                "`idempotent` (retrying a write could apply it twice). Mark the tool `idempotent: true` if a repeat is harmless, or drop `retry`.",
+                warning=True,
+            )
+        )
+    schema = spec.input_schema
+    properties: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
+    required: list[Any] = schema["required"] if isinstance(schema.get("required"), list) else []
+    for name in required:
+        sub = properties.get(name) if isinstance(name, str) else None
+        if isinstance(sub, dict) and "default" in sub:
+            findings.append(
+                Finding(
+                    ("spec", "input_schema", "properties", name, "default"),
+                    "schema-default-unused",
+                    f"`{name}` is required, so its `default` is never used (every call must give it). Drop the default, or take `{name}` out of `required`.",
+                    warning=True,
+                )
+            )
+    return findings
 
 
 def _defaults(schema: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from runtime.config.load import LoadedDocument
 from runtime.config.models import McpServerDocument, McpTransport, PolicyDocument, PolicyTestDocument, ToolDocument, WorkflowDocument
@@ -11,10 +11,14 @@ from runtime.config.problems import Problem, Severity
 from runtime.config.suggest import did_you_mean
 
 
-def check_consistency(docs: Sequence[LoadedDocument]) -> list[Problem]:
-    """Every cross-document problem in ``docs``."""
+def check_consistency(docs: Sequence[LoadedDocument], broken: Collection[tuple[str, str]] = ()) -> list[Problem]:
+    """Every cross-document problem in ``docs``. ``broken``: (kind, name) of documents
+    already reported as broken; references to them are not reported again."""
     problems = _duplicates(docs)
     tools = {e.model.metadata.name: e for e in docs if isinstance(e.model, ToolDocument)}
+    for kind, name in broken:
+        if kind == "Tool" and name and name not in tools:
+            tools[name] = None  # type: ignore[assignment]  # declared but broken: reported once, where it is
     versions = {(e.model.metadata.name, e.model.metadata.version) for e in docs if isinstance(e.model, ToolDocument)}
     for entry in docs:
         model = entry.model

@@ -40,6 +40,7 @@ class LoadedConfig:
     files: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)  # real paths already loaded
+    broken: set[tuple[str, str]] = field(default_factory=set)  # (kind, name) of documents that failed their structure check
 
 
 def load_documents(paths: Sequence[Path], settings: Settings, cache: CompileCache) -> LoadedConfig:
@@ -81,9 +82,20 @@ def _load_files(files: Iterable[Path], pack: str | None, settings: Settings, cac
                 result = check_structure(doc)
                 if result.model is None:
                     loaded.problems.extend(result.problems)
+                    loaded.broken.add(_kind_and_name(doc.data))
                     continue
                 model = cache.remember_model(doc.content_hash, result.model)
             loaded.documents.append(LoadedDocument(doc, model, pack))
+
+
+def _kind_and_name(data: Any) -> tuple[str, str]:
+    """The kind and name a broken document declares, as far as they can be read: what
+    references to it must not report again as "no such ..." (one mistake, one message)."""
+    if not isinstance(data, dict):
+        return ("", "")
+    metadata = data.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return (str(data.get("kind", "")), name if isinstance(name, str) else "")
 
 
 def _load_packs(settings: Settings, cache: CompileCache, loaded: LoadedConfig) -> None:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from runtime.config.models import API_VERSION, DOCUMENT_MODELS, KINDS
 from runtime.config.problems import Problem, Severity
 from runtime.config.schema import kind_schema
-from runtime.config.suggest import did_you_mean
+from runtime.config.suggest import closest, did_you_mean
 from runtime.config.yamlsource import SourceDocument
 from runtime.validation.violations import Violation, python_validator, violations
 from runtime.validation.wording import field_name, sentence
@@ -65,13 +65,25 @@ def check_structure(doc: SourceDocument) -> StructureResult:
 
     python, fast = _validators(str(kind))
     if fast is None or not fast.is_valid(data):
-        found = violations(python, data, root="the document")
+        found = _one_message_per_mistake(doc, violations(python, data, root="the document"))
         if found:
             return _fail(*(_to_problem(doc, v) for v in found))
     try:
         return StructureResult(DOCUMENT_MODELS[str(kind)].model_validate(data), ())
     except ValidationError as err:
         return _fail(*(_pydantic_problem(doc, e) for e in err.errors()))
+
+
+def _one_message_per_mistake(doc: SourceDocument, found: list[Violation]) -> list[Violation]:
+    """Drop "missing key `x`" where an unknown key beside it is a misspelling of `x`:
+    the typo is the one mistake, and its message already says "did you mean `x`?"."""
+    typos: set[tuple[tuple[str | int, ...], str]] = set()
+    for v in found:
+        if v.keyword in ("additionalProperties", "false") and v.key is not None:
+            meant = closest(v.key, _allowed_keys(doc.data, v.path[:-1]))
+            if meant:
+                typos.add((tuple(v.path[:-1]), meant[0]))
+    return [v for v in found if not (v.keyword == "required" and v.key is not None and (tuple(v.path), v.key) in typos)]
 
 
 def _fail(*problems: Problem) -> StructureResult:

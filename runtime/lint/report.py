@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from urllib.parse import quote
 
 from runtime.config.problems import Problem, Severity
+from runtime.lint.codes import help_for
 
 FORMATS = ("text", "json", "sarif", "github")
 _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -58,6 +62,7 @@ def _json(problems: Sequence[Problem], files: int, documents: int) -> str:
 
 def _sarif(problems: Sequence[Problem]) -> str:
     codes = sorted({p.code for p in problems})
+    root = Path.cwd()
     results = []
     for p in problems:
         region = {"startLine": max(p.location.line, 1), "startColumn": max(p.location.col, 1)}
@@ -67,20 +72,50 @@ def _sarif(problems: Sequence[Problem]) -> str:
                 "ruleIndex": codes.index(p.code),
                 "level": "error" if p.is_error else "warning",
                 "message": {"text": p.message},
-                "locations": [{"physicalLocation": {"artifactLocation": {"uri": p.location.file}, "region": region}}],
+                "locations": [{"physicalLocation": {"artifactLocation": _artifact(p.location.file, root), "region": region}}],
             }
         )
+    rules = []
+    for code in codes:
+        short, fix = help_for(code)
+        rules.append({"id": code, "name": code, "shortDescription": {"text": short}, "help": {"text": f"{short} {fix}"}, "helpUri": f"{_INFORMATION_URI}#in-ci"})
+    driver = {"name": "toolrt", "version": _version(), "semanticVersion": _version(), "informationUri": _INFORMATION_URI, "rules": rules}
     log = {
         "$schema": _SARIF_SCHEMA,
         "version": "2.1.0",
         "runs": [
             {
-                "tool": {"driver": {"name": "toolrt", "rules": [{"id": c, "shortDescription": {"text": c}} for c in codes]}},
+                "tool": {"driver": driver},
+                # Paths are relative to where lint ran, so that code scanning places them in the repository.
+                "originalUriBaseIds": {_BASE: {"uri": root.as_uri() + "/"}},
                 "results": results,
             }
         ],
     }
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+
+
+_BASE = "%SRCROOT%"
+_INFORMATION_URI = "https://pypi.org/project/toolrt/"
+
+
+def _artifact(file: str, root: Path) -> dict[str, str]:
+    """A SARIF artifactLocation: a URI relative to ``%SRCROOT%`` (percent-encoded, so
+    spaces and other characters survive), or an absolute file URI outside it."""
+    path = Path(file)
+    if path.is_absolute():
+        try:
+            path = path.relative_to(root)
+        except ValueError:
+            return {"uri": path.as_uri()}
+    return {"uri": quote(path.as_posix()), "uriBaseId": _BASE}
+
+
+def _version() -> str:
+    try:
+        return version("toolrt")
+    except PackageNotFoundError:
+        return "0.0.0"
 
 
 def _github(problems: Sequence[Problem]) -> str:

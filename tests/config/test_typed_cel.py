@@ -265,3 +265,58 @@ def test_shipped_examples_and_packs_lint_clean_under_strict() -> None:
     for folder in ("examples/coding-agent", "examples/customer-service", "policies"):
         result = build_snapshot([root / folder], Settings())
         assert result.problems == (), "\n".join(map(str, result.problems))
+
+
+# ---------------------------------------------------------------------------
+# settings that would do nothing
+
+
+def _plain_tool(extra: str, schema: str) -> str:
+    return f"apiVersion: toolrt/v1\nkind: Tool\nmetadata: {{name: w}}\nspec:\n  description: d\n  handler: builtin:file_read\n{extra}  input_schema:\n{schema}"
+
+
+@pytest.mark.parametrize(
+    ("extra", "warned"),
+    [("  retry: {attempts: 2}\n", True), ("  retry: {attempts: 2}\n  read_only: true\n", False), ("  retry: {attempts: 2}\n  idempotent: true\n", False), ("", False)],
+    ids=["write-tool", "read-only", "idempotent", "no-retry"],
+)
+def test_retry_on_a_tool_that_is_never_retried_is_a_warning(lint: Lint, extra: str, warned: bool) -> None:
+    result = lint({"c.yaml": _plain_tool(extra, "    type: object\n")})
+    codes = [(p.code, p.is_error, p.location.line) for p in result.problems]
+    assert codes == ([("retry-unsafe", False, 7)] if warned else [])
+    if warned:
+        assert "idempotent: true" in result.problems[0].message
+
+
+def test_a_default_on_a_required_field_is_a_warning_at_the_default(lint: Lint) -> None:
+    schema = "    type: object\n    required: [a]\n    properties:\n      a: {type: string, default: x}\n      b: {type: string, default: y}\n"
+    result = lint({"c.yaml": _plain_tool("", schema)})
+    (problem,) = result.problems
+    assert (problem.code, problem.is_error, problem.location.line) == ("schema-default-unused", False, 11)
+    assert "`a` is required" in problem.message
+
+
+# ---------------------------------------------------------------------------
+# one mistake, one message
+
+BROKEN_TOOL = "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: mytool}\nspec:\n  descripton: d\n  handler: builtin:file_read\n"
+NAMING_IT = (
+    "---\napiVersion: toolrt/v1\nkind: Policy\nmetadata: {name: p}\nspec:\n  rules:\n    - {name: a, effect: deny, tools: [mytool]}\n"
+    "---\napiVersion: toolrt/v1\nkind: PolicyTest\nmetadata: {name: pt}\nspec:\n  cases:\n    - {name: c, tool: mytool, expect: {decision: deny}}\n"
+)
+
+
+def test_a_misspelt_key_is_one_message_not_also_a_missing_key(lint: Lint) -> None:
+    result = lint({"t.yaml": BROKEN_TOOL})
+    assert [(p.code, p.location.line, p.location.col) for p in result.problems] == [("unknown-key", 5, 3)]
+    assert "Did you mean `description`?" in result.problems[0].message
+
+
+def test_a_broken_tool_is_not_reported_again_by_every_rule_and_test_naming_it(lint: Lint) -> None:
+    result = lint({"t.yaml": BROKEN_TOOL + NAMING_IT})
+    assert [p.code for p in result.problems] == ["unknown-key"]
+
+
+def test_a_tool_that_does_not_exist_is_still_reported_where_it_is_named(lint: Lint) -> None:
+    result = lint({"t.yaml": BROKEN_TOOL.replace("descripton", "description") + NAMING_IT.replace("mytool", "othertool")})
+    assert sorted(p.code for p in result.problems) == ["unknown-tool", "unknown-tool"]
