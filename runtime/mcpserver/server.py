@@ -22,9 +22,10 @@ from loguru import logger
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 
 from runtime.adapters.mcp import render_result, tool_definitions
-from runtime.mcpserver.approver import McpRequest, current_request
+from runtime.mcpserver.approver import ASKED_STATE, INPUT_KEY, McpRequest, current_request
 from runtime.mcpserver.clients import Clients
 from runtime.mcpserver.progress import ProgressRelay
 from runtime.records import Call
@@ -70,6 +71,10 @@ class ToolServer:
         self.clients = Clients(runtime.settings.permission_mode.value, stdio=stdio, forget=runtime.end_session)
         self.server: Server[Any] = _ListChangedServer(SERVER_NAME, version=_version(), on_list_tools=self._list_tools, on_call_tool=self._call_tool)
         self.server.add_notification_handler("notifications/initialized", types.NotificationParams, self._initialized)
+        # On the stateless revision an approval question goes out as an input request and its
+        # requestState comes back from the client: the SDK seals it and binds it to the tool and
+        # arguments, so an answer counts only for the call it was asked about (approver.py).
+        self.server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=SERVER_NAME))
         self._listing: tuple[Snapshot, list[types.Tool]] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: set[asyncio.Task[Any]] = set()
@@ -121,13 +126,17 @@ class ToolServer:
             listing = self._listing = (snapshot, [types.Tool.model_validate(d) for d in tool_definitions(snapshot)])
         return types.ListToolsResult(tools=list(listing[1]))
 
-    async def _call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def _call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult:
         call = Call(id=f"mcp_{uuid.uuid4().hex[:12]}", name=params.name, args=dict(params.arguments or {}))
         relay = ProgressRelay(ctx.session) if "progress_token" in (ctx.meta or {}) else None
-        token = current_request.set(McpRequest(ctx.session, ctx.request_id))
+        request = McpRequest(ctx.session, ctx.request_id, params.input_responses, params.request_state)
+        token = current_request.set(request)
         try:
             session = self.clients.session_for(ctx)
             (result,) = await self.runtime.run_turn([call], session, on_progress=relay.listener if relay is not None else None)
+            question = request.pending.get("question")
+            if question is not None and result.code == "denied":  # a stateless revision: ask, run on the next round
+                return types.InputRequiredResult(input_requests={INPUT_KEY: question}, request_state=ASKED_STATE)
             return types.CallToolResult.model_validate(render_result(result))
         except Exception as err:  # noqa: BLE001 - the pipeline answers every call; this is a bug, and still an answer
             logger.opt(exception=err).error("MCP tools/call {} failed inside toolrt", params.name)
