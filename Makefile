@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_workspace.py
 	$(BIN)/python tests/benchmarks/bench_reload.py
 	$(BIN)/python tests/benchmarks/bench_observability.py
+	$(BIN)/python tests/benchmarks/bench_fleet.py
 	$(BIN)/python tests/benchmarks/bench_bridges.py
 
 schemas: $(STAMP)

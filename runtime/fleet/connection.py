@@ -28,10 +28,13 @@ try:
     import redis
     from redis.backoff import NoBackoff
     from redis.exceptions import ConnectionError as RedisConnectionError
-    from redis.exceptions import RedisError
+    from redis.exceptions import NoScriptError, RedisError
     from redis.retry import Retry
 except ImportError:  # pragma: no cover - exercised only without the extra
     redis = None  # type: ignore[assignment]
+
+    class NoScriptError(Exception):  # type: ignore[no-redef]
+        """Stands in for the client's error when the client is not installed."""
 
 _MISSING = "the redis client is not installed: pip install 'toolrt[redis]' (or pass another store)"
 

@@ -8,9 +8,15 @@ Keys (``prefix`` defaults to ``toolrt:``)::
     <prefix>b:<breaker>:<tool> string: one breaker's state for one tool (JSON)
 
 **Atomic.** Every method is one Lua script, run by the server without interleaving,
-so workers racing on one session never admit more than the quota. The common call
-takes one round trip to admit (:meth:`RedisLimitStore.admit_all` checks the breakers
-and budgets and takes every counter at once: all or none) and one to settle.
+so workers racing on one session never admit more than the quota. A call waits for
+one round trip: :meth:`RedisLimitStore.admit_all` checks the breakers and budgets and
+takes every counter at once (all or none). Settling it (giving back its slot, adding
+the seconds and bytes it spent) never waits: it is queued, and sent in the same
+pipeline as this process's next admission (ahead of it, so a call that just ended has
+given its slot back) or by a thread of the store, whichever comes first. A read of
+the store (``get``, so ``Limits.usage``) sends the queue first. Settlements lost with
+a dropped connection or a worker that dies are not counted; their slots expire with
+their leases.
 
 **Leases.** A slot is a member of the tool's sorted set, scored with the server time
 it expires at. A thread of this store renews the slots this process holds every
@@ -39,12 +45,14 @@ import json
 import os
 import threading
 import uuid
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
 from loguru import logger
 
-from runtime.fleet.connection import ServerClock, connect, guarded, shown_url
+from runtime.errors import LimitStoreError
+from runtime.fleet.connection import NoScriptError, ServerClock, connect, guarded, shown_url
 from runtime.policy.limits import BreakerState
 
 # KEYS[1] session hash; ARGV field, amount, limit, ttl
@@ -239,6 +247,14 @@ class RedisLimitStore:
         self._renewer: threading.Thread | None = None
         self._stop = threading.Event()
         self._checked_eviction = False
+        # Settlements waiting to be sent; _settling is held while a batch is on its way
+        # (_in_flight says so without taking it).
+        self._settles: deque[tuple[list[str], list[Any]]] = deque()
+        self._settling = threading.Lock()
+        self._in_flight = False
+        self._wake = threading.Event()
+        self._closing = False
+        self._settler: threading.Thread | None = None
 
     # -- keys -------------------------------------------------------------------
 
@@ -264,6 +280,7 @@ class RedisLimitStore:
     # -- LimitStore -------------------------------------------------------------
 
     def get(self, scope: str | None, key: str) -> float:
+        self.flush()
         if scope is None:
             return float(self._run(lambda: self._live(keys=[self._lease_key(key)])))
         raw = self._run(lambda: self._client.hget(self._session_key(scope), key))
@@ -330,7 +347,13 @@ class RedisLimitStore:
             args += [field, limit]
         args.append(len(counters))
         args += counter_args
-        answer = self._run(lambda: self._admit(keys=keys, args=args))
+        if self._settles or self._in_flight:
+            # This process's own settlements go first, in the same round trip: a call
+            # that ended just before must have given its slot back.
+            with self._settling:
+                answer = self._pipelined(self._drain(), (keys, args))
+        else:
+            answer = self._run(lambda: self._admit(keys=keys, args=args))
         kind = answer[0].decode() if isinstance(answer[0], bytes) else answer[0]
         if kind == "ok":
             for lease_key, member in leases:
@@ -341,7 +364,9 @@ class RedisLimitStore:
         return ("budget" if kind == "q" else "counter"), int(answer[1]) - 1, float(answer[2])
 
     def settle_all(self, session: str, slots: Sequence[str], seconds: float, output_bytes: float) -> None:
-        """Give back one slot of each key in ``slots`` and add the spending, in one round trip."""
+        """Give back one slot of each key in ``slots`` and add the spending. Never blocks:
+        queued, and sent with this process's next admission (one pipeline) or by the
+        store's thread, whichever comes first."""
         keys = [self._session_key(session)]
         members = []
         for key in slots:
@@ -349,7 +374,73 @@ class RedisLimitStore:
             taken = self._unhold(lease_key, 1)
             keys.append(lease_key)
             members.append(taken[0] if taken else "")
-        self._run(lambda: self._settle(keys=keys, args=[self.session_ttl_s, seconds, output_bytes, *members]))
+        self._settles.append((keys, [self.session_ttl_s, seconds, output_bytes, *members]))
+        if self._settler is None:
+            with self._held_lock:
+                if self._settler is None:
+                    self._settler = threading.Thread(target=self._settle_loop, name="toolrt-limit-settler", daemon=True)
+                    self._settler.start()
+        self._wake.set()
+
+    def _settle_loop(self) -> None:
+        while not self._closing:
+            self._wake.wait()
+            self._wake.clear()
+            self.flush()
+
+    def _drain(self) -> list[tuple[list[str], list[Any]]]:
+        """Take every queued settlement (caller holds ``_settling``)."""
+        items = []
+        while self._settles:
+            items.append(self._settles.popleft())
+        return items
+
+    def flush(self) -> None:
+        """Send every queued settlement now (waiting for one already on its way)."""
+        if not self._settles and not self._in_flight:
+            return
+        with self._settling:
+            self._in_flight = True
+            try:
+                items = self._drain()
+                if items:
+                    try:
+                        self._pipelined(items, None)
+                    except Exception as err:  # noqa: BLE001 - the calls have run; their slots expire with the leases
+                        logger.warning("toolrt could not record the end of {} call(s) in {}: {}", len(items), self.url, err)
+            finally:
+                self._in_flight = False
+
+    def _pipelined(self, settles: list[tuple[list[str], list[Any]]], admit: tuple[list[str], list[Any]] | None) -> Any:
+        """Send ``settles`` then ``admit`` (if any) in one round trip; the admission's answer.
+
+        EVALSHA goes straight into the pipeline (the client's script objects would ask
+        SCRIPT EXISTS first: a second round trip). A server that lost its scripts
+        (restarted, flushed) answers NOSCRIPT: those commands, and only those, are
+        sent again once the scripts are loaded, so nothing runs twice.
+        """
+        commands = [(self._settle, keys, args) for keys, args in settles]
+        if admit is not None:
+            commands.append((self._admit, *admit))
+
+        def send(batch: list[Any]) -> list[Any]:
+            pipe = self._client.pipeline(transaction=False)
+            for script, keys, args in batch:
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+            return list(pipe.execute(raise_on_error=False))
+
+        answers = self._run(lambda: send(commands))
+        missing = [i for i, answer in enumerate(answers) if isinstance(answer, NoScriptError)]
+        if missing:
+            for script in {id(commands[i][0]): commands[i][0] for i in missing}.values():
+                self._run(lambda script=script: self._client.script_load(script.script))
+            again = self._run(lambda: send([commands[i] for i in missing]))
+            for i, answer in zip(missing, again, strict=True):
+                answers[i] = answer
+        for answer in answers:
+            if isinstance(answer, Exception):
+                raise LimitStoreError(self.url, f"{type(answer).__name__}: {answer}") from answer
+        return answers[-1] if admit is not None else None
 
     # -- leases -----------------------------------------------------------------
 
@@ -416,4 +507,10 @@ class RedisLimitStore:
         renewer = self._renewer
         if renewer is not None:
             renewer.join(timeout=1.0)
+        self._closing = True
+        self._wake.set()
+        settler = self._settler
+        if settler is not None:
+            settler.join(timeout=5.0)
+        self.flush()  # what is still queued
         self._client.close()

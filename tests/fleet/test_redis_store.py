@@ -166,3 +166,44 @@ def test_grants_survive_the_round_trip_exactly(grant: Grant) -> None:
 @pytest.mark.parametrize("raw", [b"", b"[]", b'{"tool": 1, "pattern": null, "rule": null, "commands": null}', b'{"tool": "t"}', b'{"tool":"t","pattern":null,"rule":null,"commands":{"set":[{"bad":1}]}}'])
 def test_a_stored_grant_that_is_no_grant_covers_nothing(raw: bytes) -> None:
     assert decode_grant(raw) is None
+
+
+def test_a_settlement_reaches_a_server_that_lost_its_scripts(store: RedisLimitStore) -> None:
+    limits = _limits(store, max_concurrent_per_tool={"t": 1})
+    admission = limits.admit("t", "s")
+    assert isinstance(admission, Admission)
+    store._client.script_flush()  # what a restarted server (or SCRIPT FLUSH) does to the script cache
+    admission.finish()
+    assert limits.usage("s", "t")["max_concurrent_per_tool"] == 0.0
+    assert isinstance(limits.admit("t", "s"), Admission)  # the admit script is loaded again too
+
+
+def test_closing_the_store_sends_the_settlements_still_queued(redis_url: str) -> None:
+    first = RedisLimitStore(redis_url)
+    limits = _limits(first, max_concurrent_per_tool={"t": 1}, execution_seconds_per_session=100.0)
+    for _ in range(20):
+        limits.admit("t", "s").finish(seconds=0.5)  # type: ignore[union-attr]
+    first.close()
+    second = RedisLimitStore(redis_url)
+    try:
+        assert second.get("s", "seconds") == 10.0
+        assert second.get(None, "running:t") == 0.0
+    finally:
+        second.close()
+
+
+def test_a_settlement_that_cannot_be_sent_is_logged_and_the_slot_expires(fresh_redis) -> None:  # type: ignore[no-untyped-def]
+    store = RedisLimitStore(fresh_redis.url, lease_s=0.5)
+    try:
+        limits = _limits(store, max_concurrent_per_tool={"t": 1})
+        admission = limits.admit("t", "s")
+        assert isinstance(admission, Admission)
+        fresh_redis.pause()
+        try:
+            admission.finish()  # never blocks the caller, whatever the server does
+            store.flush()
+        finally:
+            fresh_redis.resume()
+        wait_for(lambda: isinstance(limits.admit("t", "s2"), Admission), 20, "the slot to be free again")
+    finally:
+        store.close()
