@@ -194,7 +194,7 @@ class _Evaluation:
             return Decision("ask", reason=f"{_quote_words(line.outside)} names a path outside the workspace, so a person approves it", warnings=decision.warnings)
         if line.holding:
             return Decision("ask", reason=f"{_quote_words(line.holding)} holds toolrt's own files and the line writes it, so a person approves it", warnings=decision.warnings)
-        unjudged = _unjudged(line)
+        unjudged = line.unjudged
         if unjudged is not None and self.session.mode != "bypass":
             return Decision("ask", reason=f"{unjudged}, so a person approves the line", warnings=decision.warnings)
         return decision
@@ -303,7 +303,7 @@ class _Evaluation:
                 why = "`when` is true"
         line = self.line
         if rule.command_patterns is None:
-            if rule.effect is Effect.allow and line is not None and (blocked := _unjudged(line)) is not None:
+            if rule.effect is Effect.allow and line is not None and (blocked := line.unjudged) is not None:
                 self._note(rule, False, f"{blocked}, so no allow rule covers the line")
                 return False, ""
             return True, why
@@ -408,18 +408,6 @@ def _forbidden_mode(snapshot: Snapshot, mode: str) -> Decision | None:
 def _quote_commands(commands: Any) -> str:
     quoted = [f"`{' '.join(argv)[:120]}`" for argv in commands]
     return ", ".join(quoted[:5]) + (f" and {len(quoted) - 5} more" if len(quoted) > 5 else "")
-
-
-def _unjudged(line: PlacedLine) -> str | None:
-    """Why a whole-tool allow rule cannot cover a command line, or None when it can: a
-    word only known at run time, or a path outside the workspace, is covered by no
-    wildcard, and a rule without ``commands`` is one."""
-    if not line.certain:
-        return f"the command line cannot be judged with certainty ({line.problem})"
-    for command in line.commands:
-        if command.own and any(need < 0 for need in command.guards.values()):
-            return command.notes[0] if command.notes else f"`{' '.join(command.argv)[:80]}` cannot be judged before it runs"
-    return None
 
 
 def _quote_words(words: Sequence[str]) -> str:

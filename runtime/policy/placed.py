@@ -174,9 +174,14 @@ class PlacedLine:
     certain: bool = field(init=False)
     own_plain: tuple[tuple[int, tuple[str, ...]], ...] = field(init=False)
     own_guarded: tuple[tuple[int, PlacedCommand], ...] = field(init=False)
+    # Why a whole-tool allow rule cannot cover the line, or None when it can: a word only
+    # known at run time, or a path outside the workspace, is covered by no wildcard, and
+    # a rule without ``commands`` is one.
+    unjudged: str | None = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "certain", self.problem is None)
+        object.__setattr__(self, "unjudged", _unjudged(self))
         object.__setattr__(self, "own_plain", tuple((i, c.argv) for i, c in enumerate(self.commands) if c.own and not c.guards))
         object.__setattr__(self, "own_guarded", tuple((i, c) for i, c in enumerate(self.commands) if c.own and c.guards))
 
@@ -184,6 +189,15 @@ class PlacedLine:
     def argvs(self) -> tuple[tuple[str, ...], ...]:
         """Every command's argv, as CEL rules see them (``commands``)."""
         return tuple(c.argv for c in self.commands)
+
+
+def _unjudged(line: PlacedLine) -> str | None:
+    if line.problem is not None:
+        return f"the command line cannot be judged with certainty ({line.problem})"
+    for command in line.commands:
+        if command.own and any(need < 0 for need in command.guards.values()):
+            return command.notes[0] if command.notes else f"`{' '.join(command.argv)[:80]}` cannot be judged before it runs"
+    return None
 
 
 def place(line: CommandLine, where: Where = NOWHERE, cwd: str = ".", text: str = "") -> PlacedLine:
@@ -196,8 +210,12 @@ def place(line: CommandLine, where: Where = NOWHERE, cwd: str = ".", text: str =
     recent = where.recent
     key = (text, cwd)
     cached = recent.get(key) if text else None
-    if cached is not None and all(_still(check) for check in cached[1]):
-        return cached[0]
+    if cached is not None:
+        for check in cached[1]:
+            if not _still(check):
+                break
+        else:
+            return cached[0]
     try:
         placer = _Placer(where, cwd, text)
         placed = placer.run(line)
@@ -249,11 +267,15 @@ _KIND_MARK = "\0kind:"  # a check of what kind of entry a path is, not of where 
 
 
 def _still_kind(path: str, kind: str) -> bool:
-    """Whether ``path`` is (still) a real folder (``kind`` "dir": the only kind checked)."""
+    """Whether ``path`` is (still) a real folder (``kind`` "dir"), nothing ("absent"), or
+    a folder changed at the same time (``"mtime:<ns>"``: no entry made or removed in it)."""
     try:
-        return kind == "dir" and stat.S_ISDIR(os.lstat(path).st_mode)
+        st = os.lstat(path)
     except OSError:
-        return False
+        return kind == "absent"
+    if kind.startswith("mtime:"):
+        return kind == f"mtime:{st.st_mtime_ns}"
+    return kind == "dir" and stat.S_ISDIR(st.st_mode)
 
 
 def _has_other_names(st: os.stat_result) -> bool:
@@ -403,6 +425,12 @@ class _Placer:
             if real == root and _still_kind(f"{root}/.git", "dir"):
                 self.resolved.append((f"{root}/.git", _KIND_MARK + "dir", None))  # re-checked when the line is reused
                 continue
+            if real == root and _still_kind(f"{root}/.git", "absent") and _still_kind(f"{root}/HEAD", "absent"):
+                # No repository here: git looks above the workspace, which is not the agent's to
+                # make. Making .git or HEAD in the root changes the root's mtime: one lstat re-checks.
+                with contextlib.suppress(OSError):
+                    self.resolved.append((root, f"{_KIND_MARK}mtime:{os.lstat(root).st_mtime_ns}", None))
+                    continue
             self.globbed = True  # what git finds depends on files beside the paths: judged afresh each time
             problem = gitrepo.repository_problem(root, real)
             if problem is not None:
