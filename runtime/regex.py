@@ -48,6 +48,19 @@ def compile_re2(pattern: str, *, case_insensitive: bool = False) -> Any:
     return _compile_cached(pattern, case_insensitive)
 
 
+def compile_alternation(source: str) -> Any:
+    """Compile the alternation of patterns each already checked by :func:`check_pattern`;
+    only the parts are held to the length limit, not their sum. Raises
+    :class:`RegexRejected` if RE2 refuses the whole (e.g. too large a program)."""
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        return re2.compile(source, options)
+    except re2.error as err:
+        detail = err.args[0].decode("utf-8", "replace") if err.args and isinstance(err.args[0], bytes) else str(err)
+        raise RegexRejected("regex-invalid", f"{detail}. Split the profile into several profiles.") from None
+
+
 @functools.lru_cache(maxsize=4096)
 def _compile_cached(pattern: str, case_insensitive: bool) -> Any:
     check_pattern(pattern)

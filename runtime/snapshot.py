@@ -68,6 +68,7 @@ class CompiledPattern:
     validator: Validator | None
     keep: bool = False  # a look-alike: matched text stays as it is
     shields: frozenset[str] = frozenset()  # with keep: the patterns whose matches starting inside it are left alone
+    value_only: bool = False  # <name> <separator> <value>: only the value is replaced
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,7 @@ class CompiledRedaction:
     name: str
     patterns: tuple[CompiledPattern, ...]
     combined: Any
+    secret_keys: str | None = None  # RE2 source: structured data's keys whose values are secrets
 
 
 @dataclass(frozen=True, slots=True)

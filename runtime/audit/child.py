@@ -37,9 +37,12 @@ def _read_exactly(stream: BinaryIO, size: int) -> bytes | None:
 
 def _redactor(specs: Any) -> Redactor:
     profiles = []
-    for name, patterns in specs:
-        compiled = tuple(CompiledPattern(p_name, compile_re2(regex, case_insensitive=ci), replacement, Validator(validator) if validator else None, keep, frozenset(shields)) for p_name, regex, replacement, validator, ci, keep, shields in patterns)
-        profiles.append(CompiledRedaction(name, compiled, None))
+    for name, patterns, secret_keys in specs:
+        compiled = tuple(
+            CompiledPattern(p_name, compile_re2(regex, case_insensitive=ci), replacement, Validator(validator) if validator else None, keep, frozenset(shields), value_only)
+            for p_name, regex, replacement, validator, ci, keep, shields, value_only in patterns
+        )
+        profiles.append(CompiledRedaction(name, compiled, None, secret_keys))
     return Redactor(tuple(profiles))
 
 

@@ -44,15 +44,19 @@ _MAX_RESTARTS = 3  # within _RESTART_WINDOW_S; then batches fail (and are counte
 _RESTART_WINDOW_S = 60.0
 
 
-def redactor_specs(redactor: Any) -> tuple[tuple[str, tuple[tuple[str, str, str, str | None, bool, bool, tuple[str, ...]], ...]], ...]:
-    """A Redactor's profiles as plain data: (profile, ((name, regex, replacement, validator, case_insensitive, keep, shields), ...))."""
+def redactor_specs(redactor: Any) -> tuple[tuple[str, tuple[tuple[str, str, str, str | None, bool, bool, tuple[str, ...], bool], ...], str | None], ...]:
+    """A Redactor's profiles as plain data:
+    (profile, ((name, regex, replacement, validator, case_insensitive, keep, shields, value_only), ...), secret_keys)."""
     specs = []
     for profile in redactor.profiles:
         patterns = []
         for pattern in profile.patterns:
             source = pattern.regex.pattern
-            patterns.append((pattern.name, source.decode() if isinstance(source, bytes) else source, pattern.replacement, pattern.validator.value if pattern.validator is not None else None, not pattern.regex.options.case_sensitive, pattern.keep, tuple(sorted(pattern.shields))))
-        specs.append((profile.name, tuple(patterns)))
+            patterns.append(
+                (pattern.name, source.decode() if isinstance(source, bytes) else source, pattern.replacement, pattern.validator.value if pattern.validator is not None else None,
+                 not pattern.regex.options.case_sensitive, pattern.keep, tuple(sorted(pattern.shields)), pattern.value_only)
+            )
+        specs.append((profile.name, tuple(patterns), profile.secret_keys))
     return tuple(specs)
 
 

@@ -51,7 +51,7 @@ from runtime.policy.celdirect import compile_direct
 from runtime.policy.celrefs import LexError, analyse
 from runtime.policy.commands import CommandPatterns
 from runtime.policy.decision import rules_by_tool
-from runtime.regex import RegexRejected, check_pattern, compile_re2
+from runtime.regex import RegexRejected, check_pattern, compile_alternation, compile_re2
 from runtime.settings import Settings
 from runtime.shaping.redact import Redactor
 from runtime.snapshot import (
@@ -668,7 +668,7 @@ def _compile_redaction(model: RedactionProfileDocument) -> tuple[tuple[Finding, 
         except RegexRejected as err:
             findings.append(Finding(("spec", "patterns", index, "regex"), err.code, err.message))
             continue
-        patterns.append(CompiledPattern(pattern.name, regex, pattern.replacement or f"[REDACTED:{pattern.name}]", pattern.validator, pattern.keep, frozenset(pattern.shields)))
+        patterns.append(CompiledPattern(pattern.name, regex, pattern.replacement or f"[REDACTED:{pattern.name}]", pattern.validator, pattern.keep, frozenset(pattern.shields), pattern.value_only))
     names = {p.name for p in model.spec.patterns}
     for index, pattern in enumerate(model.spec.patterns):
         if pattern.keep and not pattern.shields:
@@ -682,10 +682,16 @@ def _compile_redaction(model: RedactionProfileDocument) -> tuple[tuple[Finding, 
         return tuple(findings), None
     combined_source = "|".join(f"({'(?i)' if p.case_insensitive else ''}{p.regex})" for p in model.spec.patterns)
     try:
-        combined = compile_re2(combined_source)
+        combined = compile_alternation(combined_source)
     except RegexRejected as err:
         return (Finding(("spec", "patterns"), err.code, f"the patterns together do not compile: {err.message}"),), None
-    return (), CompiledRedaction(model.metadata.name, tuple(patterns), combined)
+    if model.spec.secret_keys is not None:
+        try:
+            check_pattern(model.spec.secret_keys)
+            compile_re2(model.spec.secret_keys)
+        except RegexRejected as err:
+            return (Finding(("spec", "secret_keys"), err.code, err.message),), None
+    return (), CompiledRedaction(model.metadata.name, tuple(patterns), combined, model.spec.secret_keys)
 
 
 def _shipped_profile(name: str, max_bytes: int) -> tuple[str, CompiledRedaction] | None:

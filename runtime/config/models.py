@@ -286,6 +286,9 @@ class Validator(str, Enum):
     luhn = "luhn"
     iban = "iban"
     cn_resident_id = "cn_resident_id"
+    assigned_secret = "assigned_secret"
+    key_body = "key_body"
+    phone_digits = "phone_digits"
 
 
 class RedactionPattern(_Model):
@@ -296,10 +299,24 @@ class RedactionPattern(_Model):
     case_insensitive: bool = False
     keep: bool = Field(default=False, description="A look-alike, not a secret: its matches are left as they are, and matches of the patterns in `shields` that start inside one are left too (an ssh remote is not an email address). Every other pattern still applies inside it.")
     shields: list[Name] = Field(default_factory=list, description="With keep: the patterns of this profile that this look-alike protects.")
+    value_only: bool = Field(
+        default=False,
+        description="For `<name> <separator> <value>` patterns: the name, the separator (`:`, `=`, `:=`, `=>`) and quotes stay, only the value is replaced (password: \"[REDACTED:...]\"); a token at the value's start keeps its own pattern's name.",
+    )
 
 
 class RedactionProfileSpec(_Model):
     patterns: list[RedactionPattern] = Field(min_length=1, max_length=500)
+    secret_keys: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4000,
+        description=(
+            "RE2 pattern, case-insensitive, matched against whole keys of structured data (results, structuredContent, "
+            "audited arguments): the value under a matching key is redacted whatever it looks like (null, booleans, "
+            "empty strings and references such as ${VAR} are kept)."
+        ),
+    )
 
 
 class OutputProfileSpec(OutputSettings):

@@ -16,7 +16,7 @@ from runtime.execution.output import CollectedOutput
 from runtime.pipeline.env import TurnEnv
 from runtime.records import Call, Outcome, Stage, Status, ToolResult
 from runtime.shaping._unicode import clean
-from runtime.shaping.serialize import serialize
+from runtime.shaping.serialize import serialize, to_text
 from runtime.shaping.truncate import read_more_call, truncate
 from runtime.shaping.untrusted import wrap_untrusted
 from runtime.snapshot import CompiledTool, ResolvedOutput
@@ -37,13 +37,9 @@ def shape(call: Call, tool: CompiledTool, outcome: Outcome, env: TurnEnv, metada
     else:
         serialized = serialize(value) if value is not None else None
         text = serialized.text if serialized is not None else ""
+        structured = serialized.structured if serialized is not None else None
         if tool.redactor is not None and tool.redactor.enabled:
-            text, counts = tool.redactor.redact(text)
-            redactions = _merge(redactions, counts)
-            if serialized is not None and serialized.structured is not None:
-                structured, _ = tool.redactor.redact_value(serialized.structured)
-        elif serialized is not None:
-            structured = serialized.structured
+            text, structured, redactions = _redact(tool.redactor, text, structured, redactions)
         body, info = truncate(text, tool.output, is_error=is_error, save=_saver(call, tool, env))
         truncation = {"truncated": info.truncated, "original_chars": info.original_chars, "mode": info.mode, "artifact_id": info.artifact_id} if info.truncated else {}
         if truncation:
@@ -71,6 +67,26 @@ def shape(call: Call, tool: CompiledTool, outcome: Outcome, env: TurnEnv, metada
         structured=structured,
         metadata=MappingProxyType(meta),
     )
+
+
+def _redact(redactor: Any, text: str, structured: Any, redactions: dict[str, int]) -> tuple[str, Any, dict[str, int]]:
+    """The text and the structured form of a result, redacted alike.
+
+    Structured data is redacted value by value first (a value under a secret-looking
+    key goes whole, whatever it looks like) and the text is written again from it, so
+    ``content`` and ``structuredContent`` say the same; then the text is scanned as
+    well. If that scan still finds something (a secret spread over several values),
+    the structured form is dropped: only the redacted text goes out."""
+    if structured is not None:
+        structured, counts = redactor.redact_value(structured)
+        if counts:
+            text = to_text(structured)
+            redactions = _merge(redactions, counts)
+    text, more = redactor.redact(text)
+    if more:
+        redactions = _merge(redactions, more)
+        structured = None
+    return text, structured, redactions
 
 
 def _short_text(call: Call, tool: CompiledTool, text: str, outcome: Outcome, metadata: Mapping[str, Any]) -> ToolResult:

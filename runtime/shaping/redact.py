@@ -39,6 +39,7 @@ from typing import Any
 import re2
 
 from runtime.shaping._unicode import to_utf8
+from runtime.shaping.secret_checks import is_reference, value_span
 from runtime.shaping.validators import VALIDATORS
 from runtime.snapshot import CompiledPattern, CompiledRedaction
 
@@ -68,6 +69,12 @@ twice this much is pending, so every byte is scanned at most about twice.
 _MAX_MEM = 64 << 20
 
 _MAX_VALUE_DEPTH = 200  # redact_value() nesting limit
+_MAX_KEY_VERDICTS = 4096  # is_secret_key() answers kept
+
+SECRET_FIELD = "secret_field"
+"""The name counted for a value redacted because of its key (see :meth:`Redactor.redact_value`)."""
+SECRET_FIELD_MARK = f"[REDACTED:{SECRET_FIELD}]"
+_MARKS = re.compile(r"\[REDACTED:[^\]]*\]")
 
 
 def _options() -> Any:
@@ -146,6 +153,7 @@ class _Entry:
     replacement: bytes | None  # None: a look-alike to keep as it is
     validator: Callable[[str], bool] | None
     shields: frozenset[str]  # a look-alike's: patterns whose matches starting inside it are kept
+    value_only: bool  # <name> <separator> <value>: only the value is replaced
     alone: _Regex  # the pattern by itself: to confirm which pattern matched, and to retry
 
 
@@ -182,6 +190,7 @@ class _Scanner:
                 validator=VALIDATORS.get(pattern.validator) if pattern.validator is not None else None,
                 alone=_Regex(_compile(source)),
                 shields=pattern.shields if pattern.keep else frozenset(),
+                value_only=pattern.value_only and not pattern.keep,
             )
             for pattern, source in zip(patterns, sources, strict=True)
         )
@@ -216,6 +225,14 @@ class _Scanner:
                 return index
         raise AssertionError("a match of the alternation matched none of its patterns")
 
+    def token_at(self, data: bytes, begin: int) -> bool:
+        """Whether a pattern other than a look-alike or a ``value_only`` one matches at ``begin``."""
+        end = self.finder.match_end(data, begin)
+        if end is None:
+            return False
+        accepted = self.accept(data, begin, end)
+        return accepted is not None and accepted[0].replacement is not None and not accepted[0].value_only
+
     def accept(self, data: bytes, begin: int, end: int) -> tuple[_Entry, int] | None:
         """The pattern to redact this candidate with and where its match ends; or None.
 
@@ -233,6 +250,15 @@ class _Scanner:
             if stop is None:
                 return None
             index, end = self.identify(data, begin, stop, after=index), stop
+
+
+def _value_bytes(data: bytes, begin: int, stop: int) -> tuple[int, int] | None:
+    """The byte span of the value inside the ``<name> <separator> <value>`` match ``data[begin:stop]``."""
+    candidate = data[begin:stop].decode("utf-8", "replace")
+    span = value_span(candidate)
+    if span is None:
+        return None
+    return begin + len(to_utf8(candidate[: span[0]])), begin + len(to_utf8(candidate[: span[1]]))
 
 
 def _build_scanners(patterns: Sequence[CompiledPattern]) -> tuple[_Scanner, ...]:
@@ -279,7 +305,7 @@ def _scan(scanner: _Scanner, data: bytes, start: int, limit: int | None, out: li
     """
     end = len(data) if limit is None else limit
     emitted = pos = start
-    shield_end, shielded = -1, frozenset[str]()  # a look-alike's span, and which patterns it protects
+    shield_begin, shield_end, shielded = -1, -1, frozenset[str]()  # a look-alike's span, and which patterns it protects
     search = scanner.finder.search
     while pos <= len(data):
         span = search(data, pos)
@@ -297,17 +323,32 @@ def _scan(scanner: _Scanner, data: bytes, start: int, limit: int | None, out: li
         if entry.replacement is None:
             # A look-alike: the patterns it shields may not start inside it; every other
             # pattern still may (a token in http://TOKEN@host is still a token).
-            shield_end, shielded = max(shield_end, stop), entry.shields
+            shield_begin, shield_end, shielded = begin, max(shield_end, stop), entry.shields
             pos = step
             continue
         if begin < shield_end and entry.name in shielded:
             pos = step
             continue
+        if entry.value_only:
+            value = _value_bytes(data, begin, stop)
+            if value is not None:
+                start, stop = value
+                if scanner.token_at(data, start):
+                    # A known token opens the value: leave it to its own pattern (and name),
+                    # which the next search finds right there.
+                    out.append(data[emitted:start])
+                    emitted = pos = start
+                    continue
+                begin = start
         out.append(data[emitted:begin])
         out.append(entry.replacement)
         counts[entry.name] = counts.get(entry.name, 0) + 1
         emitted = pos = stop
     boundary = max(end, emitted)
+    if limit is not None and shield_end > boundary and start < shield_begin and emitted <= shield_begin:
+        # A look-alike runs past the limit: the next round scans it again whole, so that
+        # what it shields beyond the limit is still seen inside it.
+        boundary = shield_begin
     out.append(data[emitted:boundary])
     return boundary
 
@@ -373,7 +414,7 @@ class Redactor:
     thread-safe. ``Redactor(())`` is a no-op that costs nothing per call.
     """
 
-    __slots__ = ("names", "profiles", "anchored", "_scanners", "_window", "_shortest")
+    __slots__ = ("names", "profiles", "anchored", "_scanners", "_window", "_shortest", "_secret_key", "_key_verdicts")
 
     def __init__(self, profiles: Sequence[CompiledRedaction], *, window: int = DEFAULT_WINDOW) -> None:
         if window < 1:
@@ -388,11 +429,28 @@ class Redactor:
         self._shortest = min((_shortest_match(_pattern_source(p)) for p in patterns), default=1)
         # Some pattern looks at the start or end of the text (^, $, \A, \z outside a class).
         self.anchored = any(_is_anchored(_pattern_source(p)) for p in patterns)
+        keys = [profile.secret_keys for profile in profiles if profile.secret_keys]
+        # Whole keys, any case: one RE2 program for the keys of every profile.
+        self._secret_key: Any = _compile("(?i)" + "|".join(f"(?:{source})" for source in keys)) if keys else None
+        self._key_verdicts: dict[str, bool] = {}  # the same few keys come back in every result
 
     @property
     def enabled(self) -> bool:
         """False for a redactor without patterns (every method returns its input)."""
-        return bool(self._scanners)
+        return bool(self._scanners) or self._secret_key is not None
+
+    def is_secret_key(self, key: str) -> bool:
+        """Whether the value under ``key`` in structured data is a secret by its name
+        (the profiles' ``secret_keys``, matched against the whole key, any case)."""
+        if self._secret_key is None:
+            return False
+        verdict = self._key_verdicts.get(key)
+        if verdict is None:
+            verdict = self._secret_key.fullmatch(to_utf8(key)) is not None
+            if len(self._key_verdicts) >= _MAX_KEY_VERDICTS:
+                self._key_verdicts.clear()  # bounded: keys chosen by a tool or a model
+            self._key_verdicts[key] = verdict
+        return verdict
 
     @property
     def window(self) -> int:
@@ -430,20 +488,48 @@ class Redactor:
         return any(scanner.finder.search(data, 0) is not None for scanner in self._scanners)
 
     def redact_value(self, value: Any) -> tuple[Any, dict[str, int]]:
-        """JSON-like data (dicts, lists, strings) with every string redacted.
+        """JSON-like data (dicts, lists, strings) with every string redacted, and every
+        value under a secret-looking key (:meth:`is_secret_key`) replaced whole.
 
-        For a result's structured content: a secret in a field must not reach a
-        client that reads the structured form instead of the text. Keys are redacted
-        too. Other values are returned as they are.
+        For a result's structured content and audited arguments: a secret in a field
+        must not reach a client that reads the structured form instead of the text,
+        and ``{"password": "pw"}`` holds a secret whatever ``pw`` looks like. Keys are
+        redacted too. Under a secret key, null, booleans, empty strings and references
+        (``${VAR}``, ``<placeholder>``) are kept; numbers and text become
+        ``[REDACTED:secret_field]`` (inside lists and objects too). Other values are
+        returned as they are.
         """
         counts: dict[str, int] = {}
-        if not self._scanners:
+        if not self.enabled:
             return value, counts
         return self._redact_value(value, counts, 0), counts
 
+    def _hide(self, value: Any, counts: dict[str, int], depth: int) -> Any:
+        """A value under a secret key: its text and numbers replaced, its shape kept."""
+        if value is None or isinstance(value, bool) or (isinstance(value, str) and is_reference(value, quoted=True)):
+            return self._redact_value(value, counts, depth)
+        if isinstance(value, str) and self._scanners:
+            # A known token keeps its own name when nothing but it is in the value.
+            text, found = self.redact(value)
+            if found and not _MARKS.sub("", text).strip(" \t\r\n\"'"):
+                for name, number in found.items():
+                    counts[name] = counts.get(name, 0) + number
+                return text
+        if isinstance(value, str | int | float | bytes):
+            counts[SECRET_FIELD] = counts.get(SECRET_FIELD, 0) + 1
+            return SECRET_FIELD_MARK
+        if depth > _MAX_VALUE_DEPTH:
+            return f"<omitted: nested deeper than {_MAX_VALUE_DEPTH} levels>"
+        if isinstance(value, dict):
+            return {self._redact_value(k, counts, depth + 1): self._hide(v, counts, depth + 1) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self._hide(item, counts, depth + 1) for item in value]
+        counts[SECRET_FIELD] = counts.get(SECRET_FIELD, 0) + 1
+        return SECRET_FIELD_MARK
+
     def _redact_value(self, value: Any, counts: dict[str, int], depth: int) -> Any:
         if isinstance(value, str):
-            if len(value) < self._shortest:
+            if len(value) < self._shortest or not self._scanners:
                 return value
             text, found = self.redact(value)
             for name, number in found.items():
@@ -454,7 +540,13 @@ class Redactor:
             # dropped rather than passed on unredacted (or overflowing the stack).
             return f"<omitted: nested deeper than {_MAX_VALUE_DEPTH} levels>"
         if isinstance(value, dict):
-            return {self._redact_value(k, counts, depth + 1): self._redact_value(v, counts, depth + 1) for k, v in value.items()}
+            if self._secret_key is None:
+                return {self._redact_value(k, counts, depth + 1): self._redact_value(v, counts, depth + 1) for k, v in value.items()}
+            secret = self.is_secret_key
+            return {
+                self._redact_value(k, counts, depth + 1): (self._hide(v, counts, depth + 1) if isinstance(k, str) and secret(k) else self._redact_value(v, counts, depth + 1))
+                for k, v in value.items()
+            }
         if isinstance(value, list | tuple):
             return [self._redact_value(item, counts, depth + 1) for item in value]
         return value

@@ -104,6 +104,12 @@ def _bytes_text(data: bytes) -> str | None:
         return None
 
 
+def to_text(data: Any) -> str:
+    """JSON-compatible ``data`` (as :func:`serialize` returns it) written as the text
+    :func:`serialize` would write, e.g. again after redaction."""
+    return _dumps(data)
+
+
 def _dumps(data: Any) -> str:
     # allow_nan=False: _jsonable already replaced every non-finite float, so this
     # guarantees the text is strict JSON (a bug would raise, and be described).

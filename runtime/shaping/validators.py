@@ -15,6 +15,7 @@ import datetime as _dt
 from collections.abc import Callable
 
 from runtime.config.models import Validator
+from runtime.shaping.secret_checks import assigned_secret, key_body, phone_digits
 
 _SEPARATORS = str.maketrans("", "", " -\t\u00a0")
 
@@ -114,5 +115,8 @@ VALIDATORS: dict[Validator, Callable[[str], bool]] = {
     Validator.luhn: luhn,
     Validator.iban: iban,
     Validator.cn_resident_id: cn_resident_id,
+    Validator.assigned_secret: assigned_secret,
+    Validator.key_body: key_body,
+    Validator.phone_digits: phone_digits,
 }
 """Each config :class:`~runtime.config.models.Validator` and its function."""

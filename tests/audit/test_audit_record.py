@@ -220,3 +220,33 @@ def test_arguments_that_cannot_be_redacted_are_not_stored() -> None:
     record = AuditRecord(1.0, args={"token": "ghp_" + "x" * 36})
     record.redactor = Broken()
     assert "ghp_" not in (record.to_row()[8] or "")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"password": "pw"},
+        {"user": "bob", "password": "pw"},
+        {"config": {"db": {"Password": "pw"}}},
+        {"headers": {"Authorization": "Basic dXNlcjpwdw=="}},
+        {"body": '{"password": "pw", "user": "bob"}'},
+        {"body": '{\\"password\\": \\"pw\\"}'},
+        {"items": [{"api_key": 12345678}]},
+        {"smtp_pass": "pw", "note": "ok"},
+    ],
+    ids=["flat", "beside-others", "nested", "header", "json-in-a-string", "escaped-json", "number-in-a-list", "suffix"],
+)
+def test_values_under_secret_keys_are_never_stored_in_clear(args: dict) -> None:
+    from pathlib import Path
+
+    from runtime import load_snapshot
+    from runtime.audit.record import AuditRecord
+
+    snapshot = load_snapshot([Path(__file__).resolve().parents[2] / "policies"])
+    record = AuditRecord(ts=1.0, tool="t", args=args)
+    record.redactor = snapshot.redactor
+    stored = record.to_json()
+    assert "pw" not in stored.replace("pwd", "") and "12345678" not in stored and "dXNlcjpwdw" not in stored, stored
+    assert "REDACTED" in stored
+    if "user" in json.dumps(args):
+        assert "bob" in stored

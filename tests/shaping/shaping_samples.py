@@ -48,16 +48,31 @@ SECRETS: list[tuple[str, str, str]] = [
     ("openai_key", "key {} end", "sk-" + _token(48)),
     (
         "jwt",
-        "cookie: session={}; Path=/",
+        "session={}; Path=/",
         "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
     ),
     ("bearer_token", "Authorization: {}\n", "Bearer " + _token(40)),
     ("bearer_token", "authorization: {}\n", "bearer " + _token(24) + "=="),
     ("url_password", "DATABASE_URL={}db.internal:5432/app", "postgres://admin:s3cr3t-P4ss@"),
     ("url_password", "git clone {}github.com/org/repo.git", "https://oauth2:tok3n@"),
-    ("password_assignment", "{} retrying", "password=hunter2xyz"),
-    ("password_assignment", "{}\n", 'PASSWORD: "correct-horse-battery'),
-    ("password_assignment", "config {}", "api_key=abcd1234efgh"),
+    ("secret_assignment", "password={} retrying", "hunter2xyz"),
+    ("secret_assignment", 'PASSWORD: "{}\n', "correct-horse-battery"),
+    ("secret_assignment", "config api_key={}", "abcd1234efgh"),
+    ("secret_assignment", "PGPASSWORD={} psql -h db", "s3cr3t"),
+    ("secret_assignment", "SMTP_PASS={}\n", "abc123!"),
+    ("secret_assignment", '{{"password": "{}"}}', "pw"),
+    ("secret_assignment", '{{\\"client_secret\\": \\"{}\\"}}', "abc"),
+    ("pem_private_key", '{{"key": "{}", "x": 1}}', "-----BEGIN RSA PRIVATE KEY-----\\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi6Z2kcQ5WNk8WG4v7Ub3q1jQ8d"),
+    ("pem_private_key", "{}", pem_key(400, "PGP PRIVATE KEY BLOCK")),
+    ("pem_private_key_end", "tail:\n{}\n", "Gx1wQ==\n-----END RSA PRIVATE KEY-----"),
+    ("private_key_body", "{}\n", "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi6Z2kcQ5WNk8WG4v7Ub3q1jQ8d"),
+    ("private_key_body", "{}\n", "key.pem:12:MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi6Z2kcQ5WNk8WG4v7Ub3q1jQ8d"),
+    ("webhook_url", "post to {} now", "https://hooks.slack.com/services/T0AAAAAAA/B0BBBBBBB/" + _token(24)),
+    ("google_oauth_token", "token {} ok", "ya29." + _token(60, _ALNUM + "_-")),
+    ("saas_token", "NPM_TOKEN {}", "npm_" + _token(36)),
+    ("saas_token", "pypi {}", "pypi-AgEIcHlwaS5vcmc" + _token(60, _ALNUM + "_-")),
+    ("azure_storage_key", "DefaultEndpointsProtocol=https;AccountName=x;{};EndpointSuffix=core.windows.net", "AccountKey=" + _token(86, _ALNUM + "+/") + "=="),
+    ("cookie_header", "Cookie: {}\n", "session=" + _token(24) + "; theme=dark"),
 ]
 
 PII: list[tuple[str, str, str]] = [
@@ -75,6 +90,10 @@ PII: list[tuple[str, str, str]] = [
     ("cn_mobile", "手机 {} 联系", "13812345678"),
     ("phone_international", "call {} now", "+1 415 555 2671"),
     ("phone_international", "tel: {}", "+44 20 7946 0958"),
+    ("phone_international", "appelez le {} svp", "+33 6 12 34 56 78"),
+    ("phone_international", "ligue {} agora", "+55 11 91234-5678"),
+    ("cn_mobile", "手机 {} 联系", "138 1234 5678"),
+    ("cn_mobile", "手机 {} 联系", "138-1234-5678"),
 ]
 
 # Text that looks a bit like the above and must come out unchanged.
@@ -115,6 +134,25 @@ LOOK_ALIKES: list[str] = [
 
 # Secrets the shipped patterns miss (gaps to close in policies/redaction-default.yaml).
 KNOWN_MISSES: list[tuple[str, str]] = []
+
+# References to secrets that are not secrets: must stay as they are.
+REFERENCES: list[str] = [
+    "password: ${DB_PASSWORD}",
+    "${DB_PASSWORD}",
+    'api_key = os.environ["API_KEY"]',
+    "password = getpass()",
+    "password = getpass.getpass('Password: ')",
+    "password: null",
+    '{"password": null}',
+    "      secretName: my-tls",
+    "          secretKeyRef: {name: db, key: password}",
+    "token: ${{ secrets.GITHUB_TOKEN }}",
+    "max_tokens=4096",
+    "password: <your-password>",
+    "PASSWORD=***",
+    "token = settings.API_TOKEN",
+    "secret = process.env.SECRET",
+]
 
 # Once gaps, now closed: prefixed names and the all-zero "card".
 PREFIXED_ASSIGNMENTS = ["DB_PASSWORD=hunter2xyz", "SECRET_KEY=django-insecure-abc123", "export SMTP_PASSWD='s3cr3t!!'"]

@@ -80,8 +80,8 @@ def test_a_keep_pattern_leaves_its_match_alone_and_uncounted() -> None:
 @pytest.mark.parametrize("text", PREFIXED_ASSIGNMENTS)
 def test_assignments_to_prefixed_secret_names_are_redacted(redactor: Redactor, text: str) -> None:
     redacted, counts = redactor.redact(text)
-    assert counts == {"password_assignment": 1}
-    assert "[REDACTED:password_assignment]" in redacted
+    assert counts == {"secret_assignment": 1}
+    assert "[REDACTED:secret_assignment]" in redacted
 
 
 def test_an_all_zero_card_number_is_not_a_card(redactor: Redactor) -> None:
