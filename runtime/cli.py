@@ -130,6 +130,10 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--limit", type=int, default=100, help="at most this many calls, newest first (default 100)")
     audit.add_argument("--format", choices=("table", "json"), default="table")
 
+    status = sub.add_parser("status", help="the workers sharing a Redis limit store, and the config snapshot each serves")
+    status.add_argument("--limit-store", default=None, metavar="redis://...", help="the fleet's Redis (default: the limit_store setting)")
+    status.add_argument("--format", choices=("text", "json"), default="text")
+
     serve = sub.add_parser("serve", help="serve the tools to MCP clients (stdio or streamable HTTP) until stopped")
     serve.add_argument("--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)")
     serve.add_argument("--workspace", type=Path, default=None, help="workspace root (default: the workspace_root setting)")
@@ -193,6 +197,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return _explain(args, out, err)
     if args.command == "audit":
         return _audit(args, out, err)
+    if args.command == "status":
+        return _status(args, out, err)
     if args.command == "watch":
         return _watch(args, out, err)
     if args.command == "serve":
@@ -434,6 +440,28 @@ def _watch(args: argparse.Namespace, out: TextIO, err: TextIO, stop: threading.E
     except KeyboardInterrupt:
         stop.set()
     return EXIT_OK
+
+
+def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``toolrt status``: one line per worker and its snapshot, then whether they agree.
+    Exit 0 when every worker serves the same snapshot, 1 when not, 2 when it cannot tell."""
+    url = args.limit_store if args.limit_store is not None else Settings().limit_store
+    if not fleet_setup.is_redis(url):
+        err.write("toolrt status: no fleet to report: the limit store is this process's memory; give --limit-store redis://... (or set TOOLRT_LIMIT_STORE)\n")
+        return EXIT_USAGE
+    from runtime.errors import LimitStoreError
+    from runtime.fleet.presence import fleet_status, status_text
+
+    try:
+        workers = fleet_status(url)
+    except LimitStoreError as error:
+        err.write(f"toolrt status: {error}\n")
+        return EXIT_USAGE
+    if args.format == "json":
+        out.write(json.dumps([{"worker": w.worker, "host": w.host, "pid": w.pid, "snapshot": w.snapshot, "started": w.started, "seen": w.seen} for w in workers], indent=2) + "\n")
+    else:
+        out.write(status_text(workers, url) + "\n")
+    return EXIT_OK if len({w.snapshot for w in workers}) <= 1 else EXIT_PROBLEMS
 
 
 def _audit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -99,6 +99,8 @@ class Metrics:
         self._reservoir_size = reservoir_size
         self._lock = threading.Lock()
         self._sources: dict[str, Source] = {}
+        # Facts about this process as labels (the snapshot version served): name -> labels.
+        self._info: dict[str, dict[str, str]] = {}
         # Called with each call's timings (an OpenTelemetry histogram); a tuple, replaced
         # whole, so that the hot path iterates it without a lock. Usually empty.
         self._observers: tuple[Callable[[Mapping[str, float]], None], ...] = ()
@@ -199,6 +201,12 @@ class Metrics:
     def record_reload(self, ok: bool) -> None:
         """Count one snapshot reload attempt, successful or not."""
         self._counts[_RELOAD_OK if ok else _RELOAD_FAILED] += 1
+
+    def set_info(self, name: str, labels: Mapping[str, str]) -> None:
+        """State a fact about this process as labels, e.g. ``set_info("snapshot",
+        {"version": "3f2a..."})``: the snapshot's ``info`` key, and the gauge
+        ``toolrt_<name>_info{labels} 1`` (so a fleet's versions can be counted)."""
+        self._info = {**self._info, name: {str(k): str(v) for k, v in labels.items()}}
 
     def gauge_source(self, name: str, read: Callable[[], Mapping[str, float]]) -> None:
         """Register ``read``, called at each snapshot, for counters kept elsewhere.
@@ -303,6 +311,7 @@ class Metrics:
         read_sources, errors = _read_sources(sources)
         snap["sources"] = read_sources
         snap["errors"] = errors
+        snap["info"] = {name: dict(labels) for name, labels in self._info.items()}
         cache = read_sources.get("read_cache")
         if cache is not None and "hits" in cache and "misses" in cache:
             lookups = cache["hits"] + cache["misses"]
@@ -349,6 +358,11 @@ class Metrics:
         if "cache_hit_rate" in snap and snap["cache_hit_rate"] is not None:
             out.family("toolrt_cache_hit_rate", "gauge", "Read cache hits over lookups.")
             out.sample("toolrt_cache_hit_rate", {}, snap["cache_hit_rate"])
+
+        for name, labels in sorted(snap["info"].items()):
+            metric = f"toolrt_{_sanitise(name)}_info"
+            if out.family(metric, "gauge", f"The {name} this process serves (labels; the value is always 1)."):
+                out.sample(metric, labels, 1)
 
         source_names = sorted(set(snap["sources"]) | set(snap["errors"]))
         if source_names:

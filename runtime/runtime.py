@@ -135,12 +135,15 @@ class Runtime:
         # "allow for this session" answers, per session id
         self.grants: SessionGrants = grants if grants is not None else self._made(fleet.grants_for(self.settings))
         self.metrics = Metrics()  # runtime.metrics.snapshot() / .prometheus()
+        self.metrics.set_info("snapshot", {"version": snapshot.version})  # which config this worker serves
         # OpenTelemetry spans, by the tracing setting and the app's provider (None: off).
         self.tracing: Tracing | None = tracing_for(self.settings.tracing, tracer_provider)
         # Quota counts and breaker states outlive snapshots: one store, a Limits per snapshot.
         self.limit_store: LimitStore = limit_store if limit_store is not None else self._made(fleet.limit_store_for(self.settings))
         self._current: tuple[Snapshot, Limits] = (snapshot, self._limits(snapshot))
         self.audit: AuditWriter | None = self._audit_writer(audit_sink)
+        # With a shared Redis, this worker reports the snapshot it serves (`toolrt status`).
+        self.presence = self._made(fleet.presence_for(self.settings, lambda: self.snapshot.version))
         if watch if watch is not None else self.settings.hot_reload:
             self.watch()
         # file_read, file_edit, ...: one sandbox, read cache and lock directory for every turn.
@@ -260,6 +263,9 @@ class Runtime:
                 self.last_reload_error = None
                 limits = self._limits(result.snapshot)
                 self._current = (result.snapshot, limits)  # one reference assignment: turns in flight keep theirs
+                self.metrics.set_info("snapshot", {"version": result.snapshot.version})
+                if self.presence is not None:
+                    self.presence.beat()  # the fleet sees the new version now, not at the next beat
             return result
 
     def watch(self, on_event: Callable[[ReloadEvent], None] | None = None) -> ConfigWatcher:

@@ -8,6 +8,7 @@ Clients are imported only when their URL is configured.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from runtime.policy.limits import InMemoryLimitStore, LimitStore
 
 if TYPE_CHECKING:
     from runtime.audit.postgres import PostgresSink
+    from runtime.fleet.presence import Presence
     from runtime.settings import Settings
 
 
@@ -66,3 +68,12 @@ def postgres_sink_for(settings: Settings, workspace_root: Path) -> PostgresSink:
         spool_dir=workspace_dir(workspace_root, "audit-spool", settings),
         spool_max_bytes=settings.audit_spool_max_bytes,
     )
+
+
+def presence_for(settings: Settings, version: Callable[[], str]) -> Presence | None:
+    """This worker's report to the fleet (``toolrt status``), when the limit store is shared."""
+    if not is_redis(settings.limit_store):
+        return None
+    from runtime.fleet.presence import Presence
+
+    return Presence(settings.limit_store, version, timeout_s=settings.limit_store_timeout_s)
