@@ -98,11 +98,22 @@ def tree_writers(argv: Sequence[str]) -> tuple[str, ...]:
     program = posixpath.basename(argv[0])
     if program == "patch":
         return (_folder_option(argv, ("-d", "--directory")) or ".",)
+    if program == "bsdtar" and _tar(argv):
+        return (_folder_option(argv, ("-C", "--cd", "--directory")) or ".",)
+    if program == "cpio" and _cpio_extracts(argv):
+        return (_folder_option(argv, ("-D", "--directory")) or ".",)
     if program == "git":
         sub, folder = git_subcommand(argv)
         if sub in _GIT_TREE_WRITERS - {"clone", "worktree", "submodule"}:
             return (folder,)
     return ()
+
+
+def _cpio_extracts(argv: Sequence[str]) -> bool:
+    """Whether cpio runs in copy-in mode (-i, --extract), which writes the files it reads."""
+    return any(
+        item == "--extract" or (item.startswith("-") and not item.startswith("--") and "i" in item[1:]) for item in argv[1:]
+    )
 
 
 def _copying(program: str, argv: Sequence[str]) -> tuple[NameEffect, ...]:

@@ -380,6 +380,9 @@ class _Placer:
     def _judged(self, argv: tuple[str, ...], shape: str, guards: dict[int, int], notes: list[str], *, own: bool) -> Iterator[PlacedCommand]:
         extra: list[PlacedCommand] = []
         redirection = argv[:1] in (("<",), (">",))
+        # A symbolic link's relative target, read from the folder the link is made in
+        # (each folder it may be made in); not from where the command runs.
+        link_targets = {} if redirection else _symlink_targets(argv)
         if not redirection:
             for access in programs.accesses(argv):
                 current = guards.get(access.index, 0)
@@ -392,6 +395,10 @@ class _Placer:
                     # A link's target is reachable through the link from then on: judged like a write.
                     write = access.kind in (programs.WRITE, programs.LINK)
                     destroys = write and programs.destroys(argv, access)
+                    if access.kind == programs.LINK and access.index in link_targets:
+                        for target in link_targets[access.index]:
+                            self._check_path(target, argv, access.index, guards, notes, write=True, destroys=True)
+                        continue
                     self._check_path(access.path, argv, access.index, guards, notes, write=write, destroys=destroys)
                     if access.kind == programs.LINK and not access.path.startswith(("/", "~")):
                         # A relative target is read from the link's own folder.
@@ -401,6 +408,10 @@ class _Placer:
                     # Following links while walking a tree can read anything a link points to.
                     self.outside.append(argv[access.index])
         for index in self._path_items(argv, shape):
+            if index in link_targets:
+                for target in link_targets[index]:
+                    self._check_path(target, argv, index, guards, notes, write=True, destroys=True)
+                continue
             self._check_path(_path_text(argv[index]), argv, index, guards, notes, write=argv[0] == ">")
         if argv[0] == "git" or argv[0].endswith("/git"):
             self._check_repository(argv, guards, notes)
@@ -538,16 +549,17 @@ class _Placer:
                 for name, into in candidates.items():
                     if effect.into is not None and into != effect.into:
                         continue
-                    if argv[0] == "ln" and effect.kind == linking.ALIAS and not source.startswith("/") and "-r" not in argv and "--relative" not in argv:
-                        # A symbolic link's relative target is read from the link's own folder.
-                        stands_for = self._joined(posixpath.dirname(name), source)
-                    else:
-                        stands_for = self._joined(cwd, source)
-                    if effect.kind == linking.HARD or (effect.kind == linking.ALIAS and argv[0] in ("ln", "cp")):
-                        if self._place_from(".", stands_for, write=True) in ("protected", "holds"):
-                            what = "hard links" if effect.kind == linking.HARD else "links"
-                            self.protected = self.protected or f"`{argv[0]}` {what} `{_short(source)}`, which is or holds toolrt's own files"
-                    self.aliases.append((name, stands_for))
+                    readings = [self._joined(cwd, source)]
+                    if argv[0] == "ln" and effect.kind == linking.ALIAS and not source.startswith("/"):
+                        # A symbolic link's relative target is read from the link's own folder;
+                        # with -r (alone or in a bundle: -sr) ln computes it from the cwd reading.
+                        readings = [self._joined(posixpath.dirname(name), source), *(readings if _relative_ln(argv) else ())]
+                    for stands_for in readings:
+                        if effect.kind == linking.HARD or (effect.kind == linking.ALIAS and argv[0] in ("ln", "cp")):
+                            if self._place_from(".", stands_for, write=True) in ("protected", "holds"):
+                                what = "hard links" if effect.kind == linking.HARD else "links"
+                                self.protected = self.protected or f"`{argv[0]}` {what} `{_short(source)}`, which is or holds toolrt's own files"
+                        self.aliases.append((name, stands_for))
 
     def _joined(self, cwd: str, text: str) -> str:
         """``text`` read from ``cwd``, normalised: workspace-relative, absolute, or ``~``."""
@@ -588,8 +600,14 @@ class _Placer:
         if any(_within(joined, folder) or folder == "." for folder in self.unknown_below):
             places.add("outside")  # a link whose target the line does not show may be on the way
         for made, stands_for in self.aliases:
-            if depth < _MAX_ALIASES and (joined == made or joined.startswith(made + "/")):
+            if depth >= _MAX_ALIASES:
+                break
+            if joined == made or joined.startswith(made + "/"):
                 rest = joined[len(made) :]
+                places.add(self._place_made(".", stands_for + rest, write=write, depth=depth + 1))
+            for rest in _rests_after(cwd, text, made):
+                # `made/../x`: the kernel applies `..` to where the new name leads, which
+                # the normalised text above has already dropped.
                 places.add(self._place_made(".", stands_for + rest, write=write, depth=depth + 1))
         return next(place for place in _WORST_FIRST if place in places)
 
@@ -683,6 +701,54 @@ def _dotdot_after_name(path: str) -> bool:
         elif part not in ("", "."):
             seen_name = True
     return False
+
+
+def _symlink_targets(argv: tuple[str, ...]) -> dict[int, list[str]]:
+    """For ``ln -s`` (without -r): each relative target's argv index, and the target as
+    read from each folder the link may be made in (relative to where ``ln`` runs)."""
+    if not argv or posixpath.basename(argv[0]) != "ln" or _relative_ln(argv):
+        return {}
+    found: dict[int, list[str]] = {}
+    for effect in linking.name_effects(argv):
+        source = effect.source or ""
+        if effect.kind != linking.ALIAS or not source or source.startswith(("/", "~")):
+            continue
+        names = []
+        if effect.into is not True:
+            names.append(effect.made)
+        if effect.into is not False:
+            names.append(posixpath.join(effect.made, posixpath.basename(source.rstrip("/")) or "."))
+        found.setdefault(effect.index, []).extend(posixpath.join(posixpath.dirname(name), source) for name in names)
+    return found
+
+
+def _relative_ln(argv: Sequence[str]) -> bool:
+    """Whether ``ln`` may be given -r (--relative), also inside a bundle of short options."""
+    for item in argv[1:]:
+        if item == "--":
+            return False
+        if item == "--relative" or (item.startswith("-") and not item.startswith("--") and "r" in item[1:]):
+            return True
+    return False
+
+
+def _rests_after(cwd: str, text: str, made: str) -> Iterator[str]:
+    """For a path (``text`` read from ``cwd``) with a ``..`` after a name: what follows
+    each leading part that names ``made`` (as ``_joined`` spells names), with its ``..``
+    kept, to be read from where ``made`` leads."""
+    raw = text if text.startswith("/") else posixpath.join(cwd, text)
+    if ".." not in raw or not _dotdot_after_name(raw):
+        return
+    absolute = raw.startswith("/")
+    parts = [part for part in raw.split("/") if part not in ("", ".")]
+    for k in range(1, len(parts)):
+        if ".." not in parts[k:]:
+            return  # the normalised reading already covers what follows
+        prefix = posixpath.normpath("/".join(parts[:k]))
+        if absolute:
+            prefix = "/" + prefix.lstrip("/")
+        if prefix == made:
+            yield "/" + "/".join(parts[k:])
 
 
 def _within(path: str, folder: str) -> bool:
