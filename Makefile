@@ -24,6 +24,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/toolrt lint --strict examples/coding-agent
 	$(BIN)/toolrt lint --strict examples/customer-service
+	$(BIN)/toolrt lint --strict examples/warehouse
 	$(BIN)/toolrt lint --strict policies
 	$(BIN)/ruff check runtime tests
 	$(BIN)/mypy

@@ -19,7 +19,7 @@ from typing import TextIO
 
 from loguru import logger
 
-from runtime import adapters
+from runtime import adapters, cli_workflows
 from runtime.adapters import PROVIDERS
 from runtime.adapters import mcp as mcp_adapter
 from runtime.approvers import TerminalApprover
@@ -169,6 +169,8 @@ def _parser() -> argparse.ArgumentParser:
         help="HTTP: at most N sessions; at the limit the least recently used idle one ends (default 1000)",
     )
 
+    cli_workflows.add_parsers(sub, runtime_options)
+
     demo = sub.add_parser("demo", help="run a scripted coding-agent session through the shipped example (local, a few seconds)")
     demo.add_argument("--config", type=Path, default=None, help="example config directory")
     return parser
@@ -203,6 +205,10 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return _watch(args, out, err)
     if args.command == "serve":
         return _serve(args, err)
+    if args.command == "workflow":
+        return cli_workflows.workflow_command(args, out, err, _runtime, _load)
+    if args.command == "versions":
+        return cli_workflows.versions_command(args, out, err, _load)
     return _demo(args, out, err)
 
 

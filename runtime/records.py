@@ -74,7 +74,7 @@ class Session:
     user: str | None = None
     mode: str = "default"
     labels: Mapping[str, str] = field(default_factory=dict)
-
+    pins: Mapping[str, str] = field(default_factory=dict)  # tool name -> the version this session must use
 
 @dataclass(slots=True)
 class BoundCall:

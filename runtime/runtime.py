@@ -42,6 +42,7 @@ from runtime.shaping.artifacts import ArtifactStore
 from runtime.snapshot import Snapshot
 from runtime.telemetry import trace_id_from_traceparent, tracing_for
 from runtime.tools.workspace_tools import WorkspaceTools, lock_dir_for
+from runtime.versions import CanaryMonitor
 from runtime.workflow import WorkflowResult, new_run_id, run_workflow
 
 if TYPE_CHECKING:
@@ -136,6 +137,9 @@ class Runtime:
         self.grants: SessionGrants = grants if grants is not None else self._made(fleet.grants_for(self.settings))
         self.metrics = Metrics()  # runtime.metrics.snapshot() / .prometheus()
         self.metrics.set_info("snapshot", {"version": snapshot.version})  # which config this worker serves
+        # Outcomes per tool version; canaries that fail too often stop getting new sessions.
+        self.canaries = CanaryMonitor()
+        self.metrics.gauge_source("canaries", lambda: {"rolled_back": len(self.canaries.halts())})
         # OpenTelemetry spans, by the tracing setting and the app's provider (None: off).
         self.tracing: Tracing | None = tracing_for(self.settings.tracing, tracer_provider)
         # Quota counts and breaker states outlive snapshots: one store, a Limits per snapshot.
@@ -295,6 +299,7 @@ class Runtime:
             audit=self._record if self.audit is not None else None,
             metrics=self.metrics,
             mcp=self.mcp,
+            canaries=self.canaries,
             approval_timeout_s=self.settings.approval_timeout_s,
             progress_listener=progress_listener,
         )

@@ -204,6 +204,7 @@ class Snapshot:
     forbidden_modes: frozenset[str] = frozenset()  # permission modes some policy forbids
     redactor: Any = None  # every redaction profile at once (audit records: arguments can hold any secret)
     when_plans: Mapping[str, WhenPlan] = field(default_factory=lambda: MappingProxyType({}))  # tool key -> how its rules' conditions are evaluated
+    rollouts: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # tool name -> runtime.versions.RolloutTable
 
     def tool(self, name: str, version: str | None = None) -> CompiledTool | None:
         """The tool called ``name`` (a given ``version`` of it, if asked), or None."""

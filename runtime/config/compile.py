@@ -69,6 +69,7 @@ from runtime.snapshot import (
 )
 from runtime.validation.arguments import ArgumentValidator, fast_schema_available
 from runtime.validation.schemacheck import check_input_schema
+from runtime.versions import RolloutTable, compile_rollout
 from runtime.workflow.compile import CompiledWorkflow, compile_workflow
 from runtime.workflow.templates import WORKFLOW_VARIABLES
 
@@ -177,6 +178,9 @@ class _Builder:
         for tool in tools:
             by_name.setdefault(tool.name, {})[tool.version or ""] = tool
         defaults = {name: _default_version(versions) for name, versions in by_name.items()}
+        rollouts = self._rollouts(by_name)
+        if any(p.is_error for p in self.problems):
+            return None
         self._command_rules_apply(of[PolicyDocument], policies, tools)
         return Snapshot(
             version=_version(docs),
@@ -196,7 +200,28 @@ class _Builder:
             when_plans=self._when_plans(rule_index, MappingProxyType(by_name)),
             redactor=self.cache.compiled(("redactor", *(self.redaction_hashes[name] for name in redaction)), functools.partial(Redactor, tuple(redaction.values()))),
             forbidden_modes=frozenset(m.value for policy in policies for m in policy.spec.forbidden_modes),
+            rollouts=MappingProxyType(rollouts),
         )
+
+    def _rollouts(self, by_name: Mapping[str, Mapping[str, CompiledTool]]) -> dict[str, RolloutTable]:
+        """Each tool's rollout, compiled (runtime.versions); problems at the declaring document."""
+        tables: dict[str, RolloutTable] = {}
+        for name, versions in by_name.items():
+            declaring = [tool for tool in versions.values() if tool.spec.rollout is not None]
+            if len(declaring) > 1:
+                for tool in declaring:
+                    self.problems.append(Problem(tool.source, "rollout-conflict", f"`{name}` declares a rollout in {len(declaring)} versions; declare it in one version only."))
+                continue
+            if not declaring:
+                continue
+            tool = declaring[0]
+            assert tool.spec.rollout is not None  # noqa: S101 - chosen for having one
+            table, problems = compile_rollout(name, tool.spec.rollout, [v for v in versions if v])
+            for message in problems:
+                self.problems.append(Problem(tool.source, "rollout-invalid", message))
+            if table is not None:
+                tables[name] = table
+        return tables
 
     def _workflows(self, entries: Sequence[LoadedDocument], tools: Sequence[CompiledTool]) -> tuple[dict[str, CompiledWorkflow], list[CompiledTool]]:
         """Each Workflow compiled (runtime.workflow.compile), and the tools that expose them."""

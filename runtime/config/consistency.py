@@ -20,6 +20,8 @@ def check_consistency(docs: Sequence[LoadedDocument], broken: Collection[tuple[s
         if kind == "Tool" and name and name not in tools:
             tools[name] = None  # type: ignore[assignment]  # declared but broken: reported once, where it is
     versions = {(e.model.metadata.name, e.model.metadata.version) for e in docs if isinstance(e.model, ToolDocument)}
+    # A workflow exposed to the model is a tool that policy rules may name.
+    exposed = {e.model.metadata.name for e in docs if isinstance(e.model, WorkflowDocument) and e.model.spec.expose}
     for entry in docs:
         model = entry.model
         if isinstance(model, ToolDocument) and not _PROVIDER_NAME.fullmatch(model.metadata.name):
@@ -43,7 +45,7 @@ def check_consistency(docs: Sequence[LoadedDocument], broken: Collection[tuple[s
             for index, rule in enumerate(model.spec.rules):
                 for g_index, glob in enumerate(rule.tools):
                     plain = glob.split("@")[0]
-                    if not any(ch in plain for ch in "*?[") and plain not in tools:
+                    if not any(ch in plain for ch in "*?[") and plain not in tools and plain not in exposed:
                         hint = did_you_mean(plain, tools)
                         problems.append(Problem(entry.source.locate(("spec", "rules", index, "tools", g_index)), "unknown-tool", f"rule `{rule.name}` names tool `{plain}`, which is not declared, so the rule never applies.{hint}", Severity.warning))
     return problems

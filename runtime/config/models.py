@@ -187,6 +187,29 @@ DEFAULT_REDACTION = "secrets"
 that name, else the one of the shipped ``redaction-default`` pack)."""
 
 
+class Canary(_Model):
+    version: str = Field(min_length=1, max_length=64)
+    percent: float = Field(ge=0, le=100, description="Share of sessions (by a stable hash of the session id) served by this version.")
+
+
+class Rollback(_Model):
+    """Stop sending new sessions to the canary when it fails clearly more than the stable version."""
+
+    window_s: float = Field(default=300.0, gt=0, le=86_400, description="Calls of this long ago and newer are counted.")
+    min_calls: int = Field(default=20, ge=1, le=1_000_000, description="Calls of the canary in the window before it is judged.")
+    max_error_rate_margin: float = Field(default=0.1, ge=0, le=1, description="Rolled back when the canary's error rate exceeds the stable version's by more than this.")
+
+
+class Rollout(_Model):
+    """Which version serves the sessions that do not pin one. Either ``stable`` (with an
+    optional ``canary``) or ``weights`` (version -> percent, summing to 100)."""
+
+    stable: str | None = Field(default=None, min_length=1, max_length=64)
+    canary: Canary | None = None
+    weights: dict[str, Annotated[float, Field(ge=0, le=100)]] | None = Field(default=None, description="Version -> percent of sessions; the percents must sum to 100.")
+    rollback: Rollback | None = Field(default=None, description="Automatic rollback of the canary (stable + canary form only).")
+
+
 class ToolSpec(_Model):
     description: str = Field(min_length=1, max_length=8000, description="Shown to the model.")
     handler: HandlerString | HandlerSpec
@@ -207,6 +230,7 @@ class ToolSpec(_Model):
     process_isolation: bool = Field(default=False, description="Run a python handler in a child process so that a timeout can kill it.")
     edits_workspace: bool = Field(default=False, description="Changes files inside the workspace and nothing else: in accept_edits mode it runs without asking.")
     command_line: Name | None = Field(default=None, description="The string argument that holds a shell command line: policy rules see it split into `commands` and judge it command by command.")
+    rollout: Rollout | None = Field(default=None, description="For a tool declared in several versions: which version serves which sessions. Declare it on one version only.")
 
 
 # ---------------------------------------------------------------------------

@@ -39,7 +39,7 @@ async def run_call(call: Call, env: TurnEnv) -> ToolResult:
     tool = None
     try:
         result = await _stages(call, env, timings)
-        tool = env.snapshot.tool(*_split(call.name))
+        tool = timings.pop("_tool", None) or env.snapshot.tool(*_split(call.name))
     except asyncio.CancelledError:
         if env.audit is not None:  # the audit log still hears of a call cut short while it ran
             env.audit(env, call, error_result(call, Status.unknown, "cancelled", Stage.execute, "cancelled while it ran", snapshot=env.snapshot.version), timings.pop("executed_args", call.args))
@@ -49,6 +49,10 @@ async def run_call(call: Call, env: TurnEnv) -> ToolResult:
     executed_args = timings.pop("executed_args", call.args)
     timings["total_ms"] = (time.perf_counter() - started) * 1000
     result = _finish(result, env, timings, tool)
+    if tool is not None and env.canaries is not None and tool.version and tool.name in env.snapshot.rollouts:
+        failed = result.status in _FAILED
+        if failed or result.status is Status.ok:
+            env.canaries.record(env.snapshot.rollouts[tool.name], tool.version, failed)
     if env.audit is not None:
         env.audit(env, call, result, executed_args)
     if calls_logged():
@@ -65,9 +69,10 @@ async def _stages(call: Call, env: TurnEnv, timings: dict[str, Any]) -> ToolResu
     if call.parse_error is not None:
         return error_result(call, Status.invalid, "parse_error", Stage.parse, call.parse_error)
     t0 = clock()
-    bound = lookup(call, env.snapshot)
+    bound = lookup(call, env.snapshot, env.session, env.canaries)
     if isinstance(bound, ToolResult):
         return bound
+    timings["_tool"] = bound.tool  # the version that serves the call (a pin or a canary may choose it)
     t1 = clock()
     validated = validate(bound, env.session, env.snapshot)
     t2 = clock()
@@ -133,6 +138,8 @@ async def _stages(call: Call, env: TurnEnv, timings: dict[str, Any]) -> ToolResu
 
 
 _REFUSAL_CODES = {"breaker": "circuit_open", "quota": "quota_exceeded", "store": "limit_store_unavailable"}
+# Outcomes that count against a canary: the version ran and failed (a bad argument or a denial is not its fault).
+_FAILED = frozenset({Status.error, Status.timeout, Status.unknown, Status.internal})
 _BREAKER_CODES = frozenset({"timeout", "handler_crashed", "handler_error", "spawn_failed"})
 
 

@@ -39,6 +39,7 @@ class TurnEnv:
     metrics: Any = None  # runtime.metrics.Metrics: counts and latencies of the calls
     limits: Any = None  # runtime.policy.limits.Limits of this snapshot: quotas and circuit breakers (falsy when none)
     mcp: Any = None  # runtime.mcpclient.McpPool: sessions with the declared MCP servers (None: mcp handlers cannot run)
+    canaries: Any = None  # runtime.versions.CanaryMonitor: counts outcomes per version, halts failing canaries
     tracing: Any = None  # runtime.telemetry.traces: wraps each call in an OpenTelemetry span (None: tracing off)
     # Hears every ToolContext.progress() of the turn's python handlers as (call id, message),
     # e.g. to forward it to a client; called on the handler's thread, so it must be thread-safe.

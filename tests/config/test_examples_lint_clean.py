@@ -19,6 +19,7 @@ ENGINES = [pytest.param(Settings(cel_engine=e, schema_engine=e), id=e) for e in 
     [
         pytest.param("examples/coding-agent", 7, 21, id="coding-agent"),
         pytest.param("examples/customer-service", 3, 11, id="customer-service"),
+        pytest.param("examples/warehouse", 4, 17, id="warehouse"),
         pytest.param("policies", 5, 15, id="policies"),
     ],
 )
@@ -39,7 +40,7 @@ def test_coding_agent_example_compiles_its_tools_and_packs() -> None:
     assert {"inline-large", "test-output"} <= set(snapshot.output_profiles)
 
 
-@pytest.mark.parametrize("folder", ["examples/coding-agent", "examples/customer-service", "policies"])
+@pytest.mark.parametrize("folder", ["examples/coding-agent", "examples/customer-service", "examples/warehouse", "policies"])
 def test_each_folder_lints_clean_on_its_own_as_make_lint_runs_them(folder: str) -> None:
     result = build_snapshot([REPO / folder], Settings(cel_engine="fast", schema_engine="fast"))
     assert [str(p) for p in result.problems] == []

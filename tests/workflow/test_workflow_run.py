@@ -499,3 +499,31 @@ async def test_a_session_in_plan_mode_stops_write_steps(make_runtime: Callable[.
     assert result.step("read").status == "ok"  # type: ignore[union-attr]
     assert result.step("edit").status == "failed"  # type: ignore[union-attr]
     assert (workspace / "notes.txt").read_text() == "alpha\nbeta\n"
+
+
+def test_toolrt_workflow_run_and_list(make_runtime: Callable[..., Runtime], tmp_path: Path, workspace: Path) -> None:
+    import io
+
+    from runtime.cli import main
+
+    runtime = make_runtime("""
+        apiVersion: toolrt/v1
+        kind: Workflow
+        metadata: {name: note}
+        spec:
+          input_schema: {type: object, required: [text], properties: {text: {type: string}}}
+          steps:
+            - {id: a, tool: log, args: {text: "${input.text}"}}
+            - {id: b, tool: fail, depends_on: [a]}
+    """)
+    runtime.close_sync()
+    config = str(tmp_path / "config")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["workflow", "list", "--config", config], out, err) == 0
+    assert "note  risk=medium  writes  steps: a -> b" in out.getvalue()
+    out = io.StringIO()
+    code = main(["workflow", "run", "note", "--config", config, "--workspace", str(workspace), "--args", '{"text": "cli"}'], out, err)
+    assert code == 1
+    report = json.loads(out.getvalue())
+    assert report["status"] == "failed" and [s["status"] for s in report["steps"]] == ["ok", "failed"]
+    assert main(["workflow", "run", "note", "--config", config, "--args", "[1]"], io.StringIO(), err) == 2
