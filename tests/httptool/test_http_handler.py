@@ -151,12 +151,13 @@ async def test_an_argument_cannot_change_the_host_or_the_path(server: str, make:
 
 async def test_secrets_come_from_the_environment_and_are_redacted_from_the_response(server: str, make: Callable[[str], Runtime], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WF_TEST_TOKEN", "s3cr3t-token-value")
-    http = f'{{url: "http://{server}/echo", headers: {{Authorization: "Bearer {{token}}"}}, secrets: {{token: WF_TEST_TOKEN}}, {LOOPBACK}}}'
+    http = f'{{url: "http://{server}/echo", headers: {{Authorization: "Bearer {{token}}", X-Echo: "id {{token}}"}}, secrets: {{token: WF_TEST_TOKEN}}, {LOOPBACK}}}'
     runtime = make(tool("echo", http))
     result = await runtime.call("echo", {})
     assert result.status is Status.ok, result.content
     assert _Handler.seen[-1]["headers"]["authorization"] == "Bearer s3cr3t-token-value"  # type: ignore[index]
-    assert "s3cr3t-token-value" not in result.content and "[REDACTED:secret]" in result.content
+    assert "s3cr3t-token-value" not in result.content
+    assert result.structured["body"]["headers"]["x-echo"] == "id [REDACTED:secret]"
 
 
 async def test_a_missing_secret_is_a_clear_error_and_nothing_is_sent(server: str, make: Callable[[str], Runtime], monkeypatch: pytest.MonkeyPatch) -> None:
