@@ -325,6 +325,7 @@ class _Placer:
         # Names earlier commands of the line make (linking.name_effects), workspace-relative
         # or absolute: (made, what it stands for); and folders where links may appear.
         self.aliases: list[tuple[str, str]] = []
+        self.link_texts: dict[str, str] = {}  # symbolic links made earlier on the line: name -> target text
         self.unknown_below: list[str] = []
 
     def run(self, line: CommandLine) -> PlacedLine:
@@ -554,12 +555,35 @@ class _Placer:
                         # A symbolic link's relative target is read from the link's own folder;
                         # with -r (alone or in a bundle: -sr) ln computes it from the cwd reading.
                         readings = [self._joined(posixpath.dirname(name), source), *(readings if _relative_ln(argv) else ())]
+                        self.link_texts[name] = source
+                    elif effect.kind == linking.ALIAS:
+                        # A copied or moved link keeps its text: a relative one is read from its new folder.
+                        text = self._link_text(cwd, source)
+                        if text is not None and not text.startswith("/"):
+                            readings.append(self._joined(posixpath.dirname(name), text))
+                            self.link_texts[name] = text
                     for stands_for in readings:
                         if effect.kind == linking.HARD or (effect.kind == linking.ALIAS and argv[0] in ("ln", "cp")):
                             if self._place_from(".", stands_for, write=True) in ("protected", "holds"):
                                 what = "hard links" if effect.kind == linking.HARD else "links"
                                 self.protected = self.protected or f"`{argv[0]}` {what} `{_short(source)}`, which is or holds toolrt's own files"
                         self.aliases.append((name, stands_for))
+
+    def _link_text(self, cwd: str, source: str) -> str | None:
+        """The target text of ``source`` when it names a symbolic link (made earlier on
+        the line, or on disk now), else None."""
+        if not source or source.endswith("/"):
+            return None  # `cp -P link/` copies what the link leads to
+        joined = self._joined(cwd, source)
+        if joined in self.link_texts:
+            return self.link_texts[joined]
+        root = self.where.root_text
+        if root is None or joined.startswith("~"):
+            return None
+        try:
+            return os.readlink(joined if joined.startswith("/") else f"{root}/{joined}")
+        except OSError:
+            return None
 
     def _joined(self, cwd: str, text: str) -> str:
         """``text`` read from ``cwd``, normalised: workspace-relative, absolute, or ``~``."""

@@ -96,6 +96,10 @@ def build_place(base: Path) -> Place:
     (root / "deep" / "a" / "b").mkdir(parents=True)
     os.symlink(root, root / "deep" / "a" / "b" / "top")
     os.symlink("..", root / "sub" / "up")  # sub/up is the workspace; sub/up/.. its parent
+    # Relative links that stay inside where they are, and lead elsewhere once copied or
+    # moved to another folder (a link keeps its text).
+    os.symlink("../outside", root / "sub" / "rel")  # the workspace's outside/ (none): the sibling outside/ from the root
+    os.symlink("../toolrt.d", root / "deep" / "a" / "cfg")  # deep/toolrt.d (none): the config from sub/
     # Hard links that already exist to toolrt's own files.
     os.link(root / "toolrt.d" / "p.yaml", root / "sub" / "hard.txt")
     os.link(made.audit, root / "sub" / "hard_log")
@@ -268,6 +272,15 @@ MADE_PROTECTED = [
     pytest.param("(ln -s ../src sub/o) && cat sub/o/../toolrt.d/p.yaml", id="made in a subshell"),
     pytest.param("ln -s ../src sub/o | cat sub/o/../toolrt.d/p.yaml", id="made in a pipeline"),
     pytest.param("{ mv docs/lnk o; }; cat < o/../audit.sqlite3", id="made in a group, read by a redirection"),
+    # A copied or moved relative link keeps its text, read from its new folder.
+    pytest.param("cp -P deep/a/cfg sub/c && cat sub/c/p.yaml", id="cp -P of a relative link to another depth"),
+    pytest.param("cp -d deep/a/cfg sub/c; cat sub/c/p.yaml", id="cp -d of a relative link to another depth"),
+    pytest.param("cp -a deep/a/cfg sub/c && cat sub/c/p.yaml", id="cp -a of a relative link to another depth"),
+    pytest.param("mv deep/a/cfg sub/c && cat sub/c/p.yaml", id="mv of a relative link to another depth"),
+    pytest.param("mv -t sub deep/a/cfg && cat sub/cfg/p.yaml", id="mv -t of a relative link"),
+    pytest.param("rsync -l deep/a/cfg sub/c && cat sub/c/p.yaml", id="rsync -l of a relative link"),
+    pytest.param("ln -s ../toolrt.d deep/a/new && mv deep/a/new sub/n && cat sub/n/p.yaml", id="a link made on the line, then moved"),
+    pytest.param("ln -s ../toolrt.d deep/a/new && cp -P deep/a/new sub/n && cat sub/n/p.yaml", id="a link made on the line, then copied"),
     # A made name that is toolrt's files, or a folder holding them.
     pytest.param("mv sub/back_to_ws w; cat w/toolrt.d/p.yaml", id="mv of a link to the workspace"),
     pytest.param("mv sub/up u && cat u/toolrt.d/p.yaml", id="mv of a link to .."),
@@ -311,6 +324,11 @@ MADE_OUTSIDE = [
     pytest.param("rsync -a docs/ d2/ && cat d2/lnk/x", id="rsync -a with a trailing slash"),
     pytest.param("rsync -rl docs d2 && cat d2/docs/lnk/x", id="rsync -rl into a folder"),
     pytest.param("rsync -aH docs d2 && cat d2/docs/lnk/x", id="rsync -aH"),
+    pytest.param("cp -P sub/rel r && cat r/x", id="cp -P of a relative link to another depth"),
+    pytest.param("cp -d sub/rel r; cat r/x", id="cp -d of a relative link to another depth"),
+    pytest.param("mv sub/rel r && cat r/x", id="mv of a relative link to another depth"),
+    pytest.param("rsync -l sub/rel r && cat r/x", id="rsync -l of a relative link to another depth"),
+    pytest.param("ln -s ../outside sub/made && mv sub/made r && cat r/x", id="a link made on the line, then moved"),
     pytest.param("ln -s docs d | cat d/lnk/x", id="in a pipeline"),
     pytest.param("(ln -s docs d); cat d/lnk/x", id="in a subshell"),
     pytest.param("(cd sub && ln -s ../docs d) && cat sub/d/lnk/x", id="cd and ln in a subshell"),
