@@ -8,6 +8,7 @@ import itertools
 import sqlite3
 import threading
 import uuid
+import weakref
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -25,6 +26,7 @@ from runtime.config.problems import Location, Problem
 from runtime.errors import ConfigError, ToolrtError
 from runtime.execution.jobs import JobRegistry
 from runtime.fleet import setup as fleet
+from runtime.loopthread import LoopThread
 from runtime.mcpclient import McpPool, Mounter
 from runtime.metrics import Metrics
 from runtime.pipeline import run_call
@@ -132,6 +134,8 @@ class Runtime:
         self.where = Where.of(self.workspace_root, self.protected_paths(), self.settings.commands_outside_workspace, configs=self._config_paths())
         self.permitter: Permitter = permitter or PolicyPermitter(self.where)
         self.jobs = JobRegistry()
+        self._loop: LoopThread | None = None  # the runtime's own event loop, for sync callers
+        self._loop_lock = threading.Lock()
         self._owned: list[Any] = []  # stores made here from the settings, closed by close()
         # "allow for this session" answers, per session id
         self.grants: SessionGrants = grants if grants is not None else self._made(fleet.grants_for(self.settings))
@@ -158,6 +162,9 @@ class Runtime:
             else None
         )
         if self.workspace_tools is not None:
+            # Temporary files of writers that crashed (a SIGKILL during file_edit): gone
+            # before the agent could come across them, without delaying the start.
+            threading.Thread(target=self.workspace_tools.editor.sweep_tree, name="toolrt-temp-sweep", daemon=True).start()
             self.metrics.gauge_source("read_cache", self.workspace_tools.cache.stats)
             self.metrics.gauge_source("file_edit", self.workspace_tools.editor.stats)
         if self.audit is not None:
@@ -340,8 +347,23 @@ class Runtime:
         return await run_turn(calls, env, parallel=parallel and self.settings.max_concurrency > 1, stop_on_error=stop_on_error, deadline_s=deadline_s, interrupt=interrupt)
 
     def run_turn_sync(self, calls: Sequence[Call], session: Session | None = None, **options: Any) -> list[ToolResult]:
-        """:meth:`run_turn` for code without an event loop (or called from inside one)."""
-        return _run_sync(self.run_turn(calls, session, **options))
+        """:meth:`run_turn` for code without an event loop (or called from inside one).
+
+        The turn runs on the runtime's own event loop (one daemon thread, started on first
+        use), so that a command that goes on in the background outlives the turn, as the
+        model is told; :meth:`close_sync` (or :meth:`close`) stops it."""
+        return self._on_own_loop(self.run_turn(calls, session, **options))
+
+    def _on_own_loop(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        with self._loop_lock:
+            if self._loop is None or not self._loop.running:
+                self._loop = LoopThread("toolrt-runtime-loop")
+                # A runtime dropped without close(): its idle loop thread goes with it.
+                weakref.finalize(self, self._loop.stop, 0)
+            loop = self._loop
+        if loop.in_loop_thread():
+            return _run_sync(coroutine)  # a handler of this runtime calling back in: never block its own loop
+        return loop.run(coroutine)
 
     def needs_approval(self, call: Call, session: Session | None = None) -> bool:
         """Whether running ``call`` now would put an ``ask`` to an approver: its arguments
@@ -366,7 +388,11 @@ class Runtime:
         background thread, and the last batch is written here."""
         if self.watcher is not None:
             await asyncio.to_thread(self.watcher.stop)
-        await self.jobs.close()
+        await self.jobs.close()  # on whichever loops they run, the runtime's own included
+        with self._loop_lock:
+            loop, self._loop = self._loop, None
+        if loop is not None:
+            await asyncio.to_thread(loop.stop)
         await asyncio.to_thread(self.mcp.close)
         if self.audit is not None:
             await asyncio.to_thread(self.audit.close)
@@ -374,7 +400,8 @@ class Runtime:
             await asyncio.to_thread(store.close)
 
     def close_sync(self) -> None:
-        """:meth:`close` for code without an event loop (or called from inside one)."""
+        """:meth:`close` for code without an event loop (or called from inside one):
+        it also stops the runtime's own loop that :meth:`run_turn_sync` started."""
         _run_sync(self.close())
 
     async def run_workflow(self, name: str, args: Mapping[str, Any] | None = None, session: Session | None = None, *, run_id: str | None = None, trace_id: str | None = None) -> WorkflowResult:
@@ -395,8 +422,9 @@ class Runtime:
         return await run_workflow(workflow, dict(args or {}), env, run_id=run_id)
 
     def run_workflow_sync(self, name: str, args: Mapping[str, Any] | None = None, session: Session | None = None, **options: Any) -> WorkflowResult:
-        """:meth:`run_workflow` for code without an event loop."""
-        return _run_sync(self.run_workflow(name, args, session, **options))
+        """:meth:`run_workflow` for code without an event loop (on the runtime's own loop,
+        like :meth:`run_turn_sync`)."""
+        return self._on_own_loop(self.run_workflow(name, args, session, **options))
 
     async def call(self, name: str, args: Mapping[str, Any] | None = None, session: Session | None = None, *, call_id: str | None = None) -> ToolResult:
         """Run one call by name."""

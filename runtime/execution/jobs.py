@@ -85,11 +85,27 @@ class JobRegistry:
             del self._jobs[job_id]
 
     async def close(self) -> None:
-        """Stop every job still running (their process trees are stopped)."""
-        running = [job.task for job in self._jobs.values() if job.running]
-        for task in running:
-            task.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
+        """Stop every job still running (their process trees are stopped), on whichever
+        event loop it runs: the caller's, or another thread's (a sync caller's turns run
+        on the runtime's own loop)."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[Any]]] = {}
+        for job in self._jobs.values():
+            if job.running:
+                by_loop.setdefault(job.task.get_loop(), []).append(job.task)
+        here = asyncio.get_running_loop()
+        waits: list[Any] = []
+        for loop, tasks in by_loop.items():
+            if loop is here:
+                waits.append(_stop(tasks))
+            elif loop.is_running():
+                waits.append(asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_stop(tasks), loop)))
+        await asyncio.gather(*waits, return_exceptions=True)
+
+
+async def _stop(tasks: list[asyncio.Future[Any]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _record(job: Job, done: asyncio.Future[Any]) -> None:

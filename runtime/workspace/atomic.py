@@ -11,9 +11,14 @@ created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` and the rename replaces the direc
 entry itself, so a symbolic link planted at the target name is replaced, never
 followed. Hard links to the old file keep the old content (a new inode is written).
 
-A writer killed between creating and renaming its temporary file leaves it behind;
-the names start with :data:`TEMP_PREFIX` so :func:`sweep_stale_temp_files` can find
-and remove them later.
+Where the kernel offers it (Linux ``O_TMPFILE``), the data is written to an unnamed
+file that gets a name only once it is complete and synced, just before the rename: a
+writer killed while writing (the long part, for a large file) leaves nothing behind.
+Elsewhere the temporary file is named from the start. Either way a writer killed
+between naming and renaming leaves it behind; the names start with
+:data:`TEMP_PREFIX` and carry the writer's pid, so :func:`sweep_stale_temp_files`
+removes those of dead writers at once and any other after a while, and the workspace
+tools never list them.
 """
 
 from __future__ import annotations
@@ -53,7 +58,9 @@ def atomic_write(dir_fd: int, name: str, data: bytes | bytearray | memoryview, *
     if mode is None and regular is not None:
         mode = stat.S_IMODE(regular.st_mode)
     # With a known mode, start private and chmod after; otherwise let the umask decide.
-    temp, fd = _create_temp(dir_fd, 0o600 if mode is not None else 0o666)
+    perm = 0o600 if mode is not None else 0o666
+    unnamed = _open_unnamed(dir_fd, perm)
+    temp, fd = ("", unnamed) if unnamed is not None else _create_temp(dir_fd, perm)
     try:
         try:
             _write_all(fd, data)
@@ -62,12 +69,15 @@ def atomic_write(dir_fd: int, name: str, data: bytes | bytearray | memoryview, *
             if mode is not None:
                 os.fchmod(fd, mode)  # after fchown, which may clear set-id bits
             os.fsync(fd)
+            if unnamed is not None:
+                temp = _name_unnamed(dir_fd, fd)
         finally:
             os.close(fd)
         os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp, dir_fd=dir_fd)
+        if temp:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=dir_fd)
         raise
     try:
         os.fsync(dir_fd)
@@ -81,9 +91,11 @@ def atomic_write(dir_fd: int, name: str, data: bytes | bytearray | memoryview, *
 def sweep_stale_temp_files(dir_fd: int, older_than_s: float, *, now: float | None = None) -> int:
     """Remove temporary files of crashed writers from directory ``dir_fd``; return how many.
 
-    Only regular files named ``TEMP_PREFIX*`` whose modification time is at least
-    ``older_than_s`` seconds old are removed, so live writers (which keep writing to
-    theirs) are left alone as long as the age is well above a write's duration.
+    Only regular files named ``TEMP_PREFIX*`` are removed: at once when the pid in the
+    name is a process of this machine that no longer exists (its writer is dead), and
+    otherwise once their modification time is at least ``older_than_s`` seconds old,
+    so live writers (which keep writing to theirs) are left alone as long as the age is
+    well above a write's duration.
     """
     now = time.time() if now is None else now
     removed = 0
@@ -96,13 +108,53 @@ def sweep_stale_temp_files(dir_fd: int, older_than_s: float, *, now: float | Non
             continue
         try:
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            if not stat.S_ISREG(st.st_mode) or now - st.st_mtime < older_than_s:
+            if not stat.S_ISREG(st.st_mode) or (now - st.st_mtime < older_than_s and not _writer_dead(name)):
                 continue
             os.unlink(name, dir_fd=dir_fd)
         except OSError:
             continue  # renamed by its writer, removed by another sweep, or not ours to remove
         removed += 1
     return removed
+
+
+def _writer_dead(name: str) -> bool:
+    """True when ``name`` (``TEMP_PREFIX<pid>-<random>``) names a pid with no process."""
+    pid_text = name[len(TEMP_PREFIX) :].split("-", 1)[0]
+    if not pid_text.isdigit() or int(pid_text) <= 1:
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # exists (another user's): not dead
+    return False
+
+
+def _open_unnamed(dir_fd: int, perm: int) -> int | None:
+    """An unnamed file in ``dir_fd`` (``O_TMPFILE``), or None where the kernel or the
+    file system offers none."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        return os.open(".", flag | os.O_WRONLY | os.O_CLOEXEC, perm, dir_fd=dir_fd)
+    except OSError as err:
+        if err.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+            return None
+        raise
+
+
+def _name_unnamed(dir_fd: int, fd: int) -> str:
+    """Give the complete unnamed file ``fd`` a temporary name in ``dir_fd`` (linkat)."""
+    for _ in range(100):
+        name = f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
+        try:
+            os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=dir_fd, follow_symlinks=True)
+            return name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "could not name the temporary file")
 
 
 def _create_temp(dir_fd: int, perm: int) -> tuple[str, int]:

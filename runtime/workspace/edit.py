@@ -56,7 +56,7 @@ import filelock
 from runtime.workspace.atomic import atomic_write, sweep_stale_temp_files
 from runtime.workspace.cache import FileIdentity, ReadCache
 from runtime.workspace.errors import BinaryFileError, EditConflict, FileBusy, WorkspaceError
-from runtime.workspace.sandbox import Resolved, Workspace
+from runtime.workspace.sandbox import TEMP_PREFIX, Resolved, Workspace
 from runtime.workspace.text import Decoded, decode, encode, line_endings, short_diff, split_keepends, split_lines, to_crlf
 
 EditMode = Literal["replace", "append", "insert", "str_replace"]
@@ -331,6 +331,33 @@ class FileEditor:
         if removed:
             with self._stats_lock:
                 self.temp_files_swept += removed
+
+    def sweep_tree(self, *, max_dirs: int = 100_000) -> int:
+        """Remove the temporary files crashed writers left anywhere in the workspace
+        (see :func:`~runtime.workspace.atomic.sweep_stale_temp_files`); return how many.
+
+        A Runtime runs this once when it starts, in a thread of its own: links are not
+        followed, and at most ``max_dirs`` folders are looked at."""
+        removed = 0
+        root = str(self.workspace.root)
+        for count, (current, dirs, names) in enumerate(os.walk(root, followlinks=False)):
+            if count >= max_dirs:
+                break
+            dirs[:] = [d for d in dirs if not d.startswith(TEMP_PREFIX)]
+            if not any(name.startswith(TEMP_PREFIX) for name in names):
+                continue
+            try:
+                fd = os.open(current, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                removed += sweep_stale_temp_files(fd, self.stale_temp_age_s)
+            finally:
+                os.close(fd)
+        if removed:
+            with self._stats_lock:
+                self.temp_files_swept += removed
+        return removed
 
     def _count_wait(self, waited: float) -> None:
         with self._stats_lock:

@@ -62,7 +62,7 @@ from typing import Any, Literal
 import re2
 
 from runtime.workspace.errors import WorkspaceError
-from runtime.workspace.sandbox import Resolved, Workspace
+from runtime.workspace.sandbox import TEMP_PREFIX, Resolved, Workspace
 
 GrepOutput = Literal["content", "files", "count"]
 GrepEngine = Literal["auto", "rg", "python"]
@@ -216,8 +216,10 @@ def _open_dir_chain(workspace: Workspace, relative: str, load_ignores: bool) -> 
 
 
 def _scandir_sorted(fd: int) -> list[os.DirEntry[str]]:
+    # A writer's temporary file (file_edit's, or one a crash left) is never shown:
+    # it is not the agent's file, and it is gone or swept soon.
     with os.scandir(fd) as entries:
-        return sorted(entries, key=lambda entry: entry.name)
+        return sorted((entry for entry in entries if not entry.name.startswith(TEMP_PREFIX)), key=lambda entry: entry.name)
 
 
 def _read_file(dir_fd: int, name: str, max_bytes: int) -> bytes | None:

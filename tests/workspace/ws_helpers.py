@@ -118,8 +118,11 @@ def version_text(version: int, size: int) -> str:
     return f"version {version:08d}\n" + line * (size // len(line))
 
 
-def rewrite_forever(root: str, locks: str, name: str, progress: str, sizes: tuple[int, ...], first: int) -> None:
-    """Replace ``name`` with version ``first``, ``first + 1``, ... until killed; log each finished version."""
+def rewrite_forever(root: str, locks: str, name: str, progress: str, sizes: tuple[int, ...], first: int, named: bool = False) -> None:
+    """Replace ``name`` with version ``first``, ``first + 1``, ... until killed; log each finished version.
+    ``named``: write through a named temporary file, as where the kernel has no ``O_TMPFILE``."""
+    if named and hasattr(os, "O_TMPFILE"):
+        del os.O_TMPFILE
     editor = FileEditor(Workspace(root), locks, None, lock_timeout_s=30.0)
     version = first
     while True:
