@@ -104,6 +104,8 @@ def tree_writers(argv: Sequence[str]) -> tuple[str, ...]:
         return (_folder_option(argv, ("-D", "--directory")) or ".",)
     if program == "git":
         sub, folder = git_subcommand(argv)
+        if sub == "clone":
+            return (posixpath.join(folder, _clone_target(argv)),)
         if sub in _GIT_TREE_WRITERS - {"clone", "worktree", "submodule"}:
             return (folder,)
     return ()
@@ -114,6 +116,35 @@ def _cpio_extracts(argv: Sequence[str]) -> bool:
     return any(
         item == "--extract" or (item.startswith("-") and not item.startswith("--") and "i" in item[1:]) for item in argv[1:]
     )
+
+
+_CLONE_VALUED = frozenset(
+    {"-b", "--branch", "-o", "--origin", "-u", "--upload-pack", "--depth", "--reference", "--reference-if-able", "-c",
+     "--config", "--template", "--separate-git-dir", "-j", "--jobs", "--filter", "--shallow-since", "--shallow-exclude",
+     "--server-option", "--bundle-uri", "--ref-format"}
+)
+
+
+def _clone_target(argv: Sequence[str]) -> str:
+    """The folder ``git clone`` makes: its second operand, else the repository's name."""
+    start = list(argv).index("clone") + 1 if "clone" in argv else len(argv)
+    operands: list[str] = []
+    k = start
+    while k < len(argv):
+        item = argv[k]
+        if item == "--":
+            operands += argv[k + 1 :]
+            break
+        if item.startswith("-"):
+            k += 2 if item in _CLONE_VALUED else 1
+            continue
+        operands.append(item)
+        k += 1
+    if len(operands) >= 2:
+        return operands[1]
+    name = posixpath.basename(operands[0].rstrip("/")) if operands else ""
+    name = name.rpartition(":")[2]
+    return (name[:-4] if name.endswith(".git") else name) or "."
 
 
 def _copying(program: str, argv: Sequence[str]) -> tuple[NameEffect, ...]:

@@ -303,7 +303,7 @@ def test_a_write_into_the_folder_that_holds_them_asks_in_bypass_mode(decided: Ju
         pytest.param("cp -r templates toolrt.d/new", ASKED, id="cp -r of YAML into the config folder"),
         pytest.param("mv templates toolrt.d/new", ASKED, id="mv of YAML into the config folder"),
         pytest.param("rsync -a templates/ toolrt.d/new/", ASKED, id="rsync of YAML into the config folder"),
-        pytest.param("git clone https://example.com/r.git toolrt.d/r", ASKED, marks=hole("a clone's YAML files become config"), id="git clone into the config folder"),
+        pytest.param("git clone https://example.com/r.git toolrt.d/r", ASKED, id="git clone into the config folder"),
         pytest.param("unzip -d toolrt.d/z evil.zip", ASKED, id="unzip into the config folder"),
     ],
 )
