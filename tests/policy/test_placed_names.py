@@ -638,7 +638,6 @@ def test_a_config_sub_folder_cannot_be_deleted_moved_or_locked(decided: Judge, l
     assert decision.effect == "deny", (line, decision.effect, decision.reason)
 
 
-CLONE = "git clone's destination is not judged as a write of that folder (linking.tree_writers leaves clone out); test_review_escapes pins the same hole"
 
 CONFIG_ASKED = [
     pytest.param("cp -r templates toolrt.d/more/x", id="cp -r into a sub-folder"),
@@ -658,11 +657,11 @@ CONFIG_ASKED = [
     pytest.param("unzip evil.zip -d toolrt.d/more", id="unzip -d last"),
     pytest.param("patch -d toolrt.d/more -p0 < x.diff", id="patch -d"),
     pytest.param("git -C toolrt.d/more apply ../../x.diff", id="git apply"),
-    pytest.param("git clone https://example.com/r.git toolrt.d/r", id="git clone into the config", marks=hole(CLONE)),
-    pytest.param("git clone https://example.com/r.git toolrt.d/more/r", id="git clone into a sub-folder", marks=hole(CLONE)),
-    pytest.param("git clone -b main --depth 1 https://example.com/r.git toolrt.d/r", id="git clone with options", marks=hole(CLONE)),
-    pytest.param("cd toolrt.d && git clone https://example.com/r.git", id="git clone named after the URL", marks=hole(CLONE)),
-    pytest.param("git -C toolrt.d clone https://example.com/r.git", id="git -C clone", marks=hole(CLONE)),
+    pytest.param("git clone https://example.com/r.git toolrt.d/r", id="git clone into the config"),
+    pytest.param("git clone https://example.com/r.git toolrt.d/more/r", id="git clone into a sub-folder"),
+    pytest.param("git clone -b main --depth 1 https://example.com/r.git toolrt.d/r", id="git clone with options"),
+    pytest.param("cd toolrt.d && git clone https://example.com/r.git", id="git clone named after the URL"),
+    pytest.param("git -C toolrt.d clone https://example.com/r.git", id="git -C clone"),
     pytest.param("echo x > toolrt.d/more/notes.txt", id="a redirection writing a non-YAML file"),
     pytest.param("cp a.txt toolrt.d/readme.txt", id="cp of a non-YAML file"),
     pytest.param("touch toolrt.d/more/new", id="touch"),
