@@ -33,8 +33,13 @@ __all__ = ["default_example", "run_demo"]
 
 
 def default_example() -> Path:
-    """The shipped coding-agent example: the config the demo runs when none is given."""
-    return Path(__file__).resolve().parents[2] / "examples" / "coding-agent"
+    """The shipped coding-agent example: the config the demo runs when none is given
+    (the source checkout's ``examples/``, or the copy installed inside the package)."""
+    package = Path(__file__).resolve().parents[1]
+    for candidate in (package.parent / "examples" / "coding-agent", package / "_examples" / "coding-agent"):
+        if candidate.is_dir():
+            return candidate
+    return package / "_examples" / "coding-agent"
 
 
 def run_demo(config: Path | None, out: TextIO, err: TextIO) -> int:
