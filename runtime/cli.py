@@ -26,14 +26,20 @@ from runtime.approvers import TerminalApprover
 from runtime.audit import format_json, format_table, parse_since, query
 from runtime.audit.location import store_path
 from runtime.audit.verify import parse_anchor, report_json, verify
-from runtime.config.compile import build_snapshot, load_snapshot
-from runtime.config.models import PermissionMode
+from runtime.config.cache import CompileCache
+from runtime.config.compile import build_snapshot
+from runtime.config.load import load_documents
+from runtime.config.models import McpServerDocument, PermissionMode
 from runtime.config.schema import all_schemas, render
 from runtime.errors import ConfigError, UsageError
 from runtime.fleet import setup as fleet_setup
 from runtime.lint.report import FORMATS
 from runtime.lint.report import render as render_report
 from runtime.logs import configure as configure_logs
+from runtime.mcpclient import McpPool
+from runtime.mcpclient.errors import McpFailure
+from runtime.mcpclient.lock import LockedMounter, lock_path, read_lock, write_lock
+from runtime.mcpclient.mount import ListedTool
 from runtime.policy.explain import explain
 from runtime.policy.placed import NOWHERE, Where
 from runtime.policy.policytests import run_policy_tests
@@ -99,6 +105,10 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--session", default="{}", help='the session as JSON: {"id", "user", "mode", "labels"}')
     explain.add_argument("--format", choices=("text", "json"), default="text")
     explain.add_argument("--workspace", type=Path, default=None, help="judge command lines as run in this workspace (globs expanded, paths placed)")
+
+    mcp = sub.add_parser("mcp", help="MCP servers: `lock` lists their tools once into a lock file that lint, test, explain and tools read offline")
+    mcp.add_argument("action", choices=("lock",))
+    mcp.add_argument("--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable); the lock goes in the first")
 
     watch = sub.add_parser("watch", help="load a config, then print one JSON line per reload attempt until interrupted")
     watch.add_argument("--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)")
@@ -203,6 +213,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return _status(args, out, err)
     if args.command == "watch":
         return _watch(args, out, err)
+    if args.command == "mcp":
+        return _mcp(args, out, err)
     if args.command == "serve":
         return _serve(args, err)
     if args.command == "workflow":
@@ -255,7 +267,7 @@ def _lint(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     paths = args.paths or [settings.config_dir]
     if _missing(paths, err, "file or directory"):
         return EXIT_USAGE
-    result = build_snapshot(paths, settings)
+    result = build_snapshot(paths, settings, mount=_locked_tools(paths))
     out.write(render_report(result.problems, args.format, files=len(result.files), documents=result.documents, strict=args.strict))
     failing = [p for p in result.problems if p.is_error or args.strict]
     return EXIT_PROBLEMS if failing else EXIT_OK
@@ -315,11 +327,49 @@ def _report(error: ConfigError, err: TextIO) -> None:
 
 def _load(paths: Sequence[Path], err: TextIO) -> Snapshot | None:
     """The compiled config, or None after printing every problem."""
-    try:
-        return load_snapshot(paths, Settings())
-    except ConfigError as error:
-        _report(error, err)
+    result = build_snapshot(paths, Settings(), mount=_locked_tools(paths))
+    if result.snapshot is None:
+        _report(ConfigError(result.problems), err)
         return None
+    return result.snapshot
+
+
+def _locked_tools(paths: Sequence[Path]) -> LockedMounter | None:
+    """The tools of the config's MCP lock file, mounted offline (None without a lock)."""
+    listings = read_lock(list(paths))
+    return LockedMounter(listings) if listings is not None else None
+
+
+def _mcp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``toolrt mcp lock``: list each declared server's tools once and write the lock file."""
+    if _missing(args.config, err):
+        return EXIT_USAGE
+    # Only the McpServer documents matter: the rest of the config may still name tools
+    # that only the lock will make known.
+    loaded = load_documents(args.config, Settings(), CompileCache())
+    servers = {e.model.metadata.name: e.model.spec for e in loaded.documents if isinstance(e.model, McpServerDocument) and (e.model.spec.command or e.model.spec.url)}
+    broken = [p for p in loaded.problems if p.is_error]
+    if broken and not servers:
+        _report(ConfigError(tuple(broken)), err)
+        return EXIT_PROBLEMS
+    if not servers:
+        err.write("toolrt mcp lock: the config declares no McpServer; there is nothing to lock\n")
+        return EXIT_PROBLEMS
+    pool = McpPool()
+    try:
+        listings = pool.list_tools(servers)
+    finally:
+        pool.close()
+    failed = {name: listed for name, listed in listings.items() if isinstance(listed, McpFailure)}
+    for name, failure in failed.items():
+        err.write(f"toolrt mcp lock: MCP server {name} {failure.message}\n")
+    if failed:
+        return EXIT_PROBLEMS
+    locked = {name: tuple(ListedTool.of(tool) for tool in listed) for name, listed in listings.items() if not isinstance(listed, McpFailure)}
+    path = lock_path(args.config)
+    write_lock(path, locked)
+    out.write(f"wrote {path}: " + ", ".join(f"{name} ({len(tools)} tool(s))" for name, tools in sorted(locked.items())) + "\n")
+    return EXIT_OK
 
 
 def _runtime(args: argparse.Namespace, err: TextIO) -> Runtime | None:

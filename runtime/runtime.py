@@ -28,6 +28,7 @@ from runtime.execution.jobs import JobRegistry
 from runtime.fleet import setup as fleet
 from runtime.loopthread import LoopThread
 from runtime.mcpclient import McpPool, Mounter
+from runtime.mcpclient.lock import read_lock
 from runtime.metrics import Metrics
 from runtime.pipeline import run_call
 from runtime.pipeline.env import TurnEnv
@@ -116,7 +117,7 @@ class Runtime:
         self._paths = [Path(p) for p in config]
         self._cache = CompileCache()
         self.mcp = McpPool()  # sessions with the declared MCP servers, started on first use
-        self._mount = Mounter(self.mcp)  # their tools join every snapshot build
+        self._mount = Mounter(self.mcp, read_lock(self._paths))  # their tools join every snapshot build; drift from the lock is logged
         result = build_snapshot(self._paths, self.settings, self._cache, mount=self._mount)
         if result.snapshot is None:
             self.mcp.close()

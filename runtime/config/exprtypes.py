@@ -63,7 +63,21 @@ class TypedCheck:
 
 def variable_types(schema: Any, command_line: str | None = None, *, with_commands: bool = False) -> tuple[dict[str, CelType], dict[str, SizeBound], str]:
     """The variables' types for a tool with input ``schema`` (None: args of no known
-    schema), their size bounds, and a content key of both."""
+    schema), their size bounds, and a content key of both. Tools often share a schema:
+    the result is kept per content (callers must not change it)."""
+    key = hashlib.sha256(json.dumps([schema, command_line, with_commands], sort_keys=True, default=str).encode()).hexdigest()
+    cached = _TYPES.get(key)
+    if cached is None:
+        if len(_TYPES) >= 4096:
+            _TYPES.clear()
+        cached = _TYPES[key] = _variable_types(schema, command_line, with_commands, key)
+    return cached
+
+
+_TYPES: dict[str, tuple[dict[str, CelType], dict[str, SizeBound], str]] = {}
+
+
+def _variable_types(schema: Any, command_line: str | None, with_commands: bool, key: str) -> tuple[dict[str, CelType], dict[str, SizeBound], str]:
     read = from_schema(schema if schema is not None else {"type": "object"}, "args")
     bounds = dict(read.bounds)
     bounds[UNTYPED] = SizeBound(MAX_ARGUMENT_BYTES // 2, False, "maxItems", "(values of no declared type)")
@@ -84,7 +98,6 @@ def variable_types(schema: Any, command_line: str | None = None, *, with_command
             bounds[name] = SizeBound(bound, line_bound.declared if line_bound else False, "maxLength", line_bound.pointer if line_bound else "the command line")
         word = STRING.with_(size=size_var("commands[][]"))
         variables["commands"] = list_of(list_of(word, size_var("commands[]")), size_var("commands")).with_(label="commands")
-    key = hashlib.sha256(json.dumps([schema, command_line, with_commands], sort_keys=True, default=str).encode()).hexdigest()
     return variables, bounds, key
 
 
@@ -127,7 +140,23 @@ def _parsed(source: str) -> Any:
 
 
 def type_findings(source: str, path: tuple[str | int, ...], typed: TypedCheck, *, own_schema: bool = True) -> list[Any]:
-    """Findings (see runtime.config.expressions.Finding) for ``source`` under ``typed``."""
+    """Findings (see runtime.config.expressions.Finding) for ``source`` under ``typed``
+    (kept per content: many tools share their rules and schemas)."""
+    memo = (source, path, typed.key, typed.result, typed.cost_limit, typed.field_name, typed.subject, own_schema)
+    found = _FINDINGS.get(memo) if typed.key else None
+    if found is None:
+        found = tuple(_type_findings(source, path, typed, own_schema=own_schema))
+        if typed.key:
+            if len(_FINDINGS) >= 16384:
+                _FINDINGS.clear()
+            _FINDINGS[memo] = found
+    return list(found)
+
+
+_FINDINGS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
+def _type_findings(source: str, path: tuple[str | int, ...], typed: TypedCheck, *, own_schema: bool = True) -> list[Any]:
     from runtime.config.expressions import Finding
 
     tree = _parsed(source)

@@ -104,9 +104,10 @@ def mounted_name(server: str, tool: str) -> str:
 class Mounter:
     """The snapshot build's mount step (``build_snapshot(..., mount=Mounter(pool))``)."""
 
-    def __init__(self, pool: McpPool) -> None:
+    def __init__(self, pool: McpPool, lock: Mapping[str, Sequence[ListedTool]] | None = None) -> None:
         self._pool = pool
         self._last: dict[str, tuple[McpServerSpec, tuple[ListedTool, ...]]] = {}  # last good listing per server
+        self._lock = lock  # the listings CI checked (runtime.mcpclient.lock), to report drift from
 
     def __call__(self, documents: Sequence[LoadedDocument]) -> list[LoadedDocument]:
         """Tool documents for the tools of the McpServers among ``documents``."""
@@ -128,6 +129,11 @@ class Mounter:
     def _tools(self, name: str, spec: McpServerSpec, listed: list[Any] | McpFailure) -> tuple[ListedTool, ...]:
         if not isinstance(listed, McpFailure):
             tools = tuple(ListedTool.of(t) for t in listed)
+            previous = self._last.get(name)
+            if self._lock is not None and name in self._lock and (previous is None or previous[1] != tools):
+                from runtime.mcpclient.lock import report_drift
+
+                report_drift(name, self._lock[name], tools)
             self._last[name] = (spec, tools)
             return tools
         previous = self._last.get(name)
