@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 import threading
@@ -145,7 +146,7 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--format", choices=("text", "json"), default="text")
 
     serve = sub.add_parser("serve", help="serve the tools to MCP clients (stdio or streamable HTTP) until stopped")
-    serve.add_argument("--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)")
+    serve.add_argument("--config", type=Path, action="append", default=None, help="config directory or YAML file (repeatable; default: $TOOLRT_CONFIG_DIR)")
     serve.add_argument("--workspace", type=Path, default=None, help="workspace root (default: the workspace_root setting)")
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or streamable HTTP")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address to listen on (default 127.0.0.1: this machine only)")
@@ -178,6 +179,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="HTTP: at most N sessions; at the limit the least recently used idle one ends (default 1000)",
     )
+    serve.add_argument("--metrics", action="store_true", help="HTTP: also serve the Prometheus metrics at /metrics (same host checks and token)")
 
     cli_workflows.add_parsers(sub, runtime_options)
 
@@ -625,6 +627,12 @@ def _session_from_json(raw: object) -> Session | str:
 
 def _serve(args: argparse.Namespace, err: TextIO) -> int:
     """``toolrt serve``: run the MCP server until the client goes (stdio) or SIGINT/SIGTERM."""
+    if not args.config:  # a container sets the config folder in its environment
+        configured = os.environ.get("TOOLRT_CONFIG_DIR", "").strip()
+        if not configured:
+            err.write("toolrt serve: give the config with --config PATH (repeatable) or set TOOLRT_CONFIG_DIR\n")
+            return EXIT_USAGE
+        args.config = [Path(configured)]
     if _missing(args.config, err):
         return EXIT_USAGE
     if not 0 <= args.port <= 65535:
@@ -688,6 +696,7 @@ def _serve(args: argparse.Namespace, err: TextIO) -> int:
                 stop=stop,
                 on_ready=ready,
                 limits=limits,
+                metrics=args.metrics,
             )
         finally:
             await runtime.close()  # the last audit records are written before the process ends

@@ -31,6 +31,7 @@ as observable instruments, read only when the app collects; see
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import threading
@@ -47,6 +48,13 @@ DEFAULT_RESERVOIR_SIZE = 4096
 #: Recorded calls are counted once this many are queued (and at every reading).
 FOLD_AT = 64
 QUANTILES: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
+#: Histogram bucket bounds in seconds for call and stage durations: tool calls run from
+#: a millisecond (an in-process handler) to minutes (a build), so the buckets span that.
+BUCKETS_S: tuple[float, ...] = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+_BOUNDS_MS: tuple[float, ...] = tuple(bound * 1000 for bound in BUCKETS_S)
+#: The ``tool`` label of calls naming no tool of the snapshot: a model can make up any
+#: number of names, and each must not become a series of its own.
+UNKNOWN_TOOL = "(unknown)"
 _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
 
 # Counter keys are tuples whose first element names the family; prebuilt where the
@@ -74,7 +82,7 @@ Source = Callable[[], Mapping[str, float]]
 class _Stage:
     """One pipeline stage's latencies: the newest samples, and the count and sum of all."""
 
-    __slots__ = ("count", "name", "samples", "total")
+    __slots__ = ("buckets", "count", "name", "samples", "total")
 
     def __init__(self, name: str, reservoir_size: int) -> None:
         self.name = name
@@ -83,6 +91,18 @@ class _Stage:
         # interrupted between read and write under the GIL.
         self.count = 0
         self.total = 0.0
+        self.buckets = [0] * (len(_BOUNDS_MS) + 1)  # per bucket (not cumulative); the last is +Inf
+
+
+def _histogram(buckets: list[int], total_ms: float, count: int) -> dict[str, Any]:
+    """A histogram in seconds as plain data: the upper bounds ``le`` (without +Inf, whose
+    count is ``count``), the cumulative count at each, the sum and the count."""
+    cumulative: list[int] = []
+    running = 0
+    for n in buckets[:-1]:
+        running += n
+        cumulative.append(running)
+    return {"le": list(BUCKETS_S), "cumulative": cumulative, "sum": total_ms / 1000, "count": count}
 
 
 class Metrics:
@@ -116,6 +136,8 @@ class Metrics:
         # Timing key ("validate_ms") -> its stage, or None for a key that is not a
         # stage timing, so the hot path does one dict lookup per timing.
         self._stages: dict[str, _Stage | None] = {}
+        # Per tool: [buckets, sum in ms, count] of whole-call durations (the total_ms timing).
+        self._tools: dict[str, list[Any]] = {}
 
     # -- recording (hot path) -------------------------------------------------
 
@@ -158,10 +180,14 @@ class Metrics:
         pending = self._pending
         counts = self._counts
         stages = self._stages
+        tools = self._tools
+        bounds = _BOUNDS_MS
         while pending:
             tool, status, timings_ms, decision, code, truncated, redactions, retries = pending.popleft()
             counts[("calls", tool, status)] += 1
-            if status == "timeout":
+            # A write that timed out ends with status "unknown" (its effect is unknown) and
+            # code "timeout": it is a timeout all the same.
+            if status == "timeout" or code == "timeout":
                 counts[_TIMEOUTS] += 1
             if decision is not None:
                 counts[("decisions", decision)] += 1
@@ -191,6 +217,15 @@ class Metrics:
                     stage.samples.append(value)
                     stage.count += 1
                     stage.total += value
+                    stage.buckets[bisect.bisect_left(bounds, value)] += 1
+                total = timings_ms.get("total_ms")
+                if total is not None:
+                    per_tool = tools.get(tool)
+                    if per_tool is None:
+                        per_tool = tools[tool] = [[0] * (len(bounds) + 1), 0.0, 0]
+                    per_tool[0][bisect.bisect_left(bounds, total)] += 1
+                    per_tool[1] += total
+                    per_tool[2] += 1
 
     def _new_stage(self, key: str) -> _Stage | None:
         """The stage timed by ``key`` (None if it is not a ``<stage>_ms`` key), made once."""
@@ -261,7 +296,10 @@ class Metrics:
         ``timeouts``, ``retries``, ``truncations``, ``redactions`` ({kind: n}),
         ``quota_trips``, ``breaker_trips``, ``reloads`` ({"ok": n, "failed": n}),
         ``latency_ms`` ({stage: {count, sum, p50, p90, p99, max}}; quantiles and max
-        over the newest retained samples, count and sum over all), ``sources``
+        over the newest retained samples, count and sum over all), ``durations_s``
+        ({"tools": {tool: histogram}, "stages": {stage: histogram}}, each histogram
+        ``{"le": [upper bounds in s], "cumulative": [count at or below each], "sum": s,
+        "count": n}`` over every observation; see :data:`BUCKETS_S`), ``sources``
         ({name: {key: value}}), ``errors`` ({source: message}), and
         ``cache_hit_rate`` when a ``read_cache`` source reports hits and misses
         (None before the first lookup).
@@ -275,6 +313,8 @@ class Metrics:
             # count and total are read a moment after the samples; a concurrent call can
             # make them one observation apart, which no reader can tell from timing.
             latencies = {stage.name: (sorted(stage.samples), stage.count, stage.total) for stage in stages}
+            stage_hist = {stage.name: _histogram(list(stage.buckets), stage.total, stage.count) for stage in stages}
+            tool_hist = {tool: _histogram(list(entry[0]), entry[1], entry[2]) for tool, entry in self._tools.items()}
             sources = dict(self._sources)
 
         calls: dict[str, dict[str, int]] = {}
@@ -304,6 +344,7 @@ class Metrics:
             "redactions": dict(sorted(redactions.items())),
             "reloads": {"ok": counts.get(_RELOAD_OK, 0), "failed": counts.get(_RELOAD_FAILED, 0)},
             "latency_ms": latency,
+            "durations_s": {"tools": dict(sorted(tool_hist.items())), "stages": dict(sorted(stage_hist.items()))},
         }
         for name, key, _metric, _help in _SCALARS:
             snap[name] = counts.get(key, 0)
@@ -321,9 +362,10 @@ class Metrics:
     def prometheus(self) -> str:
         """The metrics in the Prometheus text exposition format, version 0.0.4.
 
-        Counters ``toolrt_*_total``, stage latencies as the summary
-        ``toolrt_stage_latency_ms`` (quantiles 0.5/0.9/0.99 plus ``_sum`` and
-        ``_count``), each gauge source key as the gauge ``toolrt_<source>_<key>``,
+        Counters ``toolrt_*_total``; durations in seconds as the histograms
+        ``toolrt_tool_call_duration_seconds{tool}`` (whole calls) and
+        ``toolrt_stage_duration_seconds{stage}`` (buckets :data:`BUCKETS_S`); each gauge
+        source key as the gauge ``toolrt_<source>_<key>``,
         ``toolrt_source_up{source=...}`` (0 when a source failed) and
         ``toolrt_cache_hit_rate``. Serve it with content type
         ``text/plain; version=0.0.4; charset=utf-8``.
@@ -348,12 +390,13 @@ class Metrics:
         for result in ("ok", "failed"):
             out.sample("toolrt_reloads_total", {"result": result}, snap["reloads"][result])
 
-        out.family("toolrt_stage_latency_ms", "summary", "Pipeline stage latency in milliseconds (quantiles over the newest retained samples).")
-        for stage, entry in snap["latency_ms"].items():
-            for label, q in QUANTILES:
-                out.sample("toolrt_stage_latency_ms", {"stage": stage, "quantile": repr(q)}, entry[label])
-            out.sample("toolrt_stage_latency_ms_sum", {"stage": stage}, entry["sum"])
-            out.sample("toolrt_stage_latency_ms_count", {"stage": stage}, entry["count"])
+        durations = snap["durations_s"]
+        out.family("toolrt_tool_call_duration_seconds", "histogram", "Whole tool call duration in seconds, by tool.")
+        for tool, hist in durations["tools"].items():
+            out.histogram("toolrt_tool_call_duration_seconds", {"tool": tool}, hist)
+        out.family("toolrt_stage_duration_seconds", "histogram", "Pipeline stage duration in seconds, by stage (total: the whole call).")
+        for stage, hist in durations["stages"].items():
+            out.histogram("toolrt_stage_duration_seconds", {"stage": stage}, hist)
 
         if "cache_hit_rate" in snap and snap["cache_hit_rate"] is not None:
             out.family("toolrt_cache_hit_rate", "gauge", "Read cache hits over lookups.")
@@ -458,6 +501,14 @@ class _Exposition:
             self._lines.append(f"{name}{{{rendered}}} {_format_value(value)}")
         else:
             self._lines.append(f"{name} {_format_value(value)}")
+
+    def histogram(self, name: str, labels: Mapping[str, str], hist: Mapping[str, Any]) -> None:
+        """The ``_bucket`` (one per ``le``, cumulative), ``_sum`` and ``_count`` samples."""
+        for bound, count in zip(hist["le"], hist["cumulative"], strict=True):
+            self.sample(f"{name}_bucket", {**labels, "le": repr(bound)}, count)
+        self.sample(f"{name}_bucket", {**labels, "le": "+Inf"}, hist["count"])
+        self.sample(f"{name}_sum", labels, hist["sum"])
+        self.sample(f"{name}_count", labels, hist["count"])
 
     def text(self) -> str:
         return "\n".join(self._lines) + "\n"

@@ -85,6 +85,10 @@ class Settings(BaseSettings):
     )
     log_format: Literal["json", "text"] = "text"
     log_level: Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    trace_content: bool = Field(
+        default=False,
+        description="With tracing on, add each call's arguments (redacted by every redaction pattern) and result (as the model read it) to its span as events gen_ai.tool.call.arguments and gen_ai.tool.call.result. Off by default: spans then carry no content.",
+    )
     tracing: Literal["auto", "on", "off"] = Field(
         default="auto",
         description="OpenTelemetry spans per turn, call and stage: auto = on when the otel extra is installed and the app configured a TracerProvider before building the Runtime (or passed one); on = always (a no-op until a provider exists); off = never.",

@@ -68,8 +68,8 @@ def _parse_exposition(text: str) -> list[tuple[str, dict[str, str], float]]:
             assert match, f"not a sample line: {line!r}"
             name, labels, value = match.group(1), match.group(2), match.group(3)
             family = name
-            for suffix in ("_sum", "_count"):
-                if name.endswith(suffix) and name[: -len(suffix)] in types and types[name[: -len(suffix)]] == "summary":
+            for suffix in ("_sum", "_count", "_bucket"):
+                if name.endswith(suffix) and name[: -len(suffix)] in types and types[name[: -len(suffix)]] in ("summary", "histogram"):
                     family = name[: -len(suffix)]
             assert family in types, f"sample {name} before its TYPE"
             samples.append((name, _parse_labels(labels or ""), float(value)))
@@ -269,14 +269,16 @@ def test_prometheus_output_parses_and_carries_every_family():
     assert _value(samples, "toolrt_breaker_trips_total") == 1
     assert _value(samples, "toolrt_reloads_total", result="ok") == 1
     assert _value(samples, "toolrt_reloads_total", result="failed") == 1
-    assert _value(samples, "toolrt_stage_latency_ms", stage="execute", quantile="0.5") == 2.0
-    assert _value(samples, "toolrt_stage_latency_ms", stage="execute", quantile="0.99") == 2.0
-    assert _value(samples, "toolrt_stage_latency_ms_count", stage="total") == 3
-    assert _value(samples, "toolrt_stage_latency_ms_sum", stage="total") == 7.5
+    assert _value(samples, "toolrt_stage_duration_seconds_bucket", stage="execute", le="0.001") == 0
+    assert _value(samples, "toolrt_stage_duration_seconds_bucket", stage="execute", le="0.0025") == 3  # 2 ms each
+    assert _value(samples, "toolrt_stage_duration_seconds_bucket", stage="execute", le="+Inf") == 3
+    assert _value(samples, "toolrt_stage_duration_seconds_count", stage="total") == 3
+    assert _value(samples, "toolrt_stage_duration_seconds_sum", stage="total") == 0.0075
     assert _value(samples, "toolrt_file_editor_lock_wait_seconds") == 0.5
     assert _value(samples, "toolrt_file_editor_conflicts") == 2
     assert "# TYPE toolrt_calls_total counter" in text
-    assert "# TYPE toolrt_stage_latency_ms summary" in text
+    assert "# TYPE toolrt_stage_duration_seconds histogram" in text
+    assert "# TYPE toolrt_tool_call_duration_seconds histogram" in text
     assert "# TYPE toolrt_file_editor_conflicts gauge" in text
 
 
@@ -387,8 +389,99 @@ def test_a_runtime_counts_its_calls_and_reloads_and_reads_its_sources(tmp_path) 
     runtime.run_turn_sync([Call("1", "file_read", {"path": "a.txt"}), Call("2", "file_read", {"path": ".env"}), Call("3", "nope", {})], Session())
     runtime.reload()
     data = runtime.metrics.snapshot()
-    assert data["calls"]["file_read"] == {"ok": 1, "denied": 1} and data["calls"]["nope"] == {"invalid": 1}
+    assert data["calls"]["file_read"] == {"ok": 1, "denied": 1} and data["calls"]["(unknown)"] == {"invalid": 1}
     assert data["decisions"].get("allow") == 1 and data["reloads"]["ok"] == 1
     assert data["latency_ms"]["total"]["count"] == 3
     assert "read_cache" in data["sources"] and "file_edit" in data["sources"]
     assert 'toolrt_calls_total{tool="file_read",status="ok"} 1' in runtime.metrics.prometheus()
+
+
+# -- conventions: histograms in seconds, a bounded tool label, timeouts of writes --------
+
+
+def test_call_durations_are_histograms_in_seconds_per_tool():
+    m = Metrics()
+    for total in (0.5, 3.0, 40.0, 2_000.0, 400_000.0):  # ms
+        m.record_call("slow", "ok", {"total_ms": total}, None, None, False, None)
+    hist = m.snapshot()["durations_s"]["tools"]["slow"]
+    assert hist["count"] == 5 and abs(hist["sum"] - 402.0435) < 1e-9
+    cumulative = dict(zip(hist["le"], hist["cumulative"], strict=True))
+    assert (cumulative[0.001], cumulative[0.005], cumulative[0.05], cumulative[2.5], cumulative[300.0]) == (1, 2, 3, 4, 4)
+    samples = _parse_exposition(m.prometheus())
+    assert _value(samples, "toolrt_tool_call_duration_seconds_bucket", tool="slow", le="+Inf") == 5
+    assert _value(samples, "toolrt_tool_call_duration_seconds_count", tool="slow") == 5
+
+
+def test_a_value_on_a_bucket_bound_counts_in_that_bucket():
+    m = Metrics()
+    m.record_call("t", "ok", {"total_ms": 10.0}, None, None, False, None)  # exactly 0.01 s: le="0.01" holds it
+    cumulative = dict(zip(*[m.snapshot()["durations_s"]["tools"]["t"][k] for k in ("le", "cumulative")], strict=True))
+    assert (cumulative[0.005], cumulative[0.01]) == (0, 1)
+
+
+@pytest.mark.parametrize(("status", "code", "counted"), [("timeout", "timeout", 1), ("unknown", "timeout", 1), ("unknown", "cancelled", 0), ("error", "handler_error", 0)])
+def test_a_write_that_timed_out_counts_as_a_timeout(status, code, counted):
+    m = Metrics()
+    m.record_call("w", status, {"total_ms": 1.0}, "allow", code, False, None)
+    assert m.snapshot()["timeouts"] == counted
+
+
+def test_made_up_tool_names_share_one_series(tmp_path):
+    from runtime import Call, Runtime, Session
+
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "tools.yaml").write_text(_ONE_TOOL)
+    runtime = Runtime([tmp_path / "config"], workspace_root=tmp_path)
+    try:
+        calls = [Call(f"c{i}", f"made_up_{i}", {}) for i in range(500)] + [Call("ok", "echo_it", {})]
+        runtime.run_turn_sync(calls, Session())
+        data = runtime.metrics.snapshot()
+        assert data["calls"] == {"(unknown)": {"invalid": 500}, "echo_it": {"ok": 1}}
+        text = runtime.metrics.prometheus()
+        assert text.count('toolrt_calls_total{tool="') == 2
+        assert "made_up" not in text
+    finally:
+        runtime.close_sync()
+
+
+_ONE_TOOL = """
+apiVersion: toolrt/v1
+kind: Tool
+metadata: {name: echo_it}
+spec:
+  description: Says hi.
+  handler: {command: {argv: [echo, hi]}}
+  read_only: true
+---
+apiVersion: toolrt/v1
+kind: Policy
+metadata: {name: p}
+spec:
+  rules:
+    - {name: run, effect: allow, tools: [echo_it]}
+"""
+
+
+def test_the_prometheus_client_collector_exposes_the_same_families():
+    prometheus_client = pytest.importorskip("prometheus_client")
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from runtime.telemetry.prometheus import register
+
+    m = Metrics()
+    m.record_call("read_file", "ok", {"total_ms": 3.0, "execute_ms": 2.0}, "allow", None, False, {"aws_key": 1})
+    m.record_call("deploy", "unknown", {"total_ms": 30_000.0}, "allow", "timeout", False, None)
+    m.gauge_source("read_cache", lambda: {"hits": 3, "misses": 1})
+    registry = prometheus_client.CollectorRegistry()
+    collector = register(m, registry)
+    families = {f.name: f for f in text_string_to_metric_families(prometheus_client.generate_latest(registry).decode())}
+    assert families["toolrt_calls"].type == "counter"
+    assert {(s.labels["tool"], s.labels["status"], s.value) for s in families["toolrt_calls"].samples if s.name == "toolrt_calls_total"} == {("read_file", "ok", 1.0), ("deploy", "unknown", 1.0)}
+    assert [s.value for s in families["toolrt_timeouts"].samples if s.name == "toolrt_timeouts_total"] == [1.0]
+    hist = families["toolrt_tool_call_duration_seconds"]
+    assert hist.type == "histogram"
+    deploy = {s.labels["le"]: s.value for s in hist.samples if s.name.endswith("_bucket") and s.labels["tool"] == "deploy"}
+    assert (deploy["10.0"], deploy["30.0"], deploy["+Inf"]) == (0.0, 1.0, 1.0)
+    assert families["toolrt_stage_duration_seconds"].type == "histogram"
+    assert [s.value for s in families["toolrt_read_cache_hits"].samples] == [3.0]
+    registry.unregister(collector)

@@ -383,7 +383,7 @@ def test_stage_histograms_count_every_sample_when_asked_for(config: Path) -> Non
     histograms = _points(reader)["toolrt.stage.duration"]
     for stage, entry in runtime.metrics.snapshot()["latency_ms"].items():
         point = histograms[_labels(stage=stage)]
-        assert point.count == entry["count"] and point.sum == pytest.approx(entry["sum"])
+        assert point.count == entry["count"] and point.sum == pytest.approx(entry["sum"] / 1000)  # seconds
 
 
 def test_a_closed_binding_reports_nothing_more(config: Path) -> None:
@@ -419,3 +419,30 @@ def test_the_readme_snippet_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytest
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
     exec(compile(README_SNIPPET, "README.md", "exec"), {})  # noqa: S102 - the documented snippet itself
     assert "execute_tool file_read" in capsys.readouterr().out
+
+
+# -- GenAI conventions: tool type and description, durations in seconds, opt-in content ---
+
+
+def test_a_calls_span_names_the_tool_type_description_and_duration_in_seconds(config: Path, provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+    runtime = _runtime(config, provider)
+    runtime.run_turn_sync([Call("c1", "echo", {"word": "w"}), Call("c2", "made_up", {})])
+    spans = _by_name(exporter.get_finished_spans())
+    (echo_span,) = spans["execute_tool echo"]
+    assert echo_span.attributes["gen_ai.tool.type"] == "function"
+    assert echo_span.attributes["gen_ai.tool.description"] == "Echo a word."
+    assert 0 < echo_span.attributes["toolrt.call.duration_s"] < 60
+    (unknown,) = spans["execute_tool made_up"]
+    assert "gen_ai.tool.type" not in unknown.attributes and "gen_ai.tool.description" not in unknown.attributes
+    assert not echo_span.events  # content is off by default
+
+
+def test_content_is_recorded_redacted_as_span_events_only_when_asked(config: Path, provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+    (config / "packs.yaml").write_text("apiVersion: toolrt/v1\nkind: Include\nmetadata: {name: packs}\nspec:\n  packs: [redaction-default]\n")
+    runtime = _runtime(config, provider, trace_content=True)
+    runtime.run_turn_sync([Call("c1", "echo", {"word": "AKIAABCDEFGHIJKLMNOP"})])
+    (span,) = _by_name(exporter.get_finished_spans())["execute_tool echo"]
+    events = {event.name: event.attributes for event in span.events}
+    arguments = events["gen_ai.tool.call.arguments"]["gen_ai.tool.call.arguments"]
+    assert "AKIAABCDEFGHIJKLMNOP" not in arguments and "REDACTED" in arguments
+    assert events["gen_ai.tool.call.result"]["gen_ai.tool.call.result"].startswith("said ")

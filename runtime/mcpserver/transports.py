@@ -110,8 +110,10 @@ async def serve_http(
     port: int,
     limits: HttpLimits | None = None,
     on_ready: Callable[[str], None] | None = None,
+    metrics: Callable[[], str] | None = None,
 ) -> None:
-    """Serve streamable HTTP at ``http://host:port/mcp`` until ``stop`` is set.
+    """Serve streamable HTTP at ``http://host:port/mcp`` until ``stop`` is set; with
+    ``metrics`` (a function giving the Prometheus text exposition), also ``/metrics``.
 
     The socket is bound before anything else, so a port in use raises ``OSError``
     here. ``on_ready`` gets the endpoint's URL (with the real port when ``port`` is 0)
@@ -133,7 +135,8 @@ async def serve_http(
             session_idle_timeout=limits.idle_s * 2,
             max_sessions=limits.max_sessions,
         )
-        guard = HttpGuard(app, path=MCP_PATH, limits=limits, security=security, on_session_end=tools.end_http_session)
+        inner = app if metrics is None else _with_metrics(app, metrics)
+        guard = HttpGuard(inner, path=MCP_PATH, limits=limits, security=security, on_session_end=tools.end_http_session)
         # log_config=None: the application, not the library, decides where logs go.
         config = uvicorn.Config(guard, log_config=None, lifespan="on", timeout_graceful_shutdown=_GRACEFUL_S)
         server = _QuietServer(config)
@@ -154,6 +157,30 @@ async def serve_http(
                 await serving
             except SystemExit as exit_:  # uvicorn exits the process on a failed start; we report it instead
                 raise OSError(f"the MCP HTTP server could not start on {host}:{port} (exit code {exit_.code})") from None
+
+
+METRICS_PATH = "/metrics"
+
+
+def _with_metrics(app: Any, render: Callable[[], str]) -> Any:
+    """``app``, answering ``GET /metrics`` with ``render()`` as Prometheus text format
+    0.0.4. It sits inside the guard: the same Host/Origin checks and token apply."""
+
+    async def serve(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("path") != METRICS_PATH:
+            await app(scope, receive, send)
+            return
+        if scope.get("method") not in ("GET", "HEAD"):
+            headers = [(b"allow", b"GET, HEAD"), (b"content-length", b"0")]
+            await send({"type": "http.response.start", "status": 405, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        body = render().encode("utf-8")
+        headers = [(b"content-type", b"text/plain; version=0.0.4; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body if scope.get("method") == "GET" else b""})
+
+    return serve
 
 
 def check_exposure(host: str, limits: HttpLimits) -> None:
@@ -239,10 +266,12 @@ async def serve(
     stop: asyncio.Event | None = None,
     on_ready: Callable[[str], None] | None = None,
     limits: HttpLimits | None = None,
+    metrics: bool = False,
 ) -> None:
     """Serve ``runtime``'s tools on ``transport`` (``stdio`` or ``http``) until the client
     goes (stdio) or ``stop`` is set. ``limits``: the HTTP server's token, session expiry
-    and cap, and allowed host names (see :class:`HttpLimits`).
+    and cap, and allowed host names (see :class:`HttpLimits`). ``metrics``: HTTP also
+    serves the runtime's Prometheus metrics at ``/metrics``.
 
     With ``watch``, config edits are hot-reloaded and the clients are told when the tool
     list changes (build the runtime with ``watch=False``: this starts the watcher). The
@@ -258,4 +287,4 @@ async def serve(
     if transport == "stdio":
         await serve_stdio(tools, stop)
     else:
-        await serve_http(tools, stop, host=host, port=port, limits=limits, on_ready=on_ready)
+        await serve_http(tools, stop, host=host, port=port, limits=limits, on_ready=on_ready, metrics=runtime.metrics.prometheus if metrics else None)

@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from runtime.logs import call_finished, calls_logged
+from runtime.metrics import UNKNOWN_TOOL
 from runtime.pipeline.env import TurnEnv
 from runtime.pipeline.execute import execute
 from runtime.pipeline.lookup import lookup
@@ -60,7 +61,9 @@ async def run_call(call: Call, env: TurnEnv) -> ToolResult:
     if env.metrics is not None:
         meta = result.metadata
         attempts = meta.get("attempts")
-        env.metrics.record_call(result.name, result.status.value, timings, meta.get("decision"), result.code, bool(meta.get("truncated")), meta.get("redactions"), attempts - 1 if isinstance(attempts, int) else 0)
+        # The tool label is the snapshot's name for the tool, or one value for every name
+        # the snapshot does not have: made-up names must not each become a series.
+        env.metrics.record_call(tool.name if tool is not None else UNKNOWN_TOOL, result.status.value, timings, meta.get("decision"), result.code, bool(meta.get("truncated")), meta.get("redactions"), attempts - 1 if isinstance(attempts, int) else 0)
     return result
 
 

@@ -23,7 +23,7 @@ instrument                     kind               attributes
 ``toolrt.source.value``        gauge              ``source``, ``key``: every gauge source
                                                   (read cache, file editor lock waits
                                                   and conflicts, audit writer)
-``toolrt.stage.duration``      histogram (ms)     ``stage``; only with ``histograms=True``
+``toolrt.stage.duration``      histogram (s)      ``stage``; only with ``histograms=True``
 =============================  =================  ==================================
 
 ``toolrt.stage.duration`` is the one synchronous instrument: OpenTelemetry has no
@@ -82,7 +82,8 @@ class Binding:
         for name, unit, description, read in _GAUGES:
             meter.create_observable_gauge(name, callbacks=[self._callback(read)], unit=unit, description=description)
         if histograms:
-            histogram = meter.create_histogram("toolrt.stage.duration", unit="ms", description="Pipeline stage latency.", explicit_bucket_boundaries_advisory=list(_BOUNDARIES_MS))
+            # Seconds, as the OpenTelemetry conventions have durations.
+            histogram = meter.create_histogram("toolrt.stage.duration", unit="s", description="Pipeline stage duration.", explicit_bucket_boundaries_advisory=[b / 1000 for b in _BOUNDARIES_MS])
             self._hook = _stage_recorder(histogram)
             registry.add_observer(self._hook)
 
@@ -128,7 +129,7 @@ def _stage_recorder(histogram: metrics.Histogram) -> Callable[[Mapping[str, floa
             labels = attributes.get(key)
             if labels is None:
                 labels = attributes.setdefault(key, {"stage": key[:-3]})
-            histogram.record(value, labels)
+            histogram.record(value / 1000, labels)
 
     return record
 

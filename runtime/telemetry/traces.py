@@ -16,6 +16,7 @@ output was truncated; never an argument or an output value.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,15 @@ SCOPE = "toolrt"
 # conventions for a tool execution; error.type is the general convention.
 OPERATION = "gen_ai.operation.name"
 TOOL = "gen_ai.tool.name"
+TOOL_TYPE = "gen_ai.tool.type"
+TOOL_DESCRIPTION = "gen_ai.tool.description"
+ARGUMENTS = "gen_ai.tool.call.arguments"
+RESULT = "gen_ai.tool.call.result"
+DURATION = "toolrt.call.duration_s"
+# Handlers that reach a system outside the runtime (the GenAI conventions' "extension");
+# everything else runs in the runtime itself ("function").
+_EXTENSION_HANDLERS = frozenset({"http", "mcp"})
+_MAX_DESCRIPTION = 1024
 CALL_ID = "gen_ai.tool.call.id"
 ERROR_TYPE = "error.type"
 REQUEST_ID = "toolrt.request_id"
@@ -133,6 +143,10 @@ class _Calls:
         start = time.time_ns()
         name = call.name if len(call.name) <= _MAX_NAME else call.name[:_MAX_NAME]
         attributes = {OPERATION: "execute_tool", TOOL: name, CALL_ID: call.id[:_MAX_NAME], REQUEST_ID: plain.request_id, SESSION_ID: plain.session.id, SNAPSHOT: plain.snapshot.version}
+        tool = plain.snapshot.tool(*_split(call.name)) if call.name else None
+        if tool is not None:
+            attributes[TOOL_TYPE] = "extension" if tool.handler.kind in _EXTENSION_HANDLERS else "function"
+            attributes[TOOL_DESCRIPTION] = tool.spec.description[:_MAX_DESCRIPTION]
         span = self._tracer.start_span(f"execute_tool {name}", kind=SpanKind.INTERNAL, attributes=attributes, start_time=start)
         token = otel_context.attach(trace.set_span_in_context(span))
         try:
@@ -145,6 +159,8 @@ class _Calls:
             otel_context.detach(token)
         if span.is_recording():
             _describe(self._tracer, span, result, start)
+            if plain.settings.trace_content and tool is not None:
+                _record_content(span, plain, call, result)
         span.end()
         return result
 
@@ -166,10 +182,37 @@ def _parent(traceparent: object, tracestate: object) -> otel_context.Context | N
     return extracted
 
 
+def _split(name: str) -> tuple[str, str | None]:
+    base, _, version = name.partition("@")
+    return base, version or None
+
+
+def _record_content(span: trace.Span, env: TurnEnv, call: Call, result: ToolResult) -> None:
+    """Opt-in (the ``trace_content`` setting): the call's arguments and result as span
+    events named as the GenAI conventions name the attributes. Both are redacted: the
+    arguments by every redaction pattern of the snapshot (as the audit log does), the
+    result is the text the model read (redacted and truncated by the shape stage)."""
+    if call.args is not None:
+        try:
+            text = json.dumps(call.args, ensure_ascii=False, default=str)[:_MAX_CONTENT]
+            redactor = env.snapshot.redactor
+            span.add_event(ARGUMENTS, {ARGUMENTS: redactor.redact(text)[0] if redactor is not None else text})
+        except Exception:  # noqa: BLE001 - content is optional: failing to record it must not touch the call
+            pass
+    span.add_event(RESULT, {RESULT: result.content[:_MAX_CONTENT]})
+
+
+_MAX_CONTENT = 65536
+
+
 def _describe(tracer: trace.Tracer, span: trace.Span, result: ToolResult, start: int) -> None:
     """Set the outcome on a call's span and add its stage spans."""
     meta = result.metadata
+    timings = meta.get("timings_ms") or {}
+    total = timings.get("total_ms")
     attributes: dict[str, Any] = {STATUS: result.status.value, TRUNCATED: bool(meta.get("truncated"))}
+    if isinstance(total, int | float):
+        attributes[DURATION] = total / 1000
     effect = meta.get("decision")
     if effect:
         attributes[EFFECT] = effect

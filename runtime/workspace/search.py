@@ -52,6 +52,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Generator, Iterator
 from contextlib import closing
@@ -1340,6 +1341,12 @@ def _parse_rg_counts(stdout: bytes, by_rel: dict[str, _FileHits], workspace: Wor
 # -- grep ------------------------------------------------------------------------------
 
 
+def ripgrep() -> str | None:
+    """The ``rg`` binary: on PATH, or beside this interpreter (the ``ripgrep`` extra
+    installs it into the environment's bin folder, which need not be on PATH)."""
+    return shutil.which("rg") or shutil.which("rg", path=os.path.dirname(sys.executable))
+
+
 def grep(
     workspace: Workspace,
     pattern: str,
@@ -1380,7 +1387,7 @@ def grep(
     context = _check_int("context", context, 0, MAX_CONTEXT)
     limit = _check_int("limit", limit, 1, MAX_GREP_LIMIT)
     max_line_chars = _check_int("max_line_chars", max_line_chars, 20, 100_000)
-    rg = shutil.which("rg") if engine in ("auto", "rg") else None
+    rg = ripgrep() if engine in ("auto", "rg") else None
     if engine == "rg" and rg is None:
         raise WorkspaceError("ripgrep (rg) is not on PATH; use engine='auto' or engine='python'")
     start = workspace.resolve(path)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,8 +21,8 @@ from runtime.workspace.errors import WorkspaceError
 from runtime.workspace.sandbox import Workspace
 from runtime.workspace.search import GrepEngine, glob, grep, list_dir
 
-RG = shutil.which("rg")
-NO_RG = "ripgrep (rg) is not on PATH on this machine; the Python engine is tested instead"
+RG = search.ripgrep()
+NO_RG = "ripgrep (rg) is not installed here (the ripgrep extra, in dev, installs it); the Python engine is tested instead"
 ENGINES = ["python", pytest.param("rg", marks=pytest.mark.skipif(RG is None, reason=NO_RG))]
 
 OUTSIDE_SECRET = "OUTSIDE-SECRET-7f3a"
@@ -545,7 +544,7 @@ def test_grep_refuses_bad_arguments(t: SearchTree, kwargs: dict[str, object], me
 
 
 def test_grep_rg_engine_without_rg_on_path_is_refused(t: SearchTree, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(search.shutil, "which", lambda _name: None)
+    monkeypatch.setattr(search.shutil, "which", lambda _name, path=None: None)
     with pytest.raises(WorkspaceError, match="not on PATH"):
         grep(t.ws, "needle", engine="rg")
     assert "src/app/util.py:1:def needle():" in grep(t.ws, "needle", engine="auto")
