@@ -111,6 +111,62 @@ def _form_file(value: str) -> tuple[str, ...]:
     return tuple(part for part in rest.split(",") if part) or ()
 
 
+#: How many URLs a curl glob may stand for before it counts as unknown.
+_MAX_URL_GLOBS = 256
+
+
+def curl_globs(text: str) -> list[str] | None:
+    """The URLs curl makes of ``text`` (``{a,b}`` lists, ``[a-z]``/``[1-9:2]`` ranges);
+    None when they are more than :data:`_MAX_URL_GLOBS` or cannot be read."""
+    results = [""]
+    i = 0
+    while i < len(text):
+        char = text[i]
+        choices: list[str]
+        if char == "\\" and i + 1 < len(text):
+            choices, i = [text[i + 1]], i + 2
+        elif char in "{[":
+            close = text.find("}" if char == "{" else "]", i)
+            if close < 0:
+                return None
+            body = text[i + 1 : close]
+            found = body.split(",") if char == "{" else _curl_range(body)
+            if found is None:
+                return None
+            choices, i = found, close + 1
+        else:
+            choices, i = [char], i + 1
+        if len(results) * len(choices) > _MAX_URL_GLOBS:
+            return None
+        results = [done + choice for done in results for choice in choices]
+    return results
+
+
+def _curl_range(body: str) -> list[str] | None:
+    spec, _, step_text = body.partition(":")
+    first, dash, last = spec.partition("-")
+    if not dash:
+        return None
+    step = int(step_text) if step_text.isdigit() and int(step_text) > 0 else 1
+    if first.isdigit() and last.isdigit():
+        low, high = int(first), int(last)
+        if high < low or (high - low) // step >= _MAX_URL_GLOBS:
+            return None
+        width = len(first) if first.startswith("0") else 0
+        return [str(n).zfill(width) for n in range(low, high + 1, step)]
+    if len(first) == 1 and len(last) == 1 and first.isalpha() and last.isalpha() and first <= last:
+        return [chr(n) for n in range(ord(first), ord(last) + 1, step)]
+    return None
+
+
+def _upload_files(value: str) -> tuple[str, ...]:
+    """curl -T: a glob (``{a,b}``, ``[1-3]``) uploads every file it names; one too large to
+    list may name any file, ``/`` among them."""
+    if "{" not in value and "[" not in value:
+        return (value,)
+    return tuple(curl_globs(value) or ("/",))
+
+
 def _cookie_file(value: str) -> tuple[str, ...]:
     """curl -b: a value without ``=`` is a file of cookies."""
     return () if "=" in value else (value,)
@@ -333,7 +389,8 @@ _CURL = Program(
         ("-O --remote-name --remote-name-all -J --remote-header-name", WRITE, "no"),
         ("-K --config", CODE_FILE, "yes"),
         ("--engine", CODE, "yes"),
-        ("-T --upload-file --netrc-file --cacert --capath --cert --key --etag-compare --crlfile --pinnedpubkey"
+        ("-T --upload-file", READ, "yes", _upload_files),
+        ("--netrc-file --cacert --capath --cert --key --etag-compare --crlfile --pinnedpubkey"
          " --proxy-cacert --proxy-capath --proxy-cert --proxy-key --proxy-crlfile --proxy-pinnedpubkey"
          " --unix-socket --abstract-unix-socket --ech", READ, "yes"),
         ("-b --cookie", READ, "yes", _cookie_file),

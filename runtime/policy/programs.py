@@ -44,6 +44,7 @@ from runtime.policy.program_table import (
     WRITE,
     Option,
     Program,
+    curl_globs,
 )
 from runtime.policy.scripts import UNKNOWN_PATH
 
@@ -129,7 +130,7 @@ def _analysed(argv: tuple[str, ...]) -> tuple[tuple[Access, ...], frozenset[int]
                 deleted.append(operands[-1])
             found.extend(Access(k, WRITE, _DELETE, argv[k]) for k in deleted)
     if argv[0] in _URL_PROGRAMS:
-        found.extend(_file_urls(argv))
+        found.extend(_file_urls(argv, patterns))
     return tuple(found), frozenset(patterns)
 
 
@@ -173,21 +174,21 @@ def destroys(argv: Sequence[str], access: Access) -> bool:
 
 
 _DELETING = frozenset({"-delete", "clean", "stash", _DELETE})
-#: How many URLs a curl glob may stand for before it counts as unknown.
-_MAX_URL_GLOBS = 256
-
-
-def _file_urls(argv: tuple[str, ...]) -> list[Access]:
+def _file_urls(argv: tuple[str, ...], patterns: list[int]) -> list[Access]:
     """``file:`` URLs read local files (``curl file:///etc/passwd``). curl expands
     ``{a,b}`` and ``[a-z]`` in URLs itself (unless ``-g``), so each expansion counts, and
-    it decodes ``%XX`` in the path."""
+    it decodes ``%XX`` in the path. Values of options other than ``--url`` are not URLs
+    (``curl -d '[1,2]'``)."""
     globbing = argv[0] == "curl" and not any(item == "--globoff" or (item[:1] == "-" and item[1:2] != "-" and "g" in item) for item in argv[1:])
     found = []
+    skip = set(patterns)
     for k, item in enumerate(argv[1:], 1):
+        if k in skip and argv[k - 1] != "--url":
+            continue
         value = item.partition("=")[2] if item.startswith("-") else item
         urls: list[str] | None = [value]
         if globbing and ("{" in value or "[" in value) and not _plainly_remote(value):
-            urls = _curl_globs(value)
+            urls = curl_globs(value)
             if urls is None:
                 found.append(Access(k, FOLLOW, "URL glob", None, len(item)))  # too many URLs to judge: any file
                 continue
@@ -205,50 +206,6 @@ def _plainly_remote(url: str) -> bool:
     """A URL whose scheme is written out and is not ``file:``: its globs only pick remote names."""
     scheme, colon, _ = url.partition(":")
     return bool(colon) and scheme.isalnum() and scheme.lower() != "file"
-
-
-def _curl_globs(text: str) -> list[str] | None:
-    """The URLs curl makes of ``text`` (``{a,b}`` lists, ``[a-z]``/``[1-9:2]`` ranges);
-    None when they are more than :data:`_MAX_URL_GLOBS` or cannot be read."""
-    results = [""]
-    i = 0
-    while i < len(text):
-        char = text[i]
-        choices: list[str]
-        if char == "\\" and i + 1 < len(text):
-            choices, i = [text[i + 1]], i + 2
-        elif char in "{[":
-            close = text.find("}" if char == "{" else "]", i)
-            if close < 0:
-                return None
-            body = text[i + 1 : close]
-            found = body.split(",") if char == "{" else _curl_range(body)
-            if found is None:
-                return None
-            choices, i = found, close + 1
-        else:
-            choices, i = [char], i + 1
-        if len(results) * len(choices) > _MAX_URL_GLOBS:
-            return None
-        results = [done + choice for done in results for choice in choices]
-    return results
-
-
-def _curl_range(body: str) -> list[str] | None:
-    spec, _, step_text = body.partition(":")
-    first, dash, last = spec.partition("-")
-    if not dash:
-        return None
-    step = int(step_text) if step_text.isdigit() and int(step_text) > 0 else 1
-    if first.isdigit() and last.isdigit():
-        low, high = int(first), int(last)
-        if high < low or (high - low) // step >= _MAX_URL_GLOBS:
-            return None
-        width = len(first) if first.startswith("0") else 0
-        return [str(n).zfill(width) for n in range(low, high + 1, step)]
-    if len(first) == 1 and len(last) == 1 and first.isalpha() and last.isalpha() and first <= last:
-        return [chr(n) for n in range(ord(first), ord(last) + 1, step)]
-    return None
 
 
 def _git_tree_writes(argv: tuple[str, ...], found: list[Access]) -> None:
