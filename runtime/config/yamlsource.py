@@ -163,10 +163,7 @@ def parse_yaml(text: str, file: str) -> ParsedFile:
                 )
             )
     except MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        what = " ".join(p for p in (err.context, err.problem) if p) or "invalid YAML"
-        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-        problems.append(Problem(Location(file, line, col), "yaml-syntax", f"YAML syntax error: {what}. Fix the YAML at this position (check indentation, quotes and colons)."))
+        problems.append(_syntax_problem(file, err))
     except YAMLError as err:
         problems.append(Problem(Location(file, 1, 1), "yaml-syntax", f"YAML syntax error: {err}."))
     except RecursionError:
@@ -203,6 +200,25 @@ def content_hash(data: Any) -> str:
     """A stable hash of a document's data (key order and formatting do not matter)."""
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_UNCLOSED = {"quoted scalar": "a quoted string opened here is never closed: add its closing quote", "flow mapping": "a `{` opened here is never closed: add its `}`",
+             "flow sequence": "a `[` opened here is never closed: add its `]`"}
+
+
+def _syntax_problem(file: str, err: MarkedYAMLError) -> Problem:
+    """A YAML syntax error at the place to fix: where an unclosed construct opened (the
+    scanner only notices at the end of the file), else where the problem was found."""
+    context = err.context or ""
+    problem = err.problem or ""
+    unclosed = next((text for construct, text in _UNCLOSED.items() if construct in context), None)
+    if unclosed is not None and err.context_mark is not None and ("end of stream" in problem or "document" in problem or "expected ','" in problem):
+        mark = err.context_mark
+        return Problem(Location(file, mark.line + 1, mark.column + 1), "yaml-syntax", f"YAML syntax error: {unclosed}.")
+    mark = err.problem_mark or err.context_mark
+    what = " ".join(p for p in (context, problem) if p) or "invalid YAML"
+    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+    return Problem(Location(file, line, col), "yaml-syntax", f"YAML syntax error: {what}. Fix the YAML at this position (check indentation, quotes and colons).")
 
 
 def _problem_at(file: str, node: Node | None, code: str, message: str) -> Problem:

@@ -63,7 +63,10 @@ def _bomb() -> str:
         pytest.param("a:\n  - -.inf\n", (2, 5, "yaml-value"), id="negative-infinity"),
         pytest.param("a: .inf\n", (1, 4, "yaml-value"), id="infinity"),
         pytest.param("a: 1\n b: 2\n", (2, 3, "yaml-syntax"), id="bad-indentation"),
-        pytest.param("a: [1, 2\n", (2, 1, "yaml-syntax"), id="unclosed-flow-sequence"),
+        pytest.param("a: [1, 2\n", (1, 4, "yaml-syntax"), id="unclosed-flow-sequence"),  # where it opened, not where the file ends
+        pytest.param("a: {b: 1\nc: 2\n", (1, 4, "yaml-syntax"), id="unclosed-flow-mapping"),
+        pytest.param('a: 1\nb: "never closed\nc: 2\nd: 3\n', (2, 4, "yaml-syntax"), id="unterminated-double-quote"),
+        pytest.param("a: 1\nb: 'never closed\nc: 2\n---\nd: 3\n", (2, 4, "yaml-syntax"), id="unterminated-single-quote-before-a-document"),
         pytest.param("? [1, 2]\n: x\n", (1, 3, "yaml-key"), id="sequence-key"),
         pytest.param("{a: 1}: x\n", (1, 1, "yaml-key"), id="mapping-key"),
         pytest.param("a: &x 1\nb:\n  <<: *x\n", (3, 3, "yaml-merge"), id="merge-of-scalar"),
