@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_redaction.py
 	$(BIN)/python tests/benchmarks/bench_policy.py
 	$(BIN)/python tests/benchmarks/bench_workspace.py
+	$(BIN)/python tests/benchmarks/bench_workflow.py
 	$(BIN)/python tests/benchmarks/bench_reload.py
 	$(BIN)/python tests/benchmarks/bench_observability.py
 	$(BIN)/python tests/benchmarks/bench_fleet.py

@@ -68,6 +68,8 @@ class CompiledStep:
     timeout_s: float | None
     on_failure: OnFailure
     compensation: CompiledCompensation | None
+    reads: frozenset[str] = frozenset()  # the steps its args and when read (only they go into its activation)
+    needs_activation: bool = True  # False: constant args and no when, nothing to evaluate
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +82,7 @@ class CompiledWorkflow:
     restore_tool: str | None  # a tool with handler builtin:file_edit (built-in compensation)
     remove_tool: str | None  # a tool with handler builtin:file_delete (undoing a file a step created)
     arguments: Any = None  # runtime.validation.arguments.ArgumentValidator of input_schema (set by the snapshot build)
+    read_steps: frozenset[str] = frozenset({"*"})  # steps some expression reads ("*": any); the others' results are not converted for CEL
 
     def step(self, step_id: str) -> CompiledStep | None:
         return next((s for s in self.steps if s.id == step_id), None)
@@ -140,6 +143,8 @@ def compile_workflow(name: str, spec: WorkflowSpec, tools: Mapping[str, Any], co
             findings.append(Finding((*base, "retry"), "workflow-retry", f"step `{step.id}` declares retries, but `{step.tool}` is neither read-only nor idempotent: a retried write could take effect twice. Remove `retry`, or mark the tool idempotent if repeating it is safe."))
         if args is None or (step.when and when is None) or tool is None:
             continue
+        sources = [e.source for e in expressions_of(args)] + ([step.when] if step.when else [])
+        reads = frozenset(ref for source in sources for ref in _step_names(source))
         compiled[step.id] = CompiledStep(
             id=step.id,
             index=index,
@@ -155,6 +160,8 @@ def compile_workflow(name: str, spec: WorkflowSpec, tools: Mapping[str, Any], co
             timeout_s=step.timeout_s,
             on_failure=step.on_failure,
             compensation=compensation,
+            reads=reads,
+            needs_activation=bool(sources),
         )
     if any(s.on_failure is OnFailure.compensate for s in spec.steps) and not any(s.compensate is not None for s in spec.steps):
         index = next(i for i, s in enumerate(spec.steps) if s.on_failure is OnFailure.compensate)
@@ -165,7 +172,15 @@ def compile_workflow(name: str, spec: WorkflowSpec, tools: Mapping[str, Any], co
     risks = [tools[s.tool].spec.risk.value for s in spec.steps]
     risk = spec.risk.value if spec.risk is not None else max(risks, key=_RISKS.index)
     read_only = all(s.read_only for s in steps)
-    return CompiledWorkflow(name, spec, steps, risk, read_only, restore_tool, remove_tool), findings
+    read_steps = frozenset().union(*(s.reads for s in steps), *(_compensation_reads(s) for s in steps))
+    return CompiledWorkflow(name, spec, steps, risk, read_only, restore_tool, remove_tool, read_steps=read_steps), findings
+
+
+def _compensation_reads(step: CompiledStep) -> frozenset[str]:
+    comp = step.compensation
+    if comp is None or comp.args is None:
+        return frozenset()
+    return frozenset(ref for e in expressions_of(comp.args) for ref in _step_names(e.source))
 
 
 def _template(value: Any, path: Path, compile_in: Callable[[str, Path], CelProgram | None], findings: list[Finding]) -> Template | None:
@@ -266,6 +281,21 @@ def _references(source: str, path: Path, allowed: frozenset[str], own: str, ids:
         if len(chain) > 1 and chain[1] not in STEP_FIELDS:
             findings.append(Finding(path, "workflow-reference", f"a step result has no field `{chain[1]}`; it has {', '.join(STEP_FIELDS)}.{did_you_mean(chain[1], STEP_FIELDS)}"))
     return findings
+
+
+def _step_names(source: str) -> list[str]:
+    """The step ids an expression reads as ``steps.X`` or ``steps["X"]``; every step
+    when it reads ``steps`` as a whole."""
+    try:
+        tokens = tokenize(source)
+    except LexError:
+        return []
+    names: list[str] = []
+    for index, token in enumerate(tokens):
+        if token.kind == "ident" and token.text == "steps" and not (index and tokens[index - 1].text == "."):
+            chain = _chain(tokens, index + 1)
+            names.append(chain[0] if chain else "*")
+    return names
 
 
 def _chain(tokens: list[Token], start: int) -> list[str]:

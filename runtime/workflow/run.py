@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import time
 import uuid
 from collections.abc import Mapping
@@ -78,8 +77,10 @@ class _Run:
         self.stop_reason: str | None = None
         self.compensate = False
 
-    def activation(self) -> Any:
-        return self.engine.activation({"input": self.input, "steps": self.views}, WORKFLOW_VARIABLES)
+    def activation(self, reads: frozenset[str] | None = None) -> Any:
+        """What expressions see; only the steps in ``reads`` when given (smaller to convert)."""
+        views = self.views if reads is None or "*" in reads else {k: self.views[k] for k in reads if k in self.views}
+        return self.engine.activation({"input": self.input, "steps": views}, WORKFLOW_VARIABLES)
 
     async def execute(self) -> WorkflowResult:
         started = time.perf_counter()
@@ -90,7 +91,13 @@ class _Run:
             while pending or running:
                 if self.stop_reason is None:
                     self._skip_blocked(pending)
-                    for step in self._startable(pending, running, limit):
+                    startable = self._startable(pending, running, limit)
+                    if len(startable) == 1 and not running:
+                        # Alone: run it here, without a task to schedule and wait for.
+                        pending.remove(startable[0])
+                        self._finish(startable[0], await self._step(startable[0]))
+                        continue
+                    for step in startable:
                         pending.remove(step)
                         running[asyncio.ensure_future(self._step(step))] = step
                 else:
@@ -155,7 +162,9 @@ class _Run:
     def _finish(self, step: CompiledStep, report: StepReport) -> None:
         self.reports[step.id] = report
         result = report.result
-        self.views[step.id] = _view(report, result)
+        read = self.workflow.read_steps
+        # Only a step some expression reads needs its result converted for CEL.
+        self.views[step.id] = _view(report, result) if step.id in read or "*" in read else {"status": report.status, "ok": report.status == "ok"}
         if report.status == "ok":
             self.completed.append(step.id)
         elif report.status in ("failed", "unknown") and self.stop_reason is None:
@@ -169,14 +178,15 @@ class _Run:
 
     async def _step(self, step: CompiledStep) -> StepReport:
         started = time.perf_counter()
+        activation = self.activation(step.reads) if step.needs_activation else None
         if step.when is not None:
-            outcome = step.when.evaluate(self.activation())
+            outcome = step.when.evaluate(activation)
             if outcome.error is not None:
                 return StepReport(step.id, step.tool, "failed", _ms(started), reason=f"its `when` failed: {outcome.error}")
             if outcome.value is not True:
                 return StepReport(step.id, step.tool, "skipped", _ms(started), reason="its `when` is false")
         try:
-            args = evaluate(step.args, self.activation())
+            args = evaluate(step.args, activation)
         except TemplateError as err:
             return StepReport(step.id, step.tool, "failed", _ms(started), reason=f"its arguments could not be computed: {err}")
         if not isinstance(args, dict):
@@ -285,20 +295,16 @@ def _view(report: StepReport, result: ToolResult | None) -> dict[str, Any]:
     return view
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: Any, depth: int = 0) -> Any:
+    """``value`` with read-only mappings and tuples turned into dicts and lists."""
     if value is None or isinstance(value, str | bool | int | float):
         return value
-    try:
-        return json.loads(json.dumps(value, default=_default))
-    except (TypeError, ValueError):
+    if depth > 32:
         return str(value)
-
-
-def _default(value: Any) -> Any:
     if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, tuple | set | frozenset):
-        return list(value)
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_plain(v, depth + 1) for v in value]
     return str(value)
 
 

@@ -527,3 +527,23 @@ def test_toolrt_workflow_run_and_list(make_runtime: Callable[..., Runtime], tmp_
     report = json.loads(out.getvalue())
     assert report["status"] == "failed" and [s["status"] for s in report["steps"]] == ["ok", "failed"]
     assert main(["workflow", "run", "note", "--config", config, "--args", "[1]"], io.StringIO(), err) == 2
+
+
+async def test_an_expression_over_all_steps_sees_every_upstream_result(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
+    runtime = make_runtime("""
+        apiVersion: toolrt/v1
+        kind: Workflow
+        metadata: {name: overall}
+        spec:
+          steps:
+            - {id: a, tool: echo, args: {value: one}}
+            - {id: b, tool: echo, args: {value: two}}
+            - id: c
+              tool: log
+              depends_on: [a, b]
+              when: 'steps.all(k, steps[k].ok)'
+              args: {text: "${steps.a.data.echo + '+' + steps.b.data.echo}"}
+    """)
+    result = await runtime.run_workflow("overall")
+    assert result.status == "ok", result.render()
+    assert (workspace / "log.txt").read_text().splitlines() == ["one+two"]

@@ -1,0 +1,121 @@
+"""Workflow step overhead: a step of a workflow against the same call made plainly.
+
+One Runtime (audit off) with a no-op python tool (async, read-only) and two
+workflows over it: ``one`` (a single step) and ``chain`` (ten steps in a line, each
+reading the previous step's result in a CEL argument template). Interleaved rounds,
+side by side in one process:
+
+- ``plain call``: ``runtime.call("noop", {...})``, one call through the pipeline;
+- ``workflow, 1 step``: ``runtime.run_workflow("one", ...)`` (run setup, input check,
+  the step's template, the call through the pipeline, the report);
+- ``workflow, per step of 10``: ``run_workflow("chain")`` divided by ten.
+
+The issue's bound: a workflow step costs at most 1.5x a plain call. Read the ratios;
+absolute times on shared machines are noisy.
+
+Run: ``python tests/benchmarks/bench_workflow.py`` (a few seconds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from runtime import Runtime
+from runtime.settings import Settings
+
+CONFIG = """
+apiVersion: toolrt/v1
+kind: Tool
+metadata: {name: noop}
+spec:
+  description: Does nothing.
+  handler: python:benchmod:noop
+  read_only: true
+  input_schema: {type: object, properties: {n: {type: integer}}}
+---
+apiVersion: toolrt/v1
+kind: Policy
+metadata: {name: allow}
+spec: {rules: [{name: all, effect: allow, tools: ["*"]}]}
+---
+apiVersion: toolrt/v1
+kind: Workflow
+metadata: {name: one}
+spec:
+  input_schema: {type: object, properties: {n: {type: integer}}}
+  steps:
+    - {id: s, tool: noop, args: {n: "${input.n}"}}
+---
+apiVersion: toolrt/v1
+kind: Workflow
+metadata: {name: chain}
+spec:
+  input_schema: {type: object, properties: {n: {type: integer}}}
+  steps:
+"""
+CHAIN = 10
+MODULE = "async def noop(args):\n    return {'n': args.get('n', 0) + 1}\n"
+
+
+async def measure(runtime: Runtime, rounds: int, per_round: int) -> dict[str, list[float]]:
+    samples: dict[str, list[float]] = {"plain call": [], "workflow, 1 step": [], f"workflow, per step of {CHAIN}": []}
+    clock = time.perf_counter
+    for _ in range(rounds):
+        started = clock()
+        for i in range(per_round):
+            await runtime.call("noop", {"n": i})
+        samples["plain call"].append((clock() - started) / per_round)
+        started = clock()
+        for i in range(per_round):
+            result = await runtime.run_workflow("one", {"n": i})
+        samples["workflow, 1 step"].append((clock() - started) / per_round)
+        if not result.ok:
+            raise SystemExit(f"workflow failed: {result.render()}")
+        started = clock()
+        for i in range(per_round // CHAIN or 1):
+            result = await runtime.run_workflow("chain", {"n": i})
+        samples[f"workflow, per step of {CHAIN}"].append((clock() - started) / ((per_round // CHAIN or 1) * CHAIN))
+        if not result.ok:
+            raise SystemExit(f"workflow failed: {result.render()}")
+    return samples
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="toolrt-bench-wf-") as folder:
+        root = Path(folder)
+        config = root / "config"
+        config.mkdir()
+        (root / "ws").mkdir()
+        (config / "benchmod.py").write_text(MODULE)
+        steps = ["    - {id: s0, tool: noop, args: {n: \"${input.n}\"}}"]
+        steps += [f"    - {{id: s{i}, tool: noop, depends_on: [s{i - 1}], args: {{n: \"${{steps.s{i - 1}.data.n}}\"}}}}" for i in range(1, CHAIN)]
+        (config / "tools.yaml").write_text(CONFIG + "\n".join(steps) + "\n")
+        runtime = Runtime([config], workspace_root=root / "ws", settings=Settings(state_dir=root / "state", audit_sink="off"), watch=False)
+        try:
+            asyncio.run(measure(runtime, 2, 50))  # warm up
+            samples = asyncio.run(measure(runtime, 15, 200))
+        finally:
+            runtime.close_sync()
+    base = statistics.median(samples["plain call"])
+    print(f"workflow step overhead (CEL engine {runtime.snapshot.cel_engine}; medians of 15 rounds)")
+    print(f"{'':32} {'median us':>10} {'p90 us':>10} {'ratio':>7}")
+    worst = 0.0
+    for name, values in samples.items():
+        median = statistics.median(values)
+        p90 = sorted(values)[int(len(values) * 0.9) - 1]
+        ratio = median / base
+        if name != "plain call":
+            worst = max(worst, ratio)
+        print(f"{name:32} {median * 1e6:10.1f} {p90 * 1e6:10.1f} {ratio:7.2f}")
+    verdict = "within" if worst <= 1.5 else "OVER"
+    print(f"per-step cost {verdict} the 1.5x bound (worst ratio {worst:.2f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
