@@ -326,6 +326,7 @@ class _Placer:
         # or absolute: (made, what it stands for); and folders where links may appear.
         self.aliases: list[tuple[str, str]] = []
         self.link_texts: dict[str, str] = {}  # symbolic links made earlier on the line: name -> target text
+        self.copies: set[tuple[str, str]] = set()  # the aliases made by copying or moving (cp, mv, rsync)
         self.unknown_below: list[str] = []
 
     def run(self, line: CommandLine) -> PlacedLine:
@@ -568,6 +569,24 @@ class _Placer:
                                 what = "hard links" if effect.kind == linking.HARD else "links"
                                 self.protected = self.protected or f"`{argv[0]}` {what} `{_short(source)}`, which is or holds toolrt's own files"
                         self.aliases.append((name, stands_for))
+                        if argv[0] != "ln":
+                            self.copies.add((name, stands_for))
+
+    def _relinked(self, made: str, stands_for: str, rest: str) -> Iterator[str]:
+        """A copied or moved folder's symbolic links keep their text: for each relative
+        link on ``rest`` below ``stands_for`` now, the path read from the copy ``made``."""
+        root = self.where.root_text
+        if root is None or stands_for.startswith("~"):
+            return
+        base = stands_for if stands_for.startswith("/") else f"{root}/{stands_for}"
+        parts = [part for part in rest.split("/") if part]
+        for k in range(len(parts)):
+            try:
+                text = os.readlink(posixpath.join(base, *parts[: k + 1]))
+            except OSError:
+                continue
+            if not text.startswith("/"):
+                yield posixpath.join(made, *parts[:k], text, *parts[k + 1 :])
 
     def _link_text(self, cwd: str, source: str) -> str | None:
         """The target text of ``source`` when it names a symbolic link (made earlier on
@@ -629,6 +648,9 @@ class _Placer:
             if joined == made or joined.startswith(made + "/"):
                 rest = joined[len(made) :]
                 places.add(self._place_made(".", stands_for + rest, write=write, depth=depth + 1))
+                if (made, stands_for) in self.copies:
+                    for relinked in self._relinked(made, stands_for, rest):
+                        places.add(self._place_made(".", relinked, write=write, depth=depth + 1))
             for rest in _rests_after(cwd, text, made):
                 # `made/../x`: the kernel applies `..` to where the new name leads, which
                 # the normalised text above has already dropped.

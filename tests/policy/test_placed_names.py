@@ -100,6 +100,8 @@ def build_place(base: Path) -> Place:
     # moved to another folder (a link keeps its text).
     os.symlink("../outside", root / "sub" / "rel")  # the workspace's outside/ (none): the sibling outside/ from the root
     os.symlink("../toolrt.d", root / "deep" / "a" / "cfg")  # deep/toolrt.d (none): the config from sub/
+    os.symlink("../../outside", root / "deep" / "a" / "b" / "rel")  # inside here; in a copy at the top, the sibling outside/
+    os.symlink("../../toolrt.d", root / "deep" / "a" / "b" / "cfg")  # inside here; in a copy in sub/, the config
     # Hard links that already exist to toolrt's own files.
     os.link(root / "toolrt.d" / "p.yaml", root / "sub" / "hard.txt")
     os.link(made.audit, root / "sub" / "hard_log")
@@ -296,6 +298,12 @@ MADE_PROTECTED = [
     pytest.param("mv deep/a/cfg sub/c && cd sub/c && cat p.yaml", id="cd into the moved link"),
     pytest.param("mv deep/a/cfg sub/c && cat < sub/c/p.yaml", id="the moved link read by a redirection"),
     pytest.param("mv deep/a/cfg sub/c && echo x > sub/c/p.yaml", id="the moved link written by a redirection"),
+    # A copied or moved folder's relative links, read from the copy.
+    pytest.param("cp -a deep/a/b sub/b3 && cat sub/b3/cfg/p.yaml", id="cp -a of a folder holding a relative link"),
+    pytest.param("cp -r deep/a/b sub/b3; cat sub/b3/cfg/p.yaml", id="cp -r of a folder holding a relative link"),
+    pytest.param("mv deep/a/b sub/b3 && cat sub/b3/cfg/p.yaml", id="mv of a folder holding a relative link"),
+    pytest.param("rsync -a deep/a/b/ sub/b3/ && cat sub/b3/cfg/p.yaml", id="rsync -a of a folder holding a relative link"),
+    pytest.param("mv deep/a/b sub/b3 && cd sub/b3/cfg && cat p.yaml", id="cd into a moved folder's relative link"),
     # A made name that is toolrt's files, or a folder holding them.
     pytest.param("mv sub/back_to_ws w; cat w/toolrt.d/p.yaml", id="mv of a link to the workspace"),
     pytest.param("mv sub/up u && cat u/toolrt.d/p.yaml", id="mv of a link to .."),
@@ -344,6 +352,11 @@ MADE_OUTSIDE = [
     pytest.param("mv sub/rel r && cat r/x", id="mv of a relative link to another depth"),
     pytest.param("rsync -l sub/rel r && cat r/x", id="rsync -l of a relative link to another depth"),
     pytest.param("ln -s ../outside sub/made && mv sub/made r && cat r/x", id="a link made on the line, then moved"),
+    pytest.param("cp -a deep/a/b b3 && cat b3/rel/x", id="cp -a of a folder holding a relative link"),
+    pytest.param("cp -R deep/a/b b3; cat b3/rel/x", id="cp -R of a folder holding a relative link"),
+    pytest.param("mv deep/a/b b3 && cat b3/rel/x", id="mv of a folder holding a relative link"),
+    pytest.param("rsync -a deep/a/b/ b3/ && cat b3/rel/x", id="rsync -a of a folder holding a relative link"),
+    pytest.param("cp -r deep/a/b b3 && cd b3/rel && cat x", id="cd into a copied folder's relative link"),
     pytest.param("ln -s docs d | cat d/lnk/x", id="in a pipeline"),
     pytest.param("(ln -s docs d); cat d/lnk/x", id="in a subshell"),
     pytest.param("(cd sub && ln -s ../docs d) && cat sub/d/lnk/x", id="cd and ln in a subshell"),
