@@ -102,6 +102,9 @@ def tree_writers(argv: Sequence[str]) -> tuple[str, ...]:
         return (_folder_option(argv, ("-C", "--cd", "--directory")) or ".",)
     if program == "cpio" and _cpio_extracts(argv):
         return (_folder_option(argv, ("-D", "--directory")) or ".",)
+    if program == "cpio" and _cpio_passes(argv):
+        # Pass-through mode copies the files named on its input into its destination folder.
+        return tuple(item for item in argv[1:] if not item.startswith("-"))[-1:] or (".",)
     if program == "git":
         sub, folder = git_subcommand(argv)
         if sub == "clone":
@@ -145,6 +148,13 @@ def _clone_target(argv: Sequence[str]) -> str:
     name = posixpath.basename(operands[0].rstrip("/")) if operands else ""
     name = name.rpartition(":")[2]
     return (name[:-4] if name.endswith(".git") else name) or "."
+
+
+def _cpio_passes(argv: Sequence[str]) -> bool:
+    """Whether cpio runs in pass-through mode (-p, --pass-through)."""
+    return any(
+        item == "--pass-through" or (item.startswith("-") and not item.startswith("--") and "p" in item[1:]) for item in argv[1:]
+    )
 
 
 def _copying(program: str, argv: Sequence[str]) -> tuple[NameEffect, ...]:
