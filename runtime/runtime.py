@@ -134,10 +134,10 @@ class Runtime:
         # toolrt's own files are out of reach of the agent's command lines and file tools.
         self.where = Where.of(self.workspace_root, self.protected_paths(), self.settings.commands_outside_workspace, configs=self._config_paths())
         self.permitter: Permitter = permitter or PolicyPermitter(self.where)
-        self.jobs = JobRegistry()
         self._loop: LoopThread | None = None  # the runtime's own event loop, for sync callers
         self._loop_lock = threading.Lock()
         self._owned: list[Any] = []  # stores made here from the settings, closed by close()
+        self.jobs = JobRegistry(index=self._made(fleet.job_index_for(self.settings)))
         # "allow for this session" answers, per session id
         self.grants: SessionGrants = grants if grants is not None else self._made(fleet.grants_for(self.settings))
         self.metrics = Metrics()  # runtime.metrics.snapshot() / .prometheus()

@@ -53,16 +53,20 @@ def new_job_id() -> str:
 class JobRegistry:
     """The background jobs of one runtime."""
 
-    def __init__(self, max_jobs: int = 100) -> None:
+    def __init__(self, max_jobs: int = 100, index: Any = None) -> None:
         self._jobs: dict[str, Job] = {}
         self.max_jobs = max_jobs
+        # A fleet's shared entries (runtime.fleet.jobs.RedisJobIndex): where each job runs, how it ended.
+        self.index = index
 
     def adopt(self, tool: str, task: asyncio.Future[Any], collector: OutputCollector, *, session: str) -> Job:
         """Track a command of ``session`` that goes on running; ``task`` resolves to its ProcessResult."""
         self._forget_finished()
         job = Job(new_job_id(), tool, task, collector, session=session)
-        task.add_done_callback(functools.partial(_record, job))
+        task.add_done_callback(functools.partial(_record, job, self.index))
         self._jobs[job.id] = job
+        if self.index is not None:
+            self.index.started(job)
         return job
 
     def lookup(self, job_id: object, *, session: str) -> Job | None:
@@ -72,6 +76,12 @@ class JobRegistry:
         if job is None or job.session != session:
             return None
         return job
+
+    def remote(self, job_id: object, *, session: str) -> Any:
+        """A job of ``session`` that another worker of the fleet runs (its shared entry), or None."""
+        if self.index is None or not isinstance(job_id, str) or not job_id.startswith(_PREFIX) or len(job_id) > 64:
+            return None
+        return self.index.lookup(job_id, session)
 
     def get(self, job_id: str) -> Job | None:
         """The job ``job_id`` whatever its session: for the runtime's own bookkeeping,
@@ -108,7 +118,7 @@ async def _stop(tasks: list[asyncio.Future[Any]]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _record(job: Job, done: asyncio.Future[Any]) -> None:
+def _record(job: Job, index: Any, done: asyncio.Future[Any]) -> None:
     if done.cancelled():
         job.error = "stopped: the runtime closed or the job outlived its limit"
     elif done.exception() is not None:
@@ -118,3 +128,5 @@ def _record(job: Job, done: asyncio.Future[Any]) -> None:
         if done.result().timed_out:
             job.error = f"stopped after running {done.result().timed_out} too long"
     job.output = job.collector.finish()
+    if index is not None:
+        index.finished(job)

@@ -10,6 +10,10 @@ redis://...`` or ``Runtime(limit_store=...)``) and each limit becomes one count:
   by the server, with the server's clock.
 - :class:`RedisSessionGrants` (:mod:`runtime.fleet.grants`): "allow for this session"
   answers, seen by every worker.
+- :class:`~runtime.fleet.jobs.RedisJobIndex`: which worker runs which background job
+  and how it ended, so ``job_status`` answers on every worker.
+- :class:`~runtime.fleet.presence.Presence`: which snapshot each worker serves
+  (``toolrt status``).
 
 The ``redis`` extra installs the client (``pip install 'toolrt[redis]'``); nothing
 here is imported unless a Redis URL is configured.

@@ -17,6 +17,7 @@ from runtime.policy.limits import InMemoryLimitStore, LimitStore
 
 if TYPE_CHECKING:
     from runtime.audit.postgres import PostgresSink
+    from runtime.fleet.jobs import RedisJobIndex
     from runtime.fleet.presence import Presence
     from runtime.settings import Settings
 
@@ -77,3 +78,12 @@ def presence_for(settings: Settings, version: Callable[[], str]) -> Presence | N
     from runtime.fleet.presence import Presence
 
     return Presence(settings.limit_store, version, timeout_s=settings.limit_store_timeout_s)
+
+
+def job_index_for(settings: Settings) -> RedisJobIndex | None:
+    """The fleet's shared background-job entries, when the limit store is shared."""
+    if not is_redis(settings.limit_store):
+        return None
+    from runtime.fleet.jobs import RedisJobIndex
+
+    return RedisJobIndex(settings.limit_store, timeout_s=settings.limit_store_timeout_s)

@@ -67,6 +67,14 @@ async def tool_search(args: Mapping[str, Any], env: TurnEnv) -> list[dict[str, A
 async def job_status(args: Mapping[str, Any], env: TurnEnv) -> str:
     """Where a background job of this session is: running or finished, exit code, the end of its output."""
     job = env.jobs.lookup(args.get("id"), session=env.session.id) if env.jobs is not None else None
+    remote = env.jobs.remote(args.get("id"), session=env.session.id) if job is None and env.jobs is not None else None
+    if remote is not None:  # started by another worker of the fleet
+        from runtime.fleet.jobs import describe
+
+        try:
+            return describe(remote, int(args.get("tail_chars", 2000)))
+        except (TypeError, ValueError):
+            raise ToolError("tail_chars must be a whole number") from None
     if job is None:
         # The same answer for a job of another session as for one that never existed.
         raise ToolError(f"no background job {_shown(args.get('id'))} in this session")
