@@ -797,6 +797,8 @@ def _walk(workspace: Workspace, start: Resolved, rules: _WalkRules, skipped: _Sk
             except OSError:
                 skipped.unreadable += 1
                 return
+            if workspace.protected_inodes.holds(st):
+                raise WorkspaceError(f"{start.relative} is another name (a hard link) for one of toolrt's own files (config, audit log, artifacts or state); it cannot be searched")
             kind: Literal["file", "other"] = "file" if stat.S_ISREG(st.st_mode) else "other"
             yield _Entry(start.relative, start.name, start.name, fd, kind, st.st_size)
         finally:

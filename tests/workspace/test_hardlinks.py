@@ -162,7 +162,6 @@ async def test_grep_does_not_search_toolrt_files_under_another_name(runtime_plac
     assert "hard.txt" not in result.content and "notes.md" not in result.content, result.content
 
 
-@pytest.mark.xfail(strict=True, reason="grep given one file as its path reads it without the inode check that its folder walk makes")
 async def test_grep_of_the_hard_link_by_name_shows_nothing(runtime_place: tuple[Runtime, Path]) -> None:
     runtime, _ = runtime_place
     result = await runtime.call("grep", {"pattern": "kind", "path": "sub/hard.txt"}, EDITS)
