@@ -256,7 +256,14 @@ def test_long_running_commands_start_and_stop_cleanly_on_sigint(block: Block, sa
             [sys.executable, "-m", "runtime.cli", *tokens[1:]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "TOOLRT_HOT_RELOAD": "true"}
         )
         try:
-            first = _first_line(process, seconds=8.0)
+            if "serve" in tokens and "http" not in tokens:
+                # A stdio server prints nothing of its own: it is serving once it answers.
+                assert process.stdin is not None
+                process.stdin.write(json.dumps(_INITIALIZE) + "\n")
+                process.stdin.flush()
+            # Every command says something once it is up; a loaded machine may take a while.
+            first = _first_line(process, seconds=90.0)
+            assert first, f"{block.id}: `{line}` printed nothing within 90 s"
             assert process.poll() is None, f"{block.id}: `{line}` ended early (exit {process.returncode}): {first}"
             process.send_signal(signal.SIGINT)
             out, err = process.communicate(timeout=30)
@@ -266,6 +273,14 @@ def test_long_running_commands_start_and_stop_cleanly_on_sigint(block: Block, sa
                 process.communicate()
         assert process.returncode == 0, f"{block.id}: `{line}` exited {process.returncode} on SIGINT:\n{err[-3000:]}"
         assert "Traceback" not in err, err[-3000:]
+
+
+_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "readme-test", "version": "0"}},
+}
 
 
 def _first_line(process: subprocess.Popen[str], seconds: float) -> str:

@@ -66,6 +66,8 @@ def test_a_stuck_isolated_handler_is_killed_at_its_timeout(runtime: Runtime, tmp
     (result,) = runtime.run_turn_sync([Call("1", "stuck", {"pidfile": str(pidfile)})])
     assert result.status.value == "timeout"
     assert "its process was stopped" in result.content
+    if not pidfile.exists():
+        return  # a loaded machine: the child was stopped before it got as far as writing its pid
     pid = int(pidfile.read_text())
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[-1][:3]
 
