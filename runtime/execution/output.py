@@ -26,6 +26,8 @@ class _StreamRedactor(Protocol):
 
     def feed(self, chunk: str) -> str: ...
 
+    def preview(self) -> str: ...
+
     def finish(self) -> str: ...
 
 
@@ -103,10 +105,14 @@ class OutputCollector:
             self._writer = None
 
     def peek(self, chars: int) -> tuple[str, int]:
-        """The last ``chars`` characters collected so far (redacted), and the total so far."""
+        """The last ``chars`` characters collected so far (redacted), and the total so far.
+
+        Includes what the redactor still holds back (redacted as if the output ended
+        here), so a running command's latest lines show before it ends."""
+        held = self._redactor.preview() if self._redactor is not None else ""
         if self._writer is None and self._spill_error is None:
-            return "".join(self._parts)[-chars:], self._total
-        return self._tail[-chars:], self._total
+            return ("".join(self._parts) + held)[-chars:], self._total + len(held)
+        return (self._tail + held)[-chars:], self._total + len(held)
 
     def finish(self) -> CollectedOutput:
         if self._redactor is not None:

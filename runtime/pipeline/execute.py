@@ -20,7 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from runtime.config.models import OnTimeout
+from runtime.config.models import OnTimeout, Trust
 from runtime.context import ToolContext
 from runtime.errors import ToolError, TransientError
 from runtime.execution.child import RESULT_MARKER
@@ -31,6 +31,7 @@ from runtime.execution.python import call_python
 from runtime.mcpclient.calls import call_mcp_tool
 from runtime.pipeline.env import TurnEnv
 from runtime.records import Outcome, Status, ValidatedCall
+from runtime.shaping.untrusted import defuse_markers
 from runtime.snapshot import CompiledTool
 from runtime.tools.builtins import HANDLERS as BUILTIN_HANDLERS
 from runtime.tools.workspace_tools import prepare_command_line
@@ -107,7 +108,7 @@ async def _python(call: ValidatedCall, env: TurnEnv) -> Outcome:
     context = context_for(call, env) if tool.handler.takes_context else None
     listener = env.progress_listener
     # The turn's progress listener (if any) hears this call's ToolContext.progress() messages.
-    on_progress = None if listener is None or context is None else (lambda message: listener(call.call.id, message))
+    on_progress = None if listener is None or context is None else (lambda message: listener(call.call.id, _progress_text(tool, message)))
     result = await call_python(tool.handler, call.args, context, total_s=timeout.total_s, idle_s=timeout.idle_s, on_progress=on_progress)
     if result.timed_out is not None:
         limit = timeout.total_s if result.timed_out == "total" else timeout.idle_s
@@ -177,7 +178,8 @@ async def _builtin(call: ValidatedCall, env: TurnEnv) -> Outcome:
     timeout = call.tool.spec.timeout
     try:
         async with asyncio.timeout(timeout.total_s):
-            value = await function(call.args, env)
+            # A built-in that shapes its own output to fit (artifact_read) is told its tool.
+            value = await (function(call.args, env, call.tool) if getattr(function, "wants_tool", False) else function(call.args, env))  # type: ignore[call-arg]
     except TimeoutError:
         return _failure(call.tool, f"timed out after {timeout.total_s:g} s", Status.timeout, "timeout")
     except ToolError as err:
@@ -214,7 +216,7 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
         tail_chars=max(tool.output.tail_chars, tool.output.preview_chars),
         redactor=tool.redactor.stream() if tool.redactor is not None else None,
         open_writer=(
-            (lambda: env.artifacts.writer(call_id=call.call.id, tool=tool.name, session=env.session.id))
+            (lambda: env.artifacts.writer(call_id=call.call.id, tool=tool.name, session=env.session.id, untrusted=tool.spec.trust is Trust.untrusted))
             if env.artifacts is not None
             else None
         ),
@@ -279,6 +281,16 @@ def _failure(tool: CompiledTool, what: str, status: Status, code: str, *, transi
     if not tool.spec.read_only:
         return Outcome(error=_UNKNOWN.format(tool=tool.name, what=what), status=Status.unknown, code=code, metadata=_transient(transient))
     return Outcome(error=f"`{tool.name}` {what}.", status=status, code=code, metadata=_transient(transient))
+
+
+def _progress_text(tool: CompiledTool, message: str | None) -> str | None:
+    """A handler's progress message as a client may see it: redacted like its output,
+    markers defused when the tool is untrusted (it goes out beside the result)."""
+    if not message:
+        return message
+    if tool.redactor is not None and tool.redactor.enabled:
+        message = tool.redactor.redact(message)[0]
+    return defuse_markers(message) if tool.spec.trust is Trust.untrusted else message
 
 
 def _text_of(error: BaseException) -> str:

@@ -51,9 +51,11 @@ def shape(call: Call, tool: CompiledTool, outcome: Outcome, env: TurnEnv, metada
     if len(error_text) > tool.output.max_chars:
         # A handler's exception text is output too, and as unbounded.
         error_text, _ = truncate(error_text, tool.output, is_error=True, save=None)
-    if tool.spec.trust is Trust.untrusted and body:
-        body = wrap_untrusted(body, tool=tool.name)
     content = f"{error_text}\n\n{body}" if error_text and body else (error_text or body)
+    if tool.spec.trust is Trust.untrusted and content:
+        # The error text too: a failing untrusted tool's message is its output as much as
+        # its result is (an MCP server's isError text, a page quoted in an exception).
+        content = wrap_untrusted(content, tool=tool.name)
     if redactions:
         meta["redactions"] = redactions
     meta.update(truncation)
@@ -119,7 +121,8 @@ def redact_error(result: ToolResult, tool: CompiledTool | None) -> ToolResult:
 def _saver(call: Call, tool: CompiledTool, env: TurnEnv) -> Any:
     if env.artifacts is None:
         return None
-    return lambda text: env.artifacts.save(text, call_id=call.id, tool=tool.name, session=env.session.id)
+    untrusted = tool.spec.trust is Trust.untrusted
+    return lambda text: env.artifacts.save(text, call_id=call.id, tool=tool.name, session=env.session.id, untrusted=untrusted)
 
 
 def _collected(output: CollectedOutput, limits: ResolvedOutput, is_error: bool) -> tuple[str, dict[str, Any]]:

@@ -102,6 +102,10 @@ class ArtifactPage:
     offset: int
     next_offset: int | None
     total_chars: int
+    # About the page, not the page: left out of comparisons.
+    tool: str = field(default="", compare=False)  # the tool whose output this is
+    untrusted: bool = field(default=False, compare=False)  # that tool is `trust: untrusted`: mark its text when shown
+    after: str = field(default="", compare=False)  # up to `look_ahead` characters that follow the page (not part of it)
 
 
 def check_artifact_id(artifact_id: object) -> str:
@@ -184,10 +188,11 @@ class ArtifactStore:
 
     # -- writing -----------------------------------------------------------------------
 
-    def save(self, text: str, *, call_id: str, tool: str, session: str = DEFAULT_SESSION) -> ArtifactRef:
+    def save(self, text: str, *, call_id: str, tool: str, session: str = DEFAULT_SESSION, untrusted: bool = False) -> ArtifactRef:
         """Save ``text`` atomically for ``session`` (only it can read it back) and return
-        where it is; then apply retention."""
-        writer = self.writer(call_id=call_id, tool=tool, session=session)
+        where it is; then apply retention. ``untrusted``: the output of an untrusted tool
+        (pages of it are marked as data when read)."""
+        writer = self.writer(call_id=call_id, tool=tool, session=session, untrusted=untrusted)
         try:
             for start in range(0, len(text), _WRITE_SLICE):
                 writer.write(text[start : start + _WRITE_SLICE])
@@ -196,14 +201,14 @@ class ArtifactStore:
             writer.abort()
             raise
 
-    def writer(self, *, call_id: str, tool: str, session: str = DEFAULT_SESSION) -> ArtifactWriter:
+    def writer(self, *, call_id: str, tool: str, session: str = DEFAULT_SESSION, untrusted: bool = False) -> ArtifactWriter:
         """A writer for output too large to hold in memory: ``write`` chunks, then ``close``.
-        The artifact belongs to ``session``."""
+        The artifact belongs to ``session``; ``untrusted`` as for :meth:`save`."""
         try:
             self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as err:
             raise ArtifactSaveError(f"cannot create the artifact directory {self.root}: {err.strerror or err}") from err
-        return ArtifactWriter(self, call_id=call_id, tool=tool, session=session)
+        return ArtifactWriter(self, call_id=call_id, tool=tool, session=session, untrusted=untrusted)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -248,6 +253,7 @@ class ArtifactStore:
         pattern: str | None = None,
         *,
         session: str = DEFAULT_SESSION,
+        look_ahead: int = 0,
     ) -> ArtifactPage:
         """Up to ``limit`` characters of an artifact of ``session`` from character ``offset``.
 
@@ -256,6 +262,8 @@ class ArtifactStore:
         artifact, so paging works the same way. A filtered read scans at most
         :data:`PATTERN_SCAN_CHARS` characters per call. Only the page is read from
         disk, never the whole file. An artifact of another session is unknown here.
+        ``look_ahead`` more characters after an unfiltered page come in ``after``
+        (to judge a marker cut by the page's end), without moving ``next_offset``.
         """
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ArtifactError(f"offset must be a whole number of characters >= 0, not {offset!r}.")
@@ -273,8 +281,9 @@ class ArtifactStore:
                 raise ArtifactError(f"pattern {pattern[:80]!r} cannot be used: {err.message}") from None
         meta = self._meta(artifact_id, session)
         total = int(meta["chars"])
+        tool, untrusted = str(meta.get("tool", "")), meta.get("untrusted") is True
         if offset >= total:
-            return ArtifactPage("", offset, None, total)
+            return ArtifactPage("", offset, None, total, tool, untrusted)
         text_path, index_path, _ = self._paths(artifact_id)
         try:
             with _open_nofollow(text_path) as raw:
@@ -282,9 +291,12 @@ class ArtifactStore:
                 reader = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="\n")
                 while skip:
                     skip -= len(reader.read(skip)) or skip  # `or skip`: stop at a premature end
+                after = ""
                 if regex is None:
                     text = reader.read(limit)
                     end = offset + len(text)
+                    if look_ahead > 0 and end < total:
+                        after = reader.read(look_ahead)
                 else:
                     text, end = _filter_lines(reader, regex, prefilter, offset, min(total, offset + PATTERN_SCAN_CHARS), limit)
                 reader.detach()
@@ -292,7 +304,7 @@ class ArtifactStore:
             raise ArtifactError(f"no artifact {artifact_id}: it has just expired. Run the tool again to get a fresh one.") from None
         except OSError as err:
             raise ArtifactError(f"artifact {artifact_id} cannot be read: {err.strerror or err}") from err
-        return ArtifactPage(text, offset, end if end < total else None, total)
+        return ArtifactPage(text, offset, end if end < total else None, total, tool, untrusted, after)
 
     @staticmethod
     def _seek(raw: BinaryIO, index_path: Path, offset: int, ascii_only: bool, stride: int) -> int:
@@ -451,12 +463,13 @@ class ArtifactWriter:
     memory: only the offset index (8 bytes per 4,096 characters) is.
     """
 
-    def __init__(self, store: ArtifactStore, *, call_id: str, tool: str, session: str = DEFAULT_SESSION) -> None:
+    def __init__(self, store: ArtifactStore, *, call_id: str, tool: str, session: str = DEFAULT_SESSION, untrusted: bool = False) -> None:
         self.id = _PREFIX + secrets.token_hex(12)  # 96 random bits: not guessable from any other id
         self._store = store
         self._call_id = call_id
         self._tool = tool
         self._owner = _owner_record(session)
+        self._untrusted = untrusted
         fd, temp = _mkstemp(store.root, ".txt")
         self._temp = Path(temp)
         self._file: BinaryIO | None = open(fd, "wb")  # closed by close() or abort()
@@ -544,6 +557,7 @@ class ArtifactWriter:
                 "sha256": digest,
                 "stride": INDEX_STRIDE,
                 "created": time.time(),
+                "untrusted": self._untrusted,
             }
             temps.append(_write_temp(store.root, ".json", json.dumps(meta, ensure_ascii=False).encode("utf-8")))
             os.replace(temps[-1], meta_path)  # the commit point

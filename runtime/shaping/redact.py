@@ -579,6 +579,13 @@ class _Stage:
     def finish(self) -> bytes:
         return self._process(final=True)
 
+    def preview(self, more: bytes) -> bytes:
+        """What :meth:`finish` would return after ``more`` came in, without changing anything."""
+        data = self.context + bytes(self.pending) + more
+        out: list[bytes] = []
+        _scan(self.scanner, data, len(self.context), None, out, {})
+        return b"".join(out)
+
     def _process(self, *, final: bool) -> bytes:
         data = self.context + bytes(self.pending)
         start = len(self.context)
@@ -621,6 +628,16 @@ class StreamRedactor:
                 break  # nothing released: the later stages have nothing new either
             data = stage.feed(data)
         return data.decode("utf-8")
+
+    def preview(self) -> str:
+        """The text still held back, redacted as if the output ended now; nothing is
+        consumed (for a look at a running command's latest output)."""
+        if self._finished or not self._stages:
+            return ""
+        data = b""
+        for stage in self._stages:
+            data = stage.preview(data)
+        return data.decode("utf-8", "replace")
 
     def finish(self) -> str:
         """End of output: return everything still held back, redacted."""

@@ -13,18 +13,30 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from runtime.config.models import Trust
 from runtime.errors import ToolError
-from runtime.shaping.artifacts import ArtifactError
+from runtime.shaping.artifacts import ArtifactError, ArtifactPage
+from runtime.shaping.untrusted import LOOK_AHEAD, defuse_page, wrap_untrusted
 from runtime.tools.workspace_tools import HANDLERS as WORKSPACE_HANDLERS
 
 if TYPE_CHECKING:
     from runtime.pipeline.env import TurnEnv
+    from runtime.snapshot import CompiledTool
 
 BuiltinHandler = Callable[[Mapping[str, Any], "TurnEnv"], Awaitable[Any]]
 
 
-async def artifact_read(args: Mapping[str, Any], env: TurnEnv) -> str:
-    """A page of an artifact: ``id``, ``offset`` and ``limit`` in characters, optional RE2 ``pattern``."""
+_FIT_ATTEMPTS = 8
+
+
+async def artifact_read(args: Mapping[str, Any], env: TurnEnv, tool: CompiledTool | None = None) -> str:
+    """A page of an artifact: ``id``, ``offset`` and ``limit`` in characters, optional RE2 ``pattern``.
+
+    The page is made to fit what this tool's result may carry (its ``max_chars``, after
+    redaction and, for an untrusted tool's output, the untrusted-data markers), so the
+    result is never cut and always ends with the exact offset to go on from: paging
+    from 0 with the offsets given returns every character once, in order.
+    """
     if env.artifacts is None:
         raise ToolError("no artifact store is configured in this runtime")
     artifact_id = args.get("id")
@@ -33,17 +45,36 @@ async def artifact_read(args: Mapping[str, Any], env: TurnEnv) -> str:
         limit = int(args.get("limit", 2000))
     except (TypeError, ValueError):
         raise ToolError("offset and limit must be whole numbers") from None
-    try:
-        # The session's own artifacts only: another session's id is "unknown", like a missing one.
-        pattern = args.get("pattern")
-        page = env.artifacts.read(artifact_id, offset=offset, limit=limit, pattern=pattern, session=env.session.id)
-    except ArtifactError as err:
-        raise ToolError(str(err)) from err
+    pattern = args.get("pattern")
+    budget = tool.output.max_chars if tool is not None else None
+    redactor = tool.redactor if tool is not None and tool.redactor is not None and tool.redactor.enabled else None
+    for _attempt in range(_FIT_ATTEMPTS):
+        try:
+            # The session's own artifacts only: another session's id is "unknown", like a missing one.
+            page = env.artifacts.read(artifact_id, offset=offset, limit=limit, pattern=pattern, session=env.session.id, look_ahead=LOOK_AHEAD)
+        except ArtifactError as err:
+            raise ToolError(str(err)) from err
+        content = _page_text(page, str(artifact_id))
+        size = len(redactor.redact(content)[0]) if redactor is not None else len(content)
+        if budget is None or size <= budget or limit <= 1 or not page.text:
+            return content
+        limit = max(1, limit - (size - budget) - 16)  # the notice and markers take room too
+    return content
+
+
+artifact_read.wants_tool = True  # type: ignore[attr-defined]
+
+
+def _page_text(page: ArtifactPage, artifact_id: str) -> str:
     if page.next_offset is None:
         footer = f"[end of artifact: {page.total_chars:,} characters in all]"
     else:
         footer = f'[characters {page.offset:,}-{page.next_offset:,} of {page.total_chars:,}; continue with artifact_read(id="{artifact_id}", offset={page.next_offset})]'
-    return f"{page.text}\n{footer}" if page.text else footer
+    text = page.text
+    if page.untrusted and text:
+        # Defused with what follows in view: a marker cut by the page's end is seen whole.
+        text = wrap_untrusted(defuse_page(text + page.after, len(text)), tool=page.tool or "unknown")
+    return f"{text}\n{footer}" if text else footer
 
 
 async def tool_search(args: Mapping[str, Any], env: TurnEnv) -> list[dict[str, Any]]:
@@ -83,9 +114,12 @@ async def job_status(args: Mapping[str, Any], env: TurnEnv) -> str:
     except (TypeError, ValueError):
         raise ToolError("tail_chars must be a whole number") from None
     elapsed = time.monotonic() - job.started
+    # A job of a tool that is untrusted (or no longer known) shows its output marked as data.
+    known = env.snapshot.tools.get(job.tool)
+    untrusted = known is None or known.spec.trust is Trust.untrusted
     if job.running:
         tail, total = job.collector.peek(tail_chars)
-        return f"job `{job.id}` ({job.tool}) is running ({elapsed:.0f} s so far, {total:,} characters of output). Last output:\n{tail}"
+        return f"job `{job.id}` ({job.tool}) is running ({elapsed:.0f} s so far, {total:,} characters of output). Last output:\n{_marked(tail, job.tool, untrusted)}"
     output = job.output
     state = f"exited with code {job.exit_code}" if job.error is None else job.error
     lines = [f"job `{job.id}` ({job.tool}) {state} after {elapsed:.0f} s."]
@@ -93,8 +127,12 @@ async def job_status(args: Mapping[str, Any], env: TurnEnv) -> str:
         text = output.text if output.text is not None else output.tail
         if output.artifact is not None:
             lines.append(f'Its full output ({output.total_chars:,} characters) is artifact `{output.artifact.id}`: read it with artifact_read(id="{output.artifact.id}").')
-        lines.append(f"Last output:\n{text[-tail_chars:]}")
+        lines.append(f"Last output:\n{_marked(text[-tail_chars:], job.tool, untrusted)}")
     return "\n".join(lines)
+
+
+def _marked(text: str, tool: str, untrusted: bool) -> str:
+    return wrap_untrusted(text, tool=tool) if untrusted and text else text
 
 
 def _shown(value: Any) -> str:

@@ -97,13 +97,13 @@ def make_log(size: int, seed: int = 42, *, order_ids: bool = True) -> str:
 
 def python_sources(profiles: tuple[CompiledRedaction, ...]) -> list[tuple[str, str, Any]]:
     """(name, Python regex, validator) of every pattern. The shipped patterns are valid
-    Python syntax too, except that a leading (?i) must become a scoped (?i:...)."""
+    Python syntax too, except that a leading (?i) or (?m) must become a scoped (?i:...)."""
     out = []
     for profile in profiles:
         for pattern in profile.patterns:
             source: str = pattern.regex.pattern
-            if source.startswith("(?i)"):
-                source = f"(?i:{source[4:]})"
+            if source.startswith(("(?i)", "(?m)")):
+                source = f"(?{source[2]}:{source[4:]})"
             elif not pattern.regex.options.case_sensitive:
                 source = f"(?i:{source})"
             out.append((pattern.name, source, VALIDATORS.get(pattern.validator) if pattern.validator else None))
@@ -225,7 +225,68 @@ def main() -> int:
     combined = python_combined(profiles)
     t_py, _ = timed(lambda: [combined(small) for _ in range(10)], 3)
     print(f"one 4 KB output: RE2 {t_re2 / 100 * 1e6:.0f} us, Python re (combined) {t_py / 10 * 1e6:.0f} us ({t_py / 10 / (t_re2 / 100):.0f}x)")
+    print()
+    default_on_cost(with_ids, args.repeat)
     return 0
+
+
+DEFAULT_ON_CONFIG = """
+apiVersion: toolrt/v1
+kind: Tool
+metadata: {name: plain}
+spec:
+  description: Returns text, redaction turned off.
+  handler: python:bench_tools:text
+  read_only: true
+  redaction: []
+  output: {max_chars: 2000000}
+---
+apiVersion: toolrt/v1
+kind: Tool
+metadata: {name: default}
+spec:
+  description: Returns text, with the default redaction (secrets).
+  handler: python:bench_tools:text
+  read_only: true
+  output: {max_chars: 2000000}
+"""
+
+
+def default_on_cost(log: str, repeat: int) -> None:
+    """Per-call cost of a whole call (all stages) with the default `secrets` redaction
+    against the same tool with `redaction: []`, for a 1 KB and a 1 MB output."""
+    import asyncio
+    import tempfile
+
+    from runtime import Call, Runtime
+
+    print("== default-on redaction, whole call through the pipeline (same tool, `redaction: []` vs unset)")
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        handler = "import functools, pathlib\n\n@functools.lru_cache(None)\ndef _load(size):\n    return (pathlib.Path(__file__).parent / f'out-{size}.txt').read_text()\n\ndef text(args):\n    return _load(args['size'])\n"
+        (root / "bench_tools.py").write_text(handler, encoding="utf-8")
+        (root / "tools.yaml").write_text(DEFAULT_ON_CONFIG, encoding="utf-8")
+        sizes = {"1 KB": 1_000, "1 MB": 1_000_000}
+        for label, size in sizes.items():
+            (root / f"out-{size}.txt").write_text(log[:size], encoding="utf-8")
+        runtime = Runtime([root], workspace_root=root, watch=False)
+
+        async def calls(tool: str, size: int, n: int) -> None:
+            for i in range(n):
+                (result,) = await runtime.run_turn([Call(f"c{i}", tool, {"size": size})])
+                if result.is_error:
+                    raise RuntimeError(result.content)
+
+        print(f"{'output':8}  {'redaction: []':>14}  {'default':>10}  {'ratio':>6}")
+        for label in sizes:
+            n = 200 if label == "1 KB" else 5
+            size = sizes[label]
+            asyncio.run(calls("plain", size, 2))  # warm: module imported, file cached
+            asyncio.run(calls("default", size, 2))
+            off, _ = timed(lambda size=size, n=n: asyncio.run(calls("plain", size, n)), repeat)
+            on, _ = timed(lambda size=size, n=n: asyncio.run(calls("default", size, n)), repeat)
+            print(f"{label:8}  {off / n * 1e6:>11.0f} us  {on / n * 1e6:>7.0f} us  {on / off:>5.2f}x")
+        asyncio.run(runtime.close())
 
 
 if __name__ == "__main__":
