@@ -267,7 +267,7 @@ def default_on_cost(log: str, repeat: int) -> None:
         (root / "bench_tools.py").write_text(handler, encoding="utf-8")
         (root / "tools.yaml").write_text(DEFAULT_ON_CONFIG, encoding="utf-8")
         sizes = {"1 KB": 1_000, "1 MB": 1_000_000}
-        for label, size in sizes.items():
+        for size in sizes.values():
             (root / f"out-{size}.txt").write_text(log[:size], encoding="utf-8")
         runtime = Runtime([root], workspace_root=root, watch=False)
 
