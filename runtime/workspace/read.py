@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from dataclasses import dataclass
 
@@ -166,7 +167,10 @@ class FileReader:
             return ReadResult(resolved.relative, "", 0, 0, 0, value.sha256, value.size, value.encoding, "none", hit, False, None, None, 0)
         if first > total:
             raise WorkspaceError(f"offset {first} is past the end of {resolved.relative} ({total:,} lines); use an offset from 1 to {total:,}")
-        shown, cut, by_bytes = self._number(lines[first - 1 : first - 1 + count], first, budget)
+        window = lines[first - 1 : first - 1 + count]
+        if _ARMOR in value.text:
+            window = _mask_key_lines(lines, first, window)
+        shown, cut, by_bytes = self._number(window, first, budget)
         return _window(resolved.relative, shown, first, total, value.sha256, value.size, value.encoding, line_endings(value.text), hit, by_bytes, cut)
 
     def _number(self, window: list[str], first: int, budget: int, streamed: list[int | None] | None = None) -> tuple[list[str], int, bool]:
@@ -226,6 +230,34 @@ class FileReader:
             lines[0] = lines[0].removeprefix("\ufeff")
         shown, cut, by_bytes = self._number(lines, first, budget, [full if full > len(raw) else None for raw, full in window])
         return _window(resolved.relative, shown, first, total, digest, read_size, encoding, "unknown", False, by_bytes, cut)
+
+
+_ARMOR = "PRIVATE KEY"
+_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+_BODY_LINE = re.compile(r"[A-Za-z0-9+/=]*\r?|[A-Za-z][A-Za-z-]*: .*")  # base64, or an armor header (Version: ...)
+KEY_LINE = "[REDACTED:private_key]"
+"""What a line inside a private key block reads as in a window of the file."""
+
+
+def _mask_key_lines(lines: list[str], first: int, window: list[str]) -> list[str]:
+    """``window`` (lines ``first``.. of ``lines``) with every line inside a private key
+    block replaced: the file is known whole, so a window that shows no armor line (the
+    last short body line alone, say) is still known to lie inside a key."""
+    inside = set()
+    index = 0
+    while index < len(lines):
+        if _BEGIN.search(lines[index]) is None:
+            index += 1
+            continue
+        end = index + 1
+        while end < len(lines) and _END.search(lines[end]) is None and _BODY_LINE.fullmatch(lines[end]):
+            end += 1
+        inside.update(range(index + 1, end))  # the body (the armor lines are redacted as text)
+        index = end + 1
+    if not inside:
+        return window
+    return [KEY_LINE if first - 1 + offset in inside else line for offset, line in enumerate(window)]
 
 
 def _window(relative: str, shown: list[str], first: int, total: int, sha256: str, size: int, encoding: str, endings: str, hit: bool, by_bytes: bool, cut: int) -> ReadResult:
