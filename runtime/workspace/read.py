@@ -244,7 +244,7 @@ def _mask_key_lines(lines: list[str], first: int, window: list[str]) -> list[str
     """``window`` (lines ``first``.. of ``lines``) with every line inside a private key
     block replaced: the file is known whole, so a window that shows no armor line (the
     last short body line alone, say) is still known to lie inside a key."""
-    inside = set()
+    inside: set[int] = set()
     index = 0
     while index < len(lines):
         if _BEGIN.search(lines[index]) is None:
