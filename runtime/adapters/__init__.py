@@ -9,6 +9,13 @@ expects, and exports the snapshot's tools as that API's tool definitions:
   (:mod:`runtime.adapters.strict_schema`);
 - :mod:`runtime.adapters.mcp`: MCP ``Tool`` definitions and ``CallToolResult``.
 
+Framework bridges put the whole pipeline inside an agent framework's own tool loop, each
+in its own module with its own extra (imported only when used):
+:mod:`runtime.adapters.openai_agents` (``FunctionTool``), :mod:`runtime.adapters.langchain`
+(``BaseTool`` and a ``ToolNode``), :mod:`runtime.adapters.pydantic_ai` (a toolset) and
+:mod:`runtime.adapters.claude_agent` (an in-process MCP server); what they share is in
+:mod:`runtime.adapters.bridge`.
+
 Parsers never raise on what a model or a provider sent: a malformed call becomes a
 Call with ``parse_error`` set. This module is a small registry over them::
 

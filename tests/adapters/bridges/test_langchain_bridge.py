@@ -197,3 +197,10 @@ def test_tools_carry_the_declared_schema(runtime: Runtime) -> None:
     assert tool.name == "lookup_city"
     assert tool.args_schema["required"] == ["city"]
     assert tool.tool_call_schema is not None
+
+
+async def test_approvals_by_toolrt_in_the_node_ask_the_runtimes_approver_without_interrupting(approving_runtime: Runtime, handlers: Any) -> None:
+    state = await graph(approving_runtime, [tool_call("deploy", {"service": "db"}, "c1")], approvals="toolrt").ainvoke({"messages": [HumanMessage("go")]}, CONFIG)
+    assert "__interrupt__" not in state
+    assert tool_messages(state)["c1"].content == '{"deployed": "db"}'
+    assert handlers.DEPLOYED == ["db"]

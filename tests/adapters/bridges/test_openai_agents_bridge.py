@@ -182,3 +182,20 @@ def test_definitions_carry_the_declared_schema_in_strict_form(runtime: Runtime) 
     (loose,) = function_tools(runtime, tools=["lookup_city"], strict=False)
     assert loose.strict_json_schema is False
     assert loose.params_json_schema["required"] == ["city"]
+
+
+async def test_two_asks_in_one_response_are_answered_each_on_its_own(runtime: Runtime, handlers: Any) -> None:
+    calls = [function_call("deploy", '{"service": "web"}', call_id="c1"), function_call("deploy", '{"service": "db"}', call_id="c2")]
+    result, model = await run(runtime, calls)
+    assert sorted(item.raw_item.call_id for item in result.interruptions) == ["c1", "c2"]
+    state = result.to_state()
+    for item in result.interruptions:
+        if item.raw_item.call_id == "c1":
+            state.approve(item)
+        else:
+            state.reject(item)
+    result = await Runner.run(Agent(name="tester", model=model, tools=function_tools(runtime)), state, run_config=NO_TRACING)
+    assert result.final_output == "done"
+    assert handlers.DEPLOYED == ["web"]
+    assert outputs(model)["c1"] == '{"deployed": "web"}'
+    assert "web" not in outputs(model)["c2"]
