@@ -203,7 +203,9 @@ class Runtime:
             logger.warning("toolrt audit log {} is inside the workspace, where the agent's tools may reach it", path)
         try:
             if self.settings.audit_writer == "process":
-                sink: Sink = ProcessSink(kind, path)
+                process_sink = ProcessSink(kind, path)
+                process_sink.start()  # now, not with the first batch (see ProcessSink.start)
+                sink: Sink = process_sink
             else:
                 sink = SqliteSink(path) if kind == "sqlite" else JsonlSink(path)
         except (OSError, ToolrtError, sqlite3.Error) as err:

@@ -85,6 +85,21 @@ class ProcessSink:
         self.child_errors = 0
         self.last_error: str | None = None
 
+    def start(self) -> None:
+        """Start the child now rather than with the first batch: its start-up (a new
+        interpreter and its imports) is then not time in which records only wait, which
+        a crash would lose (the Runtime starts it when it is built)."""
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._stop_child()
+                self._start_child()
+
+    @property
+    def child_pid(self) -> int | None:
+        """The pid of the running child, if any."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
     # -- the Sink protocol -------------------------------------------------------
 
     def write_batch(self, records: Sequence[AuditRecord]) -> None:

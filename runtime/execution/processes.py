@@ -1,10 +1,14 @@
 """Running a child process under total and idle timeouts, and stopping its whole tree.
 
 Killing only the process we started leaves its children running (a test runner's
-workers, a shell's pipeline). Every child is started in a new session, so its
-process group holds its descendants; a stop signals the group, and also any
-descendant that left the group (found through /proc before signalling), first with
-SIGTERM, then, after the grace period, with SIGKILL.
+workers, a shell's pipeline). Every command runs under a supervisor that is a child
+subreaper (:mod:`runtime.execution.reaper`): orphans of its tree are re-parented to
+it, so a daemon that double-forked into a session of its own with a cleared
+environment is still found, and the supervisor takes the whole tree down when the
+command ends or a stop reaches it. The supervisor is started in a new session, so its
+process group holds the tree too; a stop signals the group, and also any descendant
+that left the group (found through /proc before signalling), first with SIGTERM,
+then, after the grace period, with SIGKILL.
 """
 
 from __future__ import annotations
@@ -14,10 +18,13 @@ import codecs
 import contextlib
 import os
 import secrets
+import shutil
 import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from runtime.execution.reaper import supervised
 
 _READ_CHUNK = 65536
 _POLL_S = 0.01
@@ -81,8 +88,10 @@ async def run_process(
     """
     loop = asyncio.get_running_loop()
     tag = secrets.token_hex(8)
+    if not argv or shutil.which(argv[0], path=env.get("PATH", os.defpath)) is None and not _runnable(argv[0], cwd):
+        raise FileNotFoundError(2, "No such file or directory", argv[0] if argv else "")
     proc = await asyncio.create_subprocess_exec(
-        *argv,
+        *supervised(argv, grace_s),
         cwd=str(cwd),
         env={**env, TAG_VARIABLE: tag},
         stdin=asyncio.subprocess.DEVNULL,
@@ -160,7 +169,9 @@ class _Tree:
         if victims:
             _signal_all(self.proc.pid, victims, signal.SIGTERM)
             loop = asyncio.get_running_loop()
-            give_up = loop.time() + grace_s
+            # The supervisor (runtime.execution.reaper) takes its tree down itself within
+            # grace_s, then exits: it is given a little longer before SIGKILL reaches it.
+            give_up = loop.time() + grace_s + _REAP_S
             while loop.time() < give_up and _alive(victims):
                 await asyncio.sleep(_POLL_S)
             victims = self.members()
@@ -178,6 +189,12 @@ class _Tree:
             transport = getattr(self.proc, "_transport", None)
             if transport is not None:
                 transport.close()
+
+
+def _runnable(program: str, cwd: Path) -> bool:
+    """A program named by a path (relative to ``cwd``) that exists; PermissionError and
+    the like surface from the exec as before."""
+    return os.sep in program and (cwd / program).exists()
 
 
 def _signal_all(pgid: int, pids: set[int], sig: signal.Signals) -> None:

@@ -237,3 +237,21 @@ def test_batches_of_every_size_are_written_whole_with_a_few_statement_shapes(tmp
         expected += [r.call_id or "" for r in batch]
     sink.close()
     assert _rows(path) == expected
+
+
+def test_the_child_process_writer_starts_with_the_runtime_not_with_the_first_batch(tmp_path: Path) -> None:
+    from runtime import Runtime
+    from runtime.audit.remote import ProcessSink
+    from runtime.settings import Settings
+
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "tools.yaml").write_text("apiVersion: toolrt/v1\nkind: Include\nmetadata: {name: packs}\nspec: {packs: [builtin-tools]}\n")
+    runtime = Runtime([config], workspace_root=tmp_path, settings=Settings(audit_writer="process", audit_store=tmp_path / "audit.sqlite3"))
+    try:
+        assert runtime.audit is not None
+        sink = runtime.audit.sink
+        assert isinstance(sink, ProcessSink)
+        assert sink.child_pid is not None  # running before any call was made
+    finally:
+        runtime.close_sync()
