@@ -27,10 +27,10 @@ try:
     ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 except Exception:
     pass
-class Stop(Exception):
-    pass
-def on_signal(signum, frame):
-    raise Stop(signum)
+# The stop signals and SIGCHLD are blocked and taken with sigtimedwait: no handler, so
+# no moment at which a SIGTERM could end the supervisor before its tree is down.
+WATCHED = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD}
+signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)
 me = os.getpid()
 def below():
     children = {}
@@ -65,7 +65,6 @@ def send(pids, sig):
         except OSError:
             pass
 def take_down(grace):
-    signal.signal(signal.SIGTERM, signal.SIG_IGN); signal.signal(signal.SIGINT, signal.SIG_IGN)
     send(below(), signal.SIGTERM)
     end = time.monotonic() + grace
     while time.monotonic() < end:
@@ -80,36 +79,36 @@ def take_down(grace):
         send(left, signal.SIGKILL)
         time.sleep(0.005)
         reap()
-signal.signal(signal.SIGTERM, on_signal); signal.signal(signal.SIGINT, on_signal); signal.signal(signal.SIGHUP, on_signal)
 pid = os.fork()
 if pid == 0:
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)  # exec keeps the mask: give the command the usual one
     try:
         os.execvp(argv[0], argv)
     except OSError as err:
         os.write(2, ("%s: %s\n" % (argv[0], err.strerror)).encode())
         os._exit(127)
 status = None; stopped = None
-try:
-    while status is None:
+while status is None and stopped is None:
+    while True:
         try:
-            done, st = os.waitpid(-1, 0)
+            done, st = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
+            done = -1
+        if done <= 0:
             break
         if done == pid:
             status = st
-except Stop as sig:
-    stopped = sig.args[0]
+    if status is not None or done == -1:
+        break
+    info = signal.sigtimedwait(WATCHED, 1.0)
+    if info is not None and info.si_signo != signal.SIGCHLD:
+        stopped = info.si_signo
 take_down(grace if stopped else min(grace, 0.5))
 reap()
 code = os.waitstatus_to_exitcode(status) if status is not None else -(stopped or signal.SIGTERM)
 if code < 0:
-    try:
-        signal.signal(-code, signal.SIG_DFL)
-    except (OSError, ValueError):
-        pass  # SIGKILL and SIGSTOP keep their default anyway
-    os.kill(me, -code)
+    os.kill(me, -code)  # still blocked if it is one of WATCHED: delivered on the unblock below
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)
     time.sleep(1)
 os._exit(code & 0xFF)
 """
