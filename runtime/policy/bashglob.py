@@ -137,14 +137,18 @@ _SEQUENCE = re.compile(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?|([A-Za-z])\.\.([A-Za
 BRACE_LIMIT = 4096
 
 
-def brace_variants(text: str, limit: int = BRACE_LIMIT) -> list[str] | None:
+def brace_variants(text: str, limit: int = BRACE_LIMIT, active: bytes | None = None) -> list[str] | None:
     """``text`` with its brace expressions expanded as bash does: lists (nested, and
     ``{a,}{a,}``), and sequences (``{1..9}``, ``{a..z..2}``, ``{t..t}``). None when there
-    would be more than ``limit`` variants: the caller must then assume the worst."""
+    would be more than ``limit`` variants: the caller must then assume the worst.
+
+    ``active`` (one byte per character, as the shell splitter keeps it) marks the
+    characters written unquoted and unescaped; without it, a backslash escapes the next
+    character and quotes are not known."""
     if "{" not in text:
         return [text]
     try:
-        return _expand_braces(text, limit)
+        return _expand_braces(text, limit, active)
     except _TooMany:
         return None
 
@@ -153,16 +157,17 @@ class _TooMany(Exception):
     pass
 
 
-def _expand_braces(text: str, limit: int) -> list[str]:
-    found = _brace_expression(text)
+def _expand_braces(text: str, limit: int, active: bytes | None) -> list[str]:
+    found = _brace_expression(text, active)
     if found is None:
         return [text]
     start, end, choices = found
     prefix = text[:start]
-    tails = _expand_braces(text[end + 1 :], limit)
+    tails = _expand_braces(text[end + 1 :], limit, None if active is None else active[end + 1 :])
     variants: list[str] = []
-    for choice in choices:
-        for middle in _expand_braces(choice, limit):
+    for choice, offset in choices:
+        chosen = None if active is None or offset < 0 else active[offset : offset + len(choice)]
+        for middle in _expand_braces(choice, limit, chosen):
             for tail in tails:
                 variants.append(prefix + middle + tail)
                 if len(variants) > limit:
@@ -170,17 +175,18 @@ def _expand_braces(text: str, limit: int) -> list[str]:
     return variants
 
 
-def _brace_expression(text: str) -> tuple[int, int, list[str]] | None:
-    """The first brace expression of ``text``: its span and its choices (a sequence
-    already spelled out), or None. ``${...}`` and escaped braces are not expressions."""
+def _brace_expression(text: str, active: bytes | None = None) -> tuple[int, int, list[tuple[str, int]]] | None:
+    """The first brace expression of ``text``: its span and its choices, each with its
+    offset in ``text`` (-1 for a sequence's, spelled out), or None. ``${...}``, escaped
+    and quoted braces are not expressions."""
     k = 0
     while k < len(text):
         char = text[k]
-        if char == "\\":
+        if active is None and char == "\\":
             k += 2
             continue
-        if char == "{":
-            end, commas = _matching(text, k)
+        if char == "{" and (active is None or active[k]):
+            end, commas = _matching(text, k, active)
             if end is None:
                 k += 1  # an unclosed brace is a plain character
                 continue
@@ -189,15 +195,16 @@ def _brace_expression(text: str) -> tuple[int, int, list[str]] | None:
                 continue
             inner = text[k + 1 : end]
             if commas:
-                return k, end, [inner[a:b] for a, b in zip([0, *[c + 1 for c in commas]], [*commas, len(inner)], strict=True)]
-            sequence = _sequence(inner)
+                starts, ends = [0, *[c + 1 for c in commas]], [*commas, len(inner)]
+                return k, end, [(inner[a:b], k + 1 + a) for a, b in zip(starts, ends, strict=True)]
+            sequence = _sequence(inner) if active is None or all(active[k + 1 : end]) else None
             if sequence is not None:
-                return k, end, sequence
+                return k, end, [(item, -1) for item in sequence]
         k += 1
     return None
 
 
-def _matching(text: str, start: int) -> tuple[int | None, list[int]]:
+def _matching(text: str, start: int, active: bytes | None = None) -> tuple[int | None, list[int]]:
     """The index of the ``}`` closing the ``{`` at ``start`` and the offsets (within the
     braces) of its top-level commas."""
     depth = 0
@@ -205,8 +212,11 @@ def _matching(text: str, start: int) -> tuple[int | None, list[int]]:
     k = start
     while k < len(text):
         char = text[k]
-        if char == "\\":
+        if active is None and char == "\\":
             k += 2
+            continue
+        if active is not None and not active[k]:
+            k += 1
             continue
         if char == "{":
             depth += 1

@@ -328,9 +328,11 @@ class _Placer:
         self.link_texts: dict[str, str] = {}  # symbolic links made earlier on the line: name -> target text
         self.copies: set[tuple[str, str]] = set()  # the aliases made by copying or moving (cp, mv, rsync)
         self.unknown_below: list[str] = []
+        self.braces: dict[str, tuple[str, ...] | None] = {}  # CommandLine.braces
 
     def run(self, line: CommandLine) -> PlacedLine:
         placed: list[PlacedCommand] = []
+        self.braces = dict(line.braces)
         shapes = line.shapes or tuple("l" * len(argv) for argv in line.commands)
         for argv, shape in zip(line.commands, shapes, strict=True):
             placed.extend(self._command(argv, shape))
@@ -349,7 +351,13 @@ class _Placer:
         expanded: list[list[str]] = [[item] for item in argv]
         has_glob = False
         for index, kind in enumerate(shape):
-            if kind == RUNTIME:
+            variants = self.braces.get(argv[index]) if kind == RUNTIME else None
+            if variants is not None and all(_settled(variant) for variant in variants):
+                # A brace word of plain words (`{src,docs}`, `f{1..3}.txt`): bash makes
+                # them before the line runs, so allow rules must cover each of them.
+                expanded[index] = list(variants)
+                has_glob = True
+            elif kind == RUNTIME:
                 guards[index] = UNKNOWN
                 what = "the input xargs appends" if argv[index] == XARGS_INPUT else f"`{_short(argv[index])}`"
                 notes.append(f"{what} is only known when the line runs")
@@ -477,6 +485,11 @@ class _Placer:
         if not text:
             return
         variants = brace_variants(text)
+        for spelled in (argv[index], text):
+            # The same word read with its quoting (what bash makes of it), as well.
+            if spelled in self.braces and variants is not None:
+                quoted = self.braces[spelled]
+                variants = None if quoted is None else [*variants, *(_path_text(v) if spelled != text else v for v in quoted)]
         if variants is None:
             self.protected = self.protected or f"`{_short(argv[index])}` has too many brace variants to check (more than {BRACE_LIMIT}); toolrt's own files could be among them"
             return
@@ -734,6 +747,11 @@ def _resolve_below_stat(root: str, relative: str) -> tuple[str, os.stat_result |
         if stat.S_ISLNK(st.st_mode):
             return os.path.realpath("/".join([current, *parts[k + 1 :]])), None
     return current, st
+
+
+def _settled(word: str) -> bool:
+    """Whether a brace variant is a plain word (no glob, no ``~``, no ``$``): known now."""
+    return not word.startswith("~") and not any(char in word for char in "*?[$`")
 
 
 def _dotdot_after_name(path: str) -> bool:

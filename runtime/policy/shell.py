@@ -135,6 +135,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import NoReturn
 
+from runtime.policy.bashglob import brace_variants
+
 #: Longer lines are not split: the result is an empty, uncertain CommandLine.
 MAX_LINE_LENGTH = 100_000
 #: How deeply substitutions, subshells, ``sh -c`` scripts and wrappers may nest.
@@ -164,6 +166,9 @@ class CommandLine:
     commands: tuple[tuple[str, ...], ...]
     problem: str | None = None
     shapes: tuple[str, ...] = ()
+    # Brace words and what bash makes of them, read with their quoting: (the item as it
+    # is in argv, its variants, or None when there are too many to list).
+    braces: tuple[tuple[str, tuple[str, ...] | None], ...] = ()
 
     @property
     def certain(self) -> bool:
@@ -190,7 +195,7 @@ def split_command_line(line: str) -> CommandLine:
         sink.problem("the command line nests too deeply to check")
     except Exception as err:  # noqa: BLE001 - a parser defect must fail closed, never let a line through unjudged
         sink.problem(f"the command line could not be checked (internal error: {type(err).__name__})")
-    return CommandLine(tuple(sink.commands), sink.summary(), tuple(sink.shapes))
+    return CommandLine(tuple(sink.commands), sink.summary(), tuple(sink.shapes), tuple(sink.braces.items()))
 
 
 def command_matches(argv: Sequence[str], pattern: str) -> bool:
@@ -237,11 +242,12 @@ _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/
 class _Sink:
     """Where every (sub)parser of one line puts commands and problems."""
 
-    __slots__ = ("commands", "shapes", "problems", "scanned", "shell_started")
+    __slots__ = ("commands", "shapes", "braces", "problems", "scanned", "shell_started")
 
     def __init__(self) -> None:
         self.commands: list[tuple[str, ...]] = []
         self.shapes: list[str] = []  # one per command: see CommandLine.shapes
+        self.braces: dict[str, tuple[str, ...] | None] = {}  # see CommandLine.braces
         # A dict keeps the first-seen order and deduplicates in constant time.
         self.problems: dict[str, None] = {}
         self.scanned = 0  # how many commands started_shell has looked at
@@ -255,6 +261,19 @@ class _Sink:
             self.scanned += 1
             self.shell_started = bool(argv) and (argv[0] in _SHELLS or argv[0] in _PRIVILEGE_WRAPPERS)
         return self.shell_started
+
+    def add_braces(self, words: Sequence[_Word]) -> None:
+        """Remember what bash makes of each brace word (several words spelled the same
+        but quoted differently: all their variants)."""
+        for word in words:
+            if word.expanded or not _has_brace(word):
+                continue
+            variants = brace_variants(word.value, active=word.plain)
+            known = self.braces.get(word.value, ())
+            if word.value in self.braces and known is None or variants is None:
+                self.braces[word.value] = None
+            else:
+                self.braces[word.value] = tuple(dict.fromkeys([*(known or ()), *variants]))
 
     def add(self, argv: tuple[str, ...], shape: str | None) -> None:
         self.commands.append(argv)
@@ -1300,6 +1319,7 @@ class _Context:
 
     def emit_words(self, name: str | None, words: Sequence[_Word]) -> None:
         """List the command ``words`` (``argv[0]`` replaced by ``name`` when it is known)."""
+        self.sink.add_braces(words)
         if name is None:
             self.sink.add(tuple(w.value for w in words), "".join(_shape(w) for w in words))
         else:

@@ -62,11 +62,15 @@ def test_a_glob_with_too_many_matches_is_a_run_time_word(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(
     "line",
-    ["cat $f", "cat ${IFS}.env", "cat $(echo .env)", "cat `echo x`", "cat ~/x", "cat {a,b}", "cat $((1+2))", "cat <(ls)", "cat \"$HOME\"/x"],
+    ["cat $f", "cat ${IFS}.env", "cat $(echo .env)", "cat `echo x`", "cat ~/x", "cat {a,$b}", "cat {a,*}", "cat $((1+2))", "cat <(ls)", "cat \"$HOME\"/x"],
 )
 def test_run_time_words_are_unknown(line: str, workspace: Path) -> None:
     commands = own(line, Where.of(workspace))
     assert any(UNKNOWN in guards.values() for _, guards in commands), commands
+
+
+def test_a_brace_word_of_plain_words_is_spelled_out_for_allow_rules(workspace: Path) -> None:
+    assert own("cat {a,b}.txt", Where.of(workspace)) == [(("cat", "a.txt", "b.txt"), {})]
 
 
 @pytest.mark.parametrize(
