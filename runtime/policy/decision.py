@@ -192,6 +192,8 @@ class _Evaluation:
         # every mode; a word only known at run time asks in every mode but bypass.
         if line.outside and self.where.outside == "ask":
             return Decision("ask", reason=f"{_quote_words(line.outside)} names a path outside the workspace, so a person approves it", warnings=decision.warnings)
+        if line.linked:
+            return Decision("ask", reason=f"{_quote_words(line.linked)} may go through a link that an earlier command of the line unpacks or checks out, so a person approves it", warnings=decision.warnings)
         if line.holding:
             return Decision("ask", reason=f"{_quote_words(line.holding)} holds toolrt's own files and the line writes it, so a person approves it", warnings=decision.warnings)
         unjudged = line.unjudged

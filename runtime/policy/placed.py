@@ -53,7 +53,7 @@ _DEVICE_ROOTS = ("/proc", "/sys", "/dev")
 # A process's own state under /proc (environment, open files, root, working folder):
 # through the parent's id it is toolrt's.
 _PROCESS_STATE = re.compile(r"/proc/+[^/]+(?:/+task/+[^/]+)?/+(?:environ|cwd|root|fd|fdinfo|map_files|mem|exe)(?:/|$)")
-_WORST_FIRST = ("protected", "holds", "outside", "inside")
+_WORST_FIRST = ("protected", "holds", "linked", "outside", "inside")
 _DOES = {programs.CODE: "runs code", programs.WRITE: "writes a file", programs.FOLLOW: "follows symbolic links, which can lead out of the workspace"}
 _HARMLESS_DEVICES = frozenset({"/dev/null"})
 # Lines that may change how bash expands globs (dotglob, nocaseglob, globstar, GLOBIGNORE).
@@ -169,6 +169,8 @@ class PlacedLine:
     protected: str | None = None
     outside: tuple[str, ...] = ()
     holding: tuple[str, ...] = ()  # written folders that hold toolrt's own files: a person approves
+    # Paths that may go through a link an earlier command unpacks or checks out: asked, in every mode.
+    linked: tuple[str, ...] = ()
     # Derived once, read by every allow rule: is the line certain; the commands allow
     # rules must cover, (index, argv) of those without guards and (index, command) of the rest.
     certain: bool = field(init=False)
@@ -319,6 +321,7 @@ class _Placer:
         self.protected: str | None = None
         self.outside: list[str] = []
         self.holding: list[str] = []  # written folders that hold toolrt's own files
+        self.linked: list[str] = []  # paths that may go through a link made earlier on the line
         self.globbed = False  # a glob was expanded: the result depends on the files present
         self.wrote = False  # an earlier command of the line may have made files
         self.resolved: list[_Check] = []  # the paths the placement rests on
@@ -341,7 +344,9 @@ class _Placer:
             # Globs are expanded now, before the line runs: files a command makes first
             # (a link, a copy) would be matched by what runs after it.
             self.wrote = self.wrote or programs.may_create_files(argv)
-        return PlacedLine(tuple(placed), line.problem, self.protected, tuple(dict.fromkeys(self.outside)), tuple(dict.fromkeys(self.holding)))
+        return PlacedLine(
+            tuple(placed), line.problem, self.protected, tuple(dict.fromkeys(self.outside)), tuple(dict.fromkeys(self.holding)), tuple(dict.fromkeys(self.linked))
+        )
 
     # -- one command ----------------------------------------------------------------
 
@@ -515,6 +520,11 @@ class _Placer:
             self.holding.append(text)
             guards[index] = UNKNOWN
             notes.append(f"`{_short(argv[index])}` writes a folder that holds toolrt's own files")
+        elif place == "linked":
+            # Where it leads is only known once the line runs: toolrt's files, perhaps.
+            self.linked.append(text)
+            guards[index] = UNKNOWN
+            notes.append(f"`{_short(argv[index])}` may go through a link an earlier command of the line unpacks or checks out")
         elif place == "outside":
             self.outside.append(text)
             if self.where.outside == "allow":
@@ -654,7 +664,7 @@ class _Placer:
         places = {self._place_now(cwd, text, write=write)}
         joined = self._joined(cwd, text)
         if any(_within(joined, folder) or folder == "." for folder in self.unknown_below):
-            places.add("outside")  # a link whose target the line does not show may be on the way
+            places.add("linked")  # a link whose target the line does not show may be on the way
         for made, stands_for in self.aliases:
             if depth >= _MAX_ALIASES:
                 break
