@@ -18,6 +18,7 @@ from typing import Any
 
 from runtime.audit.chain import Head, Link, row_body
 from runtime.audit.postgres import BATCHES, HEAD, MISSING, TABLE
+from runtime.audit.query import where_clause
 from runtime.audit.readback import Entry, StoreState
 from runtime.audit.record import COLUMNS
 from runtime.audit.verify import ChainReport
@@ -84,23 +85,9 @@ def query_postgres(
     each row also says its ``chain``."""
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be at least 1 (or None for no limit), not {limit}")
-    where: list[str] = []
-    params: list[Any] = []
     wanted = status.value if isinstance(status, Enum) else status
-    for column, value in (("chain", chain), ("session_id", session), ("tool", tool), ("status", wanted)):
-        if value is not None:
-            where.append(f'"{column}" = %s')
-            params.append(value)
-    if since is not None:
-        where.append("ts >= %s")
-        params.append(float(since))
-    if until is not None:
-        where.append("ts < %s")
-        params.append(float(until))
-    sql = f"SELECT id, chain, {_QUOTED} FROM {TABLE}"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY ts DESC, id DESC"
+    where, params = where_clause((("chain", chain), ("session_id", session), ("tool", tool), ("status", wanted)), since, until, "%s")
+    sql = f"SELECT id, chain, {_QUOTED} FROM {TABLE}{where} ORDER BY ts DESC, id DESC"
     if limit is not None:
         sql += " LIMIT %s"
         params.append(int(limit))

@@ -26,6 +26,26 @@ _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
 _SINCE_HELP = "expected a relative age such as 30s, 15m, 2h, 7d or 2w, or an ISO-8601 date or date-time such as 2024-05-01, 2024-05-01T12:30 or 2024-05-01T12:30:00Z (no zone means local time)"
 
 
+
+def where_clause(equal: Sequence[tuple[str, Any]], since: float | None, until: float | None, mark: str) -> tuple[str, list[Any]]:
+    """The WHERE clause (empty without filters) and its parameters of an audit query:
+    each ``(column, value)`` of ``equal`` whose value is not None, and ``since <= ts <
+    until``. ``mark`` is the driver's placeholder (``?`` for SQLite, ``%s`` for psycopg)."""
+    where: list[str] = []
+    params: list[Any] = []
+    for column, value in equal:
+        if value is not None:
+            where.append(f'"{column}" = {mark}')
+            params.append(value)
+    if since is not None:
+        where.append(f"ts >= {mark}")
+        params.append(float(since))
+    if until is not None:
+        where.append(f"ts < {mark}")
+        params.append(float(until))
+    return (" WHERE " + " AND ".join(where) if where else ""), params
+
+
 def query(
     path: str | os.PathLike[str],
     *,
@@ -50,22 +70,9 @@ def query(
         raise ValueError(f"limit must be at least 1 (or None for no limit), not {limit}")
     if _is_json_lines(Path(path)):
         return _query_json_lines(Path(path), session, tool, since, until, status.value if isinstance(status, Enum) else status, limit)
-    where: list[str] = []
-    params: list[Any] = []
-    for column, value in (("session_id", session), ("tool", tool), ("status", status.value if isinstance(status, Enum) else status)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
-    if since is not None:
-        where.append("ts >= ?")
-        params.append(float(since))
-    if until is not None:
-        where.append("ts < ?")
-        params.append(float(until))
-    sql = f"SELECT id, {', '.join(COLUMNS)} FROM calls"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY ts DESC, id DESC"
+    wanted = status.value if isinstance(status, Enum) else status
+    where, params = where_clause((("session_id", session), ("tool", tool), ("status", wanted)), since, until, "?")
+    sql = f"SELECT id, {', '.join(COLUMNS)} FROM calls{where} ORDER BY ts DESC, id DESC"
     if limit is not None:
         sql += " LIMIT ?"
         params.append(int(limit))
