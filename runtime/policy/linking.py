@@ -23,6 +23,8 @@ import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from runtime.policy import programs
+
 ALIAS = "alias"
 HARD = "hard"
 UNKNOWN_LINKS = "unknown"
@@ -68,8 +70,6 @@ _GIT_TREE_WRITERS = frozenset(
     {"apply", "am", "checkout", "switch", "restore", "reset", "stash", "merge", "pull", "rebase", "cherry-pick",
      "revert", "read-tree", "checkout-index", "worktree", "submodule", "clone", "bisect", "sparse-checkout"}
 )
-# git global options that take the next word as their value.
-_GIT_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env", "--super-prefix", "--list-cmds"})
 
 
 def name_effects(argv: Sequence[str]) -> tuple[NameEffect, ...]:
@@ -255,19 +255,20 @@ def _folder_option(argv: Sequence[str], names: Sequence[str]) -> str | None:
 def git_subcommand(argv: Sequence[str]) -> tuple[str, str]:
     """git's subcommand and the folder it runs in (``-C`` values joined, else ``.``);
     ``stash show`` and ``stash list`` read only, and are named ``stash-show``."""
+    k = programs.git_subcommand_index(argv)
+    end = len(argv) if k is None else k
     folder = "."
-    k = 1
-    while k < len(argv):
-        item = argv[k]
-        if item in _GIT_VALUED:
-            if item == "-C" and k + 1 < len(argv):
-                folder = posixpath.join(folder, argv[k + 1])
-            k += 2
-            continue
-        if item.startswith("-"):
-            k += 1
-            continue
-        if item == "stash" and k + 1 < len(argv) and argv[k + 1] in ("show", "list"):
-            return "stash-" + argv[k + 1], folder
-        return item, folder
-    return "", folder
+    for i in range(1, end - 1):
+        if argv[i] == "-C" and (i == 1 or not _takes_value(argv[i - 1])):
+            folder = posixpath.join(folder, argv[i + 1])
+    if k is None:
+        return "", folder
+    if argv[k] == "stash" and k + 1 < len(argv) and argv[k + 1] in ("show", "list"):
+        return "stash-" + argv[k + 1], folder
+    return argv[k], folder
+
+
+def _takes_value(option: str) -> bool:
+    """Whether git's global ``option`` takes the next word as its value."""
+    known = programs.GIT.options.get(option)
+    return known is not None and known.value == "yes" and "=" not in option

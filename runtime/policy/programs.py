@@ -210,7 +210,7 @@ def _plainly_remote(url: str) -> bool:
 
 def _git_tree_writes(argv: tuple[str, ...], found: list[Access]) -> None:
     """git commands that delete untracked files (toolrt's own among them) write the whole tree."""
-    k = _git_subcommand_index(argv)
+    k = git_subcommand_index(argv)
     if k is None:
         return
     item, rest = argv[k], argv[k + 1 :]
@@ -219,8 +219,9 @@ def _git_tree_writes(argv: tuple[str, ...], found: list[Access]) -> None:
         found.append(Access(k, WRITE, item, ".", len(item)))
 
 
-def _git_subcommand_index(argv: Sequence[str]) -> int | None:
-    """Where git's command is in ``argv``: after the global options and their values."""
+def git_subcommand_index(argv: Sequence[str]) -> int | None:
+    """Where git's command is in ``argv``: after the global options and their values
+    (the table's ``git`` entry says which take one)."""
     i = 1
     while i < len(argv):
         item = argv[i]
@@ -241,7 +242,7 @@ def subcommand(argv: Sequence[str]) -> tuple[str, ...]:
     if not argv:
         return ()
     if argv[0] == "git":
-        k = _git_subcommand_index(argv)
+        k = git_subcommand_index(argv)
         return (argv[k],) if k is not None else ()
     options = TABLE[argv[0]].options if argv[0] in TABLE else {}
     i = 1
