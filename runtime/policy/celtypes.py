@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.adapters.arguments import MAX_BYTES as MAX_ARGUMENT_BYTES
+from runtime.validation.wording import json_type
 
 # Smallest JSON encodings: a list item (`1,`), a map entry (`"":0,`). They bound how
 # many items fit in the largest accepted arguments.
@@ -222,7 +223,7 @@ class _Reader:
         if enum is not None:
             if any(v is None for v in enum):
                 nullable = True
-            value_kinds = {_json_kind(v) for v in enum if v is not None}
+            value_kinds = {json_type(v) for v in enum if v is not None}
             if kinds is None:
                 kinds = value_kinds
         if kinds is None or len(kinds) != 1:
@@ -315,16 +316,3 @@ def _kinds(schema: dict[str, Any]) -> tuple[set[str] | None, bool]:
         nullable = True
     return kinds, nullable
 
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
