@@ -26,6 +26,7 @@ lint: $(STAMP)
 	$(BIN)/toolrt lint --strict examples/customer-service
 	$(BIN)/toolrt lint --strict examples/warehouse
 	$(BIN)/toolrt lint --strict policies
+	$(BIN)/ruff format --check runtime tests
 	$(BIN)/ruff check runtime tests
 	$(BIN)/mypy
 

@@ -65,23 +65,41 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     lint = sub.add_parser("lint", help="validate config directories or files")
-    lint.add_argument("paths", nargs="*", type=Path, help="config directories or YAML files (default: the configured config_dir)")
+    lint.add_argument(
+        "paths", nargs="*", type=Path, help="config directories or YAML files (default: the configured config_dir)"
+    )
     lint.add_argument("--format", choices=FORMATS, default="text")
     lint.add_argument("--strict", action="store_true", help="treat warnings as errors")
     lint.add_argument("--engine", choices=("auto", "fast", "portable"), default=None, help="CEL and JSON Schema engine")
 
     schema = sub.add_parser("schema", help="write or check the JSON Schemas of the config kinds")
-    schema.add_argument("--out", type=Path, default=None, help="directory to write the schemas to (default: print the combined schema)")
+    schema.add_argument(
+        "--out", type=Path, default=None, help="directory to write the schemas to (default: print the combined schema)"
+    )
     schema.add_argument("--check", action="store_true", help="exit 1 if the files in --out differ from the models")
-    schema.add_argument("--reference", action="store_true", help="print the YAML reference of every kind as Markdown instead")
-    schema.add_argument("--update", type=Path, default=None, metavar="FILE", help="with --reference: rewrite the reference between the markers in FILE (e.g. README.md)")
+    schema.add_argument(
+        "--reference", action="store_true", help="print the YAML reference of every kind as Markdown instead"
+    )
+    schema.add_argument(
+        "--update",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="with --reference: rewrite the reference between the markers in FILE (e.g. README.md)",
+    )
 
     def runtime_options(command: argparse.ArgumentParser) -> None:
-        command.add_argument("--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)")
-        command.add_argument("--workspace", type=Path, default=None, help="workspace root (default: the workspace_root setting)")
+        command.add_argument(
+            "--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)"
+        )
+        command.add_argument(
+            "--workspace", type=Path, default=None, help="workspace root (default: the workspace_root setting)"
+        )
         command.add_argument("--provider", choices=PROVIDERS, default="anthropic")
         command.add_argument("--format", choices=("json", "text"), default="json")
-        command.add_argument("--mode", choices=[m.value for m in PermissionMode], default=None, help="the session's permission mode")
+        command.add_argument(
+            "--mode", choices=[m.value for m in PermissionMode], default=None, help="the session's permission mode"
+        )
 
     run = sub.add_parser("run", help="run one assistant turn's tool calls and print what to send back")
     runtime_options(run)
@@ -94,43 +112,79 @@ def _parser() -> argparse.ArgumentParser:
 
     tools = sub.add_parser("tools", help="print the tool definitions for a provider")
     tools.add_argument("--config", type=Path, action="append", required=True)
-    tools.add_argument("--provider", choices=("anthropic", "openai", "openai-chat", "openai-responses", "mcp"), default="anthropic")
+    tools.add_argument(
+        "--provider", choices=("anthropic", "openai", "openai-chat", "openai-responses", "mcp"), default="anthropic"
+    )
 
     test = sub.add_parser("test", help="run the PolicyTest cases of a config (nothing is executed)")
-    test.add_argument("paths", nargs="*", type=Path, help="config directories or YAML files (default: the configured config_dir)")
+    test.add_argument(
+        "paths", nargs="*", type=Path, help="config directories or YAML files (default: the configured config_dir)"
+    )
 
-    explain = sub.add_parser("explain", help="dry-run one call through lookup, validation and permission (nothing executes)")
+    explain = sub.add_parser(
+        "explain", help="dry-run one call through lookup, validation and permission (nothing executes)"
+    )
     explain.add_argument("tool")
-    explain.add_argument("--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)")
+    explain.add_argument(
+        "--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)"
+    )
     explain.add_argument("--args", default="{}", help="the arguments as a JSON object")
     explain.add_argument("--session", default="{}", help='the session as JSON: {"id", "user", "mode", "labels"}')
     explain.add_argument("--format", choices=("text", "json"), default="text")
-    explain.add_argument("--workspace", type=Path, default=None, help="judge command lines as run in this workspace (globs expanded, paths placed)")
+    explain.add_argument(
+        "--workspace",
+        type=Path,
+        default=None,
+        help="judge command lines as run in this workspace (globs expanded, paths placed)",
+    )
 
-    mcp = sub.add_parser("mcp", help="MCP servers: `lock` lists their tools once into a lock file that lint, test, explain and tools read offline")
+    mcp = sub.add_parser(
+        "mcp",
+        help="MCP servers: `lock` lists their tools once into a lock file that lint, test, explain and tools read offline",
+    )
     mcp.add_argument("action", choices=("lock",))
-    mcp.add_argument("--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable); the lock goes in the first")
+    mcp.add_argument(
+        "--config",
+        type=Path,
+        action="append",
+        required=True,
+        help="config directory or YAML file (repeatable); the lock goes in the first",
+    )
 
     watch = sub.add_parser("watch", help="load a config, then print one JSON line per reload attempt until interrupted")
-    watch.add_argument("--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)")
+    watch.add_argument(
+        "--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)"
+    )
 
     audit = sub.add_parser("audit", help="query the audit log of calls, or verify its hash chain")
     audit.add_argument(
-        "action", nargs="?", choices=("verify",), default=None,
+        "action",
+        nargs="?",
+        choices=("verify",),
+        default=None,
         help="verify: walk the hash chain; exit 0 when intact, 1 at the first broken link",
     )
     audit.add_argument(
-        "--store", type=Path, default=None,
+        "--store",
+        type=Path,
+        default=None,
         help="the audit log (default: the workspace's log, see the audit_store setting)",
     )
     audit.add_argument("--workspace", type=Path, default=None, help="whose log (default: the workspace_root setting)")
     audit.add_argument(
-        "--dsn", default=None, metavar="postgresql://...",
+        "--dsn",
+        default=None,
+        metavar="postgresql://...",
         help="read the PostgreSQL audit log of a fleet (default: the audit_sink setting when it is a postgresql:// URL)",
     )
-    audit.add_argument("--chain", default=None, help="with --dsn: only this workspace's chain (verify walks every chain otherwise)")
     audit.add_argument(
-        "--anchor", action="append", default=[], metavar="POSITION:HASH",
+        "--chain", default=None, help="with --dsn: only this workspace's chain (verify walks every chain otherwise)"
+    )
+    audit.add_argument(
+        "--anchor",
+        action="append",
+        default=[],
+        metavar="POSITION:HASH",
         help="with verify: a head printed by an earlier verify and kept elsewhere; the log must still hold it",
     )
     audit.add_argument("--session", default=None, help="only this session id")
@@ -141,17 +195,41 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--limit", type=int, default=100, help="at most this many calls, newest first (default 100)")
     audit.add_argument("--format", choices=("table", "json"), default="table")
 
-    status = sub.add_parser("status", help="the workers sharing a Redis limit store, and the config snapshot each serves")
-    status.add_argument("--limit-store", default=None, metavar="redis://...", help="the fleet's Redis (default: the limit_store setting)")
+    status = sub.add_parser(
+        "status", help="the workers sharing a Redis limit store, and the config snapshot each serves"
+    )
+    status.add_argument(
+        "--limit-store",
+        default=None,
+        metavar="redis://...",
+        help="the fleet's Redis (default: the limit_store setting)",
+    )
     status.add_argument("--format", choices=("text", "json"), default="text")
 
     serve = sub.add_parser("serve", help="serve the tools to MCP clients (stdio or streamable HTTP) until stopped")
-    serve.add_argument("--config", type=Path, action="append", default=None, help="config directory or YAML file (repeatable; default: $TOOLRT_CONFIG_DIR)")
-    serve.add_argument("--workspace", type=Path, default=None, help="workspace root (default: the workspace_root setting)")
-    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or streamable HTTP")
-    serve.add_argument("--host", default="127.0.0.1", help="HTTP address to listen on (default 127.0.0.1: this machine only)")
+    serve.add_argument(
+        "--config",
+        type=Path,
+        action="append",
+        default=None,
+        help="config directory or YAML file (repeatable; default: $TOOLRT_CONFIG_DIR)",
+    )
+    serve.add_argument(
+        "--workspace", type=Path, default=None, help="workspace root (default: the workspace_root setting)"
+    )
+    serve.add_argument(
+        "--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or streamable HTTP"
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="HTTP address to listen on (default 127.0.0.1: this machine only)"
+    )
     serve.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765; 0 picks a free one)")
-    serve.add_argument("--watch", action=argparse.BooleanOptionalAction, default=None, help="hot-reload config edits and tell clients when the tools change (default: the hot_reload setting)")
+    serve.add_argument(
+        "--watch",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="hot-reload config edits and tell clients when the tools change (default: the hot_reload setting)",
+    )
     serve.add_argument(
         "--token",
         default=None,
@@ -179,11 +257,17 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="HTTP: at most N sessions; at the limit the least recently used idle one ends (default 1000)",
     )
-    serve.add_argument("--metrics", action="store_true", help="HTTP: also serve the Prometheus metrics at /metrics (same host checks and token)")
+    serve.add_argument(
+        "--metrics",
+        action="store_true",
+        help="HTTP: also serve the Prometheus metrics at /metrics (same host checks and token)",
+    )
 
     cli_workflows.add_parsers(sub, runtime_options)
 
-    demo = sub.add_parser("demo", help="run a scripted coding-agent session through the shipped example (local, a few seconds)")
+    demo = sub.add_parser(
+        "demo", help="run a scripted coding-agent session through the shipped example (local, a few seconds)"
+    )
     demo.add_argument("--config", type=Path, default=None, help="example config directory")
     return parser
 
@@ -250,7 +334,10 @@ def _calls_payload(provider: str, payload: object) -> tuple[object, str | None]:
     if isinstance(payload, dict) and _SINGLE_CALL[provider](payload):
         return [payload], None
     if not isinstance(payload, (dict, list)):
-        return None, f"the calls file holds a JSON {type(payload).__name__}: give the assistant message, its list of calls, or one call"
+        return (
+            None,
+            f"the calls file holds a JSON {type(payload).__name__}: give the assistant message, its list of calls, or one call",
+        )
     return payload, None
 
 
@@ -270,7 +357,11 @@ def _lint(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if _missing(paths, err, "file or directory"):
         return EXIT_USAGE
     result = build_snapshot(paths, settings, mount=_locked_tools(paths))
-    out.write(render_report(result.problems, args.format, files=len(result.files), documents=result.documents, strict=args.strict))
+    out.write(
+        render_report(
+            result.problems, args.format, files=len(result.files), documents=result.documents, strict=args.strict
+        )
+    )
     failing = [p for p in result.problems if p.is_error or args.strict]
     return EXIT_PROBLEMS if failing else EXIT_OK
 
@@ -283,7 +374,11 @@ def _schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(render(schemas["toolrt.schema.json"]))
         return EXIT_OK
     if args.check:
-        stale = [name for name, schema in schemas.items() if not (args.out / name).is_file() or (args.out / name).read_text(encoding="utf-8") != render(schema)]
+        stale = [
+            name
+            for name, schema in schemas.items()
+            if not (args.out / name).is_file() or (args.out / name).read_text(encoding="utf-8") != render(schema)
+        ]
         for name in stale:
             err.write(f"{args.out / name}: out of date; run `toolrt schema --out {args.out}`\n")
         return EXIT_PROBLEMS if stale else EXIT_OK
@@ -307,7 +402,9 @@ def _reference(target: Path | None, out: TextIO, err: TextIO) -> int:
         err.write(f"toolrt schema: cannot read {target}: {error.strerror or error}\n")
         return EXIT_USAGE
     if BEGIN not in text or END not in text:
-        err.write(f"toolrt schema: {target} has no reference markers; add these two lines where the reference goes:\n{BEGIN}\n{END}\n")
+        err.write(
+            f"toolrt schema: {target} has no reference markers; add these two lines where the reference goes:\n{BEGIN}\n{END}\n"
+        )
         return EXIT_USAGE
     target.write_text(update_between_markers(text), encoding="utf-8")
     out.write(f"updated the reference in {target}\n")
@@ -349,7 +446,11 @@ def _mcp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # Only the McpServer documents matter: the rest of the config may still name tools
     # that only the lock will make known.
     loaded = load_documents(args.config, Settings(), CompileCache())
-    servers = {e.model.metadata.name: e.model.spec for e in loaded.documents if isinstance(e.model, McpServerDocument) and (e.model.spec.command or e.model.spec.url)}
+    servers = {
+        e.model.metadata.name: e.model.spec
+        for e in loaded.documents
+        if isinstance(e.model, McpServerDocument) and (e.model.spec.command or e.model.spec.url)
+    }
     broken = [p for p in loaded.problems if p.is_error]
     if broken and not servers:
         _report(ConfigError(tuple(broken)), err)
@@ -367,17 +468,29 @@ def _mcp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"toolrt mcp lock: MCP server {name} {failure.message}\n")
     if failed:
         return EXIT_PROBLEMS
-    locked = {name: tuple(ListedTool.of(tool) for tool in listed) for name, listed in listings.items() if not isinstance(listed, McpFailure)}
+    locked = {
+        name: tuple(ListedTool.of(tool) for tool in listed)
+        for name, listed in listings.items()
+        if not isinstance(listed, McpFailure)
+    }
     path = lock_path(args.config)
     write_lock(path, locked)
-    out.write(f"wrote {path}: " + ", ".join(f"{name} ({len(tools)} tool(s))" for name, tools in sorted(locked.items())) + "\n")
+    out.write(
+        f"wrote {path}: " + ", ".join(f"{name} ({len(tools)} tool(s))" for name, tools in sorted(locked.items())) + "\n"
+    )
     return EXIT_OK
 
 
 def _runtime(args: argparse.Namespace, err: TextIO) -> Runtime | None:
     try:
         settings = Settings()
-        return Runtime(args.config, settings=settings, workspace_root=args.workspace, approver=TerminalApprover(stderr=err), watch=False)  # one turn: nothing to watch
+        return Runtime(
+            args.config,
+            settings=settings,
+            workspace_root=args.workspace,
+            approver=TerminalApprover(stderr=err),
+            watch=False,
+        )  # one turn: nothing to watch
     except ConfigError as error:
         _report(error, err)
         return None
@@ -411,12 +524,21 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if runtime is None:
         return EXIT_PROBLEMS
     if payload is None:
-        calls = [Call(id="call_1", name=args.tool, args=call_args if isinstance(call_args, dict) else None, parse_error=None if isinstance(call_args, dict) else "arguments must be a JSON object")]
+        calls = [
+            Call(
+                id="call_1",
+                name=args.tool,
+                args=call_args if isinstance(call_args, dict) else None,
+                parse_error=None if isinstance(call_args, dict) else "arguments must be a JSON object",
+            )
+        ]
     else:
         calls = adapters.parse_calls(args.provider, payload, snapshot=runtime.snapshot)
         if not calls:
             runtime.close_sync()
-            err.write(f"toolrt run: no {args.provider} tool call found in the calls file (is --provider right?); nothing was run\n")
+            err.write(
+                f"toolrt run: no {args.provider} tool call found in the calls file (is --provider right?); nothing was run\n"
+            )
             return EXIT_PROBLEMS
     session = Session(mode=args.mode or runtime.settings.permission_mode.value)
     results = runtime.run_turn_sync(calls, session)
@@ -434,7 +556,9 @@ def _tools(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if snapshot is None:
         return EXIT_PROBLEMS
     provider = "openai-chat" if args.provider == "openai" else args.provider
-    definitions = mcp_adapter.tool_definitions(snapshot) if provider == "mcp" else adapters.tool_definitions(provider, snapshot)
+    definitions = (
+        mcp_adapter.tool_definitions(snapshot) if provider == "mcp" else adapters.tool_definitions(provider, snapshot)
+    )
     out.write(json.dumps(definitions, indent=2, ensure_ascii=False) + "\n")
     return EXIT_OK
 
@@ -448,10 +572,16 @@ def _test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_PROBLEMS
     results = run_policy_tests(snapshot)
     if not results:
-        err.write("toolrt test: no PolicyTest cases in the config: a test run that checks nothing does not pass. Add a PolicyTest document.\n")
+        err.write(
+            "toolrt test: no PolicyTest cases in the config: a test run that checks nothing does not pass. Add a PolicyTest document.\n"
+        )
         return EXIT_PROBLEMS
     for case in results:
-        out.write(f"{'PASS' if case.passed else 'FAIL'}  {case.suite} / {case.name}: {case.detail}" + ("" if case.passed else f"  ({case.location})") + "\n")
+        out.write(
+            f"{'PASS' if case.passed else 'FAIL'}  {case.suite} / {case.name}: {case.detail}"
+            + ("" if case.passed else f"  ({case.location})")
+            + "\n"
+        )
     failed = sum(not c.passed for c in results)
     out.write(f"{len(results)} case(s): {len(results) - failed} passed, {failed} failed\n")
     return EXIT_PROBLEMS if failed else EXIT_OK
@@ -488,6 +618,7 @@ def _watch(args: argparse.Namespace, out: TextIO, err: TextIO, stop: threading.E
         return EXIT_USAGE
     stop = stop or threading.Event()
     try:
+
         def announce(watcher: ConfigWatcher) -> None:
             err.write(f"toolrt watch: {watcher.describe_mode()}\n")
             err.flush()
@@ -505,7 +636,9 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     Exit 0 when every worker serves the same snapshot, 1 when not, 2 when it cannot tell."""
     url = args.limit_store if args.limit_store is not None else Settings().limit_store
     if not fleet_setup.is_redis(url):
-        err.write("toolrt status: no fleet to report: the limit store is this process's memory; give --limit-store redis://... (or set TOOLRT_LIMIT_STORE)\n")
+        err.write(
+            "toolrt status: no fleet to report: the limit store is this process's memory; give --limit-store redis://... (or set TOOLRT_LIMIT_STORE)\n"
+        )
         return EXIT_USAGE
     from runtime.errors import LimitStoreError
     from runtime.fleet.presence import fleet_status, status_text
@@ -516,7 +649,23 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"toolrt status: {error}\n")
         return EXIT_USAGE
     if args.format == "json":
-        out.write(json.dumps([{"worker": w.worker, "host": w.host, "pid": w.pid, "snapshot": w.snapshot, "started": w.started, "seen": w.seen} for w in workers], indent=2) + "\n")
+        out.write(
+            json.dumps(
+                [
+                    {
+                        "worker": w.worker,
+                        "host": w.host,
+                        "pid": w.pid,
+                        "snapshot": w.snapshot,
+                        "started": w.started,
+                        "seen": w.seen,
+                    }
+                    for w in workers
+                ],
+                indent=2,
+            )
+            + "\n"
+        )
     else:
         out.write(status_text(workers, url) + "\n")
     return EXIT_OK if len({w.snapshot for w in workers}) <= 1 else EXIT_PROBLEMS
@@ -524,7 +673,11 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _audit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     settings = Settings()
-    dsn = args.dsn if args.dsn is not None else (settings.audit_sink if args.store is None and fleet_setup.is_postgres(settings.audit_sink) else None)
+    dsn = (
+        args.dsn
+        if args.dsn is not None
+        else (settings.audit_sink if args.store is None and fleet_setup.is_postgres(settings.audit_sink) else None)
+    )
     if dsn is not None:
         return _audit_postgres(args, dsn, out, err)
     if args.chain is not None:
@@ -540,7 +693,15 @@ def _audit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         since = parse_since(args.since) if args.since else None
         until = parse_since(args.until) if args.until else None
-        rows = query(store, session=args.session, tool=args.tool, status=args.status, since=since, until=until, limit=max(1, args.limit))
+        rows = query(
+            store,
+            session=args.session,
+            tool=args.tool,
+            status=args.status,
+            since=since,
+            until=until,
+            limit=max(1, args.limit),
+        )
     except (ValueError, UsageError) as error:
         err.write(f"toolrt audit: {error}\n")
         return EXIT_USAGE
@@ -572,7 +733,11 @@ def _audit_postgres(args: argparse.Namespace, dsn: str, out: TextIO, err: TextIO
         if args.format == "json":
             out.write(json.dumps([report.to_dict() for report in reports], indent=2) + "\n")
         else:
-            out.write("\n".join(report.to_text() for report in reports) if reports else "no chains: no calls have been recorded yet")
+            out.write(
+                "\n".join(report.to_text() for report in reports)
+                if reports
+                else "no chains: no calls have been recorded yet"
+            )
             out.write("\n")
         return EXIT_OK if all(report.ok for report in reports) else EXIT_PROBLEMS
     if args.anchor:
@@ -581,7 +746,16 @@ def _audit_postgres(args: argparse.Namespace, dsn: str, out: TextIO, err: TextIO
     try:
         since = parse_since(args.since) if args.since else None
         until = parse_since(args.until) if args.until else None
-        rows = query_postgres(dsn, chain=args.chain, session=args.session, tool=args.tool, status=args.status, since=since, until=until, limit=max(1, args.limit))
+        rows = query_postgres(
+            dsn,
+            chain=args.chain,
+            session=args.session,
+            tool=args.tool,
+            status=args.status,
+            since=since,
+            until=until,
+            limit=max(1, args.limit),
+        )
     except (ValueError, UsageError) as error:
         err.write(f"toolrt audit: {error}\n")
         return EXIT_USAGE
@@ -666,7 +840,13 @@ def _serve(args: argparse.Namespace, err: TextIO) -> int:
         err.write(f"toolrt: invalid settings: {error}\n")
         return EXIT_USAGE
     try:
-        runtime = Runtime(args.config, settings=settings, workspace_root=args.workspace, approver=mcpserver.ElicitationApprover(settings.approval_timeout_s), watch=False)
+        runtime = Runtime(
+            args.config,
+            settings=settings,
+            workspace_root=args.workspace,
+            approver=mcpserver.ElicitationApprover(settings.approval_timeout_s),
+            watch=False,
+        )
     except ConfigError as error:
         _report(error, err)
         return EXIT_PROBLEMS
@@ -676,6 +856,7 @@ def _serve(args: argparse.Namespace, err: TextIO) -> int:
         logger.remove(0)
     configure_logs(settings, sink=err)
     watch = settings.hot_reload if args.watch is None else args.watch
+
     def ready(url: str) -> None:
         err.write(f"toolrt serve: MCP over streamable HTTP at {url} (stop with Ctrl-C)\n")
         err.flush()
@@ -684,7 +865,9 @@ def _serve(args: argparse.Namespace, err: TextIO) -> int:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):  # no signal handlers on this platform or thread
+            with contextlib.suppress(
+                NotImplementedError, RuntimeError
+            ):  # no signal handlers on this platform or thread
                 loop.add_signal_handler(signum, stop.set)
         try:
             await mcpserver.serve(

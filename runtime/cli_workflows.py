@@ -30,14 +30,22 @@ def add_parsers(sub: argparse._SubParsersAction, runtime_options: Callable[[argp
     versions.add_argument("--config", type=Path, action="append", required=True)
 
 
-def workflow_command(args: argparse.Namespace, out: TextIO, err: TextIO, make_runtime: Callable[[argparse.Namespace, TextIO], Runtime | None], load: Callable[..., Snapshot | None]) -> int:
+def workflow_command(
+    args: argparse.Namespace,
+    out: TextIO,
+    err: TextIO,
+    make_runtime: Callable[[argparse.Namespace, TextIO], Runtime | None],
+    load: Callable[..., Snapshot | None],
+) -> int:
     if args.action == "list":
         snapshot = load(args.config, err)
         if snapshot is None:
             return EXIT_PROBLEMS
         for name, workflow in sorted(snapshot.workflows.items()):
             order = " -> ".join(s.id for s in workflow.steps)
-            out.write(f"{name}  risk={workflow.risk}  {'read-only' if workflow.read_only else 'writes'}  steps: {order}\n")
+            out.write(
+                f"{name}  risk={workflow.risk}  {'read-only' if workflow.read_only else 'writes'}  steps: {order}\n"
+            )
         if not snapshot.workflows:
             out.write("no workflows\n")
         return EXIT_OK
@@ -55,7 +63,11 @@ def workflow_command(args: argparse.Namespace, out: TextIO, err: TextIO, make_ru
     session = Session(id=args.session, mode=args.mode or runtime.settings.permission_mode.value)
     result = runtime.run_workflow_sync(args.name, arguments, session)
     runtime.close_sync()
-    out.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n" if args.format == "json" else result.render() + "\n")
+    out.write(
+        json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        if args.format == "json"
+        else result.render() + "\n"
+    )
     return EXIT_OK if result.ok else EXIT_PROBLEMS
 
 
@@ -74,10 +86,16 @@ def versions_command(args: argparse.Namespace, out: TextIO, err: TextIO, load: C
         table = snapshot.rollouts.get(name)
         if table is not None:
             split = ", ".join(f"{v}: {p:g}%" for v, p in table.split().items())
-            out.write(f"  rollout: {split}" + (f" (stable {table.stable}, canary {table.canary})" if table.canary else "") + "\n")
+            out.write(
+                f"  rollout: {split}"
+                + (f" (stable {table.stable}, canary {table.canary})" if table.canary else "")
+                + "\n"
+            )
             if table.rollback is not None:
                 rb = table.rollback
-                out.write(f"  rollback: canary error rate over stable + {rb.max_error_rate_margin:.0%} in {rb.window_s:g} s (at least {rb.min_calls} calls)\n")
+                out.write(
+                    f"  rollback: canary error rate over stable + {rb.max_error_rate_margin:.0%} in {rb.window_s:g} s (at least {rb.min_calls} calls)\n"
+                )
     if not shown:
         out.write("no tool is declared in more than one version\n")
     return EXIT_OK

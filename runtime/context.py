@@ -42,4 +42,3 @@ class ToolContext:
         """Report progress; resets the idle timer. Safe to call from any thread."""
         if self._on_progress is not None:
             self._on_progress(message)
-

@@ -42,7 +42,9 @@ _LEVELS = {"INFO": 20, "WARNING": 30}
 CALL_LOG_INTERVAL_S = 0.05
 
 
-def configure(settings: Settings | None = None, *, sink: TextIO | Any | None = sys.stderr, calls: bool = True) -> int | None:
+def configure(
+    settings: Settings | None = None, *, sink: TextIO | Any | None = sys.stderr, calls: bool = True
+) -> int | None:
     """Emit toolrt's log records: to ``sink`` (a stream, a path or any loguru sink;
     None: only enable them for the app's own loguru handlers) in the ``log_format``
     (``json`` or ``text``) and at the ``log_level`` of ``settings``. Returns the id of
@@ -118,7 +120,9 @@ class _JsonLines:
                 "function": record["function"],
                 "line": record["line"],
                 "extra": record["extra"],
-                "exception": None if exception is None else {"type": getattr(exception.type, "__name__", None), "value": str(exception.value)},
+                "exception": None
+                if exception is None
+                else {"type": getattr(exception.type, "__name__", None), "value": str(exception.value)},
             },
         }
         self._emit(self._encode(line) + "\n")
@@ -204,7 +208,19 @@ def calls_logged() -> bool:
 
 
 #: The ids and facts of a per-call record, in the order they are written.
-CALL_FIELDS = ("request_id", "session_id", "trace_id", "call_id", "tool", "status", "code", "stage", "duration_ms", "decision", "snapshot")
+CALL_FIELDS = (
+    "request_id",
+    "session_id",
+    "trace_id",
+    "call_id",
+    "tool",
+    "status",
+    "code",
+    "stage",
+    "duration_ms",
+    "decision",
+    "snapshot",
+)
 _CALL_EXTRA = "{" + ",".join(f'"{name}":%s' for name in CALL_FIELDS) + "}"
 _json_string = json.encoder.encode_basestring  # type: ignore[attr-defined]  # the C encoder of one str, as json.dumps(ensure_ascii=False) writes it
 
@@ -231,14 +247,56 @@ def call_finished(env: TurnEnv, call: Call, result: ToolResult) -> None:
         writer, threshold = direct
         if _LEVELS["WARNING" if is_error else "INFO"] >= threshold:
             # Raw facts only: the writer thread words and encodes them.
-            writer.write_call(is_error, (env.request_id, env.session.id, env.trace_id, call.id, result.name, result.status, result.code, result.stage, timings.get("total_ms"), meta.get("decision"), env.snapshot.version))
+            writer.write_call(
+                is_error,
+                (
+                    env.request_id,
+                    env.session.id,
+                    env.trace_id,
+                    call.id,
+                    result.name,
+                    result.status,
+                    result.code,
+                    result.stage,
+                    timings.get("total_ms"),
+                    meta.get("decision"),
+                    env.snapshot.version,
+                ),
+            )
         return
-    level, message, values = _call_record(is_error, (env.request_id, env.session.id, env.trace_id, call.id, result.name, result.status, result.code, result.stage, timings.get("total_ms"), meta.get("decision"), env.snapshot.version))
+    level, message, values = _call_record(
+        is_error,
+        (
+            env.request_id,
+            env.session.id,
+            env.trace_id,
+            call.id,
+            result.name,
+            result.status,
+            result.code,
+            result.stage,
+            timings.get("total_ms"),
+            meta.get("decision"),
+            env.snapshot.version,
+        ),
+    )
     logger.bind(**dict(zip(CALL_FIELDS, values, strict=True))).log(level, message)
 
 
 def _call_record(is_error: bool, facts: tuple[Any, ...]) -> tuple[str, str, tuple[Any, ...]]:
     """(level, message, values in :data:`CALL_FIELDS` order) of a per-call record."""
     request_id, session_id, trace_id, call_id, tool, status, code, stage, total_ms, decision, snapshot = facts
-    values = (request_id, session_id, trace_id, call_id, tool, status.value, code, stage.value if stage is not None else "respond", round(float(total_ms or 0.0), 3), decision, snapshot)
+    values = (
+        request_id,
+        session_id,
+        trace_id,
+        call_id,
+        tool,
+        status.value,
+        code,
+        stage.value if stage is not None else "respond",
+        round(float(total_ms or 0.0), 3),
+        decision,
+        snapshot,
+    )
     return ("WARNING" if is_error else "INFO"), f"call {tool} {status.value} {code or ''}", values

@@ -93,4 +93,3 @@ class LoopThread:
             self.loop.call_soon_threadsafe(self.loop.stop)
             if not self.in_loop_thread():
                 self._thread.join(timeout)
-

@@ -50,7 +50,25 @@ FOLD_AT = 64
 QUANTILES: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
 #: Histogram bucket bounds in seconds for call and stage durations: tool calls run from
 #: a millisecond (an in-process handler) to minutes (a build), so the buckets span that.
-BUCKETS_S: tuple[float, ...] = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+BUCKETS_S: tuple[float, ...] = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+)
 _BOUNDS_MS: tuple[float, ...] = tuple(bound * 1000 for bound in BUCKETS_S)
 #: The ``tool`` label of calls naming no tool of the snapshot: a model can make up any
 #: number of names, and each must not become a series of its own.
@@ -73,7 +91,12 @@ _SCALARS: tuple[tuple[str, tuple[str], str, str], ...] = (
     ("retries", _RETRIES, "toolrt_retries_total", "Retries of transient handler failures."),
     ("truncations", _TRUNCATIONS, "toolrt_truncations_total", "Calls whose output was truncated."),
     ("quota_trips", _QUOTA_TRIPS, "toolrt_quota_trips_total", "Calls refused because a quota was exhausted."),
-    ("breaker_trips", _BREAKER_TRIPS, "toolrt_breaker_trips_total", "Calls refused because a circuit breaker was open."),
+    (
+        "breaker_trips",
+        _BREAKER_TRIPS,
+        "toolrt_breaker_trips_total",
+        "Calls refused because a circuit breaker was open.",
+    ),
 )
 
 Source = Callable[[], Mapping[str, float]]
@@ -167,7 +190,9 @@ class Metrics:
         """
         pending = self._pending
         pending.append((tool, status, timings_ms, decision, code, truncated, redactions, retries))
-        if len(pending) >= FOLD_AT and self._lock.acquire(blocking=False):  # a reader folding right now: the next call will
+        if len(pending) >= FOLD_AT and self._lock.acquire(
+            blocking=False
+        ):  # a reader folding right now: the next call will
             try:
                 self._fold()
             finally:
@@ -394,7 +419,11 @@ class Metrics:
         out.family("toolrt_tool_call_duration_seconds", "histogram", "Whole tool call duration in seconds, by tool.")
         for tool, hist in durations["tools"].items():
             out.histogram("toolrt_tool_call_duration_seconds", {"tool": tool}, hist)
-        out.family("toolrt_stage_duration_seconds", "histogram", "Pipeline stage duration in seconds, by stage (total: the whole call).")
+        out.family(
+            "toolrt_stage_duration_seconds",
+            "histogram",
+            "Pipeline stage duration in seconds, by stage (total: the whole call).",
+        )
         for stage, hist in durations["stages"].items():
             out.histogram("toolrt_stage_duration_seconds", {"stage": stage}, hist)
 

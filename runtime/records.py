@@ -76,6 +76,7 @@ class Session:
     labels: Mapping[str, str] = field(default_factory=dict)
     pins: Mapping[str, str] = field(default_factory=dict)  # tool name -> the version this session must use
 
+
 @dataclass(slots=True)
 class BoundCall:
     call: Call
@@ -100,7 +101,9 @@ class Decision:
     reason: str | None = None
     warnings: tuple[str, ...] = ()
     edited_args: Mapping[str, Any] | None = None  # an approver's replacement arguments, not yet validated
-    grant: Mapping[str, str] | None = None  # the approver allowed this for the session (the argument pattern; empty: any)
+    grant: Mapping[str, str] | None = (
+        None  # the approver allowed this for the session (the argument pattern; empty: any)
+    )
     approved: str | None = None  # how an ask was settled: "approver" or "session-grant"
 
 
@@ -143,4 +146,12 @@ class ToolResult:
 
 def error_result(call: Call, status: Status, code: str, stage: Stage, message: str, **metadata: Any) -> ToolResult:
     """An error result for ``call``, said in words the model can act on."""
-    return ToolResult(call_id=call.id, name=call.name, content=message, status=status, code=code, stage=stage, metadata=MappingProxyType(metadata))
+    return ToolResult(
+        call_id=call.id,
+        name=call.name,
+        content=message,
+        status=status,
+        code=code,
+        stage=stage,
+        metadata=MappingProxyType(metadata),
+    )

@@ -100,7 +100,10 @@ def re2_tester(pattern: str) -> Callable[[str], bool]:
 def check_pattern(pattern: str) -> None:
     """Raise :class:`RegexRejected` unless ``pattern`` is valid, RE2-compatible and not catastrophic."""
     if len(pattern) > _MAX_PATTERN_CHARS:
-        raise RegexRejected("regex-too-long", f"pattern is {len(pattern)} characters; the limit is {_MAX_PATTERN_CHARS}. Split it into several patterns.")
+        raise RegexRejected(
+            "regex-too-long",
+            f"pattern is {len(pattern)} characters; the limit is {_MAX_PATTERN_CHARS}. Split it into several patterns.",
+        )
     options = re2.Options()
     options.log_errors = False
     try:
@@ -109,15 +112,29 @@ def check_pattern(pattern: str) -> None:
         detail = err.args[0].decode("utf-8", "replace") if err.args and isinstance(err.args[0], bytes) else str(err)
         for needle, hint in _RE2_HINTS.items():
             if detail.startswith(needle):
-                raise RegexRejected("regex-unsupported", f"{hint} in RE2 syntax (linear-time matching). Rewrite the pattern without it, e.g. match the context and use a capture group.") from None
+                raise RegexRejected(
+                    "regex-unsupported",
+                    f"{hint} in RE2 syntax (linear-time matching). Rewrite the pattern without it, e.g. match the context and use a capture group.",
+                ) from None
         if "(?P=" in pattern and detail.startswith("invalid perl operator: (?P"):
-            raise RegexRejected("regex-unsupported", "named back-references `(?P=name)` are not supported in RE2 syntax (linear-time matching). Rewrite the pattern without them.") from None
+            raise RegexRejected(
+                "regex-unsupported",
+                "named back-references `(?P=name)` are not supported in RE2 syntax (linear-time matching). Rewrite the pattern without them.",
+            ) from None
         if detail.startswith("invalid escape sequence: \\") and detail[-1:].isdigit():
-            raise RegexRejected("regex-unsupported", "back-references such as `\\1` are not supported in RE2 syntax (linear-time matching). Rewrite the pattern without them.") from None
-        raise RegexRejected("regex-invalid", f"invalid regular expression: {detail}. Fix the pattern (RE2 syntax).") from None
+            raise RegexRejected(
+                "regex-unsupported",
+                "back-references such as `\\1` are not supported in RE2 syntax (linear-time matching). Rewrite the pattern without them.",
+            ) from None
+        raise RegexRejected(
+            "regex-invalid", f"invalid regular expression: {detail}. Fix the pattern (RE2 syntax)."
+        ) from None
     nested = _nested_unbounded_quantifier(pattern)
     if nested:
-        raise RegexRejected("regex-catastrophic", f"nested unbounded quantifier `{nested}`: this form backtracks catastrophically in backtracking engines. Rewrite it without a repeated group that itself repeats, e.g. `(a+)+` -> `a+`.")
+        raise RegexRejected(
+            "regex-catastrophic",
+            f"nested unbounded quantifier `{nested}`: this form backtracks catastrophically in backtracking engines. Rewrite it without a repeated group that itself repeats, e.g. `(a+)+` -> `a+`.",
+        )
 
 
 def _nested_unbounded_quantifier(pattern: str) -> str | None:

@@ -120,16 +120,35 @@ class ReloadEvent:
         return json.dumps(self.to_dict())
 
     @classmethod
-    def from_build(cls, result: BuildResult, previous: Snapshot | None, serving: Snapshot | None, duration_ms: float) -> ReloadEvent:
+    def from_build(
+        cls, result: BuildResult, previous: Snapshot | None, serving: Snapshot | None, duration_ms: float
+    ) -> ReloadEvent:
         """The event for one build: ``previous`` served before it, ``serving`` after."""
         previous_version = previous.version if previous is not None else None
         serving_version = serving.version if serving is not None else None
         duration = round(duration_ms, 1)
         if result.snapshot is None:
-            errors = tuple({"file": p.location.file, "line": p.location.line, "col": p.location.col, "code": p.code, "message": p.message} for p in result.errors)
+            errors = tuple(
+                {
+                    "file": p.location.file,
+                    "line": p.location.line,
+                    "col": p.location.col,
+                    "code": p.code,
+                    "message": p.message,
+                }
+                for p in result.errors
+            )
             return cls("error", None, previous_version, (), errors, serving_version, duration)
         kind: EventKind = "loaded" if previous is None else "reloaded"
-        return cls(kind, result.snapshot.version, previous_version, tuple(diff_tools(previous, result.snapshot)), (), serving_version, duration)
+        return cls(
+            kind,
+            result.snapshot.version,
+            previous_version,
+            tuple(diff_tools(previous, result.snapshot)),
+            (),
+            serving_version,
+            duration,
+        )
 
 
 def diff_tools(old: Snapshot | None, new: Snapshot) -> list[str]:
@@ -165,7 +184,10 @@ def _same_tool(a: CompiledTool, b: CompiledTool) -> bool:
 
 def _redaction_key(tool: CompiledTool) -> tuple[Any, ...]:
     # Compiled RE2 objects compare by identity: compare their pattern text instead.
-    return tuple((r.name, tuple((p.name, p.replacement, p.validator, getattr(p.regex, "pattern", None)) for p in r.patterns)) for r in tool.redaction)
+    return tuple(
+        (r.name, tuple((p.name, p.replacement, p.validator, getattr(p.regex, "pattern", None)) for p in r.patterns))
+        for r in tool.redaction
+    )
 
 
 @dataclass(frozen=True)
@@ -195,7 +217,9 @@ def _targets(paths: Sequence[Path]) -> _Targets:
         elif os.path.isdir(os.path.dirname(absolute)):
             watch.setdefault(os.path.dirname(absolute), None)  # so that creating it is seen
         else:
-            logger.bind(path=absolute).warning("config path {} does not exist and neither does its parent: not watched", absolute)
+            logger.bind(path=absolute).warning(
+                "config path {} does not exist and neither does its parent: not watched", absolute
+            )
     return _Targets(tuple(watch), tuple(dirs), tuple(files))
 
 
@@ -250,7 +274,11 @@ def weakenings(old: Snapshot | None, new: Snapshot) -> list[str]:
     found = [f"tool {name}" for name in sorted(set(old.tool_versions) - set(new.tool_versions))]
     found += [f"Policy {name}" for name in sorted({p.name for p in old.policies} - {p.name for p in new.policies})]
     kept = {_rule_key(rule) for rule in new.policy_rules}
-    found += [f"{rule.effect.value} rule {rule.policy}/{rule.name}" for rule in old.policy_rules if rule.effect.value in ("deny", "ask") and _rule_key(rule) not in kept]
+    found += [
+        f"{rule.effect.value} rule {rule.policy}/{rule.name}"
+        for rule in old.policy_rules
+        if rule.effect.value in ("deny", "ask") and _rule_key(rule) not in kept
+    ]
     for name, versions in old.tool_versions.items():
         after = new.tool_versions.get(name, {})
         for version, tool in versions.items():
@@ -261,7 +289,13 @@ def weakenings(old: Snapshot | None, new: Snapshot) -> list[str]:
 
 
 def _rule_key(rule: Any) -> tuple[Any, ...]:
-    when = rule.when.source if rule.when is not None and hasattr(rule.when, "source") else repr(rule.when) if rule.when is not None else None
+    when = (
+        rule.when.source
+        if rule.when is not None and hasattr(rule.when, "source")
+        else repr(rule.when)
+        if rule.when is not None
+        else None
+    )
     commands = repr(rule.command_patterns) if rule.command_patterns is not None else None
     return (rule.policy, rule.name, rule.effect, rule.tool_globs, when, commands, rule.enforce, rule.on_error)
 
@@ -361,7 +395,9 @@ class ConfigWatcher:
                 return self
             # A fresh event per start: a thread that outlived stop()'s join keeps its own, set one.
             self._stop = threading.Event()
-            self._thread = threading.Thread(target=self._run, args=(self._stop,), name="toolrt-config-watcher", daemon=True)
+            self._thread = threading.Thread(
+                target=self._run, args=(self._stop,), name="toolrt-config-watcher", daemon=True
+            )
             self._thread.start()
         if wait_s:
             self._ready.wait(wait_s)
@@ -414,7 +450,9 @@ class ConfigWatcher:
         assert event is not None  # noqa: S101 - no guard, so never discarded
         return event
 
-    def _attempt(self, changes: Sequence[str], view: Fingerprint | None = None, *, confirmed: bool = False) -> ReloadEvent | None:
+    def _attempt(
+        self, changes: Sequence[str], view: Fingerprint | None = None, *, confirmed: bool = False
+    ) -> ReloadEvent | None:
         """One build. With a ``view`` (the watcher's own attempts) the build is published
         only if the files still match it afterwards (else None: discarded) and, unless
         ``confirmed``, only if it weakens nothing (else a ``held`` event)."""
@@ -443,7 +481,9 @@ class ConfigWatcher:
                 duration = (time.perf_counter() - started) * 1000
                 if verdict[:1] == ["changed"]:
                     self.reloads_discarded += 1
-                    logger.bind(paths=list(changes)).debug("config changed while compiling: build discarded, waiting for a stable view")
+                    logger.bind(paths=list(changes)).debug(
+                        "config changed while compiling: build discarded, waiting for a stable view"
+                    )
                     return None
                 if verdict[:1] == ["held"] and result.snapshot is not None:
                     event = _held(result.snapshot, previous, tuple(verdict[1:]), duration, self.settle_ms)
@@ -478,7 +518,9 @@ class ConfigWatcher:
             self._on_event(event)
         except Exception as err:  # noqa: BLE001 - the application's callback must not end the watcher
             self.callback_errors += 1
-            logger.bind(reload_event=event.event).warning("config reload callback raised {}: {}", type(err).__name__, err)
+            logger.bind(reload_event=event.event).warning(
+                "config reload callback raised {}: {}", type(err).__name__, err
+            )
 
     # -- publishing from a stable view -------------------------------------------
 
@@ -514,7 +556,9 @@ class ConfigWatcher:
             signature = marker_signature(self.marker)
             if signature is None or signature == self._marker_seen:
                 if changes:
-                    logger.bind(paths=list(changes), marker=str(self.marker)).debug("config changed without a new commit marker: not published")
+                    logger.bind(paths=list(changes), marker=str(self.marker)).debug(
+                        "config changed without a new commit marker: not published"
+                    )
                 return
             view = fingerprint(self.paths, with_hash=True)
             event = self._attempt(changes, view)
@@ -567,7 +611,9 @@ class ConfigWatcher:
             except Exception as err:  # noqa: BLE001 - e.g. a watched folder vanished: wait, then watch again
                 self.watch_errors += 1
                 self._ready.clear()
-                logger.bind(error=type(err).__name__).warning("config watcher failed ({}: {}); watching again in {} s", type(err).__name__, err, _RESTART_PAUSE_S)
+                logger.bind(error=type(err).__name__).warning(
+                    "config watcher failed ({}: {}); watching again in {} s", type(err).__name__, err, _RESTART_PAUSE_S
+                )
                 if stop.wait(_RESTART_PAUSE_S):
                     return
             self._changed((), stop)  # changes may have been missed while no watch was in place
@@ -596,7 +642,10 @@ class ConfigWatcher:
                     self._changed(sorted({path for _, path in changes}), stop)
                     # A config folder removed (its watch is gone) or created (it was watched
                     # through its parent): watch the new set of folders.
-                    if _targets([*self.paths, *([self.marker] if self.marker is not None else [])]).watch != targets.watch:
+                    if (
+                        _targets([*self.paths, *([self.marker] if self.marker is not None else [])]).watch
+                        != targets.watch
+                    ):
                         return True
         finally:
             changes_seen.close()  # release the OS watches now, not when the generator is collected
@@ -614,25 +663,61 @@ def _marker_path(marker: Path | str, paths: Sequence[Path]) -> Path:
     return base / given
 
 
-def _held(snapshot: Snapshot, previous: Snapshot | None, removed: tuple[str, ...], duration_ms: float, settle_ms: int) -> ReloadEvent:
+def _held(
+    snapshot: Snapshot, previous: Snapshot | None, removed: tuple[str, ...], duration_ms: float, settle_ms: int
+) -> ReloadEvent:
     previous_version = previous.version if previous is not None else None
-    shown = ", ".join(removed[:_LOGGED_ERRORS]) + (f" and {len(removed) - _LOGGED_ERRORS} more" if len(removed) > _LOGGED_ERRORS else "")
+    shown = ", ".join(removed[:_LOGGED_ERRORS]) + (
+        f" and {len(removed) - _LOGGED_ERRORS} more" if len(removed) > _LOGGED_ERRORS else ""
+    )
     message = f"held back: the new config removes or changes {shown}; it goes live if the files stay as they are for another {settle_ms} ms"
     error = {"file": "", "line": 0, "col": 0, "code": "reload-held", "message": message}
-    return ReloadEvent("held", snapshot.version, previous_version, tuple(diff_tools(previous, snapshot)), (error,), previous_version, round(duration_ms, 1))
+    return ReloadEvent(
+        "held",
+        snapshot.version,
+        previous_version,
+        tuple(diff_tools(previous, snapshot)),
+        (error,),
+        previous_version,
+        round(duration_ms, 1),
+    )
 
 
 def _log(event: ReloadEvent, changes: Sequence[str]) -> None:
-    extra = {"reload_event": event.event, "version": event.version, "previous": event.previous, "serving": event.serving, "changed": list(event.changed), "duration_ms": event.duration_ms, "paths": list(changes)}
+    extra = {
+        "reload_event": event.event,
+        "version": event.version,
+        "previous": event.previous,
+        "serving": event.serving,
+        "changed": list(event.changed),
+        "duration_ms": event.duration_ms,
+        "paths": list(changes),
+    }
     if event.event == "held":
-        logger.bind(**extra, errors=[dict(e) for e in event.errors]).warning("config reload {} -> {} {}", event.previous, event.version, event.errors[0]["message"])
+        logger.bind(**extra, errors=[dict(e) for e in event.errors]).warning(
+            "config reload {} -> {} {}", event.previous, event.version, event.errors[0]["message"]
+        )
         return
     if event.ok:
-        logger.bind(**extra).info("config {}: {} -> {} ({} changed tools: {}) in {} ms", event.event, event.previous, event.version, len(event.changed), ", ".join(event.changed) or "none", event.duration_ms)
+        logger.bind(**extra).info(
+            "config {}: {} -> {} ({} changed tools: {}) in {} ms",
+            event.event,
+            event.previous,
+            event.version,
+            len(event.changed),
+            ", ".join(event.changed) or "none",
+            event.duration_ms,
+        )
         return
     lines = [f"{_where(e)}: {e['code']}: {e['message']}" for e in event.errors[:_LOGGED_ERRORS]]
     more = f"\n... and {len(event.errors) - _LOGGED_ERRORS} more" if len(event.errors) > _LOGGED_ERRORS else ""
-    logger.bind(**extra, errors=[dict(e) for e in event.errors]).warning("config reload failed with {} error(s), still serving {}:\n{}{}", len(event.errors), event.serving, "\n".join(lines), more)
+    logger.bind(**extra, errors=[dict(e) for e in event.errors]).warning(
+        "config reload failed with {} error(s), still serving {}:\n{}{}",
+        len(event.errors),
+        event.serving,
+        "\n".join(lines),
+        more,
+    )
 
 
 def _where(error: Mapping[str, Any]) -> str:
@@ -685,7 +770,15 @@ def watch_events(
     holder = _SnapshotHolder(roots, settings)
     events: queue.Queue[ReloadEvent] = queue.Queue()
     packs = [p for p in settings.pack_dirs if Path(p).is_dir()]
-    watcher = ConfigWatcher(roots, holder.reload, current=holder.current, on_event=events.put, debounce_ms=debounce_ms, extra_paths=[*extra_paths, *packs], settings=settings)
+    watcher = ConfigWatcher(
+        roots,
+        holder.reload,
+        current=holder.current,
+        on_event=events.put,
+        debounce_ms=debounce_ms,
+        extra_paths=[*extra_paths, *packs],
+        settings=settings,
+    )
     if on_start is not None:
         on_start(watcher)
     stop = stop or threading.Event()

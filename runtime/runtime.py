@@ -70,7 +70,11 @@ def _refused_empty(result: BuildResult, serving: int) -> BuildResult:
     caught half-written (truncated, not yet refilled) or a folder emptied by mistake.
     It is refused like a broken edit; the tools serving stay."""
     where = Location(result.files[0] if result.files else "config")
-    problem = Problem(where, "no-tools", f"the new config declares no tools at all; the {serving} tool(s) serving are kept. Restore the tool documents (or restart the runtime to serve none).")
+    problem = Problem(
+        where,
+        "no-tools",
+        f"the new config declares no tools at all; the {serving} tool(s) serving are kept. Restore the tool documents (or restart the runtime to serve none).",
+    )
     return BuildResult(None, (*result.problems, problem), result.files, result.documents)
 
 
@@ -117,7 +121,9 @@ class Runtime:
         self._paths = [Path(p) for p in config]
         self._cache = CompileCache()
         self.mcp = McpPool()  # sessions with the declared MCP servers, started on first use
-        self._mount = Mounter(self.mcp, read_lock(self._paths))  # their tools join every snapshot build; drift from the lock is logged
+        self._mount = Mounter(
+            self.mcp, read_lock(self._paths)
+        )  # their tools join every snapshot build; drift from the lock is logged
         result = build_snapshot(self._paths, self.settings, self._cache, mount=self._mount)
         if result.snapshot is None:
             self.mcp.close()
@@ -126,13 +132,20 @@ class Runtime:
         self.last_reload_error: ConfigError | None = None
         self._reload_lock = threading.Lock()
         self.watcher: ConfigWatcher | None = None
-        self.workspace_root = Path(workspace_root if workspace_root is not None else self.settings.workspace_root).resolve()
+        self.workspace_root = Path(
+            workspace_root if workspace_root is not None else self.settings.workspace_root
+        ).resolve()
         self._id_prefix = f"req_{uuid.uuid4().hex[:8]}_"
         self._turns = itertools.count(1)
         self.approver = approver
         self.artifacts = artifacts if artifacts is not None else ArtifactStore(self.artifact_path())
         # toolrt's own files are out of reach of the agent's command lines and file tools.
-        self.where = Where.of(self.workspace_root, self.protected_paths(), self.settings.commands_outside_workspace, configs=self._config_paths())
+        self.where = Where.of(
+            self.workspace_root,
+            self.protected_paths(),
+            self.settings.commands_outside_workspace,
+            configs=self._config_paths(),
+        )
         self.permitter: Permitter = permitter or PolicyPermitter(self.where)
         self._loop: LoopThread | None = None  # the runtime's own event loop, for sync callers
         self._loop_lock = threading.Lock()
@@ -148,7 +161,9 @@ class Runtime:
         # OpenTelemetry spans, by the tracing setting and the app's provider (None: off).
         self.tracing: Tracing | None = tracing_for(self.settings.tracing, tracer_provider)
         # Quota counts and breaker states outlive snapshots: one store, a Limits per snapshot.
-        self.limit_store: LimitStore = limit_store if limit_store is not None else self._made(fleet.limit_store_for(self.settings))
+        self.limit_store: LimitStore = (
+            limit_store if limit_store is not None else self._made(fleet.limit_store_for(self.settings))
+        )
         self._current: tuple[Snapshot, Limits] = (snapshot, self._limits(snapshot))
         self.audit: AuditWriter | None = self._audit_writer(audit_sink)
         # With a shared Redis, this worker reports the snapshot it serves (`toolrt status`).
@@ -158,14 +173,18 @@ class Runtime:
         # file_read, file_edit, ...: one sandbox, read cache and lock directory for every turn.
         deny = (*self.settings.workspace_deny, *self.where.deny_globs())
         self.workspace_tools = (
-            WorkspaceTools.create(self.workspace_root, deny, lock_dir_for(self.settings, self.workspace_root), self.where.inodes)
+            WorkspaceTools.create(
+                self.workspace_root, deny, lock_dir_for(self.settings, self.workspace_root), self.where.inodes
+            )
             if self.workspace_root.is_dir()
             else None
         )
         if self.workspace_tools is not None:
             # Temporary files of writers that crashed (a SIGKILL during file_edit): gone
             # before the agent could come across them, without delaying the start.
-            threading.Thread(target=self.workspace_tools.editor.sweep_tree, name="toolrt-temp-sweep", daemon=True).start()
+            threading.Thread(
+                target=self.workspace_tools.editor.sweep_tree, name="toolrt-temp-sweep", daemon=True
+            ).start()
             self.metrics.gauge_source("read_cache", self.workspace_tools.cache.stats)
             self.metrics.gauge_source("file_edit", self.workspace_tools.editor.stats)
         if self.audit is not None:
@@ -184,7 +203,9 @@ class Runtime:
         return store
 
     def _limits(self, snapshot: Snapshot) -> Limits:
-        return Limits.from_policies(snapshot.policies, store=self.limit_store, on_store_error=self.settings.limit_store_on_error)
+        return Limits.from_policies(
+            snapshot.policies, store=self.limit_store, on_store_error=self.settings.limit_store_on_error
+        )
 
     def _audit_writer(self, given: Sink | None = None) -> AuditWriter | None:
         """The audit trail's writer, or None when it is off or cannot be opened (then
@@ -218,7 +239,9 @@ class Runtime:
         audit = self.audit
         if audit is None:
             return
-        record = AuditRecord.from_result(result, session=env.session, request_id=env.request_id, trace_id=env.trace_id, args=args)
+        record = AuditRecord.from_result(
+            result, session=env.session, request_id=env.request_id, trace_id=env.trace_id, args=args
+        )
         record.redactor = env.snapshot.redactor
         audit.submit(record)
 
@@ -287,10 +310,23 @@ class Runtime:
         swapped in, a broken one is logged and kept out. Idempotent; stopped by
         :meth:`close`. ``on_event`` hears of every reload attempt."""
         if self.watcher is None:
-            self.watcher = ConfigWatcher(self._paths, self.reload, current=lambda: self.snapshot, on_event=on_event, extra_paths=self.settings.pack_dirs, settings=self.settings).start()
+            self.watcher = ConfigWatcher(
+                self._paths,
+                self.reload,
+                current=lambda: self.snapshot,
+                on_event=on_event,
+                extra_paths=self.settings.pack_dirs,
+                settings=self.settings,
+            ).start()
         return self.watcher
 
-    def _env(self, session: Session, trace_id: str | None, progress_listener: Callable[[str, str | None], None] | None = None, approver: Approver | None = None) -> TurnEnv:
+    def _env(
+        self,
+        session: Session,
+        trace_id: str | None,
+        progress_listener: Callable[[str, str | None], None] | None = None,
+        approver: Approver | None = None,
+    ) -> TurnEnv:
         snapshot, limits = self._current  # read once: the snapshot and its limits belong together
         return TurnEnv(
             snapshot=snapshot,
@@ -343,11 +379,33 @@ class Runtime:
         session = session or Session(mode=self.settings.permission_mode.value)
         if self.tracing is not None:  # OpenTelemetry: the turn, its calls and their stages become spans
             parallel = parallel and self.settings.max_concurrency > 1
-            return await self.tracing.run_turn(calls, lambda tid: self._env(session, tid, on_progress, approver), trace_id=trace_id, traceparent=traceparent, tracestate=tracestate, parallel=parallel, stop_on_error=stop_on_error, deadline_s=deadline_s, interrupt=interrupt)
-        env = self._env(session, trace_id or (trace_id_from_traceparent(traceparent) if traceparent else None), on_progress, approver)
+            return await self.tracing.run_turn(
+                calls,
+                lambda tid: self._env(session, tid, on_progress, approver),
+                trace_id=trace_id,
+                traceparent=traceparent,
+                tracestate=tracestate,
+                parallel=parallel,
+                stop_on_error=stop_on_error,
+                deadline_s=deadline_s,
+                interrupt=interrupt,
+            )
+        env = self._env(
+            session,
+            trace_id or (trace_id_from_traceparent(traceparent) if traceparent else None),
+            on_progress,
+            approver,
+        )
         if len(calls) == 1 and deadline_s is None and interrupt is None:
             return [await run_call(calls[0], env)]  # nothing to schedule
-        return await run_turn(calls, env, parallel=parallel and self.settings.max_concurrency > 1, stop_on_error=stop_on_error, deadline_s=deadline_s, interrupt=interrupt)
+        return await run_turn(
+            calls,
+            env,
+            parallel=parallel and self.settings.max_concurrency > 1,
+            stop_on_error=stop_on_error,
+            deadline_s=deadline_s,
+            interrupt=interrupt,
+        )
 
     def run_turn_sync(self, calls: Sequence[Call], session: Session | None = None, **options: Any) -> list[ToolResult]:
         """:meth:`run_turn` for code without an event loop (or called from inside one).
@@ -407,7 +465,15 @@ class Runtime:
         it also stops the runtime's own loop that :meth:`run_turn_sync` started."""
         _run_sync(self.close())
 
-    async def run_workflow(self, name: str, args: Mapping[str, Any] | None = None, session: Session | None = None, *, run_id: str | None = None, trace_id: str | None = None) -> WorkflowResult:
+    async def run_workflow(
+        self,
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        session: Session | None = None,
+        *,
+        run_id: str | None = None,
+        trace_id: str | None = None,
+    ) -> WorkflowResult:
         """Run the workflow ``name`` with ``args``: every step a call through the pipeline
         (see :mod:`runtime.workflow.run`). Never raises for anything a step does; bad
         ``args`` or an unknown name give a result with ``error`` set."""
@@ -424,12 +490,21 @@ class Runtime:
             return WorkflowResult(run_id, name, "failed", (), error=f"invalid arguments: {listed}.")
         return await run_workflow(workflow, dict(args or {}), env, run_id=run_id)
 
-    def run_workflow_sync(self, name: str, args: Mapping[str, Any] | None = None, session: Session | None = None, **options: Any) -> WorkflowResult:
+    def run_workflow_sync(
+        self, name: str, args: Mapping[str, Any] | None = None, session: Session | None = None, **options: Any
+    ) -> WorkflowResult:
         """:meth:`run_workflow` for code without an event loop (on the runtime's own loop,
         like :meth:`run_turn_sync`)."""
         return self._on_own_loop(self.run_workflow(name, args, session, **options))
 
-    async def call(self, name: str, args: Mapping[str, Any] | None = None, session: Session | None = None, *, call_id: str | None = None) -> ToolResult:
+    async def call(
+        self,
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        session: Session | None = None,
+        *,
+        call_id: str | None = None,
+    ) -> ToolResult:
         """Run one call by name."""
         call = Call(id=call_id or f"call_{uuid.uuid4().hex[:12]}", name=name, args=dict(args or {}))
         (result,) = await self.run_turn([call], session)

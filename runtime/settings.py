@@ -77,8 +77,17 @@ class Settings(BaseSettings):
         default="deny",
         description="When the shared limit store cannot be used: deny = calls under a quota or breaker are refused (fail closed); allow = they run uncounted.",
     )
-    limit_store_timeout_s: float = Field(default=0.5, gt=0, le=60, description="How long one round trip to the shared limit store may take before the call's check fails.")
-    limit_lease_s: float = Field(default=30.0, gt=0, description="How long a concurrency slot of a shared limit store outlives a worker that stopped renewing it (died).")
+    limit_store_timeout_s: float = Field(
+        default=0.5,
+        gt=0,
+        le=60,
+        description="How long one round trip to the shared limit store may take before the call's check fails.",
+    )
+    limit_lease_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="How long a concurrency slot of a shared limit store outlives a worker that stopped renewing it (died).",
+    )
     audit_writer: Literal["thread", "process"] = Field(
         default="thread",
         description="Where audit records are redacted and stored: a background thread, or a child process (off this interpreter's lock; pays off when a core is otherwise idle).",
@@ -95,7 +104,11 @@ class Settings(BaseSettings):
     )
     permission_mode: PermissionMode = PermissionMode.default
     max_concurrency: int = Field(default=8, ge=1, le=1024, description="Read-only calls run at once, per turn.")
-    approval_timeout_s: float = Field(default=300.0, gt=0, description="How long an `ask` decision waits for the approver; no answer in time is a denial.")
+    approval_timeout_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="How long an `ask` decision waits for the approver; no answer in time is a denial.",
+    )
     hot_reload: bool = True
     reload_settle_ms: int = Field(
         default=2000,
@@ -125,7 +138,9 @@ class Settings(BaseSettings):
             " accepts; lint rejects one over it and says which schema bound to add."
         ),
     )
-    pack_dirs: list[Path] = Field(default_factory=list, description="Extra directories searched for packs, before the shipped ones.")
+    pack_dirs: list[Path] = Field(
+        default_factory=list, description="Extra directories searched for packs, before the shipped ones."
+    )
     max_config_file_bytes: int = Field(default=1_048_576, ge=1024)
     default_output: DefaultOutput = Field(default_factory=DefaultOutput)
     commands_outside_workspace: Literal["ask", "deny", "allow"] = Field(

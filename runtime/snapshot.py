@@ -165,7 +165,9 @@ class WhenPlan:
     #: For a tool without a command line or staged rules: its enforced rules in the
     #: order they are tried (deny, ask, allow; each in declared order), leaving out
     #: those whose condition is constant false. None: walk every rule.
-    quick: tuple[tuple[CompiledPolicyRule, ...], tuple[CompiledPolicyRule, ...], tuple[CompiledPolicyRule, ...]] | None = None
+    quick: (
+        tuple[tuple[CompiledPolicyRule, ...], tuple[CompiledPolicyRule, ...], tuple[CompiledPolicyRule, ...]] | None
+    ) = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,11 +202,17 @@ class Snapshot:
     warnings: tuple[Problem, ...]
     cel_engine: str
     schema_engine: str
-    rule_index: Mapping[str, tuple[CompiledPolicyRule, ...]] = field(default_factory=lambda: MappingProxyType({}))  # tool key -> policy rules whose globs match it
+    rule_index: Mapping[str, tuple[CompiledPolicyRule, ...]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )  # tool key -> policy rules whose globs match it
     forbidden_modes: frozenset[str] = frozenset()  # permission modes some policy forbids
     redactor: Any = None  # every redaction profile at once (audit records: arguments can hold any secret)
-    when_plans: Mapping[str, WhenPlan] = field(default_factory=lambda: MappingProxyType({}))  # tool key -> how its rules' conditions are evaluated
-    rollouts: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # tool name -> runtime.versions.RolloutTable
+    when_plans: Mapping[str, WhenPlan] = field(
+        default_factory=lambda: MappingProxyType({})
+    )  # tool key -> how its rules' conditions are evaluated
+    rollouts: Mapping[str, Any] = field(
+        default_factory=lambda: MappingProxyType({})
+    )  # tool name -> runtime.versions.RolloutTable
 
     def tool(self, name: str, version: str | None = None) -> CompiledTool | None:
         """The tool called ``name`` (a given ``version`` of it, if asked), or None."""

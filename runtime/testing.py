@@ -108,13 +108,23 @@ class ScriptedOpenAI:
         from openai.types.chat import ChatCompletion
 
         reply = self._script.next(request)
-        message = {"role": "assistant", "content": reply.get("content"), **({"tool_calls": reply["tool_calls"]} if reply.get("tool_calls") else {})}
+        message = {
+            "role": "assistant",
+            "content": reply.get("content"),
+            **({"tool_calls": reply["tool_calls"]} if reply.get("tool_calls") else {}),
+        }
         return ChatCompletion.model_validate(
             {
                 "id": f"chatcmpl_scripted_{len(self.requests)}",
                 "object": "chat.completion",
                 "created": 0,
                 "model": str(request.get("model", "scripted")),
-                "choices": [{"index": 0, "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop", "message": message}],
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop",
+                        "message": message,
+                    }
+                ],
             }
         )

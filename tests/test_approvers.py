@@ -51,7 +51,17 @@ def asked(snapshot: Snapshot):
     return make
 
 
-@pytest.mark.parametrize(("answer", "approved", "scope"), [("y\n", True, "once"), ("yes\n", True, "once"), ("a\n", True, "session"), ("\n", False, "once"), ("n\n", False, "once"), ("whatever\n", False, "once")])
+@pytest.mark.parametrize(
+    ("answer", "approved", "scope"),
+    [
+        ("y\n", True, "once"),
+        ("yes\n", True, "once"),
+        ("a\n", True, "session"),
+        ("\n", False, "once"),
+        ("n\n", False, "once"),
+        ("whatever\n", False, "once"),
+    ],
+)
 async def test_answers_at_the_terminal(asked, answer: str, approved: bool, scope: str) -> None:
     approver, call, stderr = asked(answer)
     result = await approver(call, Session(), Decision("ask", reason="it writes"))
@@ -119,7 +129,9 @@ class PseudoTerminal:
         with self._changed:
             while not self._screen.endswith(ending):
                 if not self._changed.wait(max(0.0, deadline - time.monotonic())):
-                    raise AssertionError(f"the terminal never showed {ending!r}; it shows {bytes(self._screen[-500:])!r}")
+                    raise AssertionError(
+                        f"the terminal never showed {ending!r}; it shows {bytes(self._screen[-500:])!r}"
+                    )
             return bytes(self._screen)
 
     def close(self) -> None:
@@ -133,12 +145,16 @@ QUESTION_END = b"[N]o: "
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-async def test_the_terminal_shows_the_hostile_part_of_the_arguments_and_no_raw_control_character(snapshot: Snapshot, case: Hostile) -> None:
+async def test_the_terminal_shows_the_hostile_part_of_the_arguments_and_no_raw_control_character(
+    snapshot: Snapshot, case: Hostile
+) -> None:
     terminal = PseudoTerminal()
     try:
         terminal.type("n\n")  # the person's answer waits in the terminal's input
         approver = TerminalApprover(stdin=terminal.stdin, stderr=terminal.stderr)
-        answer = await approver(validated(snapshot, case.tool, case.args), Session(), Decision("ask", reason="a person approves every call"))
+        answer = await approver(
+            validated(snapshot, case.tool, case.args), Session(), Decision("ask", reason="a person approves every call")
+        )
         screen = terminal.screen_until(QUESTION_END)
     finally:
         terminal.close()
@@ -152,7 +168,11 @@ async def test_the_terminal_question_names_the_tool_and_ends_with_the_choices(sn
     try:
         terminal.type("y\n")
         approver = TerminalApprover(stdin=terminal.stdin, stderr=terminal.stderr)
-        answer = await approver(validated(snapshot, "shell", {"command": "ls; rm -rf build"}), Session(), Decision("ask", reason="commands ask"))
+        answer = await approver(
+            validated(snapshot, "shell", {"command": "ls; rm -rf build"}),
+            Session(),
+            Decision("ask", reason="commands ask"),
+        )
         screen = terminal.screen_until(QUESTION_END).decode("utf-8")
     finally:
         terminal.close()
@@ -177,9 +197,18 @@ def scripted_call(tool: str, args: dict) -> ValidatedCall:
 
 async def test_scripted_approver_answers_from_its_script_and_records_each_question() -> None:
     heard: list[AskedApproval] = []
-    approver = ScriptedApprover({"file_edit": True, "run_command": lambda call: call.args["command"].startswith("ls"), "git_push": Approval(False, "not today")}, on_ask=heard.append)
+    approver = ScriptedApprover(
+        {
+            "file_edit": True,
+            "run_command": lambda call: call.args["command"].startswith("ls"),
+            "git_push": Approval(False, "not today"),
+        },
+        on_ask=heard.append,
+    )
     answers = [
-        await approver(scripted_call("file_edit", {"path": "a"}), Session(), Decision("ask", rule="r1", reason="edits ask")),
+        await approver(
+            scripted_call("file_edit", {"path": "a"}), Session(), Decision("ask", rule="r1", reason="edits ask")
+        ),
         await approver(scripted_call("run_command", {"command": "ls -l"}), Session(), Decision("ask")),
         await approver(scripted_call("run_command", {"command": "rm x"}), Session(), Decision("ask")),
         await approver(scripted_call("git_push", {"branch": "b"}), Session(), Decision("ask")),
@@ -187,7 +216,12 @@ async def test_scripted_approver_answers_from_its_script_and_records_each_questi
     assert [a.approved for a in answers] == [True, True, False, False]
     assert answers[3].reason == "not today"
     assert heard == approver.asked
-    assert (heard[0].tool, heard[0].args, heard[0].rule, heard[0].reason) == ("file_edit", {"path": "a"}, "r1", "edits ask")
+    assert (heard[0].tool, heard[0].args, heard[0].rule, heard[0].reason) == (
+        "file_edit",
+        {"path": "a"},
+        "r1",
+        "edits ask",
+    )
 
 
 async def test_scripted_approver_declines_a_tool_its_script_does_not_name() -> None:

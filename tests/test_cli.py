@@ -31,9 +31,13 @@ spec:
 """
 BAD = TOOL.replace("builtin:file_read", "builtin:file_raed")  # unknown-builtin at 7:12
 WARNING_ONLY = TOOL.replace("{type: string}", "{type: string, maxLenght: 5}")  # schema-unknown-keyword warning at 12:39
-TYPE_ERROR = TOOL + "  rules:\n    - name: r\n      expression: '1 + \"a\" == 2'\n      message: m\n"  # cel-type with both engines (each in its own words)
+TYPE_ERROR = (
+    TOOL + "  rules:\n    - name: r\n      expression: '1 + \"a\" == 2'\n      message: m\n"
+)  # cel-type with both engines (each in its own words)
 
-LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<severity>error|warning)\[(?P<code>[a-z0-9-]+)\]: (?P<message>.+)$")
+LINE = re.compile(
+    r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<severity>error|warning)\[(?P<code>[a-z0-9-]+)\]: (?P<message>.+)$"
+)
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -67,7 +71,13 @@ def test_lint_text_prints_one_line_per_problem_and_a_summary(workdir: Path) -> N
     assert code == EXIT_PROBLEMS
     match = LINE.match(lines[0])
     assert match is not None, lines[0]
-    assert match.group("file", "line", "col", "severity", "code") == ("config/c.yaml", "7", "12", "error", "unknown-builtin")
+    assert match.group("file", "line", "col", "severity", "code") == (
+        "config/c.yaml",
+        "7",
+        "12",
+        "error",
+        "unknown-builtin",
+    )
     assert match.group("message").startswith("no built-in tool `file_raed`. Did you mean `file_read`?")
     assert lines[1:] == ["1 file(s), 1 document(s): 1 error(s), 0 warning(s)"]
 
@@ -88,7 +98,9 @@ def test_lint_json_lists_problems_with_location_code_severity_and_message(workdi
         ("config/c.yaml", 7, 12, "unknown-builtin", "error"),
         ("config/c.yaml", 25, 39, "schema-unknown-keyword", "warning"),
     ]
-    assert all(set(p) == {"file", "line", "col", "code", "severity", "message"} and p["message"] for p in report["problems"])
+    assert all(
+        set(p) == {"file", "line", "col", "code", "severity", "message"} and p["message"] for p in report["problems"]
+    )
 
 
 def test_lint_sarif_is_a_2_1_0_log_with_rules_and_regions(workdir: Path) -> None:
@@ -124,7 +136,9 @@ def test_lint_github_prints_workflow_annotations(workdir: Path) -> None:
     code, out, _ = run("lint", "config", "--format", "github")
     lines = out.splitlines()
     assert code == EXIT_PROBLEMS
-    assert lines[0].startswith("::error file=config/c.yaml,line=7,col=12,title=unknown-builtin::no built-in tool `file_raed`")
+    assert lines[0].startswith(
+        "::error file=config/c.yaml,line=7,col=12,title=unknown-builtin::no built-in tool `file_raed`"
+    )
     assert lines[1].startswith("::warning file=config/c.yaml,line=25,col=39,title=schema-unknown-keyword::")
     assert len(lines) == 2
 
@@ -143,7 +157,9 @@ def test_lint_github_escapes_percent_and_newlines_in_messages(workdir: Path) -> 
     code, out, _ = run("lint", "config", "--format", "github")
     (line,) = out.splitlines()
     assert code == EXIT_PROBLEMS
-    assert line.startswith("::error file=config/tests.yaml,line=7,col=13,title=unknown-tool::no tool named `50%25%0Anext`.")
+    assert line.startswith(
+        "::error file=config/tests.yaml,line=7,col=13,title=unknown-tool::no tool named `50%25%0Anext`."
+    )
 
 
 def test_lint_github_escapes_commas_in_file_names(workdir: Path) -> None:
@@ -256,7 +272,10 @@ def test_schema_out_writes_every_schema_and_check_passes(tmp_path: Path) -> None
     assert code == EXIT_OK
     assert sorted(p.name for p in out_dir.iterdir()) == sorted(all_schemas())
     assert out == f"wrote {len(all_schemas())} schemas to {out_dir}\n"
-    assert json.loads((out_dir / "tool.schema.json").read_text(encoding="utf-8"))["$id"] == "urn:toolrt:schemas:v1:tool.schema.json"
+    assert (
+        json.loads((out_dir / "tool.schema.json").read_text(encoding="utf-8"))["$id"]
+        == "urn:toolrt:schemas:v1:tool.schema.json"
+    )
     assert run("schema", "--out", str(out_dir), "--check") == (EXIT_OK, "", "")
 
 
@@ -308,7 +327,22 @@ def test_toolrt_call_writes_its_audit_record_before_it_exits(tmp_path) -> None:
 
     examples = Path(__file__).resolve().parents[1] / "examples" / "coding-agent"
     out = io.StringIO()
-    assert main(["call", "--config", str(examples), "--workspace", str(tmp_path), "tool_search", "--args", '{"query": "read"}'], stdout=out) == 0
+    assert (
+        main(
+            [
+                "call",
+                "--config",
+                str(examples),
+                "--workspace",
+                str(tmp_path),
+                "tool_search",
+                "--args",
+                '{"query": "read"}',
+            ],
+            stdout=out,
+        )
+        == 0
+    )
     assert [row["tool"] for row in query(store_path(tmp_path))] == ["tool_search"]
 
 
@@ -326,13 +360,30 @@ def test_version_prints_the_package_version() -> None:
     ("provider", "call", "reply_key"),
     [
         ("anthropic", {"type": "tool_use", "id": "toolu_1", "name": "list_dir", "input": {}}, "tool_use_id"),
-        ("openai-chat", {"id": "c1", "type": "function", "function": {"name": "list_dir", "arguments": "{}"}}, "tool_call_id"),
-        ("openai-responses", {"type": "function_call", "call_id": "c1", "name": "list_dir", "arguments": "{}"}, "call_id"),
+        (
+            "openai-chat",
+            {"id": "c1", "type": "function", "function": {"name": "list_dir", "arguments": "{}"}},
+            "tool_call_id",
+        ),
+        (
+            "openai-responses",
+            {"type": "function_call", "call_id": "c1", "name": "list_dir", "arguments": "{}"},
+            "call_id",
+        ),
     ],
 )
 def test_run_answers_a_single_call_object(workdir: Path, provider: str, call: dict, reply_key: str) -> None:
     (workdir / "call.json").write_text(json.dumps(call), encoding="utf-8")
-    code, out, err = run("run", "--config", str(CODING_AGENT), "--workspace", str(CODING_AGENT / "workspace"), "--provider", provider, "call.json")
+    code, out, err = run(
+        "run",
+        "--config",
+        str(CODING_AGENT),
+        "--workspace",
+        str(CODING_AGENT / "workspace"),
+        "--provider",
+        provider,
+        "call.json",
+    )
     assert code == EXIT_OK, err
     assert reply_key in out and "README.md" in out
 

@@ -50,14 +50,24 @@ def test_demo_exits_0_without_errors_after_the_snapshot_and_the_tools_table(demo
 
 def test_demo_runs_the_read_only_calls_of_one_turn_as_one_concurrent_batch(demo: tuple[int, str, str]) -> None:
     text = step(demo[1], 1)
-    assert [line.split()[1] for line in text.splitlines() if line.startswith("  <- ")] == [f"toolu_0{i}" for i in range(1, 6)]
+    assert [line.split()[1] for line in text.splitlines() if line.startswith("  <- ")] == [
+        f"toolu_0{i}" for i in range(1, 6)
+    ]
     assert text.count(": ok, ") == 5
-    assert re.search(r"5 read-only calls, one concurrent batch: the turn took \d+ ms, one after another they would take \d+ ms", text), text
+    assert re.search(
+        r"5 read-only calls, one concurrent batch: the turn took \d+ ms, one after another they would take \d+ ms", text
+    ), text
     # Read from the audit log: every call started before any ended (robust under load, unlike
     # comparing the turn's wall time with the sum of the durations); the demo compares the
     # unrounded times, the lines show them in whole milliseconds.
     spans = {m.group(1): m.group(2) for m in re.finditer(r"(toolu_0\d) (\w+)\s+-?\d+ ->\s+\d+", text)}
-    assert spans == {"toolu_01": "file_read", "toolu_02": "file_read", "toolu_03": "grep", "toolu_04": "glob", "toolu_05": "list_dir"}, text
+    assert spans == {
+        "toolu_01": "file_read",
+        "toolu_02": "file_read",
+        "toolu_03": "grep",
+        "toolu_04": "glob",
+        "toolu_05": "list_dir",
+    }, text
     assert "all 5 calls ran at the same time (each started before any ended): yes" in text
 
 
@@ -74,7 +84,9 @@ def test_demo_reading_dotenv_is_denied_by_the_default_permissions_pack(demo: tup
     assert "not-a-real-password" not in demo[1]
 
 
-def test_demo_edit_with_a_stale_hash_conflicts_then_the_retry_with_the_current_hash_succeeds(demo: tuple[int, str, str]) -> None:
+def test_demo_edit_with_a_stale_hash_conflicts_then_the_retry_with_the_current_hash_succeeds(
+    demo: tuple[int, str, str],
+) -> None:
     conflict, retry = step(demo[1], 3), step(demo[1], 4)
     assert "<- toolu_07 file_edit: error (tool_error)" in conflict
     assert "changed since you read it" in conflict
@@ -93,13 +105,17 @@ def test_demo_hanging_test_run_times_out_and_its_whole_process_tree_is_stopped(d
     assert re.search(r"the warehouse service the test started in a session of its own \(pid \d+\): stopped", text), text
 
 
-def test_demo_huge_output_becomes_an_artifact_with_a_preview_then_is_paged_from_an_offset(demo: tuple[int, str, str]) -> None:
+def test_demo_huge_output_becomes_an_artifact_with_a_preview_then_is_paged_from_an_offset(
+    demo: tuple[int, str, str],
+) -> None:
     output, page = step(demo[1], 7), step(demo[1], 8)
     artifact = re.search(r"saved as artifact (art_[0-9a-f]{24}); the model read ([\d,]+) characters", output)
     assert artifact is not None, output
     assert "truncated from 3,384,422 characters" in output
     assert int(artifact.group(2).replace(",", "")) < 3000
-    assert "approval asked for run_command (rule `coding-agent/commands-need-approval`): approved by the script" in output
+    assert (
+        "approval asked for run_command (rule `coding-agent/commands-need-approval`): approved by the script" in output
+    )
     assert f"artifact_read id='{artifact.group(1)}' offset=1500000" in page
     assert "<- toolu_12 artifact_read: ok" in page
     assert re.search(r"a page from offset 1,500,000: it starts at SKU-0\d{4}, deep inside the report", page)
@@ -112,7 +128,9 @@ def test_demo_secret_in_a_file_read_comes_back_redacted(demo: tuple[int, str, st
     assert "sk-proj-" not in demo[1]
 
 
-def test_demo_summary_table_has_every_call_with_status_duration_truncation_and_redactions(demo: tuple[int, str, str]) -> None:
+def test_demo_summary_table_has_every_call_with_status_duration_truncation_and_redactions(
+    demo: tuple[int, str, str],
+) -> None:
     out = demo[1]
     header = out[out.index("== summary") :].splitlines()[1].split()
     assert header == ["call", "tool", "status", "code", "decision", "ms", "truncated", "redactions"]
@@ -150,7 +168,9 @@ def test_demo_without_a_workspace_template_beside_the_config_exits_2(tmp_path: P
         ("file_edit", {"path": "srcx/inventory.py"}, False),
     ],
 )
-def test_the_scripted_approver_judges_commands_and_paths_by_their_parts_not_their_prefix(tool: str, args: dict, approved: bool) -> None:
+def test_the_scripted_approver_judges_commands_and_paths_by_their_parts_not_their_prefix(
+    tool: str, args: dict, approved: bool
+) -> None:
     class Tool:
         name = tool
 

@@ -55,14 +55,22 @@ def test_configured_json_logs_carry_the_ids_and_never_the_arguments(runtime: Run
     sink = io.StringIO()
     handler = logs.configure(Settings(log_format="json", log_level="INFO", audit_sink="off"), sink=sink)
     try:
-        runtime.run_turn_sync([Call("c1", "echo", {"word": "topsecret"}), Call("c2", "nope", {})], Session(id="s-1"), trace_id="t-9")
+        runtime.run_turn_sync(
+            [Call("c1", "echo", {"word": "topsecret"}), Call("c2", "nope", {})], Session(id="s-1"), trace_id="t-9"
+        )
     finally:
         assert handler is not None
         logger.remove(handler)
     records = [json.loads(line)["record"] for line in sink.getvalue().splitlines()]
     extras = [r["extra"] for r in records]
-    assert [(e["call_id"], e["tool"], e["status"], e["stage"]) for e in extras] == [("c1", "echo", "ok", "respond"), ("c2", "nope", "invalid", "lookup")]
-    assert all(e["session_id"] == "s-1" and e["trace_id"] == "t-9" and e["request_id"] and e["duration_ms"] >= 0 for e in extras)
+    assert [(e["call_id"], e["tool"], e["status"], e["stage"]) for e in extras] == [
+        ("c1", "echo", "ok", "respond"),
+        ("c2", "nope", "invalid", "lookup"),
+    ]
+    assert all(
+        e["session_id"] == "s-1" and e["trace_id"] == "t-9" and e["request_id"] and e["duration_ms"] >= 0
+        for e in extras
+    )
     assert records[1]["level"]["name"] == "WARNING"
     assert "topsecret" not in sink.getvalue() and "said" not in sink.getvalue()
 
@@ -80,7 +88,9 @@ def test_per_call_json_records_have_the_shape_loguru_would_give_them(runtime: Ru
     lean = io.StringIO()
     _json_records(runtime, Settings(log_format="json", audit_sink="off"), lean)
     through_loguru: list[str] = []
-    _json_records(runtime, Settings(log_format="json", audit_sink="off"), lambda message: through_loguru.append(str(message)))  # a plain callable: loguru's serializer
+    _json_records(
+        runtime, Settings(log_format="json", audit_sink="off"), lambda message: through_loguru.append(str(message))
+    )  # a plain callable: loguru's serializer
     lean_records = [json.loads(line) for line in lean.getvalue().splitlines()]
     loguru_records = [json.loads(line) for line in through_loguru]
     assert len(lean_records) == len(loguru_records) == 2
@@ -88,14 +98,18 @@ def test_per_call_json_records_have_the_shape_loguru_would_give_them(runtime: Ru
         assert mine["text"] == theirs["text"] and mine["record"]["message"] == theirs["record"]["message"]
         assert mine["record"]["level"].items() <= theirs["record"]["level"].items()  # all but the icon
         assert set(mine["record"]) <= set(theirs["record"])
-        assert {k: v for k, v in mine["record"]["extra"].items() if k not in ("request_id", "duration_ms")} == {k: v for k, v in theirs["record"]["extra"].items() if k not in ("request_id", "duration_ms")}
+        assert {k: v for k, v in mine["record"]["extra"].items() if k not in ("request_id", "duration_ms")} == {
+            k: v for k, v in theirs["record"]["extra"].items() if k not in ("request_id", "duration_ms")
+        }
         assert abs(mine["record"]["time"]["timestamp"] - theirs["record"]["time"]["timestamp"]) < 60
 
 
 def test_the_log_level_filters_per_call_records_and_a_removed_handler_gets_none(runtime: Runtime) -> None:
     sink = io.StringIO()
     _json_records(runtime, Settings(log_format="json", log_level="WARNING", audit_sink="off"), sink)
-    assert [json.loads(line)["record"]["extra"]["call_id"] for line in sink.getvalue().splitlines()] == ["c2"]  # the error result only
+    assert [json.loads(line)["record"]["extra"]["call_id"] for line in sink.getvalue().splitlines()] == [
+        "c2"
+    ]  # the error result only
     written = sink.getvalue()
     runtime.run_turn_sync([Call("c3", "nope", {})])  # the handler is gone: nothing more, and no error
     assert sink.getvalue() == written

@@ -69,7 +69,11 @@ def _parse_exposition(text: str) -> list[tuple[str, dict[str, str], float]]:
             name, labels, value = match.group(1), match.group(2), match.group(3)
             family = name
             for suffix in ("_sum", "_count", "_bucket"):
-                if name.endswith(suffix) and name[: -len(suffix)] in types and types[name[: -len(suffix)]] in ("summary", "histogram"):
+                if (
+                    name.endswith(suffix)
+                    and name[: -len(suffix)] in types
+                    and types[name[: -len(suffix)]] in ("summary", "histogram")
+                ):
                     family = name[: -len(suffix)]
             assert family in types, f"sample {name} before its TYPE"
             samples.append((name, _parse_labels(labels or ""), float(value)))
@@ -369,7 +373,10 @@ def test_recording_never_waits_for_a_reader_holding_the_lock():
         threading.Thread(target=record).start()
         assert recorded.wait(30), "record_call blocked on the registry lock"
     snap = m.snapshot()
-    assert snap["calls"] == {"t": {"ok": metrics_module.FOLD_AT * 3}} and snap["latency_ms"]["total"]["count"] == metrics_module.FOLD_AT * 3
+    assert (
+        snap["calls"] == {"t": {"ok": metrics_module.FOLD_AT * 3}}
+        and snap["latency_ms"]["total"]["count"] == metrics_module.FOLD_AT * 3
+    )
 
 
 def test_reset_also_drops_calls_not_counted_yet():
@@ -383,10 +390,15 @@ def test_a_runtime_counts_its_calls_and_reloads_and_reads_its_sources(tmp_path) 
     from runtime import Call, Runtime, Session
 
     (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "c.yaml").write_text("apiVersion: toolrt/v1\nkind: Include\nmetadata: {name: p}\nspec: {packs: [workspace-tools, output-default, redaction-default, permissions-default]}\n")
+    (tmp_path / "config" / "c.yaml").write_text(
+        "apiVersion: toolrt/v1\nkind: Include\nmetadata: {name: p}\nspec: {packs: [workspace-tools, output-default, redaction-default, permissions-default]}\n"
+    )
     (tmp_path / "a.txt").write_text("x\n")
     runtime = Runtime([tmp_path / "config"], workspace_root=tmp_path)
-    runtime.run_turn_sync([Call("1", "file_read", {"path": "a.txt"}), Call("2", "file_read", {"path": ".env"}), Call("3", "nope", {})], Session())
+    runtime.run_turn_sync(
+        [Call("1", "file_read", {"path": "a.txt"}), Call("2", "file_read", {"path": ".env"}), Call("3", "nope", {})],
+        Session(),
+    )
     runtime.reload()
     data = runtime.metrics.snapshot()
     assert data["calls"]["file_read"] == {"ok": 1, "denied": 1} and data["calls"]["(unknown)"] == {"invalid": 1}
@@ -406,7 +418,13 @@ def test_call_durations_are_histograms_in_seconds_per_tool():
     hist = m.snapshot()["durations_s"]["tools"]["slow"]
     assert hist["count"] == 5 and abs(hist["sum"] - 402.0435) < 1e-9
     cumulative = dict(zip(hist["le"], hist["cumulative"], strict=True))
-    assert (cumulative[0.001], cumulative[0.005], cumulative[0.05], cumulative[2.5], cumulative[300.0]) == (1, 2, 3, 4, 4)
+    assert (cumulative[0.001], cumulative[0.005], cumulative[0.05], cumulative[2.5], cumulative[300.0]) == (
+        1,
+        2,
+        3,
+        4,
+        4,
+    )
     samples = _parse_exposition(m.prometheus())
     assert _value(samples, "toolrt_tool_call_duration_seconds_bucket", tool="slow", le="+Inf") == 5
     assert _value(samples, "toolrt_tool_call_duration_seconds_count", tool="slow") == 5
@@ -419,7 +437,10 @@ def test_a_value_on_a_bucket_bound_counts_in_that_bucket():
     assert (cumulative[0.005], cumulative[0.01]) == (0, 1)
 
 
-@pytest.mark.parametrize(("status", "code", "counted"), [("timeout", "timeout", 1), ("unknown", "timeout", 1), ("unknown", "cancelled", 0), ("error", "handler_error", 0)])
+@pytest.mark.parametrize(
+    ("status", "code", "counted"),
+    [("timeout", "timeout", 1), ("unknown", "timeout", 1), ("unknown", "cancelled", 0), ("error", "handler_error", 0)],
+)
 def test_a_write_that_timed_out_counts_as_a_timeout(status, code, counted):
     m = Metrics()
     m.record_call("w", status, {"total_ms": 1.0}, "allow", code, False, None)
@@ -476,11 +497,17 @@ def test_the_prometheus_client_collector_exposes_the_same_families():
     collector = register(m, registry)
     families = {f.name: f for f in text_string_to_metric_families(prometheus_client.generate_latest(registry).decode())}
     assert families["toolrt_calls"].type == "counter"
-    assert {(s.labels["tool"], s.labels["status"], s.value) for s in families["toolrt_calls"].samples if s.name == "toolrt_calls_total"} == {("read_file", "ok", 1.0), ("deploy", "unknown", 1.0)}
+    assert {
+        (s.labels["tool"], s.labels["status"], s.value)
+        for s in families["toolrt_calls"].samples
+        if s.name == "toolrt_calls_total"
+    } == {("read_file", "ok", 1.0), ("deploy", "unknown", 1.0)}
     assert [s.value for s in families["toolrt_timeouts"].samples if s.name == "toolrt_timeouts_total"] == [1.0]
     hist = families["toolrt_tool_call_duration_seconds"]
     assert hist.type == "histogram"
-    deploy = {s.labels["le"]: s.value for s in hist.samples if s.name.endswith("_bucket") and s.labels["tool"] == "deploy"}
+    deploy = {
+        s.labels["le"]: s.value for s in hist.samples if s.name.endswith("_bucket") and s.labels["tool"] == "deploy"
+    }
     assert (deploy["10.0"], deploy["30.0"], deploy["+Inf"]) == (0.0, 1.0, 1.0)
     assert families["toolrt_stage_duration_seconds"].type == "histogram"
     assert [s.value for s in families["toolrt_read_cache_hits"].samples] == [3.0]

@@ -89,7 +89,15 @@ def blocks(markdown: str) -> list[Block]:
         while index < len(lines) and not lines[index].strip().startswith(fence):
             body.append(lines[index])
             index += 1
-        found.append(Block(start, opening.group("lang").lower(), "\n".join(body) + "\n", bool(NOT_RUN.match(previous)), bool(LONG_RUNNING.match(previous))))
+        found.append(
+            Block(
+                start,
+                opening.group("lang").lower(),
+                "\n".join(body) + "\n",
+                bool(NOT_RUN.match(previous)),
+                bool(LONG_RUNNING.match(previous)),
+            )
+        )
         previous = ""
         index += 1
     return found
@@ -100,13 +108,19 @@ RUNNABLE = {"python", "yaml", "json", "sh", "bash", "shell", "console"}
 
 
 def _params(*langs: str) -> list[Any]:
-    return [pytest.param(b, id=b.id, marks=[pytest.mark.skip(reason="marked not-run")] if b.not_run else []) for b in ALL if b.lang in langs and not b.long_running]
+    return [
+        pytest.param(b, id=b.id, marks=[pytest.mark.skip(reason="marked not-run")] if b.not_run else [])
+        for b in ALL
+        if b.lang in langs and not b.long_running
+    ]
 
 
 @pytest.fixture
 def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh working directory with a copy of the repository's examples."""
-    shutil.copytree(REPO / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("__pycache__", "*.sqlite3", ".toolrt"))
+    shutil.copytree(
+        REPO / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("__pycache__", "*.sqlite3", ".toolrt")
+    )
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -117,13 +131,19 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_blocks_are_found_with_their_language_line_and_marker() -> None:
     text = "# t\n\n```sh\ntoolrt lint x\n```\n\n<!-- not-run: needs a network -->\n```python\nprint(1)\n```\n~~~\nplain\n~~~\n"
-    assert [(b.line, b.lang, b.text, b.not_run) for b in blocks(text)] == [(3, "sh", "toolrt lint x\n", False), (8, "python", "print(1)\n", True), (11, "", "plain\n", False)]
+    assert [(b.line, b.lang, b.text, b.not_run) for b in blocks(text)] == [
+        (3, "sh", "toolrt lint x\n", False),
+        (8, "python", "print(1)\n", True),
+        (11, "", "plain\n", False),
+    ]
 
 
 def test_the_readme_has_runnable_blocks_of_every_kind_and_few_skipped() -> None:
     langs = {b.lang for b in ALL if not b.not_run}
     assert {"python", "yaml", "sh"} <= langs
-    assert sum(b.not_run for b in ALL) <= 4, [b.id for b in ALL if b.not_run]  # sparingly: each is a block nobody checks
+    assert sum(b.not_run for b in ALL) <= 4, [
+        b.id for b in ALL if b.not_run
+    ]  # sparingly: each is a block nobody checks
     unknown = {b.lang for b in ALL} - RUNNABLE - {"", "text"}
     assert not unknown, f"code blocks in languages this test does not run: {unknown}; teach it or use ```text"
 
@@ -134,10 +154,18 @@ def test_the_readme_has_runnable_blocks_of_every_kind_and_few_skipped() -> None:
 
 def _drive_anthropic(loop: Callable[..., str], runtime: Runtime) -> None:
     path = "examples/coding-agent/workspace/README.md"
-    client = ScriptedAnthropic([
-        {"role": "assistant", "content": [{"type": "text", "text": "Reading it."}, {"type": "tool_use", "id": "toolu_1", "name": "file_read", "input": {"path": path}}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "It is about stock keeping."}]},
-    ])
+    client = ScriptedAnthropic(
+        [
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Reading it."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "file_read", "input": {"path": path}},
+                ],
+            },
+            {"role": "assistant", "content": [{"type": "text", "text": "It is about stock keeping."}]},
+        ]
+    )
     answer = loop(client, runtime, "What is the example project about?", Session(id="readme"))
     assert answer == "It is about stock keeping."
     assert [t["name"] for t in client.requests[0]["tools"]] == [t["name"] for t in client.requests[1]["tools"]]
@@ -148,10 +176,22 @@ def _drive_anthropic(loop: Callable[..., str], runtime: Runtime) -> None:
 
 def _drive_openai(loop: Callable[..., str], runtime: Runtime) -> None:
     path = "examples/coding-agent/workspace/README.md"
-    client = ScriptedOpenAI([
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "file_read", "arguments": json.dumps({"path": path})}}]},
-        {"role": "assistant", "content": "It is about stock keeping."},
-    ])
+    client = ScriptedOpenAI(
+        [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "file_read", "arguments": json.dumps({"path": path})},
+                    }
+                ],
+            },
+            {"role": "assistant", "content": "It is about stock keeping."},
+        ]
+    )
     answer = loop(client, runtime, "What is the example project about?", Session(id="readme"))
     assert answer == "It is about stock keeping."
     (result,) = [m for m in client.requests[1]["messages"] if isinstance(m, dict) and m.get("role") == "tool"]
@@ -159,7 +199,10 @@ def _drive_openai(loop: Callable[..., str], runtime: Runtime) -> None:
     assert "stock-keeping module" in result["content"]
 
 
-DRIVERS: dict[str, Callable[[Callable[..., str], Runtime], None]] = {"anthropic_loop": _drive_anthropic, "openai_loop": _drive_openai}
+DRIVERS: dict[str, Callable[[Callable[..., str], Runtime], None]] = {
+    "anthropic_loop": _drive_anthropic,
+    "openai_loop": _drive_openai,
+}
 
 
 @pytest.mark.parametrize("block", _params("python"))
@@ -173,7 +216,11 @@ def test_python_block_runs(block: Block, sandbox: Path, monkeypatch: pytest.Monk
     try:
         for name, drive in DRIVERS.items():
             if callable(namespace.get(name)):
-                runtime = runtimes[0] if runtimes else Runtime([sandbox / "examples" / "coding-agent"], workspace_root=sandbox, watch=False)
+                runtime = (
+                    runtimes[0]
+                    if runtimes
+                    else Runtime([sandbox / "examples" / "coding-agent"], workspace_root=sandbox, watch=False)
+                )
                 runtimes.append(runtime)
                 drive(namespace[name], runtime)
     finally:
@@ -239,7 +286,9 @@ def _run_line(line: str, tokens: list[str]) -> tuple[int, str]:
         return code, out.getvalue()[-3000:] + err.getvalue()[-3000:]
     env = {key: value for key, value in os.environ.items() if key not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    done = subprocess.run(["bash", "-o", "pipefail", "-c", line], capture_output=True, text=True, env=env, timeout=120, check=False)
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", line], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
     return done.returncode, done.stdout[-3000:] + done.stderr[-3000:]
 
 
@@ -253,7 +302,12 @@ def test_long_running_commands_start_and_stop_cleanly_on_sigint(block: Block, sa
         tokens = _tokens(line)
         assert tokens[0] == "toolrt", f"{block.id}: only toolrt commands may run until interrupted: {line}"
         process = subprocess.Popen(
-            [sys.executable, "-m", "runtime.cli", *tokens[1:]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "TOOLRT_HOT_RELOAD": "true"}
+            [sys.executable, "-m", "runtime.cli", *tokens[1:]],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "TOOLRT_HOT_RELOAD": "true"},
         )
         try:
             if "serve" in tokens and "http" not in tokens:
@@ -279,7 +333,11 @@ _INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "readme-test", "version": "0"}},
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "readme-test", "version": "0"},
+    },
 }
 
 

@@ -57,7 +57,12 @@ class Config:
         self.workspace.mkdir()
 
     def tool(self, name: str, function: str, **spec: Any) -> dict[str, Any]:
-        return {"apiVersion": "toolrt/v1", "kind": "Tool", "metadata": {"name": name}, "spec": {"description": f"The {name} tool.", "handler": f"python:{self.module}:{function}", **spec}}
+        return {
+            "apiVersion": "toolrt/v1",
+            "kind": "Tool",
+            "metadata": {"name": name},
+            "spec": {"description": f"The {name} tool.", "handler": f"python:{self.module}:{function}", **spec},
+        }
 
     def write(self, *documents: dict[str, Any] | str) -> None:
         text = "\n---\n".join(d if isinstance(d, str) else json.dumps(d) for d in documents)
@@ -65,9 +70,16 @@ class Config:
 
     def standard(self) -> None:
         self.write(
-            self.tool("hello", "hello", read_only=True, input_schema={"type": "object", "properties": {"who": {"type": "string"}}}),
+            self.tool(
+                "hello",
+                "hello",
+                read_only=True,
+                input_schema={"type": "object", "properties": {"who": {"type": "string"}}},
+            ),
             self.tool("pinned", "version_one", read_only=True),
-            self.tool("slow", "slow", read_only=True, input_schema={"type": "object", "properties": {"s": {"type": "number"}}}),
+            self.tool(
+                "slow", "slow", read_only=True, input_schema={"type": "object", "properties": {"s": {"type": "number"}}}
+            ),
             self.tool("doomed", "hello", read_only=True),
             self.tool("write", "write"),
         )
@@ -129,7 +141,13 @@ async def test_call_runs_one_call_by_name(cfg: Config) -> None:
 
 async def test_result_metadata_has_snapshot_version_status_and_timings(cfg: Config) -> None:
     rt = cfg.runtime()
-    ok, bad, unknown = await rt.run_turn([Call(id="a", name="hello", args={}), Call(id="b", name="hello", args={"who": 1}), Call(id="c", name="nope", args={})])
+    ok, bad, unknown = await rt.run_turn(
+        [
+            Call(id="a", name="hello", args={}),
+            Call(id="b", name="hello", args={"who": 1}),
+            Call(id="c", name="nope", args={}),
+        ]
+    )
     for result in (ok, bad, unknown):
         assert result.metadata["snapshot"] == rt.snapshot.version
         assert result.metadata["status"] == result.status.value
@@ -152,12 +170,18 @@ def test_reload_keeps_the_old_snapshot_on_a_broken_edit_and_swaps_on_a_fixed_one
     still = rt.run_turn_sync([Call(id="a", name="pinned", args={})])
     assert still[0].content == "v1" and still[0].metadata["snapshot"] == first.version
 
-    cfg.write(cfg.tool("hello", "hello", read_only=True), cfg.tool("pinned", "version_two", read_only=True), cfg.tool("added", "hello", read_only=True))
+    cfg.write(
+        cfg.tool("hello", "hello", read_only=True),
+        cfg.tool("pinned", "version_two", read_only=True),
+        cfg.tool("added", "hello", read_only=True),
+    )
     result = rt.reload()
     assert result.snapshot is not None
     assert rt.last_reload_error is None
     assert rt.snapshot is result.snapshot and rt.snapshot.version != first.version
-    new = rt.run_turn_sync([Call(id="a", name="pinned", args={}), Call(id="b", name="added", args={}), Call(id="c", name="slow", args={})])
+    new = rt.run_turn_sync(
+        [Call(id="a", name="pinned", args={}), Call(id="b", name="added", args={}), Call(id="c", name="slow", args={})]
+    )
     assert [r.content for r in new[:2]] == ["v2", "hello world"]
     assert new[2].code == "unknown_tool"  # removed by the edit
     assert all(r.metadata["snapshot"] == rt.snapshot.version for r in new)
@@ -173,10 +197,16 @@ def test_reload_of_an_unchanged_config_keeps_the_same_version(cfg: Config) -> No
 async def test_a_turn_keeps_the_snapshot_it_captured_when_a_reload_happens_mid_turn(cfg: Config) -> None:
     rt = cfg.runtime()
     before = rt.snapshot.version
-    calls = [Call(id="s", name="slow", args={"s": 0.3}), Call(id="p", name="pinned", args={}), Call(id="d", name="doomed", args={})]
+    calls = [
+        Call(id="s", name="slow", args={"s": 0.3}),
+        Call(id="p", name="pinned", args={}),
+        Call(id="d", name="doomed", args={}),
+    ]
     turn = asyncio.ensure_future(rt.run_turn(calls, parallel=False))
     await asyncio.sleep(0.1)  # `slow` is running
-    cfg.write(cfg.tool("slow", "slow", read_only=True), cfg.tool("pinned", "version_two", read_only=True))  # pinned changes, doomed goes
+    cfg.write(
+        cfg.tool("slow", "slow", read_only=True), cfg.tool("pinned", "version_two", read_only=True)
+    )  # pinned changes, doomed goes
     assert rt.reload().snapshot is not None
     after = rt.snapshot.version
     assert after != before
@@ -221,7 +251,9 @@ async def test_max_concurrency_of_one_runs_read_only_calls_one_at_a_time(cfg: Co
 def test_a_reload_that_would_leave_no_tools_is_refused_and_the_tools_keep_serving(tmp_path) -> None:
     from runtime import Runtime
 
-    (tmp_path / "t.yaml").write_text("apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: t}\nspec:\n  description: d\n  handler: builtin:tool_search\n  read_only: true\n")
+    (tmp_path / "t.yaml").write_text(
+        "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: t}\nspec:\n  description: d\n  handler: builtin:tool_search\n  read_only: true\n"
+    )
     runtime = Runtime([tmp_path], workspace_root=tmp_path, watch=False)
     (tmp_path / "t.yaml").write_text("")  # caught half-written
     result = runtime.reload()

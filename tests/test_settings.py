@@ -45,7 +45,9 @@ def test_explicit_arguments_outrank_environment(monkeypatch):
     assert Settings(max_concurrency=9).max_concurrency == 9
 
 
-@pytest.mark.parametrize("field, value", [("max_concurrency", 0), ("cel_engine", "turbo"), ("log_format", "xml"), ("unknown_field", 1)])
+@pytest.mark.parametrize(
+    "field, value", [("max_concurrency", 0), ("cel_engine", "turbo"), ("log_format", "xml"), ("unknown_field", 1)]
+)
 def test_invalid_settings_are_rejected(field, value):
     with pytest.raises(ValidationError):
         Settings(**{field: value})

@@ -134,32 +134,52 @@ def _by_name(spans: tuple[ReadableSpan, ...] | list[ReadableSpan]) -> dict[str, 
 
 
 def _children(spans: tuple[ReadableSpan, ...], parent: ReadableSpan) -> list[ReadableSpan]:
-    return sorted((s for s in spans if s.parent is not None and s.parent.span_id == parent.context.span_id), key=lambda s: s.start_time or 0)
+    return sorted(
+        (s for s in spans if s.parent is not None and s.parent.span_id == parent.context.span_id),
+        key=lambda s: s.start_time or 0,
+    )
 
 
 # -- spans ----------------------------------------------------------------------
 
 
-def test_a_turn_has_a_span_per_call_and_per_stage_with_ids_and_outcome(config: Path, provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+def test_a_turn_has_a_span_per_call_and_per_stage_with_ids_and_outcome(
+    config: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
     runtime = _runtime(config, provider)
-    results = runtime.run_turn_sync([Call("c1", "echo", {"word": "secret-word"}), Call("c2", "echo", {"word": "again"})], Session(id="s-1"))
+    results = runtime.run_turn_sync(
+        [Call("c1", "echo", {"word": "secret-word"}), Call("c2", "echo", {"word": "again"})], Session(id="s-1")
+    )
     assert [r.status.value for r in results] == ["ok", "ok"]
     spans = exporter.get_finished_spans()
     (turn,) = _by_name(spans)["toolrt.turn"]
     calls = _children(spans, turn)
     assert [c.name for c in calls] == ["execute_tool echo", "execute_tool echo"]
-    assert turn.attributes is not None and turn.attributes["toolrt.turn.calls"] == 2 and turn.attributes["toolrt.turn.errors"] == 0
+    assert (
+        turn.attributes is not None
+        and turn.attributes["toolrt.turn.calls"] == 2
+        and turn.attributes["toolrt.turn.errors"] == 0
+    )
     for call, call_id in zip(calls, ["c1", "c2"], strict=True):
         attributes = dict(call.attributes or {})
         assert attributes["gen_ai.operation.name"] == "execute_tool"
         assert attributes["gen_ai.tool.name"] == "echo" and attributes["gen_ai.tool.call.id"] == call_id
-        assert attributes["toolrt.session_id"] == "s-1" and attributes["toolrt.request_id"] == turn.attributes["toolrt.request_id"]
+        assert (
+            attributes["toolrt.session_id"] == "s-1"
+            and attributes["toolrt.request_id"] == turn.attributes["toolrt.request_id"]
+        )
         assert attributes["toolrt.snapshot.version"] == runtime.snapshot.version
         assert attributes["toolrt.status"] == "ok" and attributes["toolrt.truncated"] is False
         assert attributes["toolrt.decision.effect"] == "allow"
         assert call.status.status_code is StatusCode.UNSET
         stages = _children(spans, call)
-        assert [s.name for s in stages] == ["toolrt.lookup", "toolrt.validate", "toolrt.permit", "toolrt.execute", "toolrt.shape"]
+        assert [s.name for s in stages] == [
+            "toolrt.lookup",
+            "toolrt.validate",
+            "toolrt.permit",
+            "toolrt.execute",
+            "toolrt.shape",
+        ]
         assert all(s.attributes == {"toolrt.stage": s.name.removeprefix("toolrt.")} for s in stages)
         # Stages follow each other inside their call.
         assert all(a.end_time == b.start_time for a, b in zip(stages, stages[1:], strict=False))
@@ -168,34 +188,52 @@ def test_a_turn_has_a_span_per_call_and_per_stage_with_ids_and_outcome(config: P
     assert "secret-word" not in text and "said" not in text  # never argument or output values
 
 
-def test_a_denied_calls_span_carries_the_decision_and_the_rule(config: Path, provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+def test_a_denied_calls_span_carries_the_decision_and_the_rule(
+    config: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
     (result,) = _runtime(config, provider).run_turn_sync([Call("c1", "wipe", {})])
     assert result.status.value == "denied"
     spans = _by_name(exporter.get_finished_spans())
     (call,) = spans["execute_tool wipe"]
     attributes = dict(call.attributes or {})
     assert attributes["toolrt.decision.effect"] == "deny" and attributes["toolrt.decision.rule"] == "test-rules/no-wipe"
-    assert attributes["toolrt.status"] == "denied" and attributes["toolrt.stage"] == "permit" and attributes["error.type"] == attributes["toolrt.code"]
+    assert (
+        attributes["toolrt.status"] == "denied"
+        and attributes["toolrt.stage"] == "permit"
+        and attributes["error.type"] == attributes["toolrt.code"]
+    )
     assert call.status.status_code is StatusCode.ERROR
     (permit,) = spans["toolrt.permit"]
     assert permit.status.status_code is StatusCode.ERROR
     assert "toolrt.execute" not in spans  # it never ran
 
 
-def test_a_timed_out_calls_span_has_the_timeout_status(config: Path, provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+def test_a_timed_out_calls_span_has_the_timeout_status(
+    config: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
     (result,) = _runtime(config, provider).run_turn_sync([Call("c1", "slow", {})])
     assert result.status.value == "timeout"
     spans = _by_name(exporter.get_finished_spans())
     (call,) = spans["execute_tool slow"]
     attributes = dict(call.attributes or {})
-    assert attributes["toolrt.status"] == "timeout" and attributes["toolrt.code"] == "timeout" and attributes["toolrt.stage"] == "execute"
+    assert (
+        attributes["toolrt.status"] == "timeout"
+        and attributes["toolrt.code"] == "timeout"
+        and attributes["toolrt.stage"] == "execute"
+    )
     assert call.status.status_code is StatusCode.ERROR and call.status.description == "timeout"
     (execute,) = spans["toolrt.execute"]
     assert execute.status.status_code is StatusCode.ERROR
-    assert execute.end_time is not None and execute.start_time is not None and execute.end_time - execute.start_time >= 90_000_000
+    assert (
+        execute.end_time is not None
+        and execute.start_time is not None
+        and execute.end_time - execute.start_time >= 90_000_000
+    )
 
 
-def test_an_unknown_tool_fails_in_a_lookup_span(config: Path, provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+def test_an_unknown_tool_fails_in_a_lookup_span(
+    config: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
     _runtime(config, provider).run_turn_sync([Call("c1", "nope", {})])
     spans = exporter.get_finished_spans()
     (call,) = _by_name(spans)["execute_tool nope"]
@@ -203,13 +241,17 @@ def test_an_unknown_tool_fails_in_a_lookup_span(config: Path, provider: TracerPr
     assert dict(call.attributes or {})["toolrt.code"] == "unknown_tool"
 
 
-def test_the_handler_runs_inside_its_calls_span(config: Path, provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+def test_the_handler_runs_inside_its_calls_span(
+    config: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
     (result,) = _runtime(config, provider).run_turn_sync([Call("c1", "whoami", {})])
     (call,) = _by_name(exporter.get_finished_spans())["execute_tool whoami"]
     assert result.content == format(call.context.span_id, "016x")
 
 
-def test_a_traceparent_is_continued_and_records_carry_its_trace_id(config: Path, provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+def test_a_traceparent_is_continued_and_records_carry_its_trace_id(
+    config: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
     audit = config.parent / "audit.jsonl"
     runtime = _runtime(config, provider, audit_sink="jsonl", audit_store=audit)
     sink = io.StringIO()
@@ -233,7 +275,9 @@ def test_a_traceparent_is_continued_and_records_carry_its_trace_id(config: Path,
     assert row["trace_id"] == TRACE_ID
 
 
-def test_the_apps_active_span_is_the_parent_without_a_traceparent(config: Path, provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+def test_the_apps_active_span_is_the_parent_without_a_traceparent(
+    config: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
     runtime = _runtime(config, provider)
     with provider.get_tracer("agent-app").start_as_current_span("agent step") as step:
         runtime.run_turn_sync([Call("c1", "echo", {"word": "w"})])
@@ -259,17 +303,23 @@ def test_the_apps_active_span_is_the_parent_without_a_traceparent(config: Path, 
         12345,
     ],
 )
-def test_a_malformed_traceparent_is_ignored_without_an_error(config: Path, provider: TracerProvider, exporter: InMemorySpanExporter, hostile: Any) -> None:
+def test_a_malformed_traceparent_is_ignored_without_an_error(
+    config: Path, provider: TracerProvider, exporter: InMemorySpanExporter, hostile: Any
+) -> None:
     runtime = _runtime(config, provider)
     with provider.get_tracer("agent-app").start_as_current_span("agent step") as step:
-        (result,) = runtime.run_turn_sync([Call("c1", "echo", {"word": "w"})], traceparent=hostile, tracestate="=,;" * 50)
+        (result,) = runtime.run_turn_sync(
+            [Call("c1", "echo", {"word": "w"})], traceparent=hostile, tracestate="=,;" * 50
+        )
     assert result.status.value == "ok"
     (turn,) = _by_name(exporter.get_finished_spans())["toolrt.turn"]
     assert turn.parent is not None and turn.parent.span_id == step.get_span_context().span_id
     assert trace_id_from_traceparent(hostile) is None
 
 
-def test_tracing_off_makes_no_spans_and_never_asks_for_a_tracer(config: Path, provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+def test_tracing_off_makes_no_spans_and_never_asks_for_a_tracer(
+    config: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
     class RefusingProvider:
         def get_tracer(self, *args: Any, **kwargs: Any) -> Any:
             raise AssertionError("tracing is off: no tracer may be asked for")
@@ -357,14 +407,28 @@ def test_opentelemetry_metrics_match_the_registry(config: Path) -> None:
     reader = InMemoryMetricReader()
     runtime = _runtime(config)
     runtime.metrics.bind_opentelemetry(MeterProvider(metric_readers=[reader]))
-    runtime.run_turn_sync([Call("c1", "echo", {"word": "w"}), Call("c2", "echo", {"word": "w"}), Call("c3", "wipe", {}), Call("c4", "slow", {})])
+    runtime.run_turn_sync(
+        [
+            Call("c1", "echo", {"word": "w"}),
+            Call("c2", "echo", {"word": "w"}),
+            Call("c3", "wipe", {}),
+            Call("c4", "slow", {}),
+        ]
+    )
     runtime.reload()
     points = _points(reader)
     snap = runtime.metrics.snapshot()
-    assert {labels: p.value for labels, p in points["toolrt.calls"].items()} == {_labels(tool=t, status=s): n for t, by in snap["calls"].items() for s, n in by.items()}
-    assert {labels: p.value for labels, p in points["toolrt.decisions"].items()} == {_labels(effect=e): n for e, n in snap["decisions"].items()}
+    assert {labels: p.value for labels, p in points["toolrt.calls"].items()} == {
+        _labels(tool=t, status=s): n for t, by in snap["calls"].items() for s, n in by.items()
+    }
+    assert {labels: p.value for labels, p in points["toolrt.decisions"].items()} == {
+        _labels(effect=e): n for e, n in snap["decisions"].items()
+    }
     assert points["toolrt.timeouts"][frozenset()].value == snap["timeouts"] == 1
-    assert {labels: p.value for labels, p in points["toolrt.reloads"].items()} == {_labels(result="ok"): 1, _labels(result="failed"): 0}
+    assert {labels: p.value for labels, p in points["toolrt.reloads"].items()} == {
+        _labels(result="ok"): 1,
+        _labels(result="failed"): 0,
+    }
     for stage, entry in snap["latency_ms"].items():
         assert points["toolrt.stage.runs"][_labels(stage=stage)].value == entry["count"]
         assert points["toolrt.stage.time"][_labels(stage=stage)].value == pytest.approx(entry["sum"])
@@ -393,7 +457,9 @@ def test_a_closed_binding_reports_nothing_more(config: Path) -> None:
     binding.close()
     runtime.run_turn_sync([Call("c1", "echo", {"word": "w"})])
     data = reader.get_metrics_data()
-    assert data is None or all(not metric.data.data_points for r in data.resource_metrics for s in r.scope_metrics for metric in s.metrics)
+    assert data is None or all(
+        not metric.data.data_points for r in data.resource_metrics for s in r.scope_metrics for metric in s.metrics
+    )
 
 
 # The snippet of the README's section on OpenTelemetry, as users would run it from the repository root.
@@ -424,7 +490,9 @@ def test_the_readme_snippet_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytest
 # -- GenAI conventions: tool type and description, durations in seconds, opt-in content ---
 
 
-def test_a_calls_span_names_the_tool_type_description_and_duration_in_seconds(config: Path, provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+def test_a_calls_span_names_the_tool_type_description_and_duration_in_seconds(
+    config: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
     runtime = _runtime(config, provider)
     runtime.run_turn_sync([Call("c1", "echo", {"word": "w"}), Call("c2", "made_up", {})])
     spans = _by_name(exporter.get_finished_spans())
@@ -437,8 +505,12 @@ def test_a_calls_span_names_the_tool_type_description_and_duration_in_seconds(co
     assert not echo_span.events  # content is off by default
 
 
-def test_content_is_recorded_redacted_as_span_events_only_when_asked(config: Path, provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
-    (config / "packs.yaml").write_text("apiVersion: toolrt/v1\nkind: Include\nmetadata: {name: packs}\nspec:\n  packs: [redaction-default]\n")
+def test_content_is_recorded_redacted_as_span_events_only_when_asked(
+    config: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    (config / "packs.yaml").write_text(
+        "apiVersion: toolrt/v1\nkind: Include\nmetadata: {name: packs}\nspec:\n  packs: [redaction-default]\n"
+    )
     runtime = _runtime(config, provider, trace_content=True)
     runtime.run_turn_sync([Call("c1", "echo", {"word": "AKIAABCDEFGHIJKLMNOP"})])
     (span,) = _by_name(exporter.get_finished_spans())["execute_tool echo"]

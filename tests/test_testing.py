@@ -14,11 +14,15 @@ USE = {"type": "tool_use", "id": "toolu_1", "name": "file_read", "input": {"path
 
 
 def test_scripted_anthropic_returns_messages_with_the_stop_reason_their_content_implies() -> None:
-    client = ScriptedAnthropic([{"role": "assistant", "content": [USE]}, {"role": "assistant", "content": [{"type": "text", "text": "done"}]}])
+    client = ScriptedAnthropic(
+        [{"role": "assistant", "content": [USE]}, {"role": "assistant", "content": [{"type": "text", "text": "done"}]}]
+    )
     first = client.messages.create(model="m", messages=[{"role": "user", "content": "hi"}])
     second = client.messages.create(model="m", messages=[])
     assert isinstance(first, Message) and (first.stop_reason, second.stop_reason) == ("tool_use", "end_turn")
-    assert [(c.id, c.name, c.args) for c in adapters.parse_calls("anthropic", first)] == [("toolu_1", "file_read", {"path": "a"})]
+    assert [(c.id, c.name, c.args) for c in adapters.parse_calls("anthropic", first)] == [
+        ("toolu_1", "file_read", {"path": "a"})
+    ]
 
 
 def test_scripted_anthropic_keeps_the_messages_as_sent_and_feeds_them_to_reply_functions() -> None:
@@ -45,9 +49,17 @@ def test_scripted_clients_say_when_the_script_has_run_out() -> None:
 
 def test_scripted_openai_returns_chat_completions_the_adapter_parses() -> None:
     call = {"id": "call_1", "type": "function", "function": {"name": "grep", "arguments": '{"pattern": "x"}'}}
-    client = ScriptedOpenAI([{"role": "assistant", "content": None, "tool_calls": [call]}, {"role": "assistant", "content": "done"}])
+    client = ScriptedOpenAI(
+        [{"role": "assistant", "content": None, "tool_calls": [call]}, {"role": "assistant", "content": "done"}]
+    )
     first = client.chat.completions.create(model="m", messages=[])
     second = client.chat.completions.create(model="m", messages=[])
     assert isinstance(first, ChatCompletion)
-    assert (first.choices[0].finish_reason, second.choices[0].finish_reason, second.choices[0].message.content) == ("tool_calls", "stop", "done")
-    assert [(c.id, c.name, c.args) for c in adapters.parse_calls("openai-chat", first.choices[0].message)] == [("call_1", "grep", {"pattern": "x"})]
+    assert (first.choices[0].finish_reason, second.choices[0].finish_reason, second.choices[0].message.content) == (
+        "tool_calls",
+        "stop",
+        "done",
+    )
+    assert [(c.id, c.name, c.args) for c in adapters.parse_calls("openai-chat", first.choices[0].message)] == [
+        ("call_1", "grep", {"pattern": "x"})
+    ]

@@ -21,7 +21,15 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runtime.adapters._common import as_data, as_list, exported_tools, id_or_placeholder, join_problems, text_of, tool_name
+from runtime.adapters._common import (
+    as_data,
+    as_list,
+    exported_tools,
+    id_or_placeholder,
+    join_problems,
+    text_of,
+    tool_name,
+)
 from runtime.adapters.arguments import check_object, decode_arguments
 from runtime.records import Call, ToolResult
 from runtime.snapshot import Snapshot
@@ -112,4 +120,6 @@ def _call(block: Mapping[str, Any], index: int) -> Call:
             problems.append(problem)
         else:
             args = dict(value)
-    return Call(id=identifier, name=name, args=args, index=index, raw_arguments=raw, parse_error=join_problems(problems))
+    return Call(
+        id=identifier, name=name, args=args, index=index, raw_arguments=raw, parse_error=join_problems(problems)
+    )

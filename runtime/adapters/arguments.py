@@ -54,7 +54,9 @@ class _Bad:
         self.text = text
 
 
-def decode_arguments(raw: str | None, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> tuple[dict[str, Any] | None, str | None]:
+def decode_arguments(
+    raw: str | None, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
+) -> tuple[dict[str, Any] | None, str | None]:
     """Decode an OpenAI argument string: ``(args, None)`` or ``(None, message)``.
 
     The message says what is wrong and where, e.g.
@@ -108,9 +110,14 @@ def _decode(raw: Any, max_bytes: int, max_depth: int) -> tuple[dict[str, Any] | 
     if depth > max_depth:
         return None, _too_deep(depth, max_depth)
     try:
-        value = json.loads(raw, strict=False, parse_constant=_constant, parse_float=_float, parse_int=_int, object_pairs_hook=_object)
+        value = json.loads(
+            raw, strict=False, parse_constant=_constant, parse_float=_float, parse_int=_int, object_pairs_hook=_object
+        )
     except json.JSONDecodeError as err:
-        return None, f"arguments are not valid JSON: {err.msg} at line {err.lineno} column {err.colno}: ...`{_excerpt(err.doc, err.pos)}`..."
+        return (
+            None,
+            f"arguments are not valid JSON: {err.msg} at line {err.lineno} column {err.colno}: ...`{_excerpt(err.doc, err.pos)}`...",
+        )
     except RecursionError:  # a backstop: the bracket scan above should have caught it
         return None, _too_deep(max_depth + 1, max_depth)
     if isinstance(value, _Bad) and value.kind == "duplicate":
@@ -185,7 +192,15 @@ def _pointer(path: tuple[str | int, ...]) -> str:
     return text if len(text) <= _POINTER_CHARS else text[: _POINTER_CHARS - 3] + "..."
 
 
-_JSON_NAMES = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number", type(None): "null"}
+_JSON_NAMES = {
+    dict: "an object",
+    list: "a list",
+    str: "a string",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    type(None): "null",
+}
 
 
 def _type_name(value: Any) -> str:
@@ -211,7 +226,9 @@ def _bad_message(bad: _Bad, where: str) -> str:
     if bad.kind == "overflow":
         return f"the number {printable(bad.text[:40])} at {where} is too large (it overflows a 64-bit float)"
     if bad.kind == "digits":
-        return f"the integer at {where} has {len(bad.text.lstrip('-')):,} digits, too many to convert; send it as a string"
+        return (
+            f"the integer at {where} has {len(bad.text.lstrip('-')):,} digits, too many to convert; send it as a string"
+        )
     return f'the object at {where} repeats the key "{printable(bad.text[:100])}"; send each key once'
 
 

@@ -117,7 +117,13 @@ class Bridge:
         except asyncio.CancelledError:
             raise
         except Exception as err:  # noqa: BLE001 - run_turn answers every call; this is a last line of defence
-            return error_result(call, Status.internal, "internal_error", Stage.execute, f"toolrt failed while handling this call ({type(err).__name__}); the call may not have run.")
+            return error_result(
+                call,
+                Status.internal,
+                "internal_error",
+                Stage.execute,
+                f"toolrt failed while handling this call ({type(err).__name__}); the call may not have run.",
+            )
 
     async def run_many(self, calls: list[Call], approver: Approver | None = None) -> list[ToolResult]:
         """Run ``calls`` as one turn (read-only runs concurrently, anything else alone, in

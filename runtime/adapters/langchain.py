@@ -87,7 +87,13 @@ class ToolrtTool(BaseTool):
     @classmethod
     def of(cls, bridge: Bridge, tool: CompiledTool, approvals: Approvals = "interrupt") -> ToolrtTool:
         """The LangChain tool for ``tool`` on ``bridge``."""
-        return cls(name=tool.name, description=tool.spec.description, args_schema=input_schema(tool), bridge=bridge, approvals=approvals)
+        return cls(
+            name=tool.name,
+            description=tool.spec.description,
+            args_schema=input_schema(tool),
+            bridge=bridge,
+            approvals=approvals,
+        )
 
     # ``self`` is positional-only: a model may send an argument called "self".
     def _run(self, /, *args: Any, **kwargs: Any) -> str:
@@ -138,7 +144,13 @@ class ToolrtToolNode(ToolNode):
     ) -> None:
         self.bridge = Bridge(runtime, session=session, tools=tools)
         self.approvals = approvals
-        super().__init__([ToolrtTool.of(self.bridge, tool, approvals) for tool in self.bridge.tools], name=name, tags=tags, messages_key=messages_key, handle_tool_errors=True)
+        super().__init__(
+            [ToolrtTool.of(self.bridge, tool, approvals) for tool in self.bridge.tools],
+            name=name,
+            tags=tags,
+            messages_key=messages_key,
+            handle_tool_errors=True,
+        )
 
     # The parameter names and annotations are what LangGraph reads to pass config and its
     # own Runtime (not toolrt's: the name is the annotation LangGraph matches as text).
@@ -162,7 +174,9 @@ class ToolrtToolNode(ToolNode):
             data = tool_call if isinstance(tool_call, Mapping) else {}
             name = data.get("name")
             name = name if isinstance(name, str) else ""
-            call = self.bridge.call_of(name, data.get("args") if isinstance(data.get("args"), Mapping) else None, data.get("id"))
+            call = self.bridge.call_of(
+                name, data.get("args") if isinstance(data.get("args"), Mapping) else None, data.get("id")
+            )
             calls.append(Call(call.id, call.name, call.args, index, call.raw_arguments, call.parse_error))
         answers: dict[str, bool | None] = {}
         if self.approvals == "interrupt":
@@ -201,7 +215,9 @@ def _approver(bridge: Bridge, answer: bool | None, answers: Mapping[str, bool | 
         return lambda: answers.get(call_id)
 
     async def approve(call: Any, session: Session, decision: Any) -> Any:
-        return await framework_approver(FRAMEWORK, state_of(call.call.id), bridge.runtime.approver)(call, session, decision)
+        return await framework_approver(FRAMEWORK, state_of(call.call.id), bridge.runtime.approver)(
+            call, session, decision
+        )
 
     return approve
 
@@ -214,7 +230,12 @@ def _content(result: ToolResult) -> str:
 
 def _messages(calls: list[Call], results: list[ToolResult]) -> list[Any]:
     return [
-        ToolMessage(result_text(result), tool_call_id=call.id, name=call.name or "unknown", status="error" if result.is_error else "success")
+        ToolMessage(
+            result_text(result),
+            tool_call_id=call.id,
+            name=call.name or "unknown",
+            status="error" if result.is_error else "success",
+        )
         for call, result in zip(calls, results, strict=True)
     ]
 

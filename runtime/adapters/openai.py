@@ -33,7 +33,15 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runtime.adapters._common import as_data, as_list, exported_tools, id_or_placeholder, join_problems, text_of, tool_name
+from runtime.adapters._common import (
+    as_data,
+    as_list,
+    exported_tools,
+    id_or_placeholder,
+    join_problems,
+    text_of,
+    tool_name,
+)
 from runtime.adapters.arguments import decode_arguments
 from runtime.adapters.strict_schema import StrictSchema, strip_strict_nulls, to_strict
 from runtime.records import Call, ToolResult
@@ -62,7 +70,9 @@ def parse_chat_calls(message: Any, *, snapshot: Snapshot | None = None) -> list[
 
 def render_chat_results(results: Sequence[ToolResult], *, mark_errors: bool = True) -> list[dict[str, Any]]:
     """One ``{"role": "tool", "tool_call_id", "content"}`` message per result, in order."""
-    return [{"role": "tool", "tool_call_id": result.call_id, "content": _text(result, mark_errors)} for result in results]
+    return [
+        {"role": "tool", "tool_call_id": result.call_id, "content": _text(result, mark_errors)} for result in results
+    ]
 
 
 def tool_definitions_chat(snapshot: Snapshot, *, strict: bool = True) -> list[dict[str, Any]]:
@@ -73,26 +83,50 @@ def tool_definitions_chat(snapshot: Snapshot, *, strict: bool = True) -> list[di
     definitions = []
     for tool in exported_tools(snapshot):
         form = _strict_form(snapshot, tool, strict)
-        function = {"name": tool.name, "description": tool.spec.description, "parameters": form.schema, "strict": form.strict}
+        function = {
+            "name": tool.name,
+            "description": tool.spec.description,
+            "parameters": form.schema,
+            "strict": form.strict,
+        }
         definitions.append({"type": "function", "function": function})
     return definitions
 
 
 def _chat_call(entry: Any, index: int, snapshot: Snapshot | None) -> Call:
     if not isinstance(entry, Mapping):
-        return Call(id=f"call_missing_{index}", name="", args=None, index=index, parse_error=f"tool call #{index} is not an object")
+        return Call(
+            id=f"call_missing_{index}",
+            name="",
+            args=None,
+            index=index,
+            parse_error=f"tool call #{index} is not an object",
+        )
     problems: list[str] = []
     identifier = id_or_placeholder(entry.get("id"), problems, "the tool call has no id", f"call_missing_{index}")
     kind = entry.get("type") or "function"
     if kind == "custom":
         custom = as_data(entry.get("custom"))
         name = tool_name(custom.get("name") if isinstance(custom, Mapping) else None, problems, "custom tool call")
-        problems.append("custom (free-form) tool calls are not supported; call the tool as a function with JSON arguments")
+        problems.append(
+            "custom (free-form) tool calls are not supported; call the tool as a function with JSON arguments"
+        )
         raw = custom.get("input") if isinstance(custom, Mapping) else None
-        return Call(id=identifier, name=name, args=None, index=index, raw_arguments=raw if isinstance(raw, str) else None, parse_error=join_problems(problems))
+        return Call(
+            id=identifier,
+            name=name,
+            args=None,
+            index=index,
+            raw_arguments=raw if isinstance(raw, str) else None,
+            parse_error=join_problems(problems),
+        )
     function = as_data(entry.get("function"))
     if kind != "function" or not isinstance(function, Mapping):
-        problems.append(f"tool call #{index} is not a function call (type {kind!r})" if kind != "function" else "the tool call has no function")
+        problems.append(
+            f"tool call #{index} is not a function call (type {kind!r})"
+            if kind != "function"
+            else "the tool call has no function"
+        )
         return Call(id=identifier, name="", args=None, index=index, parse_error=join_problems(problems))
     name = tool_name(function.get("name"), problems, "tool call")
     return _with_arguments(identifier, name, function.get("arguments"), index, problems, snapshot)
@@ -123,10 +157,15 @@ def parse_responses_calls(items: Any, *, snapshot: Snapshot | None = None) -> li
 
 def render_responses_results(results: Sequence[ToolResult], *, mark_errors: bool = True) -> list[dict[str, Any]]:
     """One ``function_call_output`` input item per result, in order."""
-    return [{"type": "function_call_output", "call_id": result.call_id, "output": _text(result, mark_errors)} for result in results]
+    return [
+        {"type": "function_call_output", "call_id": result.call_id, "output": _text(result, mark_errors)}
+        for result in results
+    ]
 
 
-def tool_definitions_responses(snapshot: Snapshot, *, strict: bool = True, include_deferred: bool = False) -> list[dict[str, Any]]:
+def tool_definitions_responses(
+    snapshot: Snapshot, *, strict: bool = True, include_deferred: bool = False
+) -> list[dict[str, Any]]:
     """Responses API ``tools`` (function tools) for every tool without ``defer_loading``.
 
     With ``include_deferred=True`` deferred tools are listed with ``defer_loading: true``
@@ -150,7 +189,9 @@ def tool_definitions_responses(snapshot: Snapshot, *, strict: bool = True, inclu
 
 def _responses_call(entry: Mapping[str, Any], index: int, snapshot: Snapshot | None) -> Call:
     problems: list[str] = []
-    identifier = id_or_placeholder(entry.get("call_id"), problems, "the function call has no call_id", f"call_missing_{index}")
+    identifier = id_or_placeholder(
+        entry.get("call_id"), problems, "the function call has no call_id", f"call_missing_{index}"
+    )
     name = tool_name(entry.get("name"), problems, "function call")
     return _with_arguments(identifier, name, entry.get("arguments"), index, problems, snapshot)
 
@@ -178,12 +219,18 @@ _STRICT_LOCK = threading.Lock()
 
 
 def _strict_form(snapshot: Snapshot, tool: CompiledTool, strict: bool) -> StrictSchema:
-    form = strict_form(snapshot, tool) if strict else StrictSchema(dict(tool.spec.input_schema), False, "strict mode turned off")
+    form = (
+        strict_form(snapshot, tool)
+        if strict
+        else StrictSchema(dict(tool.spec.input_schema), False, "strict mode turned off")
+    )
     # A copy per export: callers may edit what they get without touching the cache.
     return StrictSchema(copy.deepcopy(form.schema), form.strict, form.reason)
 
 
-def _with_arguments(identifier: str, name: str, arguments: Any, index: int, problems: list[str], snapshot: Snapshot | None) -> Call:
+def _with_arguments(
+    identifier: str, name: str, arguments: Any, index: int, problems: list[str], snapshot: Snapshot | None
+) -> Call:
     raw = arguments if isinstance(arguments, str) else None
     args, problem = decode_arguments(arguments)
     if problem:
@@ -192,7 +239,9 @@ def _with_arguments(identifier: str, name: str, arguments: Any, index: int, prob
         tool = snapshot.tools.get(name)
         if tool is not None and strict_form(snapshot, tool).strict:
             args = strip_strict_nulls(args, tool.spec.input_schema)
-    return Call(id=identifier, name=name, args=args, index=index, raw_arguments=raw, parse_error=join_problems(problems))
+    return Call(
+        id=identifier, name=name, args=args, index=index, raw_arguments=raw, parse_error=join_problems(problems)
+    )
 
 
 def _text(result: ToolResult, mark_errors: bool) -> str:

@@ -63,7 +63,12 @@ class ToolrtToolset(AbstractToolset[Any]):
         self.approvals = approvals
         self._id = id
         self._definitions = {
-            tool.name: ToolDefinition(name=tool.name, parameters_json_schema=input_schema(tool), description=tool.spec.description, sequential=not tool.spec.read_only)
+            tool.name: ToolDefinition(
+                name=tool.name,
+                parameters_json_schema=input_schema(tool),
+                description=tool.spec.description,
+                sequential=not tool.spec.read_only,
+            )
             for tool in self.bridge.tools
         }
 
@@ -73,15 +78,22 @@ class ToolrtToolset(AbstractToolset[Any]):
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         # toolrt validates the arguments itself; Pydantic AI's validator only keeps the raw text.
-        return {name: ToolsetTool(toolset=self, tool_def=definition, max_retries=1, args_validator=_RAW) for name, definition in self._definitions.items()}
+        return {
+            name: ToolsetTool(toolset=self, tool_def=definition, max_retries=1, args_validator=_RAW)
+            for name, definition in self._definitions.items()
+        }
 
-    async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]) -> Any:
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
         bridge = self.bridge
         raw = tool_args.raw if isinstance(tool_args, RawArguments) else tool_args
         call = bridge.call_of(name, raw, ctx.tool_call_id)
         approved = bool(ctx.tool_call_approved)
         if self.approvals == "defer" and not approved and bridge.needs_approval(call):
-            raise ApprovalRequired(metadata={"tool": call.name, "reason": "toolrt's policy asks a person about this call"})
+            raise ApprovalRequired(
+                metadata={"tool": call.name, "reason": "toolrt's policy asks a person about this call"}
+            )
         approver = bridge.runtime.approver
         if self.approvals == "defer":
             approver = framework_approver(FRAMEWORK, lambda: True if approved else None, bridge.runtime.approver)

@@ -90,9 +90,34 @@ _KEEP = frozenset(
     }
 )
 # Handled structurally below.
-_STRUCTURE = frozenset({"properties", "required", "additionalProperties", "items", "anyOf", "allOf", "$ref", "$defs", "definitions", "format"})
+_STRUCTURE = frozenset(
+    {
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "anyOf",
+        "allOf",
+        "$ref",
+        "$defs",
+        "definitions",
+        "format",
+    }
+)
 # Annotations strict mode rejects or has no use for: dropped silently.
-_DROP = frozenset({"$schema", "$comment", "examples", "deprecated", "readOnly", "writeOnly", "contentEncoding", "contentMediaType", "contentSchema"})
+_DROP = frozenset(
+    {
+        "$schema",
+        "$comment",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "contentEncoding",
+        "contentMediaType",
+        "contentSchema",
+    }
+)
 # Narrowing keywords strict mode rejects: dropped from the schema, said in the description.
 _DESCRIBE = ("minLength", "maxLength", "uniqueItems", "minProperties", "maxProperties")
 _REF_RE = re.compile(r"^#(?:/(?:\$defs|definitions)/[^/]+)?$")
@@ -220,7 +245,9 @@ class _Transformer:
         if b.enum_values > MAX_ENUM_VALUES:
             raise _NotStrict(f"{b.enum_values:,} enum values, strict mode allows {MAX_ENUM_VALUES:,}", ())
         if b.chars > MAX_STRING_CHARS:
-            raise _NotStrict(f"{b.chars:,} characters of names and enum values, strict mode allows {MAX_STRING_CHARS:,}", ())
+            raise _NotStrict(
+                f"{b.chars:,} characters of names and enum values, strict mode allows {MAX_STRING_CHARS:,}", ()
+            )
 
     def node(self, schema: Any, path: tuple[str, ...], *, depth: int, nesting: int) -> dict[str, Any]:
         """The strict form of one (sub)schema; raises _NotStrict."""
@@ -269,7 +296,9 @@ class _Transformer:
             variants = schema["anyOf"]
             if not isinstance(variants, list) or not variants:
                 raise _NotStrict("anyOf must be a non-empty list", path)
-            out["anyOf"] = [self.node(v, (*path, "anyOf", str(i)), depth=depth + 1, nesting=nesting) for i, v in enumerate(variants)]
+            out["anyOf"] = [
+                self.node(v, (*path, "anyOf", str(i)), depth=depth + 1, nesting=nesting) for i, v in enumerate(variants)
+            ]
 
         types = _types(schema, path)
         if types is None and "anyOf" not in schema:
@@ -304,7 +333,9 @@ class _Transformer:
             out = {"type": out.pop("type"), **out}
         return out
 
-    def object(self, schema: Mapping[str, Any], out: dict[str, Any], path: tuple[str, ...], *, depth: int, nesting: int) -> None:
+    def object(
+        self, schema: Mapping[str, Any], out: dict[str, Any], path: tuple[str, ...], *, depth: int, nesting: int
+    ) -> None:
         if nesting + 1 > MAX_OBJECT_NESTING:
             raise _NotStrict(f"objects nested more than {MAX_OBJECT_NESTING} levels", path)
         properties = schema.get("properties")
@@ -378,7 +409,10 @@ class _Transformer:
         self.budget.enum_values += len(values)
         chars = self.count_values(values, path)
         if len(values) > LARGE_ENUM_VALUES and chars > LARGE_ENUM_CHARS:
-            raise _NotStrict(f"an enum of {len(values)} values with {chars:,} characters (strict mode allows {LARGE_ENUM_CHARS:,})", path)
+            raise _NotStrict(
+                f"an enum of {len(values)} values with {chars:,} characters (strict mode allows {LARGE_ENUM_CHARS:,})",
+                path,
+            )
 
     def count_values(self, values: list[Any], path: tuple[str, ...]) -> int:
         chars = 0
@@ -392,7 +426,11 @@ class _Transformer:
 
 def _nullable(node: dict[str, Any]) -> dict[str, Any]:
     """``node`` also accepting null (the strict-mode form of an optional property)."""
-    note = "Optional: null means not given." if "Default:" not in node.get("description", "") else "Optional: null means the default."
+    note = (
+        "Optional: null means not given."
+        if "Default:" not in node.get("description", "")
+        else "Optional: null means the default."
+    )
     types = node.get("type")
     type_list = [types] if isinstance(types, str) else list(types) if isinstance(types, list) else []
     if type_list and not ({"object", "array"} & set(type_list)) and "anyOf" not in node:
@@ -512,7 +550,9 @@ def _add_notes(node: dict[str, Any], notes: list[str]) -> None:
     if not text:
         return
     description = node.get("description")
-    node["description"] = f"{description.rstrip()} {text}" if isinstance(description, str) and description.strip() else text
+    node["description"] = (
+        f"{description.rstrip()} {text}" if isinstance(description, str) and description.strip() else text
+    )
 
 
 def _show(value: Any) -> str:

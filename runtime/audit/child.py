@@ -39,7 +39,15 @@ def _redactor(specs: Any) -> Redactor:
     profiles = []
     for name, patterns, secret_keys in specs:
         compiled = tuple(
-            CompiledPattern(p_name, compile_re2(regex, case_insensitive=ci), replacement, Validator(validator) if validator else None, keep, frozenset(shields), value_only)
+            CompiledPattern(
+                p_name,
+                compile_re2(regex, case_insensitive=ci),
+                replacement,
+                Validator(validator) if validator else None,
+                keep,
+                frozenset(shields),
+                value_only,
+            )
             for p_name, regex, replacement, validator, ci, keep, shields, value_only in patterns
         )
         profiles.append(CompiledRedaction(name, compiled, None, secret_keys))

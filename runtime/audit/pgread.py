@@ -56,7 +56,9 @@ def _connect(dsn: str) -> Iterator[Any]:
             probe.execute("SELECT to_regclass(%s), to_regclass(%s)", (TABLE, HEAD))
             found = probe.fetchone()
         if found is None or found[0] is None:
-            raise UsageError(f"{shown_dsn(dsn)}: no toolrt audit log in this database (no {TABLE} table): no calls have been recorded there yet, or the DSN is wrong")
+            raise UsageError(
+                f"{shown_dsn(dsn)}: no toolrt audit log in this database (no {TABLE} table): no calls have been recorded there yet, or the DSN is wrong"
+            )
         conn.rollback()
         yield conn
     finally:
@@ -86,7 +88,9 @@ def query_postgres(
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be at least 1 (or None for no limit), not {limit}")
     wanted = status.value if isinstance(status, Enum) else status
-    where, params = where_clause((("chain", chain), ("session_id", session), ("tool", tool), ("status", wanted)), since, until, "%s")
+    where, params = where_clause(
+        (("chain", chain), ("session_id", session), ("tool", tool), ("status", wanted)), since, until, "%s"
+    )
     sql = f"SELECT id, chain, {_QUOTED} FROM {TABLE}{where} ORDER BY ts DESC, id DESC"
     if limit is not None:
         sql += " LIMIT %s"
@@ -108,7 +112,9 @@ def _decode(item: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
-def verify_postgres(dsn: str, *, chain: str | None = None, anchors: Mapping[int, str] | None = None) -> list[ChainReport]:
+def verify_postgres(
+    dsn: str, *, chain: str | None = None, anchors: Mapping[int, str] | None = None
+) -> list[ChainReport]:
     """Walk every chain (or only ``chain``) and report each; ``anchors`` need ``chain``.
 
     Raises UsageError when the database cannot be reached or holds no audit log, or
@@ -128,7 +134,11 @@ def verify_postgres(dsn: str, *, chain: str | None = None, anchors: Mapping[int,
             state = _state(conn, name)
             walk = Walk(state, dict(anchors or {}))
             problem = walk.run()
-            reports.append(ChainReport(f"{shown_dsn(dsn)} chain {name}", "postgres", "id", walk.chained, walk.before, state.head, problem))
+            reports.append(
+                ChainReport(
+                    f"{shown_dsn(dsn)} chain {name}", "postgres", "id", walk.chained, walk.before, state.head, problem
+                )
+            )
     return reports
 
 
@@ -136,14 +146,19 @@ def _state(conn: Any, chain: str) -> StoreState:
     with conn.cursor() as cursor:
         cursor.execute(f"SELECT seq, hash, before FROM {HEAD} WHERE chain = %s", (chain,))
         found = cursor.fetchone()
-    head = Head(int(found[0]), str(found[1]), None if found[2] is None else int(found[2])) if found is not None else None
+    head = (
+        Head(int(found[0]), str(found[1]), None if found[2] is None else int(found[2])) if found is not None else None
+    )
     rows = conn.cursor(name=f"toolrt_walk_{abs(hash(chain))}")
     rows.itersize = 2000
     rows.execute(f"SELECT id, {_QUOTED}, seq, prev_hash, hash FROM {TABLE} WHERE chain = %s ORDER BY id", (chain,))
 
     def locate(seq: int, after: int) -> int | None:
         with conn.cursor() as look:
-            look.execute(f"SELECT id FROM {TABLE} WHERE chain = %s AND seq = %s AND id > %s ORDER BY id LIMIT 1", (chain, seq, after))
+            look.execute(
+                f"SELECT id FROM {TABLE} WHERE chain = %s AND seq = %s AND id > %s ORDER BY id LIMIT 1",
+                (chain, seq, after),
+            )
             hit = look.fetchone()
         return None if hit is None else int(hit[0])
 

@@ -84,18 +84,24 @@ SCHEMA = (
     f"CREATE TABLE IF NOT EXISTS {HEAD} (chain TEXT PRIMARY KEY, seq BIGINT NOT NULL, hash TEXT NOT NULL, before BIGINT)",
     f"CREATE TABLE IF NOT EXISTS {BATCHES} (id TEXT PRIMARY KEY, chain TEXT NOT NULL, stored_at TIMESTAMPTZ NOT NULL DEFAULT now())",
 )
-_COPY = f"COPY {TABLE} (chain, {', '.join(chr(34) + c + chr(34) for c in COLUMNS)}, seq, prev_hash, hash, batch) FROM STDIN"
+_COPY = (
+    f"COPY {TABLE} (chain, {', '.join(chr(34) + c + chr(34) for c in COLUMNS)}, seq, prev_hash, hash, batch) FROM STDIN"
+)
 
 
 def pg_row(row: Sequence[Any]) -> tuple[Any, ...]:
     """A record's row as PostgreSQL stores and gives it back: text without NUL characters
     (PostgreSQL text cannot hold them: each becomes U+FFFD), nothing SQL cannot bind.
     The chain is computed over this, so verify reads back the very values hashed."""
-    values = tuple(value.replace("\x00", "\ufffd") if type(value) is str and "\x00" in value else value for value in row)
+    values = tuple(
+        value.replace("\x00", "\ufffd") if type(value) is str and "\x00" in value else value for value in row
+    )
     try:
         row_body(values)
     except (UnicodeEncodeError, ValueError, TypeError):
-        values = tuple(value.replace("\x00", "\ufffd") if type(value) is str else value for value in scrub_row(tuple(values)))
+        values = tuple(
+            value.replace("\x00", "\ufffd") if type(value) is str else value for value in scrub_row(tuple(values))
+        )
     return values
 
 
@@ -145,7 +151,11 @@ class PostgresSink:
             min_size=0,
             max_size=pool_size,
             timeout=connect_timeout_s,
-            kwargs={"connect_timeout": max(1, int(connect_timeout_s)), "autocommit": True, "application_name": "toolrt-audit"},
+            kwargs={
+                "connect_timeout": max(1, int(connect_timeout_s)),
+                "autocommit": True,
+                "application_name": "toolrt-audit",
+            },
             check=ConnectionPool.check_connection,
             open=False,
         )
@@ -192,13 +202,19 @@ class PostgresSink:
         self._spool_lost += len(rows)
         logger.error(
             "toolrt audit: {} record(s) lost: PostgreSQL is unreachable and the local spool {} is full ({} bytes, audit_spool_max_bytes)",
-            len(rows), self.spool.folder, self.spool.max_bytes,
+            len(rows),
+            self.spool.folder,
+            self.spool.max_bytes,
         )
 
     def _went_down(self, err: BaseException) -> None:
         if self._down_since is None:
             self._down_since = f"{type(err).__name__}: {err}"
-            logger.warning("toolrt audit: PostgreSQL cannot be reached ({}); records are kept in {} until it can", self._down_since, self.spool.folder)
+            logger.warning(
+                "toolrt audit: PostgreSQL cannot be reached ({}); records are kept in {} until it can",
+                self._down_since,
+                self.spool.folder,
+            )
 
     # -- storing ------------------------------------------------------------------
 
@@ -210,11 +226,16 @@ class PostgresSink:
                 ensure_schema(conn)
                 self._schema_ready = True
             with conn.transaction(), conn.cursor() as cursor:
-                cursor.execute(f"INSERT INTO {BATCHES} (id, chain) VALUES (%s, %s) ON CONFLICT DO NOTHING", (batch_id, self.chain))
+                cursor.execute(
+                    f"INSERT INTO {BATCHES} (id, chain) VALUES (%s, %s) ON CONFLICT DO NOTHING", (batch_id, self.chain)
+                )
                 if cursor.rowcount == 0:
                     self._duplicates += len(rows)
                     return False
-                cursor.execute(f"INSERT INTO {HEAD} (chain, seq, hash, before) VALUES (%s, 0, %s, 0) ON CONFLICT DO NOTHING", (self.chain, GENESIS))
+                cursor.execute(
+                    f"INSERT INTO {HEAD} (chain, seq, hash, before) VALUES (%s, 0, %s, 0) ON CONFLICT DO NOTHING",
+                    (self.chain, GENESIS),
+                )
                 cursor.execute(f"SELECT seq, hash FROM {HEAD} WHERE chain = %s FOR UPDATE", (self.chain,))
                 found = cursor.fetchone()
                 if found is None:  # the head row was deleted between the two statements
@@ -243,7 +264,12 @@ class PostgresSink:
                     if _is_down(err):
                         self._went_down(err)
                     else:
-                        logger.error("toolrt audit: PostgreSQL rejected a spooled batch ({}: {}); it stays in {}", type(err).__name__, err, path)
+                        logger.error(
+                            "toolrt audit: PostgreSQL rejected a spooled batch ({}: {}); it stays in {}",
+                            type(err).__name__,
+                            err,
+                            path,
+                        )
                     return replayed
                 self.spool.done(path)
                 replayed += len(rows)

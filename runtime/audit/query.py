@@ -26,8 +26,9 @@ _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
 _SINCE_HELP = "expected a relative age such as 30s, 15m, 2h, 7d or 2w, or an ISO-8601 date or date-time such as 2024-05-01, 2024-05-01T12:30 or 2024-05-01T12:30:00Z (no zone means local time)"
 
 
-
-def where_clause(equal: Sequence[tuple[str, Any]], since: float | None, until: float | None, mark: str) -> tuple[str, list[Any]]:
+def where_clause(
+    equal: Sequence[tuple[str, Any]], since: float | None, until: float | None, mark: str
+) -> tuple[str, list[Any]]:
     """The WHERE clause (empty without filters) and its parameters of an audit query:
     each ``(column, value)`` of ``equal`` whose value is not None, and ``since <= ts <
     until``. ``mark`` is the driver's placeholder (``?`` for SQLite, ``%s`` for psycopg)."""
@@ -69,7 +70,9 @@ def query(
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be at least 1 (or None for no limit), not {limit}")
     if _is_json_lines(Path(path)):
-        return _query_json_lines(Path(path), session, tool, since, until, status.value if isinstance(status, Enum) else status, limit)
+        return _query_json_lines(
+            Path(path), session, tool, since, until, status.value if isinstance(status, Enum) else status, limit
+        )
     wanted = status.value if isinstance(status, Enum) else status
     where, params = where_clause((("session_id", session), ("tool", tool), ("status", wanted)), since, until, "?")
     sql = f"SELECT id, {', '.join(COLUMNS)} FROM calls{where} ORDER BY ts DESC, id DESC"
@@ -102,7 +105,15 @@ def _is_json_lines(path: Path) -> bool:
     return head.startswith(b"{")
 
 
-def _query_json_lines(path: Path, session: str | None, tool: str | None, since: float | None, until: float | None, status: str | None, limit: int | None) -> list[dict[str, Any]]:
+def _query_json_lines(
+    path: Path,
+    session: str | None,
+    tool: str | None,
+    since: float | None,
+    until: float | None,
+    status: str | None,
+    limit: int | None,
+) -> list[dict[str, Any]]:
     """The same query over a JSON-lines log; lines that do not parse (a last line cut
     short by a crash) are skipped."""
     rows: list[dict[str, Any]] = []
@@ -114,7 +125,11 @@ def _query_json_lines(path: Path, session: str | None, tool: str | None, since: 
                 continue
             if not isinstance(row, dict) or not isinstance(row.get("ts"), int | float):
                 continue
-            if (session is not None and row.get("session_id") != session) or (tool is not None and row.get("tool") != tool) or (status is not None and row.get("status") != status):
+            if (
+                (session is not None and row.get("session_id") != session)
+                or (tool is not None and row.get("tool") != tool)
+                or (status is not None and row.get("status") != status)
+            ):
                 continue
             if (since is not None and row["ts"] < since) or (until is not None and row["ts"] >= until):
                 continue
@@ -129,7 +144,9 @@ def open_for_reading(path: Path) -> sqlite3.Connection:
     """A read-only connection to the audit database at ``path`` (nothing is created or
     changed). Raises UsageError when there is no such file or it is no database."""
     if not path.exists():
-        raise UsageError(f"no audit database at {path}: no calls have been recorded there yet, or the path is wrong (set the audit path the runtime writes to)")
+        raise UsageError(
+            f"no audit database at {path}: no calls have been recorded there yet, or the path is wrong (set the audit path the runtime writes to)"
+        )
     if path.is_dir():
         raise UsageError(f"{path} is a directory, not an audit database file")
     try:

@@ -138,11 +138,35 @@ class AuditRecord:
             session_id, user = session.id, session.user
         # The metadata, not the result: a queued record must not keep the output alive.
         # The status enum stands in until resolve() reads the metadata's status text.
-        record = cls(time.time(), session_id, user, request_id, trace_id, result.call_id, result.name, None, args, None, None, result.status, result.code, None, False, None, None, None, None, None, result.metadata)
+        record = cls(
+            time.time(),
+            session_id,
+            user,
+            request_id,
+            trace_id,
+            result.call_id,
+            result.name,
+            None,
+            args,
+            None,
+            None,
+            result.status,
+            result.code,
+            None,
+            False,
+            None,
+            None,
+            None,
+            None,
+            None,
+            result.metadata,
+        )
         if extra:
             unknown = [key for key in extra if key not in _FIELD_NAMES]
             if unknown:
-                raise TypeError(f"AuditRecord.from_result: unknown field(s) in extra: {', '.join(sorted(map(str, unknown)))}")
+                raise TypeError(
+                    f"AuditRecord.from_result: unknown field(s) in extra: {', '.join(sorted(map(str, unknown)))}"
+                )
             for key, value in extra.items():
                 setattr(record, key, value)
         return record
@@ -364,7 +388,9 @@ def encode_args(args: Any) -> str | None:
     size = len(text.encode("utf-8", "surrogatepass"))
     if size <= ARGS_MAX_BYTES:
         return text
-    return json.dumps({"$truncated": True, "original_bytes": size, "preview": text[: ARGS_MAX_BYTES // 8]}, ensure_ascii=False)
+    return json.dumps(
+        {"$truncated": True, "original_bytes": size, "preview": text[: ARGS_MAX_BYTES // 8]}, ensure_ascii=False
+    )
 
 
 def _safe(value: Any, depth: int) -> Any:

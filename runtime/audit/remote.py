@@ -44,7 +44,11 @@ _MAX_RESTARTS = 3  # within _RESTART_WINDOW_S; then batches fail (and are counte
 _RESTART_WINDOW_S = 60.0
 
 
-def redactor_specs(redactor: Any) -> tuple[tuple[str, tuple[tuple[str, str, str, str | None, bool, bool, tuple[str, ...], bool], ...], str | None], ...]:
+def redactor_specs(
+    redactor: Any,
+) -> tuple[
+    tuple[str, tuple[tuple[str, str, str, str | None, bool, bool, tuple[str, ...], bool], ...], str | None], ...
+]:
     """A Redactor's profiles as plain data:
     (profile, ((name, regex, replacement, validator, case_insensitive, keep, shields, value_only), ...), secret_keys)."""
     specs = []
@@ -53,8 +57,16 @@ def redactor_specs(redactor: Any) -> tuple[tuple[str, tuple[tuple[str, str, str,
         for pattern in profile.patterns:
             source = pattern.regex.pattern
             patterns.append(
-                (pattern.name, source.decode() if isinstance(source, bytes) else source, pattern.replacement, pattern.validator.value if pattern.validator is not None else None,
-                 not pattern.regex.options.case_sensitive, pattern.keep, tuple(sorted(pattern.shields)), pattern.value_only)
+                (
+                    pattern.name,
+                    source.decode() if isinstance(source, bytes) else source,
+                    pattern.replacement,
+                    pattern.validator.value if pattern.validator is not None else None,
+                    not pattern.regex.options.case_sensitive,
+                    pattern.keep,
+                    tuple(sorted(pattern.shields)),
+                    pattern.value_only,
+                )
             )
         specs.append((profile.name, tuple(patterns), profile.secret_keys))
     return tuple(specs)
@@ -75,7 +87,9 @@ class ProcessSink:
         self.ack_timeout_s = ack_timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
-        self._redactors: dict[int, tuple[Any, int]] = {}  # id(redactor) -> (redactor, key); the redactor is kept so its id stays unique
+        self._redactors: dict[
+            int, tuple[Any, int]
+        ] = {}  # id(redactor) -> (redactor, key); the redactor is kept so its id stays unique
         self._sent: set[int] = set()  # keys the current child knows
         self._seq = 0
         self._acked = 0
@@ -183,7 +197,9 @@ class ProcessSink:
         now = time.monotonic()
         self._restarts = [t for t in self._restarts if now - t < _RESTART_WINDOW_S]
         if len(self._restarts) >= _MAX_RESTARTS:
-            raise OSError(f"the audit process keeps exiting ({len(self._restarts)} starts in {_RESTART_WINDOW_S:g} s); last error: {self.last_error}")
+            raise OSError(
+                f"the audit process keeps exiting ({len(self._restarts)} starts in {_RESTART_WINDOW_S:g} s); last error: {self.last_error}"
+            )
         self._restarts.append(now)
         self._sent.clear()
         package_root = str(Path(runtime.__file__).resolve().parent.parent)

@@ -192,7 +192,9 @@ class SqliteSink:
         for suffix in _SIDE_FILES:
             name = f"{self.path}{suffix}"
             if _locked_flags(name):
-                raise AuditStoreError(f"{name} is immutable or append-only (chattr); the audit database cannot be written. Clear the flag (chattr -i -a) or move the store.")
+                raise AuditStoreError(
+                    f"{name} is immutable or append-only (chattr); the audit database cannot be written. Clear the flag (chattr -i -a) or move the store."
+                )
 
     def _current_identity(self) -> tuple[int, int] | None:
         try:
@@ -213,12 +215,20 @@ class SqliteSink:
         # closed from whichever calls close(); never used by two at once (_guard).
         # cached_statements: the INSERTs come in a handful of fixed sizes (see _insert), so a
         # small cache holds them all, and a server that runs for weeks keeps flat memory.
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False, cached_statements=16)
+        conn = sqlite3.connect(
+            self.path,
+            timeout=self.busy_timeout_ms / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+            cached_statements=16,
+        )
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
-                raise AuditStoreError(f"{self.path}: could not switch the audit database to WAL mode (it is in {mode!r} mode)")
+                raise AuditStoreError(
+                    f"{self.path}: could not switch the audit database to WAL mode (it is in {mode!r} mode)"
+                )
             conn.execute("PRAGMA synchronous = NORMAL")
         except BaseException:
             conn.close()
@@ -228,7 +238,9 @@ class SqliteSink:
     def _create_schema(self, conn: sqlite3.Connection) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
-            raise AuditStoreError(f"{self.path}: audit database has schema version {version}, newer than this toolrt understands ({SCHEMA_VERSION})")
+            raise AuditStoreError(
+                f"{self.path}: audit database has schema version {version}, newer than this toolrt understands ({SCHEMA_VERSION})"
+            )
         if version == SCHEMA_VERSION:
             return
         conn.execute("BEGIN IMMEDIATE")
@@ -374,7 +386,10 @@ class SqliteSink:
             self._drop()
             self._discard_stale_side_files()
             self.recreated += 1
-            logger.bind(audit_store=str(self.path)).warning("toolrt audit database {} was deleted or replaced; making a new one (records written before are in the old file only)", self.path)
+            logger.bind(audit_store=str(self.path)).warning(
+                "toolrt audit database {} was deleted or replaced; making a new one (records written before are in the old file only)",
+                self.path,
+            )
             self._prepare()
         elif self._conn is None and self._identity is not None and self._current_identity() is None:
             self._prepare()  # the last write failed and the file is gone: make it again

@@ -38,7 +38,9 @@ class Spool:
 
     def _files(self) -> list[Path]:
         try:
-            names = sorted(entry.name for entry in os.scandir(self.folder) if entry.name.endswith(_SUFFIX) and entry.is_file())
+            names = sorted(
+                entry.name for entry in os.scandir(self.folder) if entry.name.endswith(_SUFFIX) and entry.is_file()
+            )
         except FileNotFoundError:
             return []
         return [self.folder / name for name in names]
@@ -59,7 +61,9 @@ class Spool:
 
     def add(self, batch_id: str, rows: list[tuple[Any, ...]]) -> bool:
         """Write one batch durably; False when it would pass ``max_bytes`` (nothing written)."""
-        data = json.dumps({"batch": batch_id, "rows": rows}, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        data = json.dumps({"batch": batch_id, "rows": rows}, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8", "surrogatepass"
+        )
         if self.size() + len(data) > self.max_bytes:
             return False
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -76,7 +76,9 @@ class ChainReport:
             "chained": self.chained,
             "before_chain": self.before,
             "head": None if head is None else {"position": head.seq, "hash": head.hash, "anchor": anchor_of(head)},
-            "problem": None if problem is None else {
+            "problem": None
+            if problem is None
+            else {
                 "kind": problem.kind,
                 self.unit: problem.index,  # "id" or "line"
                 "position": problem.position,
@@ -96,9 +98,7 @@ class ChainReport:
         if self.before:
             lines.append(f"  {self.before} records from before the chain started (not protected by it)")
         if self.head is not None and self.head.seq:
-            lines.append(
-                f"  head {anchor_of(self.head)} (keep it elsewhere; --anchor with it shows a later rewrite)"
-            )
+            lines.append(f"  head {anchor_of(self.head)} (keep it elsewhere; --anchor with it shows a later rewrite)")
         return "\n".join(lines)
 
 

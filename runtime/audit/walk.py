@@ -73,7 +73,8 @@ class Walk:
                 return None
             if not entry.record:
                 return _found(
-                    "garbage", entry,
+                    "garbage",
+                    entry,
                     says="not an audit record: written into the log, or cut short by a crash",
                 )
             return _found("inserted", entry, says="a record without a chain link after the chain started")
@@ -83,13 +84,17 @@ class Walk:
                 return problem
         if not entry.holds:
             return _found(
-                "altered", entry, link.seq or None,
+                "altered",
+                entry,
+                link.seq or None,
                 says="its fields do not give its hash: changed after it was written",
             )
         head = self.state.head
         if head is not None and link.seq > head.seq:
             return _found(
-                "inserted", entry, link.seq,
+                "inserted",
+                entry,
+                link.seq,
                 says=f"past the head of the chain (position {head.seq}): "
                 "appended by something else, or the head moved back",
             )
@@ -98,7 +103,9 @@ class Walk:
         anchored = self.anchors.get(link.seq)
         if anchored is not None and anchored != link.hash:
             return _found(
-                "rewritten", entry, link.seq,
+                "rewritten",
+                entry,
+                link.seq,
                 says=f"the anchor names hash {anchored[:16]}... here, not {link.hash[:16]}...: rewritten up to here",
             )
         self.last, self.expected, self.prev = entry, link.seq + 1, link.hash
@@ -112,7 +119,8 @@ class Walk:
             return None  # a missing or rebuilt head is reported at the end
         change = "added" if self.before > head.before else "removed"
         return _found(
-            "head", first,
+            "head",
+            first,
             says=f"{self.before} records come before the chain, {head.before} did: records were {change}",
         )
 
@@ -125,29 +133,39 @@ class Walk:
         if seq == self.expected:  # the right position, linked to another record
             if last is None:
                 return _found(
-                    "altered", entry, seq,
+                    "altered",
+                    entry,
+                    seq,
                     says="does not start from the chain's initial value: rewritten, hash recomputed",
                 )
             return _found(
-                "altered", last, self.expected - 1,
+                "altered",
+                last,
+                self.expected - 1,
                 says=f"the next record ({self._where(entry)}) links to another one here: "
                 "changed and its hash recomputed, or replaced",
             )
         if seq > self.expected:
             if link.prev_hash == self.prev:
                 return _found(
-                    "inserted", entry, seq,
+                    "inserted",
+                    entry,
+                    seq,
                     says=f"claims position {seq} but links to position {self.expected - 1}: forged",
                 )
             later = self.state.locate(self.expected, entry.index)
             if later is not None:
                 return _found(
-                    "reordered", entry, seq,
+                    "reordered",
+                    entry,
+                    seq,
                     says=f"stored where position {self.expected} belongs, "
                     f"which is stored later ({self.state.unit} {later})",
                 )
             return _found(
-                "deleted", entry, seq,
+                "deleted",
+                entry,
+                seq,
                 says=f"{_positions(self.expected, seq - 1)} missing before this record",
             )
         if last is not None and last.link is not None and (seq, link.prev_hash) == (last.link.seq, last.link.prev_hash):
@@ -171,11 +189,15 @@ class Walk:
         for inserted, kept in ((first, second), (second, first)):
             if kept.link is not None and goes_on_from == kept.link.hash:
                 return _found(
-                    "inserted", inserted, seq,
+                    "inserted",
+                    inserted,
+                    seq,
                     says=f"claims position {seq}, as {self._where(kept)} does, but the chain goes on from that one",
                 )
         return _found(
-            "inserted", first, seq,
+            "inserted",
+            first,
+            seq,
             says=f"{self._where(first)} and {self._where(second)} both claim position {seq}: one of them was inserted",
         )
 
@@ -187,35 +209,42 @@ class Walk:
         if head is None:
             if last is not None:
                 return _found(
-                    "head", None,
+                    "head",
+                    None,
                     says="the chain's head is missing: records cut off the end cannot be ruled out",
                 )
         elif head.before is None:
             return _found(
-                "head", None,
+                "head",
+                None,
                 says=f"the chain's head was removed, and a writer rebuilt it at position {head.seq}: "
                 "records cut off the end before that cannot be ruled out",
             )
         elif head.seq > last_seq:
             return _found(
-                "truncated", None,
+                "truncated",
+                None,
                 says=f"{_positions(last_seq + 1, head.seq)} missing at the end (the head names position {head.seq})",
             )
         elif head.hash != last_hash:
             return _found(
-                "altered", last, last_seq,
+                "altered",
+                last,
+                last_seq,
                 says="not the last record the head names: replaced, hash recomputed",
             )
         elif last is None and head.before != self.before:
             change = "added" if self.before > head.before else "removed"
             return _found(
-                "head", None,
+                "head",
+                None,
                 says=f"{self.before} records are in the log, {head.before} were: records were {change}",
             )
         beyond = sorted(seq for seq in self.anchors if seq > last_seq)
         if beyond:
             return _found(
-                "truncated", None,
+                "truncated",
+                None,
                 says=f"an anchor names position {beyond[0]}, the chain ends at {last_seq}: "
                 "the log was cut off or replaced",
             )

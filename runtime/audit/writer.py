@@ -169,7 +169,10 @@ class AuditWriter:
                 return False
             self._wake.set()
             with self._done_cond:
-                if not (self._done_cond.wait_for(lambda: self._done >= target or not self._thread.is_alive(), timeout) and self._done >= target):
+                if not (
+                    self._done_cond.wait_for(lambda: self._done >= target or not self._thread.is_alive(), timeout)
+                    and self._done >= target
+                ):
                     return False
         sync = getattr(self.sink, "sync", None)  # a sink that stores elsewhere (another process) confirms it
         if sync is None:
@@ -276,7 +279,9 @@ class AuditWriter:
         except Exception as err:  # noqa: BLE001 - a sink error must never reach a caller or end the thread
             self._failed_batches += 1
             self._last_error = f"{type(err).__name__}: {err}"
-            self._warn(f"toolrt audit: writing a batch of {len(batch)} record(s) failed ({self._last_error}); trying once more")
+            self._warn(
+                f"toolrt audit: writing a batch of {len(batch)} record(s) failed ({self._last_error}); trying once more"
+            )
         else:
             self._written += len(batch)
             return
@@ -287,7 +292,9 @@ class AuditWriter:
             self._failed_batches += 1
             self._last_error = f"{type(err).__name__}: {err}"
             self._lost += len(batch)
-            self._warn(f"toolrt audit: a batch of {len(batch)} record(s) could not be written and is lost ({self._last_error}); {self._lost} lost so far")
+            self._warn(
+                f"toolrt audit: a batch of {len(batch)} record(s) could not be written and is lost ({self._last_error}); {self._lost} lost so far"
+            )
         else:
             self._written += len(batch)
 
@@ -300,10 +307,14 @@ class AuditWriter:
         more = f" ({self._unlogged} more audit failure(s) since the last warning)" if self._unlogged else ""
         self._logged_at, self._unlogged = now, 0
         self.warnings_logged += 1
-        logger.bind(audit_lost=self._lost, audit_dropped=self._dropped, audit_failed_batches=self._failed_batches).warning("{}{}", message, more)
+        logger.bind(
+            audit_lost=self._lost, audit_dropped=self._dropped, audit_failed_batches=self._failed_batches
+        ).warning("{}{}", message, more)
 
     def _report_drops(self) -> None:
         dropped = self._dropped
         if dropped > self._dropped_logged:
-            self._warn(f"toolrt audit: {dropped - self._dropped_logged} record(s) dropped unwritten (the queue was full: the store is slower than the calls, or stuck); {dropped} so far")
+            self._warn(
+                f"toolrt audit: {dropped - self._dropped_logged} record(s) dropped unwritten (the queue was full: the store is slower than the calls, or stuck); {dropped} so far"
+            )
             self._dropped_logged = dropped

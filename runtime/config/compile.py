@@ -91,7 +91,13 @@ class BuildResult:
         return tuple(p for p in self.problems if p.is_error)
 
 
-def build_snapshot(paths: Sequence[Path | str], settings: Settings | None = None, cache: CompileCache | None = None, *, mount: Mount | None = None) -> BuildResult:
+def build_snapshot(
+    paths: Sequence[Path | str],
+    settings: Settings | None = None,
+    cache: CompileCache | None = None,
+    *,
+    mount: Mount | None = None,
+) -> BuildResult:
     """Load and compile the config under ``paths``. Never raises for bad config.
 
     ``mount`` adds documents that do not come from files (the tools of MCP servers,
@@ -113,7 +119,9 @@ def build_snapshot(paths: Sequence[Path | str], settings: Settings | None = None
     return BuildResult(snapshot, problems, tuple(loaded.files), len(loaded.documents))
 
 
-def load_snapshot(paths: Sequence[Path | str], settings: Settings | None = None, cache: CompileCache | None = None) -> Snapshot:
+def load_snapshot(
+    paths: Sequence[Path | str], settings: Settings | None = None, cache: CompileCache | None = None
+) -> Snapshot:
     """Like :func:`build_snapshot`, but raise :class:`ConfigError` unless it is clean."""
     result = build_snapshot(paths, settings, cache)
     if result.snapshot is None:
@@ -140,21 +148,31 @@ class _Builder:
         self.settings = settings
         self.cache = cache
         self.engine: CelEngine = get_engine(settings.cel_engine)
-        self.schema_engine = "fast" if settings.schema_engine == "fast" or (settings.schema_engine == "auto" and fast_schema_available()) else "portable"
+        self.schema_engine = (
+            "fast"
+            if settings.schema_engine == "fast" or (settings.schema_engine == "auto" and fast_schema_available())
+            else "portable"
+        )
         self.search_dirs = [r if r.is_dir() else r.parent for r in roots]
         self.problems: list[Problem] = []
         self.redaction_hashes: dict[str, str] = {}
         self.cost_limit = settings.cel_cost_limit
         self.mounted_tools: set[str] = set()
-        self.failed_expressions: set[tuple[int, tuple[str | int, ...]]] = set()  # (document, path): already reported, not typed
+        self.failed_expressions: set[tuple[int, tuple[str | int, ...]]] = (
+            set()
+        )  # (document, path): already reported, not typed
 
     def report(self, entry: LoadedDocument, findings: Sequence[Finding], prefix: tuple[str | int, ...] = ()) -> None:
         doc = entry.source
         for f in findings:
             path = (*prefix, *f.path)
-            location = doc.locate_in_scalar(path, *f.inner) if f.inner else doc.locate(path, key=f.code in ("unknown-key",))
+            location = (
+                doc.locate_in_scalar(path, *f.inner) if f.inner else doc.locate(path, key=f.code in ("unknown-key",))
+            )
             # A mounted tool's problem is the remote server's: it leaves that tool out, not the build.
-            self.problems.append(Problem(location, f.code, f.message, Severity.warning if f.warning or entry.mounted else Severity.error))
+            self.problems.append(
+                Problem(location, f.code, f.message, Severity.warning if f.warning or entry.mounted else Severity.error)
+            )
 
     # -- the whole build ----------------------------------------------------
 
@@ -165,13 +183,21 @@ class _Builder:
         output_profiles = {e.model.metadata.name: e.model.spec for e in of[OutputProfileDocument]}
         redaction = self._redaction_profiles(of[RedactionProfileDocument])
         mcp_servers = {e.model.metadata.name: e.model.spec for e in of[McpServerDocument]}
-        tools = [t for t in (self._tool(e, output_profiles, redaction, mcp_servers) for e in of[ToolDocument]) if t is not None]
+        tools = [
+            t
+            for t in (self._tool(e, output_profiles, redaction, mcp_servers) for e in of[ToolDocument])
+            if t is not None
+        ]
         self.mounted_tools = {_document_key(e) for e in of[ToolDocument] if e.mounted}
         policies = [p for p in (self._policy(e) for e in of[PolicyDocument]) if p is not None]
         workflows, workflow_tools = self._workflows(of[WorkflowDocument], tools)
         tools.extend(workflow_tools)
         self._type_policy_rules(of[PolicyDocument], tools)
-        tests = tuple(PolicyTestEntry(e.model.metadata.name, case, e.source.locate(("spec", "cases", i))) for e in of[PolicyTestDocument] for i, case in enumerate(e.model.spec.cases))
+        tests = tuple(
+            PolicyTestEntry(e.model.metadata.name, case, e.source.locate(("spec", "cases", i)))
+            for e in of[PolicyTestDocument]
+            for i, case in enumerate(e.model.spec.cases)
+        )
         if any(p.is_error for p in self.problems):
             return None
         by_name: dict[str, dict[str, CompiledTool]] = {}
@@ -198,7 +224,10 @@ class _Builder:
             schema_engine=self.schema_engine,
             rule_index=(rule_index := rules_by_tool([rule for policy in policies for rule in policy.rules], by_name)),
             when_plans=self._when_plans(rule_index, MappingProxyType(by_name)),
-            redactor=self.cache.compiled(("redactor", *(self.redaction_hashes[name] for name in redaction)), functools.partial(Redactor, tuple(redaction.values()))),
+            redactor=self.cache.compiled(
+                ("redactor", *(self.redaction_hashes[name] for name in redaction)),
+                functools.partial(Redactor, tuple(redaction.values())),
+            ),
             forbidden_modes=frozenset(m.value for policy in policies for m in policy.spec.forbidden_modes),
             rollouts=MappingProxyType(rollouts),
         )
@@ -210,7 +239,13 @@ class _Builder:
             declaring = [tool for tool in versions.values() if tool.spec.rollout is not None]
             if len(declaring) > 1:
                 for tool in declaring:
-                    self.problems.append(Problem(tool.source, "rollout-conflict", f"`{name}` declares a rollout in {len(declaring)} versions; declare it in one version only."))
+                    self.problems.append(
+                        Problem(
+                            tool.source,
+                            "rollout-conflict",
+                            f"`{name}` declares a rollout in {len(declaring)} versions; declare it in one version only.",
+                        )
+                    )
                 continue
             if not declaring:
                 continue
@@ -223,7 +258,9 @@ class _Builder:
                 tables[name] = table
         return tables
 
-    def _workflows(self, entries: Sequence[LoadedDocument], tools: Sequence[CompiledTool]) -> tuple[dict[str, CompiledWorkflow], list[CompiledTool]]:
+    def _workflows(
+        self, entries: Sequence[LoadedDocument], tools: Sequence[CompiledTool]
+    ) -> tuple[dict[str, CompiledWorkflow], list[CompiledTool]]:
         """Each Workflow compiled (runtime.workflow.compile), and the tools that expose them."""
         by_name: dict[str, dict[str, CompiledTool]] = {}
         for tool in tools:
@@ -234,15 +271,31 @@ class _Builder:
         for entry in entries:
             model: WorkflowDocument = entry.model  # type: ignore[assignment]
             name = model.metadata.name
-            findings = [Finding(("spec", "input_schema", *f.path), f.code, f.message, f.warning) for f in check_input_schema(model.spec.input_schema)]
-            workflow, more = compile_workflow(name, model.spec, defaults, lambda source, path: self._expression(source, path, WORKFLOW_VARIABLES, None))
+            findings = [
+                Finding(("spec", "input_schema", *f.path), f.code, f.message, f.warning)
+                for f in check_input_schema(model.spec.input_schema)
+            ]
+            workflow, more = compile_workflow(
+                name,
+                model.spec,
+                defaults,
+                lambda source, path: self._expression(source, path, WORKFLOW_VARIABLES, None),
+            )
             findings.extend(more)
             if model.spec.expose and name in by_name:
-                findings.append(Finding(("metadata", "name"), "duplicate-name", f"workflow `{name}` is exposed as a tool, but a Tool of that name is declared too. Rename one, or set `expose: false`."))
+                findings.append(
+                    Finding(
+                        ("metadata", "name"),
+                        "duplicate-name",
+                        f"workflow `{name}` is exposed as a tool, but a Tool of that name is declared too. Rename one, or set `expose: false`.",
+                    )
+                )
             self.report(entry, findings)
             if workflow is None or any(not f.warning for f in findings):
                 continue
-            compiled[name] = dataclasses.replace(workflow, arguments=ArgumentValidator(model.spec.input_schema, self.schema_engine))
+            compiled[name] = dataclasses.replace(
+                workflow, arguments=ArgumentValidator(model.spec.input_schema, self.schema_engine)
+            )
             if model.spec.expose:
                 exposed.append(self._workflow_tool(entry, workflow))
         return compiled, exposed
@@ -260,18 +313,39 @@ class _Builder:
             edits_workspace=False,
         )
         handler = Handler(kind="workflow", target=workflow.name)
-        attributes = MappingProxyType({
-            "name": workflow.name, "version": "", "labels": dict(model.metadata.labels), "read_only": workflow.read_only, "idempotent": False,
-            "risk": workflow.risk, "trust": "trusted", "handler": "workflow", "defer_loading": False, "edits_workspace": False, "command_line": "",
-        })
+        attributes = MappingProxyType(
+            {
+                "name": workflow.name,
+                "version": "",
+                "labels": dict(model.metadata.labels),
+                "read_only": workflow.read_only,
+                "idempotent": False,
+                "risk": workflow.risk,
+                "trust": "trusted",
+                "handler": "workflow",
+                "defer_loading": False,
+                "edits_workspace": False,
+                "command_line": "",
+            }
+        )
         return CompiledTool(
-            name=workflow.name, version=None, metadata=model.metadata, spec=spec, handler=handler,
-            arguments=ArgumentValidator(model.spec.input_schema, self.schema_engine), rules=(),
-            output=self._resolve_output(spec.output, None), redaction=(), source=entry.source.locate(()),
-            defaults=_defaults(model.spec.input_schema), attributes=attributes,
+            name=workflow.name,
+            version=None,
+            metadata=model.metadata,
+            spec=spec,
+            handler=handler,
+            arguments=ArgumentValidator(model.spec.input_schema, self.schema_engine),
+            rules=(),
+            output=self._resolve_output(spec.output, None),
+            redaction=(),
+            source=entry.source.locate(()),
+            defaults=_defaults(model.spec.input_schema),
+            attributes=attributes,
         )
 
-    def _when_plans(self, rule_index: Mapping[str, tuple[CompiledPolicyRule, ...]], tools: Mapping[str, Mapping[str, CompiledTool]]) -> Mapping[str, WhenPlan]:
+    def _when_plans(
+        self, rule_index: Mapping[str, tuple[CompiledPolicyRule, ...]], tools: Mapping[str, Mapping[str, CompiledTool]]
+    ) -> Mapping[str, WhenPlan]:
         """Per tool key: conditions that depend on the tool alone, evaluated now, and
         the rest as one list program (fast engine; compiled once per distinct set)."""
         programs: dict[tuple[int, ...], Any] = {}
@@ -284,7 +358,9 @@ class _Builder:
                     plans[key] = plan
         return MappingProxyType(plans)
 
-    def _when_plan(self, rules: Sequence[CompiledPolicyRule], tool: CompiledTool, programs: dict[tuple[int, ...], Any]) -> WhenPlan | None:
+    def _when_plan(
+        self, rules: Sequence[CompiledPolicyRule], tool: CompiledTool, programs: dict[tuple[int, ...], Any]
+    ) -> WhenPlan | None:
         static = {"tool"} if tool.spec.command_line else {"tool", "commands"}
         changing = _CHANGING_WITH_LINE if tool.spec.command_line else _CHANGING
         constants: dict[int, Outcome] = {}
@@ -298,7 +374,10 @@ class _Builder:
             # such as root-scoped `.args`); a name inside a string just costs the folding.
             if rule.when_variables <= static and not changing.search(rule.when.source):
                 if activation is None:
-                    activation = self.engine.activation({"tool": dict(tool.attributes), "commands": [], "args": {}, "session": {}, "call": {}}, POLICY_VARIABLES)
+                    activation = self.engine.activation(
+                        {"tool": dict(tool.attributes), "commands": [], "args": {}, "session": {}, "call": {}},
+                        POLICY_VARIABLES,
+                    )
                 constants[position] = rule.when.evaluate(activation)
             elif rule.when_direct is None:  # a direct condition costs less alone than its place in a batch
                 dynamic.append(position)
@@ -307,22 +386,35 @@ class _Builder:
             identity = tuple(id(rules[p]) for p in dynamic)
             if identity not in programs:
                 sources = [rules[p].when.source for p in dynamic]  # type: ignore[union-attr]
-                source = "[" + ", ".join(f"({text}\n)" for text in sources) + "]"  # the newline ends a trailing // comment
+                source = (
+                    "[" + ", ".join(f"({text}\n)" for text in sources) + "]"
+                )  # the newline ends a trailing // comment
                 try:
-                    programs[identity] = self.cache.compiled(("when-batch", self.engine.name, source), lambda: self.engine.compile(source, POLICY_VARIABLES))
+                    programs[identity] = self.cache.compiled(
+                        ("when-batch", self.engine.name, source), lambda: self.engine.compile(source, POLICY_VARIABLES)
+                    )
                 except CelCompileError:
                     programs[identity] = None  # each condition compiled alone: evaluate them one by one
             batch = programs[identity]
         quick = None
         if not tool.spec.command_line and all(rule.enforce is Enforcement.deny for rule in rules):
-            live = [rule for position, rule in enumerate(rules) if position not in constants or constants[position].error is not None or constants[position].is_true]
-            quick = tuple(tuple(rule for rule in live if rule.effect is effect) for effect in (Effect.deny, Effect.ask, Effect.allow))
+            live = [
+                rule
+                for position, rule in enumerate(rules)
+                if position not in constants or constants[position].error is not None or constants[position].is_true
+            ]
+            quick = tuple(
+                tuple(rule for rule in live if rule.effect is effect)
+                for effect in (Effect.deny, Effect.ask, Effect.allow)
+            )
         if not constants and batch is None and quick is None:
             return None
         known = MappingProxyType({id(rules[position]): outcome for position, outcome in constants.items()})
         return WhenPlan(MappingProxyType(constants), batch, tuple(dynamic) if batch is not None else (), known, quick)  # type: ignore[arg-type]
 
-    def _command_rules_apply(self, entries: Sequence[LoadedDocument], policies: Sequence[CompiledPolicy], tools: Sequence[CompiledTool]) -> None:
+    def _command_rules_apply(
+        self, entries: Sequence[LoadedDocument], policies: Sequence[CompiledPolicy], tools: Sequence[CompiledTool]
+    ) -> None:
         """Warn about `commands` rules that no command-line tool falls under: they never apply."""
         own = {e.model.metadata.name for e in entries if e.pack is None}
         with_lines = [t for t in tools if t.spec.command_line]
@@ -330,27 +422,49 @@ class _Builder:
             if policy.name not in own:
                 continue
             for rule in policy.rules:
-                if rule.command_patterns is not None and not any(rule.matches_tool(t.name, t.version) for t in with_lines):
-                    self.problems.append(Problem(rule.source, "never-applies", f"rule `{rule.name}` has `commands` patterns, but none of the tools it names declares `command_line`, so it never applies. Name a tool that runs command lines (e.g. run_command) or drop `commands`.", Severity.warning))
+                if rule.command_patterns is not None and not any(
+                    rule.matches_tool(t.name, t.version) for t in with_lines
+                ):
+                    self.problems.append(
+                        Problem(
+                            rule.source,
+                            "never-applies",
+                            f"rule `{rule.name}` has `commands` patterns, but none of the tools it names declares `command_line`, so it never applies. Name a tool that runs command lines (e.g. run_command) or drop `commands`.",
+                            Severity.warning,
+                        )
+                    )
 
     # -- tools ----------------------------------------------------------------
 
-    def _tool(self, entry: LoadedDocument, output_profiles: Mapping[str, OutputSettings], redaction: Mapping[str, CompiledRedaction], mcp_servers: Mapping[str, Any]) -> CompiledTool | None:
+    def _tool(
+        self,
+        entry: LoadedDocument,
+        output_profiles: Mapping[str, OutputSettings],
+        redaction: Mapping[str, CompiledRedaction],
+        mcp_servers: Mapping[str, Any],
+    ) -> CompiledTool | None:
         model: ToolDocument = entry.model  # type: ignore[assignment]
         spec = model.spec
-        pieces = self.cache.compiled(("tool", entry.source.content_hash, self.engine.name, self.schema_engine, self.cost_limit), lambda: self._tool_pieces(model))
+        pieces = self.cache.compiled(
+            ("tool", entry.source.content_hash, self.engine.name, self.schema_engine, self.cost_limit),
+            lambda: self._tool_pieces(model),
+        )
         self.report(entry, pieces.findings)
         # A python module is looked for beside the YAML that names it, then in the roots.
         search = (Path(entry.source.file).parent, *self.search_dirs)
         handler_key = ("handler", entry.source.content_hash, tuple(sorted(mcp_servers)), search)
-        handler, findings = self.cache.compiled(handler_key, functools.partial(resolve_handler, spec, list(mcp_servers), list(search)))
+        handler, findings = self.cache.compiled(
+            handler_key, functools.partial(resolve_handler, spec, list(mcp_servers), list(search))
+        )
         self.report(entry, findings)
         ok = handler is not None and pieces.arguments is not None and not any(not f.warning for f in pieces.findings)
         profile = None
         if spec.output.profile is not None:
             profile = output_profiles.get(spec.output.profile)
             if profile is None:
-                self._unknown(entry, ("spec", "output", "profile"), "OutputProfile", spec.output.profile, output_profiles)
+                self._unknown(
+                    entry, ("spec", "output", "profile"), "OutputProfile", spec.output.profile, output_profiles
+                )
                 ok = False
         profiles: list[CompiledRedaction] = []
         if spec.redaction is None:
@@ -397,7 +511,10 @@ class _Builder:
 
     def _tool_pieces(self, model: ToolDocument) -> _ToolPieces:
         spec = model.spec
-        findings: list[Finding] = [Finding(("spec", "input_schema", *f.path), f.code, f.message, f.warning) for f in check_input_schema(spec.input_schema)]
+        findings: list[Finding] = [
+            Finding(("spec", "input_schema", *f.path), f.code, f.message, f.warning)
+            for f in check_input_schema(spec.input_schema)
+        ]
         schema_ok = not any(not f.warning for f in findings)
         schema_readable = not any(f.code == "schema-invalid" for f in findings)
         arguments = ArgumentValidator(spec.input_schema, self.schema_engine) if schema_ok else None
@@ -410,21 +527,38 @@ class _Builder:
         for index, rule in enumerate(spec.rules):
             name = rule.name or f"rule-{index + 1}"
             if name in seen:
-                findings.append(Finding(("spec", "rules", index, "name"), "duplicate-name", f"rule name `{name}` is already used by rule {seen[name] + 1} of this tool; give each rule its own name."))
+                findings.append(
+                    Finding(
+                        ("spec", "rules", index, "name"),
+                        "duplicate-name",
+                        f"rule name `{name}` is already used by rule {seen[name] + 1} of this tool; give each rule its own name.",
+                    )
+                )
             seen[name] = index
             program, rule_findings = compile_expression(
-                rule.expression, ("spec", "rules", index, "expression"), RULE_VARIABLES, self.engine, spec.input_schema if schema_readable else None, typed=typed
+                rule.expression,
+                ("spec", "rules", index, "expression"),
+                RULE_VARIABLES,
+                self.engine,
+                spec.input_schema if schema_readable else None,
+                typed=typed,
             )
             findings.extend(rule_findings)
             if program is not None:
-                rules.append(CompiledRule(name, rule.expression, rule.message, rule.on_error, program, compile_direct(rule.expression)))
+                rules.append(
+                    CompiledRule(
+                        name, rule.expression, rule.message, rule.on_error, program, compile_direct(rule.expression)
+                    )
+                )
         variables = frozenset(ref.name for rule in spec.rules for ref in _roots(rule.expression))
         if spec.command_line is not None and schema_readable:
             findings.extend(_check_command_line(spec.command_line, spec.input_schema))
         findings.extend(_settings_that_do_nothing(spec))
         return _ToolPieces(tuple(findings), arguments, tuple(rules), variables)
 
-    def _expression(self, source: str, path: tuple[str | int, ...], variables: tuple[str, ...], schema: dict[str, Any] | None) -> tuple[Any, list[Finding]]:
+    def _expression(
+        self, source: str, path: tuple[str | int, ...], variables: tuple[str, ...], schema: dict[str, Any] | None
+    ) -> tuple[Any, list[Finding]]:
         return compile_expression(source, path, variables, self.engine, schema)
 
     def _untyped(self, field_name: str, result: str | None = "bool", *, with_commands: bool = False) -> TypedCheck:
@@ -443,7 +577,10 @@ class _Builder:
             for index, rule in enumerate(model.spec.rules):
                 matched: list[CompiledTool | None] = [t for t in tools if _glob_matches(rule.tools, t)] or [None]
                 literal = len(rule.tools) == 1 and not any(ch in rule.tools[0] for ch in "*?[")
-                for field_name, source, result in (("`when`", rule.when, "bool"), ("`reason_expression`", rule.reason_expression, "string")):
+                for field_name, source, result in (
+                    ("`when`", rule.when, "bool"),
+                    ("`reason_expression`", rule.reason_expression, "string"),
+                ):
                     if not source:
                         continue
                     path = ("spec", "rules", index, "when" if result == "bool" else "reason_expression")
@@ -452,20 +589,28 @@ class _Builder:
                     grouped: dict[tuple[str, str, bool, Any], list[str]] = {}
                     for tool in matched:
                         for finding in self._typed_for_tool(source, path, tool, field_name, result):
-                            grouped.setdefault((finding.code, finding.message, finding.warning, finding.inner), []).append(tool.key if tool else "")
+                            grouped.setdefault(
+                                (finding.code, finding.message, finding.warning, finding.inner), []
+                            ).append(tool.key if tool else "")
                     findings = []
                     for (code, message, warning, inner), names in grouped.items():
                         subject = _subject(names, literal)
                         # A mounted tool's schema is the remote server's: what it makes of a
                         # rule is reported, but does not stop the build (as its own problems).
                         remote = all(name in self.mounted_tools for name in names if name)
-                        findings.append(Finding(path, code, subject + message, warning or (remote and any(names)), inner))
+                        findings.append(
+                            Finding(path, code, subject + message, warning or (remote and any(names)), inner)
+                        )
                     self.report(entry, findings)
 
-    def _typed_for_tool(self, source: str, path: tuple[str | int, ...], tool: CompiledTool | None, field_name: str, result: str) -> list[Finding]:
+    def _typed_for_tool(
+        self, source: str, path: tuple[str | int, ...], tool: CompiledTool | None, field_name: str, result: str
+    ) -> list[Finding]:
         schema = tool.spec.input_schema if tool is not None else None
         line = tool.spec.command_line if tool is not None else None
-        variables, bounds, key = self.cache.compiled(("cel-types", _schema_key(schema), line), lambda: variable_types(schema, line, with_commands=True))
+        variables, bounds, key = self.cache.compiled(
+            ("cel-types", _schema_key(schema), line), lambda: variable_types(schema, line, with_commands=True)
+        )
         # A rule that matches no tool applies to nothing yet: its cost is judged per tool.
         limit = self.cost_limit if tool is not None else 10**18
         typed = TypedCheck(variables, bounds, result, limit, field_name, key=key)
@@ -482,9 +627,13 @@ class _Builder:
                     return value
             return getattr(default, field)
 
-        return ResolvedOutput(**{f: pick(f) for f in ("max_chars", "preview_chars", "head_chars", "tail_chars", "on_success", "on_error")})
+        return ResolvedOutput(
+            **{f: pick(f) for f in ("max_chars", "preview_chars", "head_chars", "tail_chars", "on_success", "on_error")}
+        )
 
-    def _unknown(self, entry: LoadedDocument, path: tuple[str | int, ...], kind: str, name: str, known: Mapping[str, Any]) -> None:
+    def _unknown(
+        self, entry: LoadedDocument, path: tuple[str | int, ...], kind: str, name: str, known: Mapping[str, Any]
+    ) -> None:
         listed = ", ".join(sorted(known)) or "none"
         message = f"no {kind} named `{name}`.{did_you_mean(name, known)} Declared: {listed}. Declare it, or include a pack that does."
         self.problems.append(Problem(entry.source.locate(path), "unknown-profile", message))
@@ -496,13 +645,18 @@ class _Builder:
         for entry in entries:
             model: RedactionProfileDocument = entry.model  # type: ignore[assignment]
             self.redaction_hashes[model.metadata.name] = entry.source.content_hash
-            result = self.cache.compiled(("redaction", entry.source.content_hash), functools.partial(_compile_redaction, model))
+            result = self.cache.compiled(
+                ("redaction", entry.source.content_hash), functools.partial(_compile_redaction, model)
+            )
             findings, profile = result
             self.report(entry, findings)
             if profile is not None:
                 compiled[model.metadata.name] = profile
         if DEFAULT_REDACTION not in self.redaction_hashes:
-            shipped = self.cache.compiled(("shipped-redaction", DEFAULT_REDACTION), lambda: _shipped_profile(DEFAULT_REDACTION, self.settings.max_config_file_bytes))
+            shipped = self.cache.compiled(
+                ("shipped-redaction", DEFAULT_REDACTION),
+                lambda: _shipped_profile(DEFAULT_REDACTION, self.settings.max_config_file_bytes),
+            )
             if shipped is not None:
                 self.redaction_hashes[DEFAULT_REDACTION] = shipped[0]
                 compiled[DEFAULT_REDACTION] = shipped[1]
@@ -512,7 +666,9 @@ class _Builder:
 
     def _policy(self, entry: LoadedDocument) -> CompiledPolicy | None:
         model: PolicyDocument = entry.model  # type: ignore[assignment]
-        pieces = self.cache.compiled(("policy", entry.source.content_hash, self.engine.name, self.cost_limit), lambda: self._policy_pieces(model))
+        pieces = self.cache.compiled(
+            ("policy", entry.source.content_hash, self.engine.name, self.cost_limit), lambda: self._policy_pieces(model)
+        )
         self.report(entry, pieces.findings)
         self.failed_expressions.update((id(entry), f.path) for f in pieces.findings if not f.warning)
         if any(not f.warning for f in pieces.findings):
@@ -530,10 +686,14 @@ class _Builder:
                 enforce=rule.enforce,
                 on_error=rule.on_error,
                 source=entry.source.locate(("spec", "rules", index)),
-                named_tools=frozenset(glob.split("@")[0] for glob in rule.tools if not any(ch in glob.split("@")[0] for ch in "*?[")),
+                named_tools=frozenset(
+                    glob.split("@")[0] for glob in rule.tools if not any(ch in glob.split("@")[0] for ch in "*?[")
+                ),
                 command_patterns=CommandPatterns(rule.commands) if rule.commands is not None else None,
                 when_variables=frozenset(ref.name for ref in _roots(rule.when)) if rule.when else frozenset(),
-                when_direct=self.cache.compiled(("direct", rule.when), functools.partial(compile_direct, rule.when)) if rule.when and when is not None else None,
+                when_direct=self.cache.compiled(("direct", rule.when), functools.partial(compile_direct, rule.when))
+                if rule.when and when is not None
+                else None,
             )
             for index, (rule, (matcher, when, reason)) in enumerate(zip(model.spec.rules, pieces.rules, strict=True))
         )
@@ -546,15 +706,29 @@ class _Builder:
         for index, rule in enumerate(model.spec.rules):
             base = ("spec", "rules", index)
             if rule.name in seen:
-                findings.append(Finding((*base, "name"), "duplicate-name", f"rule name `{rule.name}` is already used by rule {seen[rule.name] + 1} of this policy; rule names must be unique."))
+                findings.append(
+                    Finding(
+                        (*base, "name"),
+                        "duplicate-name",
+                        f"rule name `{rule.name}` is already used by rule {seen[rule.name] + 1} of this policy; rule names must be unique.",
+                    )
+                )
             seen[rule.name] = index
             when = reason = None
             if rule.when:
-                when, more = compile_expression(rule.when, (*base, "when"), POLICY_VARIABLES, self.engine, explain=self._untyped("`when`", with_commands=True))
+                when, more = compile_expression(
+                    rule.when,
+                    (*base, "when"),
+                    POLICY_VARIABLES,
+                    self.engine,
+                    explain=self._untyped("`when`", with_commands=True),
+                )
                 findings.extend(more)
             if rule.reason_expression:
                 explain = self._untyped("`reason_expression`", "string", with_commands=True)
-                reason, more = compile_expression(rule.reason_expression, (*base, "reason_expression"), POLICY_VARIABLES, self.engine, explain=explain)
+                reason, more = compile_expression(
+                    rule.reason_expression, (*base, "reason_expression"), POLICY_VARIABLES, self.engine, explain=explain
+                )
                 findings.extend(more)
             compiled.append((glob_matcher(rule.tools), when, reason))
         return _PolicyPieces(tuple(findings), tuple(compiled))
@@ -571,12 +745,30 @@ def _check_command_line(name: str, schema: Mapping[str, Any]) -> list[Finding]:
     path = ("spec", "command_line")
     if not isinstance(spec, dict):
         known = sorted(properties) if isinstance(properties, dict) else []
-        return [Finding(path, "unknown-reference", f"`command_line` names argument `{name}`, which the input_schema does not declare.{did_you_mean(name, known)}")]
+        return [
+            Finding(
+                path,
+                "unknown-reference",
+                f"`command_line` names argument `{name}`, which the input_schema does not declare.{did_you_mean(name, known)}",
+            )
+        ]
     if spec.get("type") != "string":
-        return [Finding(path, "invalid-value", f"`command_line` argument `{name}` must be declared with `type: string` (a shell command line).")]
+        return [
+            Finding(
+                path,
+                "invalid-value",
+                f"`command_line` argument `{name}` must be declared with `type: string` (a shell command line).",
+            )
+        ]
     required = schema.get("required")
     if not isinstance(required, list) or name not in required:
-        return [Finding(path, "invalid-value", f"`command_line` argument `{name}` must be listed in `required`, so that every call carries the command line its rules judge.")]
+        return [
+            Finding(
+                path,
+                "invalid-value",
+                f"`command_line` argument `{name}` must be listed in `required`, so that every call carries the command line its rules judge.",
+            )
+        ]
     return []
 
 
@@ -614,7 +806,9 @@ def _defaults(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     properties = schema.get("properties")
     if not isinstance(properties, dict):
         return MappingProxyType({})
-    return MappingProxyType({name: sub["default"] for name, sub in properties.items() if isinstance(sub, dict) and "default" in sub})
+    return MappingProxyType(
+        {name: sub["default"] for name, sub in properties.items() if isinstance(sub, dict) and "default" in sub}
+    )
 
 
 def _attributes(model: ToolDocument, handler_kind: str) -> Mapping[str, Any]:
@@ -645,13 +839,15 @@ def _document_key(entry: LoadedDocument) -> str:
 
 def _glob_matches(globs: Sequence[str], tool: CompiledTool) -> bool:
     for glob in globs:
-        if fnmatch.fnmatchcase(tool.name, glob) or (tool.version and fnmatch.fnmatchcase(f"{tool.name}@{tool.version}", glob)):
+        if fnmatch.fnmatchcase(tool.name, glob) or (
+            tool.version and fnmatch.fnmatchcase(f"{tool.name}@{tool.version}", glob)
+        ):
             return True
     return False
 
 
 def _subject(names: Sequence[str], literal: bool) -> str:
-    """"for tool `x`: " before a finding of a rule checked per tool (none when the
+    """ "for tool `x`: " before a finding of a rule checked per tool (none when the
     rule names exactly one tool, or matches none)."""
     names = [n for n in names if n]
     if literal or not names:
@@ -685,7 +881,13 @@ def _compile_redaction(model: RedactionProfileDocument) -> tuple[tuple[Finding, 
     seen: set[str] = set()
     for index, pattern in enumerate(model.spec.patterns):
         if pattern.name in seen:
-            findings.append(Finding(("spec", "patterns", index, "name"), "duplicate-name", f"pattern name `{pattern.name}` appears twice in this profile; names label what was redacted, so they must be unique."))
+            findings.append(
+                Finding(
+                    ("spec", "patterns", index, "name"),
+                    "duplicate-name",
+                    f"pattern name `{pattern.name}` appears twice in this profile; names label what was redacted, so they must be unique.",
+                )
+            )
         seen.add(pattern.name)
         try:
             check_pattern(pattern.regex)
@@ -693,16 +895,44 @@ def _compile_redaction(model: RedactionProfileDocument) -> tuple[tuple[Finding, 
         except RegexRejected as err:
             findings.append(Finding(("spec", "patterns", index, "regex"), err.code, err.message))
             continue
-        patterns.append(CompiledPattern(pattern.name, regex, pattern.replacement or f"[REDACTED:{pattern.name}]", pattern.validator, pattern.keep, frozenset(pattern.shields), pattern.value_only))
+        patterns.append(
+            CompiledPattern(
+                pattern.name,
+                regex,
+                pattern.replacement or f"[REDACTED:{pattern.name}]",
+                pattern.validator,
+                pattern.keep,
+                frozenset(pattern.shields),
+                pattern.value_only,
+            )
+        )
     names = {p.name for p in model.spec.patterns}
     for index, pattern in enumerate(model.spec.patterns):
         if pattern.keep and not pattern.shields:
-            findings.append(Finding(("spec", "patterns", index, "keep"), "missing-key", f"keep pattern `{pattern.name}` needs `shields`: the patterns of this profile it protects (e.g. [email])."))
+            findings.append(
+                Finding(
+                    ("spec", "patterns", index, "keep"),
+                    "missing-key",
+                    f"keep pattern `{pattern.name}` needs `shields`: the patterns of this profile it protects (e.g. [email]).",
+                )
+            )
         if pattern.shields and not pattern.keep:
-            findings.append(Finding(("spec", "patterns", index, "shields"), "invalid-value", f"`shields` only means something with `keep: true` (pattern `{pattern.name}`)."))
+            findings.append(
+                Finding(
+                    ("spec", "patterns", index, "shields"),
+                    "invalid-value",
+                    f"`shields` only means something with `keep: true` (pattern `{pattern.name}`).",
+                )
+            )
         for s_index, shielded in enumerate(pattern.shields):
             if shielded not in names:
-                findings.append(Finding(("spec", "patterns", index, "shields", s_index), "unknown-reference", f"pattern `{pattern.name}` shields `{shielded}`, which this profile does not have.{did_you_mean(shielded, names)}"))
+                findings.append(
+                    Finding(
+                        ("spec", "patterns", index, "shields", s_index),
+                        "unknown-reference",
+                        f"pattern `{pattern.name}` shields `{shielded}`, which this profile does not have.{did_you_mean(shielded, names)}",
+                    )
+                )
     if findings:
         return tuple(findings), None
     combined_source = "|".join(f"({'(?i)' if p.case_insensitive else ''}{p.regex})" for p in model.spec.patterns)
@@ -737,7 +967,18 @@ def _shipped_profile(name: str, max_bytes: int) -> tuple[str, CompiledRedaction]
 
 
 def _by_kind(docs: Sequence[LoadedDocument]) -> dict[type, list[LoadedDocument]]:
-    kinds: dict[type, list[LoadedDocument]] = {k: [] for k in (ToolDocument, PolicyDocument, RedactionProfileDocument, OutputProfileDocument, McpServerDocument, WorkflowDocument, PolicyTestDocument)}
+    kinds: dict[type, list[LoadedDocument]] = {
+        k: []
+        for k in (
+            ToolDocument,
+            PolicyDocument,
+            RedactionProfileDocument,
+            OutputProfileDocument,
+            McpServerDocument,
+            WorkflowDocument,
+            PolicyTestDocument,
+        )
+    }
     for entry in docs:
         kinds.setdefault(type(entry.model), []).append(entry)
     return kinds

@@ -59,7 +59,14 @@ def compile_expression(
     try:
         facts = analyse(source)
     except LexError as err:
-        return None, [Finding(path, "cel-syntax", f"CEL syntax error: {err}. Fix the expression.", inner=offset_to_line_col(source, err.offset))]
+        return None, [
+            Finding(
+                path,
+                "cel-syntax",
+                f"CEL syntax error: {err}. Fix the expression.",
+                inner=offset_to_line_col(source, err.offset),
+            )
+        ]
     findings: list[Finding] = []
 
     def at(offset: int) -> tuple[int, int]:
@@ -67,11 +74,30 @@ def compile_expression(
 
     for ref in facts.roots:
         if ref.name not in variables:
-            findings.append(Finding(path, "cel-undeclared", f"`{ref.name}` is not defined in this expression.{did_you_mean(ref.name, variables)} It may read: {', '.join(variables)}.", inner=at(ref.offset)))
+            findings.append(
+                Finding(
+                    path,
+                    "cel-undeclared",
+                    f"`{ref.name}` is not defined in this expression.{did_you_mean(ref.name, variables)} It may read: {', '.join(variables)}.",
+                    inner=at(ref.offset),
+                )
+            )
     if facts.nesting_depth > MAX_NESTING:
-        findings.append(Finding(path, "cel-too-complex", f"expression nests {facts.nesting_depth} levels of brackets; the limit is {MAX_NESTING}. Split it into several rules."))
+        findings.append(
+            Finding(
+                path,
+                "cel-too-complex",
+                f"expression nests {facts.nesting_depth} levels of brackets; the limit is {MAX_NESTING}. Split it into several rules.",
+            )
+        )
     if facts.macro_depth > MAX_MACRO_DEPTH:
-        findings.append(Finding(path, "cel-too-complex", f"comprehensions (all/exists/map/filter) nest {facts.macro_depth} deep; the limit is {MAX_MACRO_DEPTH}, to bound evaluation cost. Simplify the expression."))
+        findings.append(
+            Finding(
+                path,
+                "cel-too-complex",
+                f"comprehensions (all/exists/map/filter) nest {facts.macro_depth} deep; the limit is {MAX_MACRO_DEPTH}, to bound evaluation cost. Simplify the expression.",
+            )
+        )
     for literal in facts.regex_literals:
         pattern = string_value(Token("string", literal.name, literal.offset))
         if pattern is None:
@@ -84,7 +110,11 @@ def compile_expression(
         findings.extend(_args_findings(source, facts.args_paths, input_schema, path))
     if any(not f.warning for f in findings):
         if typed is not None:  # report every problem at once: the fields and types too
-            findings.extend(f for f in type_findings(source, path, typed) if not f.warning and f.code in ("cel-type", "cel-unknown-arg"))
+            findings.extend(
+                f
+                for f in type_findings(source, path, typed)
+                if not f.warning and f.code in ("cel-type", "cel-unknown-arg")
+            )
         return None, findings
     try:
         program = engine.compile(source, variables)
@@ -98,9 +128,20 @@ def compile_expression(
             if any(not f.warning and f.code in ("cel-type", "cel-unknown-arg") for f in ours):
                 # All of them for a typed rule (as the portable engine reports it); for a
                 # policy condition, typed per tool later, only the type errors.
-                return None, findings + [f for f in ours if typed is not None or (not f.warning and f.code in ("cel-type", "cel-unknown-arg"))]
+                return None, findings + [
+                    f
+                    for f in ours
+                    if typed is not None or (not f.warning and f.code in ("cel-type", "cel-unknown-arg"))
+                ]
         detail = err.message.removeprefix("Syntax error: ").removeprefix("syntax error: ")
-        findings.append(Finding(path, code, f"CEL {'syntax' if code == 'cel-syntax' else 'type'} error: {sentence(detail)} Fix the expression.", inner=(err.line, err.col)))
+        findings.append(
+            Finding(
+                path,
+                code,
+                f"CEL {'syntax' if code == 'cel-syntax' else 'type'} error: {sentence(detail)} Fix the expression.",
+                inner=(err.line, err.col),
+            )
+        )
         return None, findings
     if typed is not None:
         # After the engine's compile, so that a syntax error is reported once, by the engine.
@@ -126,15 +167,23 @@ def _args_findings(source: str, args_paths: Any, schema: dict[str, Any], path: P
                 node = properties[name]
                 offset += len(name)
                 continue
-            closed = isinstance(node, dict) and node.get("additionalProperties") is False and not node.get("patternProperties")
+            closed = (
+                isinstance(node, dict)
+                and node.get("additionalProperties") is False
+                and not node.get("patternProperties")
+            )
             dotted = ".".join(args_path.fields[: depth + 1])
             declared = ", ".join(sorted(properties)) or "none"
             hint = did_you_mean(name, properties)
             if closed:
-                message = f"`args.{dotted}` is not an argument of this tool: the input schema declares {declared}.{hint}"
+                message = (
+                    f"`args.{dotted}` is not an argument of this tool: the input schema declares {declared}.{hint}"
+                )
             else:
                 message = f"`args.{dotted}` is not declared in the input schema (declared: {declared}).{hint} The schema allows undeclared keys, so this may be intended; declare it to be sure."
-            findings.append(Finding(path, "cel-unknown-arg", message, warning=not closed, inner=offset_to_line_col(source, offset)))
+            findings.append(
+                Finding(path, "cel-unknown-arg", message, warning=not closed, inner=offset_to_line_col(source, offset))
+            )
             break
     return findings
 

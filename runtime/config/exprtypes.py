@@ -61,11 +61,15 @@ class TypedCheck:
     key: str = field(default="", compare=False)  # a content key of the types, for caches
 
 
-def variable_types(schema: Any, command_line: str | None = None, *, with_commands: bool = False) -> tuple[dict[str, CelType], dict[str, SizeBound], str]:
+def variable_types(
+    schema: Any, command_line: str | None = None, *, with_commands: bool = False
+) -> tuple[dict[str, CelType], dict[str, SizeBound], str]:
     """The variables' types for a tool with input ``schema`` (None: args of no known
     schema), their size bounds, and a content key of both. Tools often share a schema:
     the result is kept per content (callers must not change it)."""
-    key = hashlib.sha256(json.dumps([schema, command_line, with_commands], sort_keys=True, default=str).encode()).hexdigest()
+    key = hashlib.sha256(
+        json.dumps([schema, command_line, with_commands], sort_keys=True, default=str).encode()
+    ).hexdigest()
     cached = _TYPES.get(key)
     if cached is None:
         if len(_TYPES) >= 4096:
@@ -77,7 +81,9 @@ def variable_types(schema: Any, command_line: str | None = None, *, with_command
 _TYPES: dict[str, tuple[dict[str, CelType], dict[str, SizeBound], str]] = {}
 
 
-def _variable_types(schema: Any, command_line: str | None, with_commands: bool, key: str) -> tuple[dict[str, CelType], dict[str, SizeBound], str]:
+def _variable_types(
+    schema: Any, command_line: str | None, with_commands: bool, key: str
+) -> tuple[dict[str, CelType], dict[str, SizeBound], str]:
     read = from_schema(schema if schema is not None else {"type": "object"}, "args")
     bounds = dict(read.bounds)
     bounds[UNTYPED] = SizeBound(MAX_ARGUMENT_BYTES // 2, False, "maxItems", "(values of no declared type)")
@@ -85,26 +91,43 @@ def _variable_types(schema: Any, command_line: str | None, with_commands: bool, 
     # label), since nothing says which keys the tools it will meet have.
     variables = {"args": read.root.with_(label="args" if schema is not None else ""), **_fixed_types(bounds)}
     if with_commands and not command_line:
-        variables["commands"] = list_of(list_of(STRING)).with_(label="commands")  # always empty: the tool runs no command line
+        variables["commands"] = list_of(list_of(STRING)).with_(
+            label="commands"
+        )  # always empty: the tool runs no command line
     elif with_commands:
         line_bound = bounds.get(f"args.{command_line}") if command_line else None
-        limit = min(line_bound.limit if line_bound is not None else MAX_ARGUMENT_BYTES, MAX_LINE_LENGTH)  # longer lines are not split
+        limit = min(
+            line_bound.limit if line_bound is not None else MAX_ARGUMENT_BYTES, MAX_LINE_LENGTH
+        )  # longer lines are not split
         # A line of n characters holds at most n/2 words in all: nested iteration over
         # commands and their words shares that total (as lists share the argument cap).
         count = max(1, limit // 2)
         per_command = max(1, limit // 2 // count)
         shares = {"commands": count, "commands[]": per_command, "commands[][]": max(1, limit // (count * per_command))}
         for name, bound in shares.items():
-            bounds[name] = SizeBound(bound, line_bound.declared if line_bound else False, "maxLength", line_bound.pointer if line_bound else "the command line")
+            bounds[name] = SizeBound(
+                bound,
+                line_bound.declared if line_bound else False,
+                "maxLength",
+                line_bound.pointer if line_bound else "the command line",
+            )
         word = STRING.with_(size=size_var("commands[][]"))
-        variables["commands"] = list_of(list_of(word, size_var("commands[]")), size_var("commands")).with_(label="commands")
+        variables["commands"] = list_of(list_of(word, size_var("commands[]")), size_var("commands")).with_(
+            label="commands"
+        )
     return variables, bounds, key
 
 
 def _fixed_types(bounds: dict[str, SizeBound]) -> dict[str, CelType]:
     """``tool``, ``session`` and ``call`` as the runtime builds them (see
     runtime.config.compile._attributes and runtime.pipeline.validate.cel_data)."""
-    for name, keyword in (("session.labels", "maxProperties"), ("session.labels.*", "maxLength"), ("session.text", "maxLength"), ("tool.text", "maxLength"), ("tool.labels", "maxProperties")):
+    for name, keyword in (
+        ("session.labels", "maxProperties"),
+        ("session.labels.*", "maxLength"),
+        ("session.text", "maxLength"),
+        ("tool.text", "maxLength"),
+        ("tool.labels", "maxProperties"),
+    ):
         # Set by the app and the config (trusted), not by the model: sized like arguments.
         bounds[name] = SizeBound(MAX_ARGUMENT_BYTES // (5 if keyword == "maxProperties" else 1), False, keyword, name)
     tool_text = STRING.with_(size=size_var("tool.text"))
@@ -112,16 +135,24 @@ def _fixed_types(bounds: dict[str, SizeBound]) -> dict[str, CelType]:
     flag = BOOL
     tool = closed_object(
         {
-            "name": tool_text, "version": tool_text, "labels": map_of(STRING, tool_text, size_var("tool.labels")),
-            "read_only": flag, "idempotent": flag, "risk": tool_text.with_(enum=("low", "medium", "high", "critical")),
-            "trust": tool_text.with_(enum=("trusted", "untrusted")), "handler": tool_text.with_(enum=("builtin", "python", "mcp", "command", "http", "workflow")),
-            "defer_loading": flag, "edits_workspace": flag, "command_line": tool_text,
+            "name": tool_text,
+            "version": tool_text,
+            "labels": map_of(STRING, tool_text, size_var("tool.labels")),
+            "read_only": flag,
+            "idempotent": flag,
+            "risk": tool_text.with_(enum=("low", "medium", "high", "critical")),
+            "trust": tool_text.with_(enum=("trusted", "untrusted")),
+            "handler": tool_text.with_(enum=("builtin", "python", "mcp", "command", "http", "workflow")),
+            "defer_loading": flag,
+            "edits_workspace": flag,
+            "command_line": tool_text,
         },
         "tool",
     )
     session = closed_object(
         {
-            "id": session_text, "user": session_text,
+            "id": session_text,
+            "user": session_text,
             "mode": session_text.with_(enum=("default", "plan", "accept_edits", "bypass")),
             "labels": map_of(STRING, STRING.with_(size=size_var("session.labels.*")), size_var("session.labels")),
         },
@@ -156,7 +187,9 @@ def type_findings(source: str, path: tuple[str | int, ...], typed: TypedCheck, *
 _FINDINGS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 
-def _type_findings(source: str, path: tuple[str | int, ...], typed: TypedCheck, *, own_schema: bool = True) -> list[Any]:
+def _type_findings(
+    source: str, path: tuple[str | int, ...], typed: TypedCheck, *, own_schema: bool = True
+) -> list[Any]:
     from runtime.config.expressions import Finding
 
     tree = _parsed(source)
@@ -169,7 +202,14 @@ def _type_findings(source: str, path: tuple[str | int, ...], typed: TypedCheck, 
     variables = {name: value for name, value in typed.variables.items()}
     result = check(tree, variables, own_schema=own_schema)
     findings = [
-        Finding(path, issue.code, typed.subject + issue.message, warning=issue.warning, inner=offset_to_line_col(source, issue.offset)) for issue in result.issues
+        Finding(
+            path,
+            issue.code,
+            typed.subject + issue.message,
+            warning=issue.warning,
+            inner=offset_to_line_col(source, issue.offset),
+        )
+        for issue in result.issues
     ]
     expected = typed.result
     kind = result.type.kind
@@ -201,7 +241,7 @@ def _type_findings(source: str, path: tuple[str | int, ...], typed: TypedCheck, 
 
 def _bool_fix(kind: str) -> str:
     if kind in ("string", "list", "map", "bytes", "object"):
-        return "Test it: e.g. `size(...) > 0`, `x == \"...\"`, `x.contains(\"...\")`."
+        return 'Test it: e.g. `size(...) > 0`, `x == "..."`, `x.contains("...")`.'
     if kind in ("int", "uint", "double", "number"):
         return "Compare it: e.g. `... > 0`."
     return "Write a comparison or a test that gives true or false."
@@ -229,11 +269,17 @@ def _cost_findings(cost: Any, path: tuple[str | int, ...], typed: TypedCheck) ->
         if fixes and saving < worst / 10:
             break
         if bound.declared:
-            fixes.append(f"`{name}` may hold up to {bound.limit:,} ({bound.keyword} at {bound.pointer}): lower that bound")
+            fixes.append(
+                f"`{name}` may hold up to {bound.limit:,} ({bound.keyword} at {bound.pointer}): lower that bound"
+            )
         elif name == UNTYPED:
-            fixes.append("values of no declared type may hold up to the whole argument size: declare their type and a maxItems/maxLength")
+            fixes.append(
+                "values of no declared type may hold up to the whole argument size: declare their type and a maxItems/maxLength"
+            )
         else:
-            fixes.append(f"`{name}` has no {bound.keyword} (so up to {bound.limit:,}): add `{bound.keyword}` at input_schema {bound.pointer}")
+            fixes.append(
+                f"`{name}` has no {bound.keyword} (so up to {bound.limit:,}): add `{bound.keyword}` at input_schema {bound.pointer}"
+            )
     how = "; ".join(fixes) or "simplify the expression"
     message = (
         f"{typed.subject}this {typed.field_name} may cost up to {worst:,.0f} units per evaluation, over the limit of {typed.cost_limit:,} "

@@ -44,7 +44,13 @@ def discover(paths: Iterable[Path]) -> tuple[list[Path], list[Problem]]:
         elif root.is_dir():
             found.extend(_walk(root))
         else:
-            problems.append(Problem(Location(str(root)), "path-not-found", f"`{root}` does not exist; pass a config directory or a YAML file."))
+            problems.append(
+                Problem(
+                    Location(str(root)),
+                    "path-not-found",
+                    f"`{root}` does not exist; pass a config directory or a YAML file.",
+                )
+            )
     unique: dict[str, Path] = {}
     for path in found:
         unique.setdefault(os.path.realpath(path), path)
@@ -67,12 +73,20 @@ def read_source(path: Path, max_bytes: int) -> tuple[SourceFile | None, Problem 
     try:
         size = path.stat().st_size
         if size > max_bytes:
-            return None, Problem(Location(display), "file-too-large", f"file is {size:,} bytes; the limit is {max_bytes:,} (setting max_config_file_bytes). Split it into several files.")
+            return None, Problem(
+                Location(display),
+                "file-too-large",
+                f"file is {size:,} bytes; the limit is {max_bytes:,} (setting max_config_file_bytes). Split it into several files.",
+            )
         raw = path.read_bytes()
     except OSError as err:
         return None, Problem(Location(display), "file-unreadable", f"cannot read the file: {err.strerror or err}.")
     if len(raw) > max_bytes:  # grew between stat and read
-        return None, Problem(Location(display), "file-too-large", f"file is over the limit of {max_bytes:,} bytes. Split it into several files.")
+        return None, Problem(
+            Location(display),
+            "file-too-large",
+            f"file is over the limit of {max_bytes:,} bytes. Split it into several files.",
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:

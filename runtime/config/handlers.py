@@ -26,7 +26,18 @@ from runtime.http.lint import http_findings
 from runtime.http.request import build_plan
 from runtime.snapshot import Handler
 
-BUILTINS = ("file_read", "file_edit", "file_delete", "artifact_read", "list_dir", "glob", "grep", "run_command", "tool_search", "job_status")
+BUILTINS = (
+    "file_read",
+    "file_edit",
+    "file_delete",
+    "artifact_read",
+    "list_dir",
+    "glob",
+    "grep",
+    "run_command",
+    "tool_search",
+    "job_status",
+)
 _HANDLER_PATH = ("spec", "handler")
 
 
@@ -43,19 +54,33 @@ def handler_parts(spec: ToolSpec) -> tuple[str, str, HandlerSpec | None]:
     return ("command" if handler.command is not None else "http"), "", handler
 
 
-def resolve_handler(spec: ToolSpec, mcp_servers: Sequence[str], search_dirs: Sequence[Path]) -> tuple[Handler | None, list[Finding]]:
+def resolve_handler(
+    spec: ToolSpec, mcp_servers: Sequence[str], search_dirs: Sequence[Path]
+) -> tuple[Handler | None, list[Finding]]:
     """The resolved handler, or None with findings saying what to fix."""
     kind, target, form = handler_parts(spec)
     findings: list[Finding] = []
     function: Callable[..., Any] | None = None
     path = _HANDLER_PATH if form is None else (*_HANDLER_PATH, kind)
     if kind == "builtin" and target not in BUILTINS:
-        findings.append(Finding(path, "unknown-builtin", f"no built-in tool `{target}`.{did_you_mean(target, BUILTINS)} Built-ins: {', '.join(BUILTINS)}."))
+        findings.append(
+            Finding(
+                path,
+                "unknown-builtin",
+                f"no built-in tool `{target}`.{did_you_mean(target, BUILTINS)} Built-ins: {', '.join(BUILTINS)}.",
+            )
+        )
     elif kind == "mcp":
         server = target.split("/", 1)[0]
         if server not in mcp_servers:
             known = ", ".join(sorted(mcp_servers)) or "none declared"
-            findings.append(Finding(path, "unknown-mcp-server", f"handler names MCP server `{server}`, which is not declared.{did_you_mean(server, mcp_servers)} Declare it with `kind: McpServer` (declared: {known})."))
+            findings.append(
+                Finding(
+                    path,
+                    "unknown-mcp-server",
+                    f"handler names MCP server `{server}`, which is not declared.{did_you_mean(server, mcp_servers)} Declare it with `kind: McpServer` (declared: {known}).",
+                )
+            )
     elif kind == "python":
         function, problem = _import_function(target, search_dirs)
         if problem:
@@ -103,7 +128,11 @@ def _single_quoted_placeholders(argv: list[str]) -> Iterator[Finding]:
         for literal, name, _spec, _conversion in string.Formatter().parse(item):
             quote = quote_state(literal, quote)
             if name is not None and quote == "'":
-                yield Finding((*_HANDLER_PATH, "command", "argv", index), "handler-template", f"placeholder `{{{name}}}` is inside single quotes, where the shell cannot expand it; use double quotes or none (values are always passed safely).")
+                yield Finding(
+                    (*_HANDLER_PATH, "command", "argv", index),
+                    "handler-template",
+                    f"placeholder `{{{name}}}` is inside single quotes, where the shell cannot expand it; use double quotes or none (values are always passed safely).",
+                )
         quote = quote_state(" ", quote)
 
 
@@ -112,17 +141,33 @@ def _template_findings(template: str, spec: ToolSpec, path: tuple[str | int, ...
     try:
         fields = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
     except ValueError as err:
-        yield Finding(path, "handler-template", f"bad template `{template}`: {err}. Use `{{name}}` for an argument and `{{{{`/`}}}}` for literal braces.")
+        yield Finding(
+            path,
+            "handler-template",
+            f"bad template `{template}`: {err}. Use `{{name}}` for an argument and `{{{{`/`}}}}` for literal braces.",
+        )
         return
     for name in fields:
         root = name.split(".")[0].split("[")[0]
         if root and name != root:
-            yield Finding(path, "handler-template", f"template uses `{{{name}}}`; only plain argument names are filled in, e.g. `{{{root}}}`.")
+            yield Finding(
+                path,
+                "handler-template",
+                f"template uses `{{{name}}}`; only plain argument names are filled in, e.g. `{{{root}}}`.",
+            )
             continue
         if not root:
-            yield Finding(path, "handler-template", f"template `{template}` has an empty `{{}}`; name the argument, e.g. `{{path}}`.")
+            yield Finding(
+                path,
+                "handler-template",
+                f"template `{template}` has an empty `{{}}`; name the argument, e.g. `{{path}}`.",
+            )
         elif root not in declared:
-            yield Finding(path, "handler-template", f"template uses `{{{root}}}` but the input schema declares no `{root}`.{did_you_mean(root, declared)} Declared: {', '.join(sorted(declared)) or 'none'}.")
+            yield Finding(
+                path,
+                "handler-template",
+                f"template uses `{{{root}}}` but the input schema declares no `{root}`.{did_you_mean(root, declared)} Declared: {', '.join(sorted(declared)) or 'none'}.",
+            )
 
 
 def _import_function(target: str, search_dirs: Sequence[Path]) -> tuple[Callable[..., Any] | None, str | None]:
@@ -130,7 +175,10 @@ def _import_function(target: str, search_dirs: Sequence[Path]) -> tuple[Callable
     try:
         module = _import(module_name, search_dirs)
     except ModuleNotFoundError as err:
-        return None, f"cannot import module `{module_name}` ({err}). Install it, put it beside the config files, or add its folder to PYTHONPATH."
+        return (
+            None,
+            f"cannot import module `{module_name}` ({err}). Install it, put it beside the config files, or add its folder to PYTHONPATH.",
+        )
     except Exception as err:  # noqa: BLE001 - importing user code can fail in any way; report it
         return None, f"importing `{module_name}` failed: {type(err).__name__}: {err}."
     function = getattr(module, attribute, None)

@@ -40,7 +40,9 @@ class LoadedConfig:
     files: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)  # real paths already loaded
-    broken: set[tuple[str, str]] = field(default_factory=set)  # (kind, name) of documents that failed their structure check
+    broken: set[tuple[str, str]] = field(
+        default_factory=set
+    )  # (kind, name) of documents that failed their structure check
 
 
 def load_documents(paths: Sequence[Path], settings: Settings, cache: CompileCache) -> LoadedConfig:
@@ -49,7 +51,9 @@ def load_documents(paths: Sequence[Path], settings: Settings, cache: CompileCach
     files, problems = discover(paths)
     loaded.problems.extend(problems)
     if not paths:
-        loaded.problems.append(Problem(_nowhere(), "path-not-found", "no config paths given; pass a config directory or YAML files."))
+        loaded.problems.append(
+            Problem(_nowhere(), "path-not-found", "no config paths given; pass a config directory or YAML files.")
+        )
     _load_files(files, None, settings, cache, loaded)
     _load_packs(settings, cache, loaded)
     return loaded
@@ -59,7 +63,9 @@ def _nowhere() -> Location:
     return Location("<arguments>")
 
 
-def _load_files(files: Iterable[Path], pack: str | None, settings: Settings, cache: CompileCache, loaded: LoadedConfig) -> None:
+def _load_files(
+    files: Iterable[Path], pack: str | None, settings: Settings, cache: CompileCache, loaded: LoadedConfig
+) -> None:
     for path in files:
         real = os.path.realpath(path)
         if real in loaded.seen:
@@ -119,7 +125,12 @@ def _load_packs(settings: Settings, cache: CompileCache, loaded: LoadedConfig) -
             if files is None:
                 known = available_packs(search)
                 hint = did_you_mean(name, known)
-                loaded.problems.append(Problem(entry.source.locate(("spec", "packs", index)), "unknown-pack", f"no pack named `{name}`.{hint} Available packs: {', '.join(known) or 'none'}."))
+                loaded.problems.append(
+                    Problem(
+                        entry.source.locate(("spec", "packs", index)),
+                        "unknown-pack",
+                        f"no pack named `{name}`.{hint} Available packs: {', '.join(known) or 'none'}.",
+                    )
+                )
                 continue
             _load_files(files, name, settings, cache, loaded)
-

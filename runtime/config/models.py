@@ -22,7 +22,12 @@ API_VERSION = "toolrt/v1"
 # A DNS-label-like name: what Kubernetes accepts for metadata.name, plus "_" and "."
 # so that tool names can match what models already call (file_read, git.push).
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"
-Name = Annotated[str, Field(pattern=NAME_PATTERN, description="Letters, digits, '_', '.', '-'; starts with a letter; at most 64 characters.")]
+Name = Annotated[
+    str,
+    Field(
+        pattern=NAME_PATTERN, description="Letters, digits, '_', '.', '-'; starts with a letter; at most 64 characters."
+    ),
+]
 Glob = Annotated[str, Field(min_length=1, max_length=200)]
 CelExpression = Annotated[str, Field(min_length=1, max_length=4000, description="A CEL expression (https://cel.dev).")]
 
@@ -39,8 +44,14 @@ class Metadata(_Model):
     """Identity of a document."""
 
     name: Name
-    version: str | None = Field(default=None, max_length=64, description="Optional version, e.g. '2' or '1.4.0'; tools may exist in several versions.")
-    labels: dict[str, str] = Field(default_factory=dict, description="Free-form labels, visible to policy rules as tool.labels.")
+    version: str | None = Field(
+        default=None,
+        max_length=64,
+        description="Optional version, e.g. '2' or '1.4.0'; tools may exist in several versions.",
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="Free-form labels, visible to policy rules as tool.labels."
+    )
     description: str | None = Field(default=None, max_length=2000)
 
 
@@ -54,10 +65,18 @@ class TruncationMode(str, Enum):
 class OutputSettings(_Model):
     """How a result is cut down to size. Every field may be left out to inherit."""
 
-    max_chars: int | None = Field(default=None, ge=1, le=10_000_000, description="Results longer than this are truncated.")
-    preview_chars: int | None = Field(default=None, ge=0, le=1_000_000, description="Characters of preview shown with an artifact notice.")
-    head_chars: int | None = Field(default=None, ge=0, le=1_000_000, description="Characters kept from the start in head/head_tail mode.")
-    tail_chars: int | None = Field(default=None, ge=0, le=1_000_000, description="Characters kept from the end in tail/head_tail mode.")
+    max_chars: int | None = Field(
+        default=None, ge=1, le=10_000_000, description="Results longer than this are truncated."
+    )
+    preview_chars: int | None = Field(
+        default=None, ge=0, le=1_000_000, description="Characters of preview shown with an artifact notice."
+    )
+    head_chars: int | None = Field(
+        default=None, ge=0, le=1_000_000, description="Characters kept from the start in head/head_tail mode."
+    )
+    tail_chars: int | None = Field(
+        default=None, ge=0, le=1_000_000, description="Characters kept from the end in tail/head_tail mode."
+    )
     on_success: TruncationMode | None = None
     on_error: TruncationMode | None = None
 
@@ -76,9 +95,13 @@ class HandlerCommand(_Model):
     """Run a program. ``argv`` items are templates: ``{path}`` is replaced by args.path."""
 
     argv: list[Annotated[str, Field(max_length=4096)]] = Field(min_length=1, max_length=256)
-    shell: bool = Field(default=False, description="Run through /bin/sh -c. Off by default: arguments are never shell-interpreted.")
+    shell: bool = Field(
+        default=False, description="Run through /bin/sh -c. Off by default: arguments are never shell-interpreted."
+    )
     cwd: str | None = Field(default=None, description="Working directory, relative to the workspace root.")
-    env: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(default_factory=list, description="Names of environment variables passed through (allow-list).")
+    env: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(
+        default_factory=list, description="Names of environment variables passed through (allow-list)."
+    )
     set_env: dict[str, str] = Field(default_factory=dict, description="Variables set for the command.")
 
 
@@ -98,14 +121,26 @@ class HandlerHttp(_Model):
     url: str = Field(min_length=1, max_length=4096)
     headers: dict[str, str] = Field(default_factory=dict)
     body: Any = Field(default=None, description="JSON body (a map, list or string); None: no body.")
-    secrets: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(
-        default_factory=dict, description="Placeholder name -> environment variable holding the secret, e.g. {token: API_TOKEN} for `Authorization: Bearer {token}`."
+    secrets: dict[
+        Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")],
+        Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")],
+    ] = Field(
+        default_factory=dict,
+        description="Placeholder name -> environment variable holding the secret, e.g. {token: API_TOKEN} for `Authorization: Bearer {token}`.",
     )
     allow_networks: list[Annotated[str, Field(min_length=2, max_length=64)]] = Field(
-        default_factory=list, description="CIDRs that may be reached although they are not public (e.g. 10.0.0.0/8, 127.0.0.1/32, fd00::/8)."
+        default_factory=list,
+        description="CIDRs that may be reached although they are not public (e.g. 10.0.0.0/8, 127.0.0.1/32, fd00::/8).",
     )
-    max_response_bytes: int = Field(default=10_000_000, ge=1, le=1_000_000_000, description="A larger response is refused (its reading stops there).")
-    max_redirects: int = Field(default=5, ge=0, le=20, description="Redirects followed, each checked like the first address; 0: none.")
+    max_response_bytes: int = Field(
+        default=10_000_000,
+        ge=1,
+        le=1_000_000_000,
+        description="A larger response is refused (its reading stops there).",
+    )
+    max_redirects: int = Field(
+        default=5, ge=0, le=20, description="Redirects followed, each checked like the first address; 0: none."
+    )
 
 
 class HandlerSpec(_Model):
@@ -115,9 +150,16 @@ class HandlerSpec(_Model):
 
     # None is the model's "not this kind", never a value a document may give: a handler
     # cut off after its kind (`http:` and nothing more) is an error, not an empty kind.
-    builtin: Name | SkipJsonSchema[None] = Field(default=None, description="A built-in tool: file_read, file_edit, file_delete, artifact_read, list_dir, glob, grep, run_command.")
-    python: str | SkipJsonSchema[None] = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", description="module.path:function")
-    mcp: str | SkipJsonSchema[None] = Field(default=None, pattern=r"^[A-Za-z][A-Za-z0-9_.-]*/.+$", description="server/tool of a declared McpServer")
+    builtin: Name | SkipJsonSchema[None] = Field(
+        default=None,
+        description="A built-in tool: file_read, file_edit, file_delete, artifact_read, list_dir, glob, grep, run_command.",
+    )
+    python: str | SkipJsonSchema[None] = Field(
+        default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", description="module.path:function"
+    )
+    mcp: str | SkipJsonSchema[None] = Field(
+        default=None, pattern=r"^[A-Za-z][A-Za-z0-9_.-]*/.+$", description="server/tool of a declared McpServer"
+    )
     command: HandlerCommand | SkipJsonSchema[None] = None
     http: HandlerHttp | SkipJsonSchema[None] = None
 
@@ -125,13 +167,19 @@ class HandlerSpec(_Model):
     def _one_kind(self) -> HandlerSpec:
         given = [key for key in ("builtin", "python", "mcp", "command", "http") if getattr(self, key) is not None]
         if len(given) != 1:
-            raise ValueError(f"a handler takes exactly one of builtin, python, mcp, command or http with a value, got {len(given)}")
+            raise ValueError(
+                f"a handler takes exactly one of builtin, python, mcp, command or http with a value, got {len(given)}"
+            )
         return self
 
 
 # The short string forms: builtin:file_read, python:pkg.mod:func, mcp:server/tool.
-HANDLER_STRING_PATTERN = r"^(builtin:[A-Za-z][A-Za-z0-9_.-]*|python:[A-Za-z_][\w.]*:[A-Za-z_]\w*|mcp:[A-Za-z][A-Za-z0-9_.-]*/.+)$"
-HandlerString = Annotated[str, Field(pattern=HANDLER_STRING_PATTERN, description="builtin:NAME, python:module:function or mcp:server/tool")]
+HANDLER_STRING_PATTERN = (
+    r"^(builtin:[A-Za-z][A-Za-z0-9_.-]*|python:[A-Za-z_][\w.]*:[A-Za-z_]\w*|mcp:[A-Za-z][A-Za-z0-9_.-]*/.+)$"
+)
+HandlerString = Annotated[
+    str, Field(pattern=HANDLER_STRING_PATTERN, description="builtin:NAME, python:module:function or mcp:server/tool")
+]
 
 
 class OnTimeout(str, Enum):
@@ -142,7 +190,9 @@ class OnTimeout(str, Enum):
 class Timeout(_Model):
     total_s: float = Field(default=60.0, gt=0, le=86_400, description="Wall-clock limit for one call.")
     idle_s: float | None = Field(default=None, gt=0, le=86_400, description="Limit on time without output or progress.")
-    grace_s: float = Field(default=2.0, ge=0, le=60, description="Between SIGTERM and SIGKILL when a process tree is stopped.")
+    grace_s: float = Field(
+        default=2.0, ge=0, le=60, description="Between SIGTERM and SIGKILL when a process tree is stopped."
+    )
     on_timeout: OnTimeout = OnTimeout.kill
 
 
@@ -178,8 +228,13 @@ class Rule(_Model):
 
     name: Name | None = None
     expression: CelExpression
-    message: str = Field(min_length=1, max_length=2000, description="Told to the model when the rule fails: say what to change.")
-    on_error: FailurePolicy = Field(default=FailurePolicy.fail, description="fail: an evaluation error rejects the call (default); ignore: it passes.")
+    message: str = Field(
+        min_length=1, max_length=2000, description="Told to the model when the rule fails: say what to change."
+    )
+    on_error: FailurePolicy = Field(
+        default=FailurePolicy.fail,
+        description="fail: an evaluation error rejects the call (default); ignore: it passes.",
+    )
 
 
 DEFAULT_REDACTION = "secrets"
@@ -189,15 +244,24 @@ that name, else the one of the shipped ``redaction-default`` pack)."""
 
 class Canary(_Model):
     version: str = Field(min_length=1, max_length=64)
-    percent: float = Field(ge=0, le=100, description="Share of sessions (by a stable hash of the session id) served by this version.")
+    percent: float = Field(
+        ge=0, le=100, description="Share of sessions (by a stable hash of the session id) served by this version."
+    )
 
 
 class Rollback(_Model):
     """Stop sending new sessions to the canary when it fails clearly more than the stable version."""
 
     window_s: float = Field(default=300.0, gt=0, le=86_400, description="Calls of this long ago and newer are counted.")
-    min_calls: int = Field(default=20, ge=1, le=1_000_000, description="Calls of the canary in the window before it is judged.")
-    max_error_rate_margin: float = Field(default=0.1, ge=0, le=1, description="Rolled back when the canary's error rate exceeds the stable version's by more than this.")
+    min_calls: int = Field(
+        default=20, ge=1, le=1_000_000, description="Calls of the canary in the window before it is judged."
+    )
+    max_error_rate_margin: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="Rolled back when the canary's error rate exceeds the stable version's by more than this.",
+    )
 
 
 class Rollout(_Model):
@@ -206,16 +270,25 @@ class Rollout(_Model):
 
     stable: str | None = Field(default=None, min_length=1, max_length=64)
     canary: Canary | None = None
-    weights: dict[str, Annotated[float, Field(ge=0, le=100)]] | None = Field(default=None, description="Version -> percent of sessions; the percents must sum to 100.")
-    rollback: Rollback | None = Field(default=None, description="Automatic rollback of the canary (stable + canary form only).")
+    weights: dict[str, Annotated[float, Field(ge=0, le=100)]] | None = Field(
+        default=None, description="Version -> percent of sessions; the percents must sum to 100."
+    )
+    rollback: Rollback | None = Field(
+        default=None, description="Automatic rollback of the canary (stable + canary form only)."
+    )
 
 
 class ToolSpec(_Model):
     description: str = Field(min_length=1, max_length=8000, description="Shown to the model.")
     handler: HandlerString | HandlerSpec
-    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}}, description="JSON Schema (Draft 2020-12) of the arguments.")
+    input_schema: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="JSON Schema (Draft 2020-12) of the arguments.",
+    )
     rules: list[Rule] = Field(default_factory=list, max_length=100)
-    read_only: bool = Field(default=False, description="Only read-only calls run concurrently. Default false: the call runs alone.")
+    read_only: bool = Field(
+        default=False, description="Only read-only calls run concurrently. Default false: the call runs alone."
+    )
     idempotent: bool = False
     timeout: Timeout = Field(default_factory=Timeout)
     output: ToolOutput = Field(default_factory=ToolOutput)
@@ -226,11 +299,24 @@ class ToolSpec(_Model):
         description="RedactionProfile names applied to this tool's output. Unset: the shipped `secrets` profile. `[]`: no redaction at all (lint warns).",
     )
     retry: Retry = Field(default_factory=Retry)
-    defer_loading: bool = Field(default=False, description="Leave out of the initial tool list; found through tool_search.")
-    process_isolation: bool = Field(default=False, description="Run a python handler in a child process so that a timeout can kill it.")
-    edits_workspace: bool = Field(default=False, description="Changes files inside the workspace and nothing else: in accept_edits mode it runs without asking.")
-    command_line: Name | None = Field(default=None, description="The string argument that holds a shell command line: policy rules see it split into `commands` and judge it command by command.")
-    rollout: Rollout | None = Field(default=None, description="For a tool declared in several versions: which version serves which sessions. Declare it on one version only.")
+    defer_loading: bool = Field(
+        default=False, description="Leave out of the initial tool list; found through tool_search."
+    )
+    process_isolation: bool = Field(
+        default=False, description="Run a python handler in a child process so that a timeout can kill it."
+    )
+    edits_workspace: bool = Field(
+        default=False,
+        description="Changes files inside the workspace and nothing else: in accept_edits mode it runs without asking.",
+    )
+    command_line: Name | None = Field(
+        default=None,
+        description="The string argument that holds a shell command line: policy rules see it split into `commands` and judge it command by command.",
+    )
+    rollout: Rollout | None = Field(
+        default=None,
+        description="For a tool declared in several versions: which version serves which sessions. Declare it on one version only.",
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -260,7 +346,9 @@ class PolicyRule(_Model):
     name: Name
     effect: Effect
     # Required: a rule cut off after `effect:` must not become a rule on every tool.
-    tools: list[Glob] = Field(min_length=1, description='Tool name globs, optionally tool@version; ["*"] for every tool.')
+    tools: list[Glob] = Field(
+        min_length=1, description='Tool name globs, optionally tool@version; ["*"] for every tool.'
+    )
     when: CelExpression | None = Field(default=None, description="CEL over tool, args, session, call, commands.")
     commands: list[Annotated[str, Field(min_length=1, max_length=500)]] | None = Field(
         default=None,
@@ -321,8 +409,13 @@ class RedactionPattern(_Model):
     replacement: str | None = Field(default=None, max_length=200, description="Default: [REDACTED:<name>].")
     validator: Validator | None = None
     case_insensitive: bool = False
-    keep: bool = Field(default=False, description="A look-alike, not a secret: its matches are left as they are, and matches of the patterns in `shields` that start inside one are left too (an ssh remote is not an email address). Every other pattern still applies inside it.")
-    shields: list[Name] = Field(default_factory=list, description="With keep: the patterns of this profile that this look-alike protects.")
+    keep: bool = Field(
+        default=False,
+        description="A look-alike, not a secret: its matches are left as they are, and matches of the patterns in `shields` that start inside one are left too (an ssh remote is not an email address). Every other pattern still applies inside it.",
+    )
+    shields: list[Name] = Field(
+        default_factory=list, description="With keep: the patterns of this profile that this look-alike protects."
+    )
     value_only: bool = Field(
         default=False,
         description="For `<name> <separator> <value>` patterns: the name, the separator (`:`, `=`, `:=`, `=>`) and quotes stay, only the value is replaced (password: \"[REDACTED:...]\"); a token at the value's start keeps its own pattern's name.",
@@ -373,7 +466,9 @@ class McpServerSpec(_Model):
     headers: dict[str, str] = Field(default_factory=dict)
     connect_timeout_s: float = Field(default=10.0, gt=0, le=600)
     call_timeout_s: float = Field(default=60.0, gt=0, le=86_400)
-    include: list[Glob] = Field(default_factory=lambda: ["*"], description="Globs of the server's tool names to import.")
+    include: list[Glob] = Field(
+        default_factory=lambda: ["*"], description="Globs of the server's tool names to import."
+    )
     exclude: list[Glob] = Field(default_factory=list)
     overrides: dict[str, McpToolOverride] = Field(default_factory=dict, description="Attribute overrides by tool name.")
     trust: Trust = Trust.untrusted
@@ -395,7 +490,9 @@ class StepRetry(_Model):
     """Extra attempts of a step. Only a read-only or idempotent tool may be retried."""
 
     attempts: int = Field(default=1, ge=0, le=10, description="Extra attempts after the first.")
-    backoff_s: float = Field(default=0.5, ge=0, le=600, description="Wait before the first retry; doubled for each further one.")
+    backoff_s: float = Field(
+        default=0.5, ge=0, le=600, description="Wait before the first retry; doubled for each further one."
+    )
 
 
 TemplateArgs = Annotated[
@@ -423,9 +520,17 @@ class WorkflowStep(_Model):
     tool: Name
     args: TemplateArgs
     depends_on: list[Name] = Field(default_factory=list, description="Steps that must finish before this one starts.")
-    when: CelExpression | None = Field(default=None, description="CEL over `input` and `steps`: the step runs only when it is true (else it is skipped).")
-    retry: StepRetry | None = Field(default=None, description="Retries of this step after an error or a timeout (read-only or idempotent tools only).")
-    timeout_s: float | None = Field(default=None, gt=0, le=86_400, description="A limit for this step, on top of the tool's own timeout.")
+    when: CelExpression | None = Field(
+        default=None,
+        description="CEL over `input` and `steps`: the step runs only when it is true (else it is skipped).",
+    )
+    retry: StepRetry | None = Field(
+        default=None,
+        description="Retries of this step after an error or a timeout (read-only or idempotent tools only).",
+    )
+    timeout_s: float | None = Field(
+        default=None, gt=0, le=86_400, description="A limit for this step, on top of the tool's own timeout."
+    )
     on_failure: OnFailure = OnFailure.stop
     compensate: Compensation | Literal["builtin"] | None = Field(
         default=None,
@@ -434,8 +539,16 @@ class WorkflowStep(_Model):
 
 
 class WorkflowSpec(_Model):
-    description: str = Field(default="A workflow of tool calls.", min_length=1, max_length=8000, description="Shown to the model when the workflow is exposed as a tool.")
-    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}}, description="JSON Schema (Draft 2020-12) of the workflow's arguments.")
+    description: str = Field(
+        default="A workflow of tool calls.",
+        min_length=1,
+        max_length=8000,
+        description="Shown to the model when the workflow is exposed as a tool.",
+    )
+    input_schema: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="JSON Schema (Draft 2020-12) of the workflow's arguments.",
+    )
     steps: list[WorkflowStep] = Field(min_length=1, max_length=500)
     risk: Risk | None = Field(default=None, description="Default: the highest risk of its steps' tools.")
     expose: bool = Field(default=True, description="Offer the workflow to the model as a tool of the same name.")

@@ -32,7 +32,9 @@ def reference_markdown() -> str:
         while queue:
             path, node = queue.pop(0)
             rows, nested = _table(path, node, definitions, seen)
-            parts.append(f"`{path}`{_cell(_describe(node))}\n\n| field | type | default | description |\n|---|---|---|---|\n{rows}\n")
+            parts.append(
+                f"`{path}`{_cell(_describe(node))}\n\n| field | type | default | description |\n|---|---|---|---|\n{rows}\n"
+            )
             queue.extend(nested)
     return "\n".join(parts)
 
@@ -55,7 +57,9 @@ def _describe(node: dict[str, Any]) -> str:
     return f": {text}" if text else ""
 
 
-def _table(path: str, node: dict[str, Any], definitions: dict[str, Any], seen: set[str]) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+def _table(
+    path: str, node: dict[str, Any], definitions: dict[str, Any], seen: set[str]
+) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
     required = set(node.get("required", ()))
     rows: list[str] = []
     nested: list[tuple[str, dict[str, Any]]] = []

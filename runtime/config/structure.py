@@ -21,7 +21,12 @@ from runtime.config.yamlsource import SourceDocument
 from runtime.validation.violations import Violation, python_validator, violations
 from runtime.validation.wording import field_name, sentence
 
-_CODES = {"additionalProperties": "unknown-key", "required": "missing-key", "type": "wrong-type", "false": "unknown-key"}
+_CODES = {
+    "additionalProperties": "unknown-key",
+    "required": "missing-key",
+    "type": "wrong-type",
+    "false": "unknown-key",
+}
 _HANDLER_KEYS = "builtin, python, mcp, command or http"
 
 
@@ -48,18 +53,38 @@ def check_structure(doc: SourceDocument) -> StructureResult:
     data = doc.data
     if not isinstance(data, dict):
         kind_of = type(data).__name__ if not isinstance(data, list) else "list"
-        return _fail(Problem(doc.locate(()), "doc-not-mapping", f"a config document must be a mapping with apiVersion, kind, metadata and spec, not a {kind_of}."))
+        return _fail(
+            Problem(
+                doc.locate(()),
+                "doc-not-mapping",
+                f"a config document must be a mapping with apiVersion, kind, metadata and spec, not a {kind_of}.",
+            )
+        )
     problems: list[Problem] = []
     api_version = data.get("apiVersion")
     if api_version is None:
-        problems.append(Problem(doc.locate(()), "missing-key", f"`apiVersion` is missing; add `apiVersion: {API_VERSION}`."))
+        problems.append(
+            Problem(doc.locate(()), "missing-key", f"`apiVersion` is missing; add `apiVersion: {API_VERSION}`.")
+        )
     elif not isinstance(api_version, str) or api_version != API_VERSION:
-        problems.append(Problem(doc.locate(("apiVersion",)), "unknown-api-version", f"apiVersion `{api_version}` is not supported; use `{API_VERSION}`."))
+        problems.append(
+            Problem(
+                doc.locate(("apiVersion",)),
+                "unknown-api-version",
+                f"apiVersion `{api_version}` is not supported; use `{API_VERSION}`.",
+            )
+        )
     kind = data.get("kind")
     if kind is None:
         problems.append(Problem(doc.locate(()), "missing-key", f"`kind` is missing; add one of: {', '.join(KINDS)}."))
     elif not isinstance(kind, str) or kind not in DOCUMENT_MODELS:
-        problems.append(Problem(doc.locate(("kind",)), "unknown-kind", f"unknown kind `{kind}`.{did_you_mean(str(kind), KINDS)} Known kinds: {', '.join(KINDS)}."))
+        problems.append(
+            Problem(
+                doc.locate(("kind",)),
+                "unknown-kind",
+                f"unknown kind `{kind}`.{did_you_mean(str(kind), KINDS)} Known kinds: {', '.join(KINDS)}.",
+            )
+        )
     if problems:
         return _fail(*problems)
 
@@ -99,11 +124,21 @@ def _to_problem(doc: SourceDocument, v: Violation) -> Problem:
         where = field_name(v.path[:-1], "the document")
         return Problem(doc.locate(v.path, key=True), code, f"unknown key `{v.key}` in {where}.{hint}{listed}")
     if v.path[-1:] == ("handler",) and v.keyword in ("minProperties", "maxProperties"):
-        return Problem(doc.locate(v.path), "invalid-value", f"`{'.'.join(map(str, v.path))}` takes exactly one of {_HANDLER_KEYS}.")
+        return Problem(
+            doc.locate(v.path), "invalid-value", f"`{'.'.join(map(str, v.path))}` takes exactly one of {_HANDLER_KEYS}."
+        )
     if v.keyword == "type" and v.path[-2:-1] == ("handler",) and v.message.endswith("got null"):
-        return Problem(doc.locate(v.path), code, f"`{'.'.join(map(str, v.path))}` is empty: a handler needs exactly one kind with a value ({_HANDLER_KEYS}); complete it.")
+        return Problem(
+            doc.locate(v.path),
+            code,
+            f"`{'.'.join(map(str, v.path))}` is empty: a handler needs exactly one kind with a value ({_HANDLER_KEYS}); complete it.",
+        )
     if v.keyword == "required" and v.key == "tools" and "rules" in v.path:
-        return Problem(doc.locate(v.path), code, f"{v.message}; a policy rule must name its tools: add `tools: [...]` (`tools: [\"*\"]` for every tool).")
+        return Problem(
+            doc.locate(v.path),
+            code,
+            f'{v.message}; a policy rule must name its tools: add `tools: [...]` (`tools: ["*"]` for every tool).',
+        )
     if v.keyword == "required" and v.key is not None:
         return Problem(doc.locate(v.path), code, f"{v.message}; add `{v.key}`.")
     return Problem(doc.locate(v.path), code, sentence(v.message))
@@ -147,4 +182,9 @@ def _pick_object_branch(root: dict[str, Any], node: Any) -> dict[str, Any]:
 
 def _pydantic_problem(doc: SourceDocument, error: Any) -> Problem:
     path = tuple(p for p in error.get("loc", ()) if isinstance(p, (str, int)))
-    return Problem(doc.locate(path), "invalid-value", f"{field_name(path, 'the document')}: {error.get('msg', 'invalid value')}.", Severity.error)
+    return Problem(
+        doc.locate(path),
+        "invalid-value",
+        f"{field_name(path, 'the document')}: {error.get('msg', 'invalid value')}.",
+        Severity.error,
+    )

@@ -1,4 +1,4 @@
-""""Did you mean" hints for misspelt keys, names and references."""
+""" "Did you mean" hints for misspelt keys, names and references."""
 
 from __future__ import annotations
 

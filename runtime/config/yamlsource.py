@@ -167,7 +167,13 @@ def parse_yaml(text: str, file: str) -> ParsedFile:
     except YAMLError as err:
         problems.append(Problem(Location(file, 1, 1), "yaml-syntax", f"YAML syntax error: {err}."))
     except RecursionError:
-        problems.append(Problem(Location(file, 1, 1), "yaml-too-deep", f"YAML nesting is too deep to parse; config documents may nest at most {_MAX_DEPTH} levels."))
+        problems.append(
+            Problem(
+                Location(file, 1, 1),
+                "yaml-too-deep",
+                f"YAML nesting is too deep to parse; config documents may nest at most {_MAX_DEPTH} levels.",
+            )
+        )
     return ParsedFile(documents, problems)
 
 
@@ -202,8 +208,11 @@ def content_hash(data: Any) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-_UNCLOSED = {"quoted scalar": "a quoted string opened here is never closed: add its closing quote", "flow mapping": "a `{` opened here is never closed: add its `}`",
-             "flow sequence": "a `[` opened here is never closed: add its `]`"}
+_UNCLOSED = {
+    "quoted scalar": "a quoted string opened here is never closed: add its closing quote",
+    "flow mapping": "a `{` opened here is never closed: add its `}`",
+    "flow sequence": "a `[` opened here is never closed: add its `]`",
+}
 
 
 def _syntax_problem(file: str, err: MarkedYAMLError) -> Problem:
@@ -212,13 +221,21 @@ def _syntax_problem(file: str, err: MarkedYAMLError) -> Problem:
     context = err.context or ""
     problem = err.problem or ""
     unclosed = next((text for construct, text in _UNCLOSED.items() if construct in context), None)
-    if unclosed is not None and err.context_mark is not None and ("end of stream" in problem or "document" in problem or "expected ','" in problem):
+    if (
+        unclosed is not None
+        and err.context_mark is not None
+        and ("end of stream" in problem or "document" in problem or "expected ','" in problem)
+    ):
         mark = err.context_mark
         return Problem(Location(file, mark.line + 1, mark.column + 1), "yaml-syntax", f"YAML syntax error: {unclosed}.")
     mark = err.problem_mark or err.context_mark
     what = " ".join(p for p in (context, problem) if p) or "invalid YAML"
     line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-    return Problem(Location(file, line, col), "yaml-syntax", f"YAML syntax error: {what}. Fix the YAML at this position (check indentation, quotes and colons).")
+    return Problem(
+        Location(file, line, col),
+        "yaml-syntax",
+        f"YAML syntax error: {what}. Fix the YAML at this position (check indentation, quotes and colons).",
+    )
 
 
 def _problem_at(file: str, node: Node | None, code: str, message: str) -> Problem:
@@ -239,7 +256,11 @@ class _Builder:
     def build(self, node: Node, path: Path, depth: int) -> Any:
         self.budget -= 1
         if self.budget < 0:
-            raise _Refused(node, "yaml-alias-bomb", f"document expands to more than {_MAX_NODES:,} nodes (an alias expansion bomb?); reduce the use of YAML aliases.")
+            raise _Refused(
+                node,
+                "yaml-alias-bomb",
+                f"document expands to more than {_MAX_NODES:,} nodes (an alias expansion bomb?); reduce the use of YAML aliases.",
+            )
         if depth > _MAX_DEPTH:
             raise _Refused(node, "yaml-too-deep", f"nesting deeper than {_MAX_DEPTH} levels; flatten the document.")
         self.positions.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
@@ -255,7 +276,11 @@ class _Builder:
 
     def _check_tag(self, node: Node, expected: str) -> None:
         if node.tag != _CORE + expected:
-            raise _Refused(node, "yaml-tag", f"tag `{node.tag}` is not allowed: config is plain data (maps, lists, strings, numbers, booleans, null). Remove the tag.")
+            raise _Refused(
+                node,
+                "yaml-tag",
+                f"tag `{node.tag}` is not allowed: config is plain data (maps, lists, strings, numbers, booleans, null). Remove the tag.",
+            )
 
     def _mapping(self, node: MappingNode, path: Path, depth: int) -> dict[str, Any]:
         result: dict[str, Any] = {}
@@ -269,7 +294,11 @@ class _Builder:
             if key in explicit:
                 first = self.key_positions.get((*path, key))
                 where = f" (first at line {first[0]})" if first else ""
-                raise _Refused(key_node, "yaml-duplicate-key", f"duplicate key `{key}`{where}; a key may appear once per mapping. Remove one of them.")
+                raise _Refused(
+                    key_node,
+                    "yaml-duplicate-key",
+                    f"duplicate key `{key}`{where}; a key may appear once per mapping. Remove one of them.",
+                )
             explicit.add(key)
             self.key_positions.setdefault((*path, key), (key_node.start_mark.line + 1, key_node.start_mark.column + 1))
             result[key] = self.build(value_node, (*path, key), depth + 1)
@@ -286,7 +315,14 @@ class _Builder:
     def _key(self, node: Node) -> str:
         if not isinstance(node, ScalarNode):
             raise _Refused(node, "yaml-key", "mapping keys must be plain strings, not lists or mappings.")
-        if node.tag not in (_CORE + "str", _CORE + "int", _CORE + "bool", _CORE + "float", _CORE + "null", _CORE + "timestamp"):
+        if node.tag not in (
+            _CORE + "str",
+            _CORE + "int",
+            _CORE + "bool",
+            _CORE + "float",
+            _CORE + "null",
+            _CORE + "timestamp",
+        ):
             self._check_tag(node, "str")
         return str(node.value)
 
@@ -306,9 +342,17 @@ class _Builder:
         if tag == "float":
             number = _to_float(value)
             if number != number or number in (float("inf"), float("-inf")):
-                raise _Refused(node, "yaml-value", f"`{value}` is not allowed: NaN and infinity cannot be represented in JSON. Use a finite number.")
+                raise _Refused(
+                    node,
+                    "yaml-value",
+                    f"`{value}` is not allowed: NaN and infinity cannot be represented in JSON. Use a finite number.",
+                )
             return number
-        raise _Refused(node, "yaml-tag", f"tag `{node.tag}` is not allowed: config is plain data (maps, lists, strings, numbers, booleans, null). Remove the tag.")
+        raise _Refused(
+            node,
+            "yaml-tag",
+            f"tag `{node.tag}` is not allowed: config is plain data (maps, lists, strings, numbers, booleans, null). Remove the tag.",
+        )
 
 
 def _to_int(text: str) -> int:

@@ -60,8 +60,10 @@ def run_demo(config: Path | None, out: TextIO, err: TextIO) -> int:
         out.write("the example does not compile; see the problems above\n")
         return 1
     snapshot = result.snapshot
-    out.write(f"== snapshot {snapshot.version}: {len(result.files)} files, {result.documents} documents, built in {(time.perf_counter() - started) * 1000:.0f} ms "
-              f"(CEL engine: {snapshot.cel_engine}, schema engine: {snapshot.schema_engine})\n\n")
+    out.write(
+        f"== snapshot {snapshot.version}: {len(result.files)} files, {result.documents} documents, built in {(time.perf_counter() - started) * 1000:.0f} ms "
+        f"(CEL engine: {snapshot.cel_engine}, schema engine: {snapshot.schema_engine})\n\n"
+    )
     tools_table(snapshot, out)
     try:
         results = _session(config, template, out)
@@ -101,11 +103,15 @@ def _session(config: Path, template: Path, out: TextIO) -> list[ToolResult]:
             runtime.close_sync()
         records = _audit_records(runtime)
         if records:
-            out.write(f"\naudit log: {len(records)} records in {runtime.audit_path()} (toolrt audit shows them; removed with the temporary folder)\n")
+            out.write(
+                f"\naudit log: {len(records)} records in {runtime.audit_path()} (toolrt audit shows them; removed with the temporary folder)\n"
+            )
     return every
 
 
-def _play(number: int, step: Step, state: ScriptState, runtime: Runtime, session: Session, out: TextIO) -> list[ToolResult]:
+def _play(
+    number: int, step: Step, state: ScriptState, runtime: Runtime, session: Session, out: TextIO
+) -> list[ToolResult]:
     """One scripted turn: the assistant message, its results, and what the step checks."""
     out.write(f"\n-- {number}. {step.title}: {step.shows}\n")
     message = step.reply(state)
@@ -125,7 +131,9 @@ def _play(number: int, step: Step, state: ScriptState, runtime: Runtime, session
     for result in results:
         result_lines(result, out)
     for note in step.observe(state, turn) if step.observe else []:
-        out.write(f"       {note}\n" if note.startswith("  ") else f"  => {note}\n")  # indented notes continue the one above
+        out.write(
+            f"       {note}\n" if note.startswith("  ") else f"  => {note}\n"
+        )  # indented notes continue the one above
     return results
 
 
@@ -153,7 +161,10 @@ def _spans(runtime: Runtime, session: Session, began: float) -> dict[str, tuple[
 
 def _args(args: dict[str, Any]) -> str:
     """Arguments in one line; long strings (hashes) shortened."""
-    return " ".join(f"{key}={value!r}" if not isinstance(value, str) or len(value) <= 40 else f"{key}={value[:12]!r}..." for key, value in args.items())
+    return " ".join(
+        f"{key}={value!r}" if not isinstance(value, str) or len(value) <= 40 else f"{key}={value[:12]!r}..."
+        for key, value in args.items()
+    )
 
 
 def _show_approval(asked: AskedApproval, out: TextIO) -> None:

@@ -14,7 +14,9 @@ def table(rows: Sequence[Sequence[str]], out: TextIO, indent: str = "") -> None:
     """Left-aligned columns; the first row is the header."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
-        out.write(indent + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() + "\n")
+        out.write(
+            indent + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() + "\n"
+        )
 
 
 def tools_table(snapshot: Snapshot, out: TextIO) -> None:
@@ -22,9 +24,22 @@ def tools_table(snapshot: Snapshot, out: TextIO) -> None:
     rows = [("tool", "handler", "read_only", "risk", "timeout", "output", "rules", "redaction")]
     for tool in snapshot.tools.values():
         handler = f"{tool.handler.kind}:{tool.handler.target}" if tool.handler.target else tool.handler.kind
-        timeout = f"{tool.spec.timeout.total_s:g}s" + (f"/idle {tool.spec.timeout.idle_s:g}s" if tool.spec.timeout.idle_s else "")
+        timeout = f"{tool.spec.timeout.total_s:g}s" + (
+            f"/idle {tool.spec.timeout.idle_s:g}s" if tool.spec.timeout.idle_s else ""
+        )
         output = f"{tool.output.max_chars} {tool.output.on_success.value}"
-        rows.append((tool.key, handler, str(tool.spec.read_only).lower(), tool.spec.risk.value, timeout, output, str(len(tool.rules)), ",".join(r.name for r in tool.redaction) or "-"))
+        rows.append(
+            (
+                tool.key,
+                handler,
+                str(tool.spec.read_only).lower(),
+                tool.spec.risk.value,
+                timeout,
+                output,
+                str(len(tool.rules)),
+                ",".join(r.name for r in tool.redaction) or "-",
+            )
+        )
     table(rows, out)
 
 
@@ -37,8 +52,14 @@ def duration_ms(result: ToolResult) -> float:
 def result_lines(result: ToolResult, out: TextIO, max_lines: int = 7, width: int = 110) -> None:
     """One header line per result, then the start of what the model reads (long lines wrapped)."""
     code = f" ({result.code})" if result.code and result.is_error and result.code != result.status.value else ""
-    out.write(f"  <- {result.call_id} {result.name}: {result.status.value}{code}, {duration_ms(result):.0f} ms{_flags(result)}\n")
-    lines = [piece for line in result.content.splitlines() for piece in (textwrap.wrap(line.expandtabs(4), width, drop_whitespace=False) or [""])]
+    out.write(
+        f"  <- {result.call_id} {result.name}: {result.status.value}{code}, {duration_ms(result):.0f} ms{_flags(result)}\n"
+    )
+    lines = [
+        piece
+        for line in result.content.splitlines()
+        for piece in (textwrap.wrap(line.expandtabs(4), width, drop_whitespace=False) or [""])
+    ]
     for line in lines[:max_lines]:
         out.write(f"       | {line.rstrip()}\n")
     if len(lines) > max_lines:
@@ -66,10 +87,27 @@ def summary(results: Sequence[ToolResult], out: TextIO) -> None:
     for result in results:
         meta = result.metadata
         decision = str(meta.get("decision") or "-") + (" (approved)" if meta.get("approved") else "")
-        truncated = f"{meta.get('original_chars', 0):,} chars -> {meta.get('artifact_id') or meta.get('mode')}" if meta.get("truncated") else "-"
-        rows.append((result.call_id, result.name, result.status.value, result.code or "-", decision, f"{duration_ms(result):.0f}", truncated, _redactions(result)))
+        truncated = (
+            f"{meta.get('original_chars', 0):,} chars -> {meta.get('artifact_id') or meta.get('mode')}"
+            if meta.get("truncated")
+            else "-"
+        )
+        rows.append(
+            (
+                result.call_id,
+                result.name,
+                result.status.value,
+                result.code or "-",
+                decision,
+                f"{duration_ms(result):.0f}",
+                truncated,
+                _redactions(result),
+            )
+        )
     table(rows, out, indent="  ")
     errors = sum(r.is_error for r in results)
     truncated_count = sum(bool(r.metadata.get("truncated")) for r in results)
     redacted = sum(bool(r.metadata.get("redactions")) for r in results)
-    out.write(f"  {len(results)} calls: {len(results) - errors} ok, {errors} error results; {truncated_count} truncated, {redacted} with redactions\n")
+    out.write(
+        f"  {len(results)} calls: {len(results) - errors} ok, {errors} error results; {truncated_count} truncated, {redacted} with redactions\n"
+    )

@@ -77,7 +77,11 @@ class ScriptState:
     def record(self, messages: Iterable[Any]) -> None:
         """Take in the ``tool_result`` blocks of Anthropic user messages (dicts)."""
         for message in messages:
-            if not isinstance(message, Mapping) or message.get("role") != "user" or not isinstance(message.get("content"), list):
+            if (
+                not isinstance(message, Mapping)
+                or message.get("role") != "user"
+                or not isinstance(message.get("content"), list)
+            ):
                 continue
             for block in message["content"]:
                 if isinstance(block, Mapping) and block.get("type") == "tool_result":
@@ -145,7 +149,17 @@ def _stale_edit(state: ScriptState) -> dict[str, Any]:
     module.write_text(module.read_text(encoding="utf-8") + TEAMMATE_CHANGE, encoding="utf-8")
     return _message(
         "The check uses < where the docstring says 'at the reorder level or below'. Fixing it, against the version I read.",
-        ("toolu_07", "file_edit", {"path": "src/inventory.py", "mode": "str_replace", "old_string": "item.on_hand < item.reorder_level", "new_string": "item.on_hand <= item.reorder_level", "expected_hash": read_hash}),
+        (
+            "toolu_07",
+            "file_edit",
+            {
+                "path": "src/inventory.py",
+                "mode": "str_replace",
+                "old_string": "item.on_hand < item.reorder_level",
+                "new_string": "item.on_hand <= item.reorder_level",
+                "expected_hash": read_hash,
+            },
+        ),
     )
 
 
@@ -153,7 +167,17 @@ def _retry_edit(state: ScriptState) -> dict[str, Any]:
     current = state.find("toolu_07", r"current sha256 ([0-9a-f]{64})")
     return _message(
         "Someone changed the file since I read it; the line I replace is untouched, so I redo the edit against the current version.",
-        ("toolu_08", "file_edit", {"path": "src/inventory.py", "mode": "str_replace", "old_string": "item.on_hand < item.reorder_level", "new_string": "item.on_hand <= item.reorder_level", "expected_hash": current}),
+        (
+            "toolu_08",
+            "file_edit",
+            {
+                "path": "src/inventory.py",
+                "mode": "str_replace",
+                "old_string": "item.on_hand < item.reorder_level",
+                "new_string": "item.on_hand <= item.reorder_level",
+                "expected_hash": current,
+            },
+        ),
     )
 
 
@@ -162,20 +186,32 @@ def _whole_suite(state: ScriptState) -> dict[str, Any]:
 
 
 def _unit_tests(state: ScriptState) -> dict[str, Any]:
-    return _message("The integration tests hang on the warehouse service; running the unit tests on their own.", ("toolu_10", "run_tests", {"path": "tests/unit"}))
+    return _message(
+        "The integration tests hang on the warehouse service; running the unit tests on their own.",
+        ("toolu_10", "run_tests", {"path": "tests/unit"}),
+    )
 
 
 def _export(state: ScriptState) -> dict[str, Any]:
-    return _message("Checking that the stock report still runs.", ("toolu_11", "run_command", {"command": "python scripts/export_report.py"}))
+    return _message(
+        "Checking that the stock report still runs.",
+        ("toolu_11", "run_command", {"command": "python scripts/export_report.py"}),
+    )
 
 
 def _page(state: ScriptState) -> dict[str, Any]:
     artifact = state.find("toolu_11", r"(art_[0-9a-f]{24})")
-    return _message("Looking at a page from the middle of the report.", ("toolu_12", "artifact_read", {"id": artifact, "offset": ARTIFACT_PAGE_OFFSET, "limit": 300}))
+    return _message(
+        "Looking at a page from the middle of the report.",
+        ("toolu_12", "artifact_read", {"id": artifact, "offset": ARTIFACT_PAGE_OFFSET, "limit": 300}),
+    )
 
 
 def _settings(state: ScriptState) -> dict[str, Any]:
-    return _message("Last, the service settings, to see which model the report tool uses.", ("toolu_13", "file_read", {"path": "config/settings.ini"}))
+    return _message(
+        "Last, the service settings, to see which model the report tool uses.",
+        ("toolu_13", "file_read", {"path": "config/settings.ini"}),
+    )
 
 
 def _done(state: ScriptState) -> dict[str, Any]:
@@ -191,7 +227,9 @@ def _done(state: ScriptState) -> dict[str, Any]:
 
 def _concurrency(state: ScriptState, turn: Turn) -> list[str]:
     total = sum(duration_ms(r) for r in turn.results)
-    notes = [f"{len(turn.results)} read-only calls, one concurrent batch: the turn took {turn.wall_ms:.0f} ms, one after another they would take {total:.0f} ms"]
+    notes = [
+        f"{len(turn.results)} read-only calls, one concurrent batch: the turn took {turn.wall_ms:.0f} ms, one after another they would take {total:.0f} ms"
+    ]
     if all(r.call_id in turn.spans for r in turn.results):
         notes.append("when each call ran, in ms after the turn began (from the audit log):")
         for result in turn.results:
@@ -199,18 +237,24 @@ def _concurrency(state: ScriptState, turn: Turn) -> list[str]:
             notes.append(f"  {result.call_id} {result.name:<14} {start:4.0f} -> {end:4.0f}")
         spans = [turn.spans[result.call_id] for result in turn.results]
         together = max(start for start, _ in spans) < min(end for _, end in spans)
-        notes.append(f"all {len(spans)} calls ran at the same time (each started before any ended): {'yes' if together else 'NO'}")
+        notes.append(
+            f"all {len(spans)} calls ran at the same time (each started before any ended): {'yes' if together else 'NO'}"
+        )
     return notes
 
 
 def _denial(state: ScriptState, turn: Turn) -> list[str]:
     (result,) = turn.results
-    return [f"denied at the {result.stage.value if result.stage else '?'} stage by rule `{result.metadata.get('rule')}`; the file was never opened"]
+    return [
+        f"denied at the {result.stage.value if result.stage else '?'} stage by rule `{result.metadata.get('rule')}`; the file was never opened"
+    ]
 
 
 def _conflict(state: ScriptState, turn: Turn) -> list[str]:
     current = state.find("toolu_07", r"current sha256 ([0-9a-f]{64})")
-    return [f"conflict: the result names the current hash {current[:12]}...; src/inventory.py still holds the teammate's change and not the edit"]
+    return [
+        f"conflict: the result names the current hash {current[:12]}...; src/inventory.py still holds the teammate's change and not the edit"
+    ]
 
 
 def _retried(state: ScriptState, turn: Turn) -> list[str]:
@@ -225,12 +269,16 @@ def _killed(state: ScriptState, turn: Turn) -> list[str]:
         return ["the test was stopped before it started the warehouse service"]
     pid = int(pid_file.read_text(encoding="ascii").strip())
     stopped = process_stopped(pid)
-    return [f"the turn took {turn.wall_ms / 1000:.1f} s; the warehouse service the test started in a session of its own (pid {pid}): {'stopped' if stopped else 'STILL RUNNING'}"]
+    return [
+        f"the turn took {turn.wall_ms / 1000:.1f} s; the warehouse service the test started in a session of its own (pid {pid}): {'stopped' if stopped else 'STILL RUNNING'}"
+    ]
 
 
 def _artifact(state: ScriptState, turn: Turn) -> list[str]:
     meta = turn.results[0].metadata
-    return [f"{meta.get('original_chars', 0):,} characters of output saved as artifact {meta.get('artifact_id')}; the model read {len(turn.results[0].content):,} characters"]
+    return [
+        f"{meta.get('original_chars', 0):,} characters of output saved as artifact {meta.get('artifact_id')}; the model read {len(turn.results[0].content):,} characters"
+    ]
 
 
 def _paged(state: ScriptState, turn: Turn) -> list[str]:
@@ -243,15 +291,32 @@ def _redacted(state: ScriptState, turn: Turn) -> list[str]:
     key_on_disk = "sk-proj-" in on_disk
     key_in_result = "sk-proj-" in turn.results[0].content
     line = next((line.split(None, 1)[-1] for line in turn.results[0].content.splitlines() if "REDACTED" in line), "?")
-    return [f"the file on disk holds the key: {'yes' if key_on_disk else 'no'}; the model read it: {'YES' if key_in_result else 'no'}, it read `{line}`"]
+    return [
+        f"the file on disk holds the key: {'yes' if key_on_disk else 'no'}; the model read it: {'YES' if key_in_result else 'no'}, it read `{line}`"
+    ]
 
 
 STEPS: Sequence[Step] = (
     Step("parallel reads", "five read-only calls in one turn run as one concurrent batch", _explore, _concurrency),
     Step("a denied read", "the default permissions pack keeps .env away from the agent", _read_env, _denial),
-    Step("a stale edit", "a teammate changed the file after the read: the edit's expected_hash no longer matches", _stale_edit, _conflict),
-    Step("the retry", "the same edit with the current hash succeeds (the scripted approver approves it)", _retry_edit, _retried),
-    Step("a hanging test run", "run_tests has a 2 s timeout: the run and every process it started are stopped", _whole_suite, _killed),
+    Step(
+        "a stale edit",
+        "a teammate changed the file after the read: the edit's expected_hash no longer matches",
+        _stale_edit,
+        _conflict,
+    ),
+    Step(
+        "the retry",
+        "the same edit with the current hash succeeds (the scripted approver approves it)",
+        _retry_edit,
+        _retried,
+    ),
+    Step(
+        "a hanging test run",
+        "run_tests has a 2 s timeout: the run and every process it started are stopped",
+        _whole_suite,
+        _killed,
+    ),
     Step("the unit tests", "a normal test run", _unit_tests),
     Step("a huge output", "megabytes of output become an artifact; the model reads a preview", _export, _artifact),
     Step("paging the artifact", "artifact_read reads the artifact from an offset", _page, _paged),

@@ -13,7 +13,12 @@ from pathlib import Path
 
 def populate(template: Path, workspace: Path) -> None:
     """Copy the example project (hidden files such as ``.env`` included) into ``workspace``."""
-    shutil.copytree(template, workspace, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", "build", ".toolrt"))
+    shutil.copytree(
+        template,
+        workspace,
+        dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", "build", ".toolrt"),
+    )
 
 
 @contextlib.contextmanager

@@ -37,7 +37,13 @@ def main(argv: list[str]) -> int:
     except BaseException as err:  # noqa: BLE001 - everything the handler does is reported to the parent
         from runtime.errors import ToolError, TransientError
 
-        payload = {"ok": False, "type": type(err).__name__, "message": str(err), "tool_error": isinstance(err, ToolError), "transient": isinstance(err, TransientError)}
+        payload = {
+            "ok": False,
+            "type": type(err).__name__,
+            "message": str(err),
+            "tool_error": isinstance(err, ToolError),
+            "transient": isinstance(err, TransientError),
+        }
     real_stdout.write(marker + json.dumps(payload, ensure_ascii=False, default=str) + "\n")
     real_stdout.flush()
     return 0

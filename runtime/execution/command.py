@@ -51,10 +51,14 @@ class PreparedCommand:
     env: dict[str, str]
 
 
-def prepare(command: HandlerCommand, args: Mapping[str, Any], workspace_root: Path, base_env: Mapping[str, str] | None = None) -> PreparedCommand:
+def prepare(
+    command: HandlerCommand, args: Mapping[str, Any], workspace_root: Path, base_env: Mapping[str, str] | None = None
+) -> PreparedCommand:
     """The argv, working directory and environment for one call."""
     argv = _shell_line(command.argv, args) if command.shell else _argv(command.argv, args)
-    return PreparedCommand(argv, _cwd(command.cwd, workspace_root), _environment(command, os.environ if base_env is None else base_env))
+    return PreparedCommand(
+        argv, _cwd(command.cwd, workspace_root), _environment(command, os.environ if base_env is None else base_env)
+    )
 
 
 def _argv(template: list[str], args: Mapping[str, Any]) -> list[str]:
@@ -94,7 +98,9 @@ def _shell_line(template: list[str], args: Mapping[str, Any]) -> list[str]:
             if name is None:
                 continue
             if quote == "'":
-                raise CommandError(f"placeholder `{{{name}}}` sits inside single quotes in the command template, where the shell cannot expand it")
+                raise CommandError(
+                    f"placeholder `{{{name}}}` sits inside single quotes in the command template, where the shell cannot expand it"
+                )
             if name not in args or args[name] is None:
                 raise CommandError(f"argument `{name}` is needed to build the command; pass it")
             value = args[name]

@@ -49,7 +49,14 @@ class CollectedOutput:
 
 
 class OutputCollector:
-    def __init__(self, *, limit_chars: int, tail_chars: int, redactor: _StreamRedactor | None, open_writer: Callable[[], _Writer] | None) -> None:
+    def __init__(
+        self,
+        *,
+        limit_chars: int,
+        tail_chars: int,
+        redactor: _StreamRedactor | None,
+        open_writer: Callable[[], _Writer] | None,
+    ) -> None:
         self._limit = limit_chars
         self._tail_chars = max(tail_chars, 1)
         self._redactor = redactor

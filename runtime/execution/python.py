@@ -144,7 +144,9 @@ def _cancel(context: ToolContext | None) -> None:
         context.cancelled.set()
 
 
-async def _async_total_only(function: Any, call_args: tuple[Any, ...], loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any], total_s: float) -> PythonOutcome:
+async def _async_total_only(
+    function: Any, call_args: tuple[Any, ...], loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any], total_s: float
+) -> PythonOutcome:
     """The hot path (an async handler with only a total limit): one timer, no context
     manager. The timer cancels this task; that cancellation is always taken back,
     also when the handler swallows it."""

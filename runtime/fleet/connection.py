@@ -36,6 +36,7 @@ except ImportError:  # pragma: no cover - exercised only without the extra
     class NoScriptError(Exception):  # type: ignore[no-redef]
         """Stands in for the client's error when the client is not installed."""
 
+
 _MISSING = "the redis client is not installed: pip install 'toolrt[redis]' (or pass another store)"
 
 
@@ -57,7 +58,9 @@ def connect(url: str, *, timeout_s: float = 0.5, client_name: str = "toolrt") ->
     if redis is None:
         raise LimitStoreError(shown_url(url), _MISSING)
     if urlsplit(url).scheme not in ("redis", "rediss", "unix"):
-        raise LimitStoreError(shown_url(url), "not a Redis URL: expected redis://host:port/db, rediss://... or unix:///path/to/socket")
+        raise LimitStoreError(
+            shown_url(url), "not a Redis URL: expected redis://host:port/db, rediss://... or unix:///path/to/socket"
+        )
     try:
         return redis.Redis.from_url(
             url,

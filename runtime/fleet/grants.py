@@ -119,7 +119,9 @@ class RedisSessionGrants(SessionGrants):
     def _key(self, session_id: str) -> str:
         return f"{self.prefix}g:{session_id}"
 
-    def add(self, session_id: str, call: ValidatedCall, pattern: Mapping[str, str] | None = None, rule: str | None = None) -> Grant | None:
+    def add(
+        self, session_id: str, call: ValidatedCall, pattern: Mapping[str, str] | None = None, rule: str | None = None
+    ) -> Grant | None:
         """Grant as :meth:`SessionGrants.add` does, stored in Redis; None when it cannot be
         granted, or cannot be stored (then a warning says so)."""
         local = SessionGrants(max_sessions=1, max_grants_per_session=1)
@@ -128,9 +130,18 @@ class RedisSessionGrants(SessionGrants):
             return None
         try:
             text = encode_grant(grant)
-            guarded(self.url, lambda: self._add_script(keys=[self._key(session_id)], args=[text, self._max_grants, self.session_ttl_s]))
+            guarded(
+                self.url,
+                lambda: self._add_script(
+                    keys=[self._key(session_id)], args=[text, self._max_grants, self.session_ttl_s]
+                ),
+            )
         except (LimitStoreError, TypeError) as err:
-            logger.warning("toolrt could not keep a session grant for `{}`: {}; the next such call is asked about again", grant.tool, err)
+            logger.warning(
+                "toolrt could not keep a session grant for `{}`: {}; the next such call is asked about again",
+                grant.tool,
+                err,
+            )
             return None
         return grant
 
@@ -157,4 +168,3 @@ class RedisSessionGrants(SessionGrants):
     def close(self) -> None:
         """Close the connections."""
         self._client.close()
-

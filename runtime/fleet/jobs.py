@@ -49,7 +49,9 @@ class RemoteJob:
 class RedisJobIndex:
     """Job entries in Redis, written by the worker that runs each job."""
 
-    def __init__(self, url: str, *, prefix: str = "toolrt:", timeout_s: float = 0.5, ttl_s: int = 86_400, client: Any = None) -> None:
+    def __init__(
+        self, url: str, *, prefix: str = "toolrt:", timeout_s: float = 0.5, ttl_s: int = 86_400, client: Any = None
+    ) -> None:
         self.url = shown_url(url)
         self.prefix = prefix
         self.ttl_s = int(ttl_s)
@@ -73,12 +75,26 @@ class RedisJobIndex:
 
     def started(self, job: Any) -> None:
         """Record that ``job`` (a :class:`~runtime.execution.jobs.Job`) runs here."""
-        self._write(job.id, {"tool": job.tool, "session": job.session, "host": self._host, "pid": os.getpid(), "started": time.time(), "running": 1})
+        self._write(
+            job.id,
+            {
+                "tool": job.tool,
+                "session": job.session,
+                "host": self._host,
+                "pid": os.getpid(),
+                "started": time.time(),
+                "running": 1,
+            },
+        )
 
     def finished(self, job: Any) -> None:
         """Record how ``job`` ended, with the end of its output."""
         output = job.output
-        fields: dict[str, Any] = {"running": 0, "exit_code": "" if job.exit_code is None else job.exit_code, "error": job.error or ""}
+        fields: dict[str, Any] = {
+            "running": 0,
+            "exit_code": "" if job.exit_code is None else job.exit_code,
+            "error": job.error or "",
+        }
         if output is not None:
             text = output.text if output.text is not None else output.tail
             fields["tail"] = (text or "")[-TAIL_CHARS:]
@@ -134,6 +150,8 @@ def describe(job: RemoteJob, tail_chars: int) -> str:
     state = job.error if job.error else f"exited with code {job.exit_code}"
     lines = [f"job `{job.id}` ({job.tool}) {state} on {where}."]
     if job.artifact:
-        lines.append(f"Its full output ({job.total_chars:,} characters) is artifact `{job.artifact}` on that worker (readable here only if artifacts are on a shared volume).")
+        lines.append(
+            f"Its full output ({job.total_chars:,} characters) is artifact `{job.artifact}` on that worker (readable here only if artifacts are on a shared volume)."
+        )
     lines.append(f"Last output:\n{job.tail[-tail_chars:] if tail_chars > 0 else ''}")
     return "\n".join(lines)

@@ -84,7 +84,9 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 """
 # KEYS[1] lease set; ARGV limit, lease_s, members...
-_LEASE = _NOW + """
+_LEASE = (
+    _NOW
+    + """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local n = redis.call('ZCARD', KEYS[1])
 local count = #ARGV - 2
@@ -93,17 +95,26 @@ for i = 3, #ARGV do redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[i]
 redis.call('PEXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2]) * 2000))
 return {1, tostring(n + count)}
 """
+)
 # KEYS[1] lease set
-_LIVE = _NOW + """
+_LIVE = (
+    _NOW
+    + """
 return redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
 """
+)
 # KEYS[1] lease set; ARGV members...
-_UNLEASE = _NOW + """
+_UNLEASE = (
+    _NOW
+    + """
 if #ARGV > 0 then redis.call('ZREM', KEYS[1], unpack(ARGV)) end
 return redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
 """
+)
 # KEYS lease sets; ARGV lease_s, then for each key: count, members...
-_RENEW = _NOW + """
+_RENEW = (
+    _NOW
+    + """
 local at = 2
 local renewed = 0
 for k = 1, #KEYS do
@@ -116,6 +127,7 @@ for k = 1, #KEYS do
 end
 return renewed
 """
+)
 # KEYS[1] breaker; ARGV expected ('' = none), new ('' = delete)
 _CAS = """
 local cur = redis.call('GET', KEYS[1]) or ''
@@ -128,7 +140,9 @@ return 1
 # ncounters, (kind, field or lease index, limit, member) per counter.
 # Answers {'b'} (a breaker is not closed: nothing counted), {'q', i, used} (budget i
 # is spent), {'c', i, value} (counter i is full), or {'ok'} with everything counted.
-_ADMIT = _NOW + """
+_ADMIT = (
+    _NOW
+    + """
 local ttl, lease = ARGV[1], tonumber(ARGV[2])
 local nleases, nbreakers = tonumber(ARGV[3]), tonumber(ARGV[4])
 for i = 1, nbreakers do
@@ -168,6 +182,7 @@ end
 if ncounters > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
 return {'ok'}
 """
+)
 # One call's settlement. KEYS: session hash, then lease sets. ARGV: ttl, seconds,
 # bytes, then one member per lease set.
 _SETTLE = """
@@ -184,7 +199,9 @@ def encode_breaker(state: BreakerState | None) -> str:
     """A breaker state as the JSON text stored (deterministic: equal states, equal text)."""
     if state is None:
         return ""
-    return json.dumps([state.phase, list(state.failures), state.since, state.trials, state.opened_by], separators=(",", ":"))
+    return json.dumps(
+        [state.phase, list(state.failures), state.since, state.trials, state.opened_by], separators=(",", ":")
+    )
 
 
 def decode_breaker(raw: bytes | str | None) -> BreakerState | None:
@@ -294,13 +311,17 @@ class RedisLimitStore:
             if admitted:
                 self._hold(lease_key, members)
             return bool(admitted), float(value)
-        admitted, value = self._run(lambda: self._try_acquire(keys=[self._session_key(scope)], args=[key, amount, limit, self.session_ttl_s]))
+        admitted, value = self._run(
+            lambda: self._try_acquire(keys=[self._session_key(scope)], args=[key, amount, limit, self.session_ttl_s])
+        )
         return bool(admitted), float(value)
 
     def add(self, scope: str | None, key: str, amount: float) -> float:
         if scope is None:
             raise ValueError("shared state is only in-flight slots: take them with try_acquire")
-        return float(self._run(lambda: self._add(keys=[self._session_key(scope)], args=[key, amount, self.session_ttl_s])))
+        return float(
+            self._run(lambda: self._add(keys=[self._session_key(scope)], args=[key, amount, self.session_ttl_s]))
+        )
 
     def release(self, scope: str | None, key: str, amount: float) -> float:
         if scope is None:
@@ -313,14 +334,24 @@ class RedisLimitStore:
         return decode_breaker(self._run(lambda: self._client.get(self._breaker_key(key))))
 
     def cas_breaker(self, key: str, expected: BreakerState | None, new: BreakerState | None) -> bool:
-        return bool(self._run(lambda: self._cas(keys=[self._breaker_key(key)], args=[encode_breaker(expected), encode_breaker(new)])))
+        return bool(
+            self._run(
+                lambda: self._cas(keys=[self._breaker_key(key)], args=[encode_breaker(expected), encode_breaker(new)])
+            )
+        )
 
     def forget(self, scope: str) -> None:
         self._run(lambda: self._client.delete(self._session_key(scope)))
 
     # -- one round trip per call --------------------------------------------------
 
-    def admit_all(self, session: str, budgets: Sequence[tuple[str, float]], counters: Sequence[tuple[bool, str, float]], breakers: Sequence[str]) -> tuple[str, int, float]:
+    def admit_all(
+        self,
+        session: str,
+        budgets: Sequence[tuple[str, float]],
+        counters: Sequence[tuple[bool, str, float]],
+        breakers: Sequence[str],
+    ) -> tuple[str, int, float]:
         """Check ``breakers`` (closed?) and ``budgets`` (field, limit: not spent?),
         then take one unit of every counter ``(per_session, key, limit)``: all or none.
 
@@ -407,7 +438,9 @@ class RedisLimitStore:
                     try:
                         self._pipelined(items, None)
                     except Exception as err:  # noqa: BLE001 - the calls have run; their slots expire with the leases
-                        logger.warning("toolrt could not record the end of {} call(s) in {}: {}", len(items), self.url, err)
+                        logger.warning(
+                            "toolrt could not record the end of {} call(s) in {}: {}", len(items), self.url, err
+                        )
             finally:
                 self._in_flight = False
 
@@ -499,7 +532,11 @@ class RedisLimitStore:
         except Exception:  # noqa: BLE001 - CONFIG may be disabled (managed Redis): nothing to say then
             return
         if policy and policy != b"noeviction":
-            logger.warning("toolrt limit store {} may evict keys (maxmemory-policy {}): an evicted count starts over; set maxmemory-policy noeviction", self.url, policy.decode())
+            logger.warning(
+                "toolrt limit store {} may evict keys (maxmemory-policy {}): an evicted count starts over; set maxmemory-policy noeviction",
+                self.url,
+                policy.decode(),
+            )
 
     def close(self) -> None:
         """Stop renewing (slots still held expire after ``lease_s``) and close the connections."""

@@ -40,7 +40,16 @@ class WorkerStatus:
 class Presence:
     """Reports this worker and the snapshot version it serves to the shared Redis."""
 
-    def __init__(self, url: str, version: Callable[[], str], *, prefix: str = "toolrt:", interval_s: float = 10.0, timeout_s: float = 0.5, client: Any = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        version: Callable[[], str],
+        *,
+        prefix: str = "toolrt:",
+        interval_s: float = 10.0,
+        timeout_s: float = 0.5,
+        client: Any = None,
+    ) -> None:
         self.url = shown_url(url)
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._key = f"{prefix}w:{self.worker}"
@@ -54,7 +63,13 @@ class Presence:
 
     def beat(self) -> None:
         """Report now (after a reload); errors are logged, never raised."""
-        fields = {"host": socket.gethostname(), "pid": os.getpid(), "snapshot": self._version(), "started": self._started, "seen": time.time()}
+        fields = {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "snapshot": self._version(),
+            "started": self._started,
+            "seen": time.time(),
+        }
 
         def write() -> None:
             pipe = self._client.pipeline(transaction=False)
@@ -96,7 +111,16 @@ def fleet_status(url: str, *, prefix: str = "toolrt:") -> list[WorkerStatus]:
                 continue  # expired meanwhile
             fields = {k.decode(): v.decode() for k, v in raw.items()}
             try:
-                found.append(WorkerStatus(key.decode()[len(prefix) + 2 :], fields["host"], int(fields["pid"]), fields["snapshot"], float(fields["started"]), float(fields["seen"])))
+                found.append(
+                    WorkerStatus(
+                        key.decode()[len(prefix) + 2 :],
+                        fields["host"],
+                        int(fields["pid"]),
+                        fields["snapshot"],
+                        float(fields["started"]),
+                        float(fields["seen"]),
+                    )
+                )
             except (KeyError, ValueError):
                 continue  # not one of ours
         return sorted(found, key=lambda w: (w.host, w.pid))
@@ -109,7 +133,10 @@ def status_text(workers: list[WorkerStatus], url: str, now: float | None = None)
     now = time.time() if now is None else now
     if not workers:
         return f"no workers have reported to {shown_url(url)} in the last 30 s"
-    lines = [f"worker {w.host} pid {w.pid} serves snapshot {w.snapshot} (up {now - w.started:.0f} s, seen {max(0.0, now - w.seen):.0f} s ago)" for w in workers]
+    lines = [
+        f"worker {w.host} pid {w.pid} serves snapshot {w.snapshot} (up {now - w.started:.0f} s, seen {max(0.0, now - w.seen):.0f} s ago)"
+        for w in workers
+    ]
     versions = sorted({w.snapshot for w in workers})
     if len(versions) == 1:
         lines.append(f"converged: all {len(workers)} worker(s) serve snapshot {versions[0]}")

@@ -38,7 +38,9 @@ def limit_store_for(settings: Settings) -> LimitStore:
         return InMemoryLimitStore()
     from runtime.fleet.limits import RedisLimitStore
 
-    return RedisLimitStore(settings.limit_store, timeout_s=settings.limit_store_timeout_s, lease_s=settings.limit_lease_s)
+    return RedisLimitStore(
+        settings.limit_store, timeout_s=settings.limit_store_timeout_s, lease_s=settings.limit_lease_s
+    )
 
 
 def grants_for(settings: Settings) -> SessionGrants:

@@ -41,7 +41,9 @@ class Response:
     redirects: int
 
 
-async def send(plan: HttpPlan, request: Request, *, idle_s: float | None, resolver: Resolver = system_resolver) -> Response:
+async def send(
+    plan: HttpPlan, request: Request, *, idle_s: float | None, resolver: Resolver = system_resolver
+) -> Response:
     """Send ``request``; raises :class:`AddressRefused`, :class:`ResponseTooLarge`,
     ``httpx.HTTPError`` (transport failures) or ``ValueError`` (a malformed URL).
     The caller bounds the total time."""
@@ -60,13 +62,23 @@ async def send(plan: HttpPlan, request: Request, *, idle_s: float | None, resolv
             port = url.port or _DEFAULT_PORTS[scheme]
             address = await asyncio.to_thread(check_host, host, port, plan.policy, resolver)
             target = url.copy_with(host=address)
-            sent_headers = {**headers, "Host": host if url.port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{url.port}"}
+            sent_headers = {
+                **headers,
+                "Host": host if url.port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{url.port}",
+            }
             extensions = {"sni_hostname": host} if scheme == "https" else {}
-            outgoing = client.build_request(method, target, headers=sent_headers, content=content, extensions=extensions)
+            outgoing = client.build_request(
+                method, target, headers=sent_headers, content=content, extensions=extensions
+            )
             response = await client.send(outgoing, stream=True)
             try:
                 location = response.headers.get("location")
-                if response.status_code in _REDIRECTS and location is not None and plan.max_redirects and redirects >= plan.max_redirects:
+                if (
+                    response.status_code in _REDIRECTS
+                    and location is not None
+                    and plan.max_redirects
+                    and redirects >= plan.max_redirects
+                ):
                     raise TooManyRedirects(f"more than {plan.max_redirects} redirects (the last to `{location[:200]}`)")
                 if response.status_code in _REDIRECTS and location is not None and redirects < plan.max_redirects:
                     redirects += 1
@@ -74,7 +86,11 @@ async def send(plan: HttpPlan, request: Request, *, idle_s: float | None, resolv
                     if response.status_code == 303 or (response.status_code in (301, 302) and method == "POST"):
                         method, content = ("HEAD" if method == "HEAD" else "GET"), None
                         headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
-                    if following.host != host or following.scheme != scheme or (following.port or _DEFAULT_PORTS.get(following.scheme)) != port:
+                    if (
+                        following.host != host
+                        or following.scheme != scheme
+                        or (following.port or _DEFAULT_PORTS.get(following.scheme)) != port
+                    ):
                         headers = {k: v for k, v in headers.items() if k.lower() not in plan.secret_headers}
                     url = following
                     continue
@@ -85,7 +101,9 @@ async def send(plan: HttpPlan, request: Request, *, idle_s: float | None, resolv
                 await response.aclose()
 
 
-_SHOWN_HEADERS = frozenset({"content-type", "content-length", "location", "etag", "last-modified", "retry-after", "content-encoding"})
+_SHOWN_HEADERS = frozenset(
+    {"content-type", "content-length", "location", "etag", "last-modified", "retry-after", "content-encoding"}
+)
 
 
 async def _read(response: httpx.Response, limit: int) -> bytes:

@@ -89,7 +89,9 @@ def _embedded_ipv4(address: IPAddress) -> list[ipaddress.IPv4Address]:
     if address.teredo is not None:
         found.extend(address.teredo)
     packed = address.packed
-    if packed[:12] == bytes(12) and packed[12:] != bytes(4) and not address.is_loopback:  # IPv4-compatible ::a.b.c.d (deprecated)
+    if (
+        packed[:12] == bytes(12) and packed[12:] != bytes(4) and not address.is_loopback
+    ):  # IPv4-compatible ::a.b.c.d (deprecated)
         found.append(ipaddress.IPv4Address(packed[12:]))
     if address in _NAT64:
         found.append(ipaddress.IPv4Address(packed[12:]))
@@ -116,7 +118,9 @@ def check_host(host: str, port: int, policy: AddressPolicy, resolver: Resolver =
     try:
         resolved = resolver(name, port)
     except (OSError, UnicodeError) as err:
-        raise AddressRefused(f"host `{_shown(host)}` could not be resolved ({getattr(err, 'strerror', None) or err})") from None
+        raise AddressRefused(
+            f"host `{_shown(host)}` could not be resolved ({getattr(err, 'strerror', None) or err})"
+        ) from None
     if not resolved:
         raise AddressRefused(f"host `{_shown(host)}` resolves to no address")
     addresses: list[IPAddress] = []
@@ -124,11 +128,15 @@ def check_host(host: str, port: int, policy: AddressPolicy, resolver: Resolver =
         try:
             address = ipaddress.ip_address(text.split("%", 1)[0])
         except ValueError:
-            raise AddressRefused(f"host `{_shown(host)}` resolved to `{_shown(text)}`, which is not an IP address") from None
+            raise AddressRefused(
+                f"host `{_shown(host)}` resolved to `{_shown(text)}`, which is not an IP address"
+            ) from None
         why = policy.refusal(address)
         if why is not None:
             shown = f"`{_shown(host)}`" if name == str(address) else f"`{_shown(host)}` (it resolves to {address})"
-            raise AddressRefused(f"{shown} is {why}; this tool may only reach public addresses. The config can allow a network with `allow_networks`.")
+            raise AddressRefused(
+                f"{shown} is {why}; this tool may only reach public addresses. The config can allow a network with `allow_networks`."
+            )
         # An IPv4-mapped address is an IPv4 address: connect to it as one.
         mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
         addresses.append(mapped or address)

@@ -35,49 +35,112 @@ async def call_http(call: ValidatedCall, env: Any, failure: Callable[..., Outcom
     try:
         from runtime.http.client import ResponseTooLarge, TooManyRedirects, send
     except ImportError:
-        return Outcome(error=f"`{tool.name}` needs the `http` extra (pip install 'toolrt[http]'), which is not installed.", status=Status.error, code="not_available")
+        return Outcome(
+            error=f"`{tool.name}` needs the `http` extra (pip install 'toolrt[http]'), which is not installed.",
+            status=Status.error,
+            code="not_available",
+        )
     import httpx
 
     try:
         request = render(plan, call.args)
     except RequestError as err:
-        return Outcome(error=f"`{tool.name}` cannot send its request: {err}.", status=Status.invalid, code="bad_request")
+        return Outcome(
+            error=f"`{tool.name}` cannot send its request: {err}.", status=Status.invalid, code="bad_request"
+        )
     secrets = request.secret_values
     timeout = tool.spec.timeout
     try:
         async with asyncio.timeout(timeout.total_s):
             response = await send(plan, request, idle_s=timeout.idle_s, resolver=system_resolver)
     except TimeoutError:
-        return failure(tool, f"timed out after {timeout.total_s:g} s (total time)", Status.timeout, "timeout", transient=True)
+        return failure(
+            tool, f"timed out after {timeout.total_s:g} s (total time)", Status.timeout, "timeout", transient=True
+        )
     except AddressRefused as err:
-        return Outcome(error=f"`{tool.name}` refused to connect: {_scrub(str(err), secrets)}", status=Status.denied, code="address_refused")
+        return Outcome(
+            error=f"`{tool.name}` refused to connect: {_scrub(str(err), secrets)}",
+            status=Status.denied,
+            code="address_refused",
+        )
     except TooManyRedirects as err:
-        return Outcome(error=f"`{tool.name}` stopped: {_scrub(str(err), secrets)}.", status=Status.error, code="too_many_redirects")
+        return Outcome(
+            error=f"`{tool.name}` stopped: {_scrub(str(err), secrets)}.", status=Status.error, code="too_many_redirects"
+        )
     except (httpx.InvalidURL, httpx.UnsupportedProtocol) as err:
-        return Outcome(error=f"`{tool.name}` refused to connect: the URL (or a redirect's) is not valid: {_scrub(str(err), secrets)}.", status=Status.denied, code="address_refused")
+        return Outcome(
+            error=f"`{tool.name}` refused to connect: the URL (or a redirect's) is not valid: {_scrub(str(err), secrets)}.",
+            status=Status.denied,
+            code="address_refused",
+        )
     except httpx.RemoteProtocolError as err:
         if "location" in str(err).lower():  # a redirect to a URL that does not parse: never followed
-            return Outcome(error=f"`{tool.name}` refused to follow a redirect: {_scrub(str(err), secrets)}.", status=Status.denied, code="address_refused")
-        return failure(tool, f"failed while talking to the server: {_scrub(_describe(err), secrets)}", Status.error, "http_error", transient=True)
+            return Outcome(
+                error=f"`{tool.name}` refused to follow a redirect: {_scrub(str(err), secrets)}.",
+                status=Status.denied,
+                code="address_refused",
+            )
+        return failure(
+            tool,
+            f"failed while talking to the server: {_scrub(_describe(err), secrets)}",
+            Status.error,
+            "http_error",
+            transient=True,
+        )
     except ResponseTooLarge as err:
         return failure(tool, _scrub(str(err), secrets), Status.error, "response_too_large")
     except httpx.ReadTimeout:
-        return failure(tool, f"got no data for {timeout.idle_s:g} s (idle timeout)", Status.timeout, "timeout", transient=True)
+        return failure(
+            tool, f"got no data for {timeout.idle_s:g} s (idle timeout)", Status.timeout, "timeout", transient=True
+        )
     except (httpx.ConnectError, httpx.ConnectTimeout) as err:
         # Nothing was sent: not an unknown result, even for a write.
-        return Outcome(error=f"`{tool.name}` could not connect: {_scrub(_describe(err), secrets)}.", status=Status.error, code="connect_failed", metadata=MappingProxyType({"transient": True}))
+        return Outcome(
+            error=f"`{tool.name}` could not connect: {_scrub(_describe(err), secrets)}.",
+            status=Status.error,
+            code="connect_failed",
+            metadata=MappingProxyType({"transient": True}),
+        )
     except httpx.HTTPError as err:
-        return failure(tool, f"failed while talking to the server: {_scrub(_describe(err), secrets)}", Status.error, "http_error", transient=True)
+        return failure(
+            tool,
+            f"failed while talking to the server: {_scrub(_describe(err), secrets)}",
+            Status.error,
+            "http_error",
+            transient=True,
+        )
     except (ValueError, UnicodeError) as err:
-        return Outcome(error=f"`{tool.name}` cannot send its request: {_scrub(str(err), secrets)}.", status=Status.invalid, code="bad_request")
+        return Outcome(
+            error=f"`{tool.name}` cannot send its request: {_scrub(str(err), secrets)}.",
+            status=Status.invalid,
+            code="bad_request",
+        )
     body = _body(response.body, response.headers.get("content-type", ""), secrets)
-    meta = MappingProxyType({"http_status": response.status, "host": response.host, "redirects": response.redirects, "response_bytes": len(response.body)})
+    meta = MappingProxyType(
+        {
+            "http_status": response.status,
+            "host": response.host,
+            "redirects": response.redirects,
+            "response_bytes": len(response.body),
+        }
+    )
     if response.status >= 400:
         text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
-        shown = text if len(text) <= _ERROR_BODY_CHARS else text[:_ERROR_BODY_CHARS] + f"... [{len(text) - _ERROR_BODY_CHARS:,} more characters]"
-        message = f"`{tool.name}` got HTTP {response.status} from {response.host}." + (f" Response:\n{shown}" if shown else "")
+        shown = (
+            text
+            if len(text) <= _ERROR_BODY_CHARS
+            else text[:_ERROR_BODY_CHARS] + f"... [{len(text) - _ERROR_BODY_CHARS:,} more characters]"
+        )
+        message = f"`{tool.name}` got HTTP {response.status} from {response.host}." + (
+            f" Response:\n{shown}" if shown else ""
+        )
         transient = response.status in _TRANSIENT_STATUS
-        return Outcome(error=message, status=Status.error, code="http_status", metadata=MappingProxyType({**meta, **({"transient": True} if transient else {})}))
+        return Outcome(
+            error=message,
+            status=Status.error,
+            code="http_status",
+            metadata=MappingProxyType({**meta, **({"transient": True} if transient else {})}),
+        )
     return Outcome(value={"status": response.status, "headers": response.headers, "body": body}, metadata=meta)
 
 

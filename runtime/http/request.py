@@ -92,19 +92,25 @@ def render(plan: HttpPlan, args: Mapping[str, Any], environ: Mapping[str, str] |
             variable = plan.secrets[name]
             secret = environ.get(variable)
             if not secret:
-                raise RequestError(f"the secret `{name}` is read from the environment variable {variable}, which is not set; ask the operator to set it")
+                raise RequestError(
+                    f"the secret `{name}` is read from the environment variable {variable}, which is not set; ask the operator to set it"
+                )
             used[name] = secret
             return secret
         if name not in args:
             raise RequestError(f"argument `{name}` is needed to build the request; pass it")
         return args[name]
 
-    url = "".join(literal + (quote(_text(value(name)), safe="") if name is not None else "") for literal, name in plan.url)
+    url = "".join(
+        literal + (quote(_text(value(name)), safe="") if name is not None else "") for literal, name in plan.url
+    )
     headers: dict[str, str] = {}
     for header, pieces in plan.headers:
         text = "".join(literal + (_text(value(name)) if name is not None else "") for literal, name in pieces)
         if any(ch in text for ch in "\r\n\x00"):
-            raise RequestError(f"the value of header `{header}` would contain a line break or NUL; remove it from the arguments")
+            raise RequestError(
+                f"the value of header `{header}` would contain a line break or NUL; remove it from the arguments"
+            )
         headers[header] = text
     content = None
     if plan.body is not None and plan.body != ("const", None):

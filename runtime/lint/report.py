@@ -53,7 +53,14 @@ def _json(problems: Sequence[Problem], files: int, documents: int) -> str:
         "errors": errors,
         "warnings": warnings,
         "problems": [
-            {"file": p.location.file, "line": p.location.line, "col": p.location.col, "severity": p.severity.value, "code": p.code, "message": p.message}
+            {
+                "file": p.location.file,
+                "line": p.location.line,
+                "col": p.location.col,
+                "severity": p.severity.value,
+                "code": p.code,
+                "message": p.message,
+            }
             for p in problems
         ],
     }
@@ -72,14 +79,30 @@ def _sarif(problems: Sequence[Problem]) -> str:
                 "ruleIndex": codes.index(p.code),
                 "level": "error" if p.is_error else "warning",
                 "message": {"text": p.message},
-                "locations": [{"physicalLocation": {"artifactLocation": _artifact(p.location.file, root), "region": region}}],
+                "locations": [
+                    {"physicalLocation": {"artifactLocation": _artifact(p.location.file, root), "region": region}}
+                ],
             }
         )
     rules = []
     for code in codes:
         short, fix = help_for(code)
-        rules.append({"id": code, "name": code, "shortDescription": {"text": short}, "help": {"text": f"{short} {fix}"}, "helpUri": f"{_INFORMATION_URI}#in-ci"})
-    driver = {"name": "toolrt", "version": _version(), "semanticVersion": _version(), "informationUri": _INFORMATION_URI, "rules": rules}
+        rules.append(
+            {
+                "id": code,
+                "name": code,
+                "shortDescription": {"text": short},
+                "help": {"text": f"{short} {fix}"},
+                "helpUri": f"{_INFORMATION_URI}#in-ci",
+            }
+        )
+    driver = {
+        "name": "toolrt",
+        "version": _version(),
+        "semanticVersion": _version(),
+        "informationUri": _INFORMATION_URI,
+        "rules": rules,
+    }
     log = {
         "$schema": _SARIF_SCHEMA,
         "version": "2.1.0",

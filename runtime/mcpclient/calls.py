@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 class Failure(Protocol):
     """The pipeline's wording of a failed call (``runtime.pipeline.execute._failure``)."""
 
-    def __call__(self, tool: CompiledTool, what: str, status: Status, code: str, *, transient: bool = False) -> Outcome: ...
+    def __call__(
+        self, tool: CompiledTool, what: str, status: Status, code: str, *, transient: bool = False
+    ) -> Outcome: ...
 
 
 async def call_mcp_tool(call: ValidatedCall, env: TurnEnv, failure: Failure) -> Outcome:
@@ -34,18 +36,38 @@ async def call_mcp_tool(call: ValidatedCall, env: TurnEnv, failure: Failure) -> 
     spec = env.snapshot.mcp_servers.get(server)
     pool: Any = getattr(env, "mcp", None)
     if spec is None or pool is None:
-        return Outcome(error=f"`{tool.name}` cannot run: this runtime has no connection to MCP server `{server}`.", status=Status.error, code="not_available")
+        return Outcome(
+            error=f"`{tool.name}` cannot run: this runtime has no connection to MCP server `{server}`.",
+            status=Status.error,
+            code="not_available",
+        )
     timeout = tool.spec.timeout
     total_s = min(timeout.total_s, spec.call_timeout_s)
     try:
         result = await pool.call_tool(server, spec, remote, call.args, total_s=total_s, idle_s=timeout.idle_s)
     except Unavailable as err:
-        return Outcome(error=f"`{tool.name}` cannot run: MCP server `{server}` {err.message}.", status=Status.error, code="mcp_unavailable", metadata=MappingProxyType({"transient": True}))
+        return Outcome(
+            error=f"`{tool.name}` cannot run: MCP server `{server}` {err.message}.",
+            status=Status.error,
+            code="mcp_unavailable",
+            metadata=MappingProxyType({"transient": True}),
+        )
     except TimedOut as err:
         reason = "no progress" if err.limit == "idle" else "total time"
-        return failure(tool, f"timed out after {err.seconds:g} s ({reason}); MCP server `{server}` is restarted on the next call", Status.timeout, "timeout")
+        return failure(
+            tool,
+            f"timed out after {err.seconds:g} s ({reason}); MCP server `{server}` is restarted on the next call",
+            Status.timeout,
+            "timeout",
+        )
     except Lost as err:
-        return failure(tool, f"got no answer: MCP server `{server}` {err.message}; it is restarted on the next call", Status.error, "mcp_connection_lost", transient=True)
+        return failure(
+            tool,
+            f"got no answer: MCP server `{server}` {err.message}; it is restarted on the next call",
+            Status.error,
+            "mcp_connection_lost",
+            transient=True,
+        )
     except Refused as err:
         return Outcome(error=f"MCP server `{server}` {err.message}.", status=Status.error, code="mcp_error")
     return outcome_of(result)

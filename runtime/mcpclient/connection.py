@@ -81,7 +81,9 @@ class ServerConnection:
                 raise Unavailable("is closed (the runtime is shutting down)")
             wait = self._retry_at - asyncio.get_running_loop().time()
             if wait > _MAX_BACKOFF_WAIT_S:
-                raise Unavailable(f"failed {self._failures} time(s) in a row; the next attempt to start it is in {wait:.1f} s")
+                raise Unavailable(
+                    f"failed {self._failures} time(s) in a row; the next attempt to start it is in {wait:.1f} s"
+                )
             if wait > 0:
                 await asyncio.sleep(wait)
             await self._bury()
@@ -91,7 +93,9 @@ class ServerConnection:
     async def _start(self) -> _Live:
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[Any] = loop.create_future()
-        ready.add_done_callback(lambda f: f.cancelled() or f.exception())  # an answer nobody waits for any more is not an error
+        ready.add_done_callback(
+            lambda f: f.cancelled() or f.exception()
+        )  # an answer nobody waits for any more is not an error
         live = _Live()
         live.owner = loop.create_task(self._own(live, ready), name=f"toolrt-mcp-{self.name}")
         timeout = self.spec.connect_timeout_s
@@ -123,7 +127,10 @@ class ServerConnection:
 
             from runtime import __version__
 
-            async with open_transport(self.spec, live.ended) as (read, write), ClientSession(read, write, client_info=Implementation(name="toolrt", version=__version__)) as session:
+            async with (
+                open_transport(self.spec, live.ended) as (read, write),
+                ClientSession(read, write, client_info=Implementation(name="toolrt", version=__version__)) as session,
+            ):
                 await session.initialize()
                 if not ready.done():
                     ready.set_result(session)
@@ -159,7 +166,9 @@ class ServerConnection:
         self._failures += 1
         delay = min(_MAX_BACKOFF_S, _BACKOFF_S * 2 ** (self._failures - 1))
         self._retry_at = asyncio.get_running_loop().time() + delay
-        logger.warning("MCP server {} {}; it is restarted on the next call (not before {:.1f} s)", self.name, reason, delay)
+        logger.warning(
+            "MCP server {} {}; it is restarted on the next call (not before {:.1f} s)", self.name, reason, delay
+        )
 
     async def _bury(self) -> None:
         """Wait (bounded) for retired sessions to finish tearing down; cancel stragglers."""
@@ -198,14 +207,25 @@ class ServerConnection:
         for _page in range(_MAX_PAGES):
             params = PaginatedRequestParams(cursor=cursor) if cursor else None
             request = asyncio.ensure_future(session.list_tools(params=params))
-            page = await self._answer(live, request, "tool listing", deadline, self.spec.connect_timeout_s, None, [loop.time()])
+            page = await self._answer(
+                live, request, "tool listing", deadline, self.spec.connect_timeout_s, None, [loop.time()]
+            )
             tools.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
                 break
         return tools
 
-    async def _answer(self, live: _Live, request: asyncio.Future[T], what: str, deadline: float, total_s: float, idle_s: float | None, last: list[float]) -> T:
+    async def _answer(
+        self,
+        live: _Live,
+        request: asyncio.Future[T],
+        what: str,
+        deadline: float,
+        total_s: float,
+        idle_s: float | None,
+        last: list[float],
+    ) -> T:
         """Wait for ``request`` under the deadline and idle limit; translate the SDK's
         exceptions (this is the one place that does)."""
         from mcp.shared.exceptions import MCPError
@@ -222,7 +242,11 @@ class ServerConnection:
             await asyncio.wait({request}, timeout=_CANCEL_WAIT_S)
             seconds = total_s if limit == "total" else (idle_s or 0.0)
             self._retire(live, f"did not answer a {what} within {seconds:g} s")
-            raise TimedOut(f"did not answer within {seconds:g} s" + (" (no progress)" if limit == "idle" else ""), limit=limit, seconds=seconds)
+            raise TimedOut(
+                f"did not answer within {seconds:g} s" + (" (no progress)" if limit == "idle" else ""),
+                limit=limit,
+                seconds=seconds,
+            )
         try:
             result = request.result()
         except MCPError as err:
@@ -289,4 +313,3 @@ def _describe(err: BaseException) -> str:
         err = err.exceptions[0]
     text = str(err).strip().splitlines()[0] if str(err).strip() else ""
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
-

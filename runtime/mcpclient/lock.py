@@ -42,7 +42,8 @@ def write_lock(path: Path, listings: Listings) -> None:
     body = {
         "format": _FORMAT,
         "servers": {
-            server: [_tool_json(tool) for tool in sorted(tools, key=lambda t: t.name)] for server, tools in sorted(listings.items())
+            server: [_tool_json(tool) for tool in sorted(tools, key=lambda t: t.name)]
+            for server, tools in sorted(listings.items())
         },
     }
     text = json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -124,7 +125,11 @@ def _tool_json(tool: ListedTool) -> dict[str, Any]:
         "name": tool.name,
         "description": tool.description,
         "input_schema": json.loads(json.dumps(tool.input_schema, default=str)),
-        "annotations": {"readOnlyHint": tool.read_only, "destructiveHint": tool.destructive, "idempotentHint": tool.idempotent},
+        "annotations": {
+            "readOnlyHint": tool.read_only,
+            "destructiveHint": tool.destructive,
+            "idempotentHint": tool.idempotent,
+        },
     }
 
 

@@ -65,7 +65,14 @@ from runtime.validation.schemacheck import check_input_schema
 MOUNT_PROFILE = "mcp-25k-tokens"
 # The limits of the mcp-25k-tokens profile (policies/output-default.yaml), for configs
 # that do not include that pack: MCP clients cut tool results at 25,000 tokens.
-_INLINE_OUTPUT = {"max_chars": 100_000, "preview_chars": 4000, "head_chars": 10_000, "tail_chars": 10_000, "on_success": "artifact", "on_error": "head_tail"}
+_INLINE_OUTPUT = {
+    "max_chars": 100_000,
+    "preview_chars": 4000,
+    "head_chars": 10_000,
+    "tail_chars": 10_000,
+    "on_success": "artifact",
+    "on_error": "head_tail",
+}
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_DESCRIPTION = 8000
 
@@ -111,7 +118,11 @@ class Mounter:
 
     def __call__(self, documents: Sequence[LoadedDocument]) -> list[LoadedDocument]:
         """Tool documents for the tools of the McpServers among ``documents``."""
-        servers = {e.model.metadata.name: e.model.spec for e in documents if isinstance(e.model, McpServerDocument) and _declared_fully(e.model.spec)}
+        servers = {
+            e.model.metadata.name: e.model.spec
+            for e in documents
+            if isinstance(e.model, McpServerDocument) and _declared_fully(e.model.spec)
+        }
         if not servers:
             return []
         try:
@@ -138,7 +149,9 @@ class Mounter:
             return tools
         previous = self._last.get(name)
         if previous is not None and previous[0] == spec:
-            logger.warning("MCP server {} {}; keeping the {} tool(s) it listed before", name, listed.message, len(previous[1]))
+            logger.warning(
+                "MCP server {} {}; keeping the {} tool(s) it listed before", name, listed.message, len(previous[1])
+            )
             return previous[1]
         logger.warning("MCP server {} {}; none of its tools are mounted", name, listed.message)
         return ()
@@ -161,12 +174,23 @@ class ConfigFacts:
         return cls(
             tool_names=frozenset(t.metadata.name for t in tools),
             mcp_targets=targets,
-            has_profile=any(isinstance(e.model, OutputProfileDocument) and e.model.metadata.name == MOUNT_PROFILE for e in documents),
-            redaction=tuple(dict.fromkeys(e.model.metadata.name for e in documents if isinstance(e.model, RedactionProfileDocument))),
+            has_profile=any(
+                isinstance(e.model, OutputProfileDocument) and e.model.metadata.name == MOUNT_PROFILE for e in documents
+            ),
+            redaction=tuple(
+                dict.fromkeys(e.model.metadata.name for e in documents if isinstance(e.model, RedactionProfileDocument))
+            ),
         )
 
 
-def mount_server(server: str, spec: McpServerSpec, tools: Sequence[ListedTool], config: ConfigFacts, *, taken: set[str] | frozenset[str] = frozenset()) -> list[LoadedDocument]:
+def mount_server(
+    server: str,
+    spec: McpServerSpec,
+    tools: Sequence[ListedTool],
+    config: ConfigFacts,
+    *,
+    taken: set[str] | frozenset[str] = frozenset(),
+) -> list[LoadedDocument]:
     """The Tool documents for ``server``'s ``tools`` that its declaration admits."""
     mounted: list[LoadedDocument] = []
     names = set(taken)
@@ -177,17 +201,41 @@ def mount_server(server: str, spec: McpServerSpec, tools: Sequence[ListedTool], 
         if name in config.tool_names:
             continue  # a declared Tool of that name wins
         if name in names:
-            logger.warning("MCP server {}: tool `{}` is not mounted: its name `{}` is already taken by another mounted tool", server, tool.name, name)
+            logger.warning(
+                "MCP server {}: tool `{}` is not mounted: its name `{}` is already taken by another mounted tool",
+                server,
+                tool.name,
+                name,
+            )
             continue
         errors = [f for f in check_input_schema(dict(tool.input_schema)) if not f.warning]
         if errors:
-            logger.warning("MCP server {}: tool `{}` is not mounted: its input schema is not usable ({})", server, tool.name, errors[0].message)
+            logger.warning(
+                "MCP server {}: tool `{}` is not mounted: its input schema is not usable ({})",
+                server,
+                tool.name,
+                errors[0].message,
+            )
             continue
         data = _document(server, spec, tool, name, config)
-        source = SourceDocument(file=f"mcp:{server}", index=len(mounted), data=data, content_hash=content_hash(data), positions={}, key_positions={}, scalar_styles={}, lines=())
+        source = SourceDocument(
+            file=f"mcp:{server}",
+            index=len(mounted),
+            data=data,
+            content_hash=content_hash(data),
+            positions={},
+            key_positions={},
+            scalar_styles={},
+            lines=(),
+        )
         result = check_structure(source)
         if result.model is None:
-            logger.warning("MCP server {}: tool `{}` is not mounted: {}", server, tool.name, result.problems[0].message if result.problems else "it is not a valid Tool")
+            logger.warning(
+                "MCP server {}: tool `{}` is not mounted: {}",
+                server,
+                tool.name,
+                result.problems[0].message if result.problems else "it is not a valid Tool",
+            )
             continue
         names.add(name)
         mounted.append(LoadedDocument(source, result.model, None, mounted=True))
@@ -195,7 +243,9 @@ def mount_server(server: str, spec: McpServerSpec, tools: Sequence[ListedTool], 
 
 
 def _admitted(tool: str, spec: McpServerSpec) -> bool:
-    return any(fnmatch.fnmatchcase(tool, g) for g in spec.include) and not any(fnmatch.fnmatchcase(tool, g) for g in spec.exclude)
+    return any(fnmatch.fnmatchcase(tool, g) for g in spec.include) and not any(
+        fnmatch.fnmatchcase(tool, g) for g in spec.exclude
+    )
 
 
 def _declared_fully(spec: McpServerSpec) -> bool:
@@ -215,7 +265,9 @@ def _document(server: str, spec: McpServerSpec, tool: ListedTool, name: str, con
         risk = override.risk.value
     else:
         risk = "low" if read_only else "medium" if believed and tool.destructive is False else "high"
-    timeout = override.timeout.model_dump(mode="json") if override.timeout is not None else {"total_s": spec.call_timeout_s}
+    timeout = (
+        override.timeout.model_dump(mode="json") if override.timeout is not None else {"total_s": spec.call_timeout_s}
+    )
     output: dict[str, Any] = {"profile": MOUNT_PROFILE} if config.has_profile else dict(_INLINE_OUTPUT)
     if override.output is not None:
         own = override.output.model_dump(mode="json", exclude_none=True)

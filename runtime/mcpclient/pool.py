@@ -76,7 +76,16 @@ class McpPool:
 
     # -- calls and listings ----------------------------------------------------
 
-    async def call_tool(self, server: str, spec: McpServerSpec, tool: str, args: Mapping[str, Any], *, total_s: float, idle_s: float | None = None) -> Any:
+    async def call_tool(
+        self,
+        server: str,
+        spec: McpServerSpec,
+        tool: str,
+        args: Mapping[str, Any],
+        *,
+        total_s: float,
+        idle_s: float | None = None,
+    ) -> Any:
         """The ``CallToolResult`` of ``server``'s ``tool``; raises :class:`McpFailure`.
         Awaitable from any event loop."""
 

@@ -28,7 +28,11 @@ def outcome_of(result: Any) -> Outcome:
     """The outcome of a ``CallToolResult``."""
     if result.is_error:
         text = joined(result.content or ())
-        return Outcome(error=text or "The tool reported an error without saying what it was.", status=Status.error, code="tool_error")
+        return Outcome(
+            error=text or "The tool reported an error without saying what it was.",
+            status=Status.error,
+            code="tool_error",
+        )
     if result.structured_content is not None:
         return Outcome(value=result.structured_content)
     return Outcome(value=joined(result.content or ()))

@@ -47,7 +47,11 @@ async def open_transport(spec: McpServerSpec, ended: asyncio.Event) -> AsyncIter
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
-            client = await stack.enter_async_context(httpx2.AsyncClient(headers=dict(spec.headers), timeout=httpx2.Timeout(spec.connect_timeout_s, read=None)))
+            client = await stack.enter_async_context(
+                httpx2.AsyncClient(
+                    headers=dict(spec.headers), timeout=httpx2.Timeout(spec.connect_timeout_s, read=None)
+                )
+            )
             read, write = await stack.enter_async_context(streamable_http_client(spec.url or "", http_client=client))
         yield _WatchedStream(read, ended), write
 
@@ -91,7 +95,9 @@ class _WatchedStream:
         await self._inner.__aenter__()
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> bool | None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
         self._ended.set()
         result: bool | None = await self._inner.__aexit__(exc_type, exc, tb)
         return result

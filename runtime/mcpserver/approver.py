@@ -98,7 +98,11 @@ class ElicitationApprover:
         request = current_request.get()
         name = call.tool.name
         if request is None:
-            return Approval(False, f"`{name}` needs approval and it was not called through an MCP request whose client could be asked; it was not run", asked=False)
+            return Approval(
+                False,
+                f"`{name}` needs approval and it was not called through an MCP request whose client could be asked; it was not run",
+                asked=False,
+            )
         if not request.session.check_client_capability(_ELICITATION):
             return Approval(
                 False,
@@ -106,7 +110,9 @@ class ElicitationApprover:
                 "Use a client that can ask its user (elicitation), or allow the tool by policy",
                 asked=False,
             )
-        question = types.ElicitRequest(params=types.ElicitRequestFormParams(message=_message(call, decision), requested_schema=_SCHEMA))
+        question = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(message=_message(call, decision), requested_schema=_SCHEMA)
+        )
         if not request.session.can_send_request:  # a stateless revision: ask through an input request
             return _answered_or_asked(request, question, name)
         try:
@@ -119,9 +125,17 @@ class ElicitationApprover:
                 metadata=ServerMessageMetadata(related_request_id=request.request_id),
             )
         except MCPError as err:  # the client answered with an error, or no answer came in time
-            return Approval(False, f"`{name}` needs approval and asking the MCP client failed ({err.error.message}); it was not run", asked=False)
+            return Approval(
+                False,
+                f"`{name}` needs approval and asking the MCP client failed ({err.error.message}); it was not run",
+                asked=False,
+            )
         except ValidationError:
-            return Approval(False, f"`{name}` needs approval and the MCP client's answer was not an elicitation result; it was not run", asked=False)
+            return Approval(
+                False,
+                f"`{name}` needs approval and the MCP client's answer was not an elicitation result; it was not run",
+                asked=False,
+            )
         return _approval(answer, name)
 
 
@@ -132,10 +146,18 @@ def _answered_or_asked(request: McpRequest, question: types.ElicitRequest, name:
     if request.request_state == ASKED_STATE and INPUT_KEY in responses:
         answer = _elicit_result(responses[INPUT_KEY])
         if answer is None:
-            return Approval(False, f"`{name}` needs approval and the MCP client's answer was not an elicitation result; it was not run", asked=False)
+            return Approval(
+                False,
+                f"`{name}` needs approval and the MCP client's answer was not an elicitation result; it was not run",
+                asked=False,
+            )
         return _approval(answer, name)
     request.pending["question"] = question
-    return Approval(False, f"`{name}` needs approval: the question was sent to the MCP client as an input request; the call runs when the client calls again with the answer", asked=False)
+    return Approval(
+        False,
+        f"`{name}` needs approval: the question was sent to the MCP client as an input request; the call runs when the client calls again with the answer",
+        asked=False,
+    )
 
 
 def _elicit_result(value: Any) -> types.ElicitResult | None:
@@ -156,8 +178,16 @@ def _approval(answer: types.ElicitResult, name: str) -> Approval:
         if extra or not isinstance(choice, bool):
             # Checked against the requested type: "yes" or 1 is not a boolean, and an
             # answer to some other question is not an answer to this one.
-            what = f"unexpected field(s) {', '.join(map(repr, extra))}" if extra else f"allow_for_session must be true or false, got {choice!r}"
-            return Approval(False, f"`{name}` needs approval and the MCP client's answer did not match the question ({what}); it was not run", asked=False)
+            what = (
+                f"unexpected field(s) {', '.join(map(repr, extra))}"
+                if extra
+                else f"allow_for_session must be true or false, got {choice!r}"
+            )
+            return Approval(
+                False,
+                f"`{name}` needs approval and the MCP client's answer did not match the question ({what}); it was not run",
+                asked=False,
+            )
         if choice:
             return Approval(True, "approved in the MCP client for this session", scope="session")
         return Approval(True, "approved in the MCP client")

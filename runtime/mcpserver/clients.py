@@ -77,7 +77,9 @@ class Clients:
             try:
                 await client.channel.send_tool_list_changed()
             except Exception as err:  # noqa: BLE001 - a closed connection: forget that client, go on with the others
-                logger.bind(session_id=client.session.id).debug("MCP client gone ({}); its session ends", type(err).__name__)
+                logger.bind(session_id=client.session.id).debug(
+                    "MCP client gone ({}); its session ends", type(err).__name__
+                )
                 self._clients.pop(key, None)
                 if self._forget is not None:
                     self._forget(client.session.id)

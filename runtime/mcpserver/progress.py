@@ -28,7 +28,9 @@ class ProgressRelay:
     def __init__(self, session: ServerSession) -> None:
         self._session = session
         self._loop = asyncio.get_running_loop()
-        self._waiting: collections.deque[str | None] = collections.deque(maxlen=MAX_WAITING)  # appends and pops are thread-safe
+        self._waiting: collections.deque[str | None] = collections.deque(
+            maxlen=MAX_WAITING
+        )  # appends and pops are thread-safe
         self._wake = asyncio.Event()
         self._woken = False  # a wake-up is on its way to the loop: no need for another
         self._closed = False

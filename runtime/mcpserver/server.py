@@ -69,12 +69,16 @@ class ToolServer:
     def __init__(self, runtime: Runtime, *, stdio: bool) -> None:
         self.runtime = runtime
         self.clients = Clients(runtime.settings.permission_mode.value, stdio=stdio, forget=runtime.end_session)
-        self.server: Server[Any] = _ListChangedServer(SERVER_NAME, version=_version(), on_list_tools=self._list_tools, on_call_tool=self._call_tool)
+        self.server: Server[Any] = _ListChangedServer(
+            SERVER_NAME, version=_version(), on_list_tools=self._list_tools, on_call_tool=self._call_tool
+        )
         self.server.add_notification_handler("notifications/initialized", types.NotificationParams, self._initialized)
         # On the stateless revision an approval question goes out as an input request and its
         # requestState comes back from the client: the SDK seals it and binds it to the tool and
         # arguments, so an answer counts only for the call it was asked about (approver.py).
-        self.server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=SERVER_NAME))
+        self.server.middleware.append(
+            RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=SERVER_NAME)
+        )
         self._listing: tuple[Snapshot, list[types.Tool]] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: set[asyncio.Task[Any]] = set()
@@ -89,7 +93,9 @@ class ToolServer:
         it starts."""
         self._loop = asyncio.get_running_loop()
         if self.runtime.watcher is not None:
-            logger.warning("the runtime already watches its config without telling MCP clients; build it with watch=False to send tools/list_changed")
+            logger.warning(
+                "the runtime already watches its config without telling MCP clients; build it with watch=False to send tools/list_changed"
+            )
             return
         self.runtime.watch(on_event=self._on_reload)
 
@@ -118,7 +124,9 @@ class ToolServer:
     async def _initialized(self, ctx: ServerRequestContext[Any, Any], params: types.NotificationParams) -> None:
         self.clients.session_for(ctx)  # known from the start, so it hears of tool list changes
 
-    async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         self.clients.session_for(ctx)
         snapshot = self.runtime.snapshot
         listing = self._listing
@@ -126,14 +134,18 @@ class ToolServer:
             listing = self._listing = (snapshot, [types.Tool.model_validate(d) for d in tool_definitions(snapshot)])
         return types.ListToolsResult(tools=list(listing[1]))
 
-    async def _call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult:
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         call = Call(id=f"mcp_{uuid.uuid4().hex[:12]}", name=params.name, args=dict(params.arguments or {}))
         relay = ProgressRelay(ctx.session) if "progress_token" in (ctx.meta or {}) else None
         request = McpRequest(ctx.session, ctx.request_id, params.input_responses, params.request_state)
         token = current_request.set(request)
         try:
             session = self.clients.session_for(ctx)
-            (result,) = await self.runtime.run_turn([call], session, on_progress=relay.listener if relay is not None else None)
+            (result,) = await self.runtime.run_turn(
+                [call], session, on_progress=relay.listener if relay is not None else None
+            )
             question = request.pending.get("question")
             if question is not None and result.code == "denied":  # a stateless revision: ask, run on the next round
                 return types.InputRequiredResult(input_requests={INPUT_KEY: question}, request_state=ASKED_STATE)

@@ -43,7 +43,9 @@ class _StdinLines:
     def __init__(self, fd: int) -> None:
         self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue[str | None] = asyncio.Queue()
-        threading.Thread(target=self._read, args=(fd,), name="toolrt-mcp-stdin", daemon=True).start()  # the thread owns fd
+        threading.Thread(
+            target=self._read, args=(fd,), name="toolrt-mcp-stdin", daemon=True
+        ).start()  # the thread owns fd
 
     def _read(self, fd: int) -> None:
         pending = bytearray()
@@ -156,7 +158,9 @@ async def serve_http(
             try:
                 await serving
             except SystemExit as exit_:  # uvicorn exits the process on a failed start; we report it instead
-                raise OSError(f"the MCP HTTP server could not start on {host}:{port} (exit code {exit_.code})") from None
+                raise OSError(
+                    f"the MCP HTTP server could not start on {host}:{port} (exit code {exit_.code})"
+                ) from None
 
 
 METRICS_PATH = "/metrics"
@@ -176,7 +180,10 @@ def _with_metrics(app: Any, render: Callable[[], str]) -> Any:
             await send({"type": "http.response.body", "body": b""})
             return
         body = render().encode("utf-8")
-        headers = [(b"content-type", b"text/plain; version=0.0.4; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+        headers = [
+            (b"content-type", b"text/plain; version=0.0.4; charset=utf-8"),
+            (b"content-length", str(len(body)).encode()),
+        ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body if scope.get("method") == "GET" else b""})
 
@@ -287,4 +294,12 @@ async def serve(
     if transport == "stdio":
         await serve_stdio(tools, stop)
     else:
-        await serve_http(tools, stop, host=host, port=port, limits=limits, on_ready=on_ready, metrics=runtime.metrics.prometheus if metrics else None)
+        await serve_http(
+            tools,
+            stop,
+            host=host,
+            port=port,
+            limits=limits,
+            on_ready=on_ready,
+            metrics=runtime.metrics.prometheus if metrics else None,
+        )

@@ -43,10 +43,28 @@ async def run_call(call: Call, env: TurnEnv) -> ToolResult:
         tool = timings.pop("_tool", None) or env.snapshot.tool(*_split(call.name))
     except asyncio.CancelledError:
         if env.audit is not None:  # the audit log still hears of a call cut short while it ran
-            env.audit(env, call, error_result(call, Status.unknown, "cancelled", Stage.execute, "cancelled while it ran", snapshot=env.snapshot.version), timings.pop("executed_args", call.args))
+            env.audit(
+                env,
+                call,
+                error_result(
+                    call,
+                    Status.unknown,
+                    "cancelled",
+                    Stage.execute,
+                    "cancelled while it ran",
+                    snapshot=env.snapshot.version,
+                ),
+                timings.pop("executed_args", call.args),
+            )
         raise
     except (Exception, SystemExit) as err:  # noqa: BLE001 - the last line of defence: a bug becomes a result, not a crash
-        result = error_result(call, Status.internal, "internal_error", Stage.execute, f"toolrt failed while handling this call ({type(err).__name__}); the call may not have run. This is a bug in toolrt, not in your arguments.")
+        result = error_result(
+            call,
+            Status.internal,
+            "internal_error",
+            Stage.execute,
+            f"toolrt failed while handling this call ({type(err).__name__}); the call may not have run. This is a bug in toolrt, not in your arguments.",
+        )
     executed_args = timings.pop("executed_args", call.args)
     timings["total_ms"] = (time.perf_counter() - started) * 1000
     result = _finish(result, env, timings, tool)
@@ -63,7 +81,16 @@ async def run_call(call: Call, env: TurnEnv) -> ToolResult:
         attempts = meta.get("attempts")
         # The tool label is the snapshot's name for the tool, or one value for every name
         # the snapshot does not have: made-up names must not each become a series.
-        env.metrics.record_call(tool.name if tool is not None else UNKNOWN_TOOL, result.status.value, timings, meta.get("decision"), result.code, bool(meta.get("truncated")), meta.get("redactions"), attempts - 1 if isinstance(attempts, int) else 0)
+        env.metrics.record_call(
+            tool.name if tool is not None else UNKNOWN_TOOL,
+            result.status.value,
+            timings,
+            meta.get("decision"),
+            result.code,
+            bool(meta.get("truncated")),
+            meta.get("redactions"),
+            attempts - 1 if isinstance(attempts, int) else 0,
+        )
     return result
 
 
@@ -130,12 +157,23 @@ async def _stages(call: Call, env: TurnEnv, timings: dict[str, Any]) -> ToolResu
         raise
     timings["shape_ms"] = (clock() - t4) * 1000
     if admission is not None:
-        job = env.jobs.get(outcome.metadata.get("job_id", "")) if outcome.status is Status.background and env.jobs is not None else None
+        job = (
+            env.jobs.get(outcome.metadata.get("job_id", ""))
+            if outcome.status is Status.background and env.jobs is not None
+            else None
+        )
         if job is not None:
             # Still running in the background: its slot and seconds are counted when it ends.
-            job.task.add_done_callback(lambda _task, started=t3: admission.finish(seconds=time.perf_counter() - started))
+            job.task.add_done_callback(
+                lambda _task, started=t3: admission.finish(seconds=time.perf_counter() - started)
+            )
         else:
-            admission.finish(seconds=t4 - t3, output_bytes=len(result.content.encode("utf-8", "surrogatepass")), failed=outcome.is_error, counts_for_breaker=_counts_for_breaker(outcome))
+            admission.finish(
+                seconds=t4 - t3,
+                output_bytes=len(result.content.encode("utf-8", "surrogatepass")),
+                failed=outcome.is_error,
+                counts_for_breaker=_counts_for_breaker(outcome),
+            )
     timings["lookup_ms"] = (t1 - t0) * 1000
     return result
 
@@ -161,11 +199,25 @@ def _judge_edited(bound: BoundCall, approval: Decision, env: TurnEnv) -> Validat
     edited = Call(call.id, call.name, dict(approval.edited_args or {}), call.index)
     validated = validate(BoundCall(edited, bound.tool), env.session, env.snapshot)
     if isinstance(validated, ToolResult):
-        return error_result(call, validated.status, validated.code or "invalid_arguments", Stage.permit, f"The approver's edited arguments were not accepted, so the call was not run. {validated.content}")
+        return error_result(
+            call,
+            validated.status,
+            validated.code or "invalid_arguments",
+            Stage.permit,
+            f"The approver's edited arguments were not accepted, so the call was not run. {validated.content}",
+        )
     verdict = env.permitter.decide(validated, env.session, env.snapshot)
     if verdict.effect == "deny":
         rule = f" (rule `{verdict.rule}`)" if verdict.rule else ""
-        return error_result(call, Status.denied, "denied", Stage.permit, f"Permission denied for `{call.name}` with the approver's edited arguments{rule}: {verdict.reason}.", decision="deny", rule=verdict.rule)
+        return error_result(
+            call,
+            Status.denied,
+            "denied",
+            Stage.permit,
+            f"Permission denied for `{call.name}` with the approver's edited arguments{rule}: {verdict.reason}.",
+            decision="deny",
+            rule=verdict.rule,
+        )
     return validated
 
 
@@ -186,4 +238,13 @@ def _finish(result: ToolResult, env: TurnEnv, timings: dict[str, Any], tool: Any
         # Seal the metadata of the result shape just built instead of building it again.
         object.__setattr__(result, "metadata", MappingProxyType(meta))
         return result
-    return ToolResult(result.call_id, result.name, result.content, result.status, result.code, result.stage, result.structured, MappingProxyType(meta))
+    return ToolResult(
+        result.call_id,
+        result.name,
+        result.content,
+        result.status,
+        result.code,
+        result.stage,
+        result.structured,
+        MappingProxyType(meta),
+    )

@@ -50,14 +50,24 @@ async def execute(call: ValidatedCall, env: TurnEnv) -> Outcome:
         return await _run_once(call, env)  # no retries declared: no loop
     http = tool.handler.http
     # An http tool may also be retried when its method is idempotent (GET, PUT, DELETE ...).
-    retry_allowed = tool.spec.read_only or tool.spec.idempotent or (http is not None and http.method in ("GET", "HEAD", "PUT", "DELETE"))
+    retry_allowed = (
+        tool.spec.read_only
+        or tool.spec.idempotent
+        or (http is not None and http.method in ("GET", "HEAD", "PUT", "DELETE"))
+    )
     attempt = 0
     while True:
         outcome = await _run_once(call, env)
         transient = outcome.metadata.get("transient") is True
         if not (retry_allowed and transient and attempt < retry.attempts):
             if attempt:
-                outcome = Outcome(outcome.value, outcome.error, outcome.status, outcome.code, MappingProxyType({**outcome.metadata, "attempts": attempt + 1}))
+                outcome = Outcome(
+                    outcome.value,
+                    outcome.error,
+                    outcome.status,
+                    outcome.code,
+                    MappingProxyType({**outcome.metadata, "attempts": attempt + 1}),
+                )
             return outcome
         await asyncio.sleep(min(retry.max_backoff_s, retry.backoff_s * (2**attempt)))
         attempt += 1
@@ -108,8 +118,14 @@ async def _python(call: ValidatedCall, env: TurnEnv) -> Outcome:
     context = context_for(call, env) if tool.handler.takes_context else None
     listener = env.progress_listener
     # The turn's progress listener (if any) hears this call's ToolContext.progress() messages.
-    on_progress = None if listener is None or context is None else (lambda message: listener(call.call.id, _progress_text(tool, message)))
-    result = await call_python(tool.handler, call.args, context, total_s=timeout.total_s, idle_s=timeout.idle_s, on_progress=on_progress)
+    on_progress = (
+        None
+        if listener is None or context is None
+        else (lambda message: listener(call.call.id, _progress_text(tool, message)))
+    )
+    result = await call_python(
+        tool.handler, call.args, context, total_s=timeout.total_s, idle_s=timeout.idle_s, on_progress=on_progress
+    )
     if result.timed_out is not None:
         limit = timeout.total_s if result.timed_out == "total" else timeout.idle_s
         what = f"timed out after {limit:g} s ({'no progress' if result.timed_out == 'idle' else 'total time'})"
@@ -121,9 +137,16 @@ async def _python(call: ValidatedCall, env: TurnEnv) -> Outcome:
         return Outcome(value=result.value)
     text = _text_of(error)
     if isinstance(error, ToolError):
-        return Outcome(error=text or type(error).__name__, status=Status.error, code="tool_error", metadata=_transient(isinstance(error, TransientError)))
+        return Outcome(
+            error=text or type(error).__name__,
+            status=Status.error,
+            code="tool_error",
+            metadata=_transient(isinstance(error, TransientError)),
+        )
     detail = f"{type(error).__name__}: {text}" if text else type(error).__name__
-    return _failure(tool, f"failed with {detail}", Status.error, "handler_error", transient=isinstance(error, _TRANSIENT_OS))
+    return _failure(
+        tool, f"failed with {detail}", Status.error, "handler_error", transient=isinstance(error, _TRANSIENT_OS)
+    )
 
 
 async def _isolated(call: ValidatedCall, env: TurnEnv) -> Outcome:
@@ -132,10 +155,22 @@ async def _isolated(call: ValidatedCall, env: TurnEnv) -> Outcome:
     handler = tool.handler
     nonce = secrets.token_hex(8)
     context = {
-        "workspace_root": str(env.workspace_root), "session_id": env.session.id, "call_id": call.call.id, "request_id": env.request_id,
-        "trace_id": env.trace_id, "tool": tool.name, "snapshot_version": env.snapshot.version,
+        "workspace_root": str(env.workspace_root),
+        "session_id": env.session.id,
+        "call_id": call.call.id,
+        "request_id": env.request_id,
+        "trace_id": env.trace_id,
+        "tool": tool.name,
+        "snapshot_version": env.snapshot.version,
     }
-    request = {"nonce": nonce, "target": handler.target, "search_dirs": list(handler.search_dirs), "args": dict(call.args), "takes_context": handler.takes_context, "context": context}
+    request = {
+        "nonce": nonce,
+        "target": handler.target,
+        "search_dirs": list(handler.search_dirs),
+        "args": dict(call.args),
+        "takes_context": handler.takes_context,
+        "context": context,
+    }
     output: list[str] = []
     size = [0]
 
@@ -154,21 +189,38 @@ async def _isolated(call: ValidatedCall, env: TurnEnv) -> Outcome:
         timeout = tool.spec.timeout
         result = await run_process(
             [sys.executable, "-m", "runtime.execution.child", str(request_file)],
-            cwd=env.workspace_root, env=os.environ, total_s=timeout.total_s, idle_s=timeout.idle_s, grace_s=timeout.grace_s, on_output=keep,
+            cwd=env.workspace_root,
+            env=os.environ,
+            total_s=timeout.total_s,
+            idle_s=timeout.idle_s,
+            grace_s=timeout.grace_s,
+            on_output=keep,
         )
     if result.timed_out is not None:
         limit = timeout.total_s if result.timed_out == "total" else timeout.idle_s
-        return _failure(tool, f"timed out after {limit:g} s ({'no progress' if result.timed_out == 'idle' else 'total time'}); its process was stopped", Status.timeout, "timeout")
+        return _failure(
+            tool,
+            f"timed out after {limit:g} s ({'no progress' if result.timed_out == 'idle' else 'total time'}); its process was stopped",
+            Status.timeout,
+            "timeout",
+        )
     marker = RESULT_MARKER + nonce + " "
     text = "".join(output)
     at = text.rfind(marker)
     if at < 0:
-        return _failure(tool, f"stopped without a result (exit code {result.exit_code})", Status.error, "handler_crashed")
+        return _failure(
+            tool, f"stopped without a result (exit code {result.exit_code})", Status.error, "handler_crashed"
+        )
     payload = json.loads(text[at + len(marker) :].splitlines()[0])
     if payload["ok"]:
         return Outcome(value=payload["value"])
     if payload["tool_error"]:
-        return Outcome(error=payload["message"] or payload["type"], status=Status.error, code="tool_error", metadata=_transient(payload["transient"]))
+        return Outcome(
+            error=payload["message"] or payload["type"],
+            status=Status.error,
+            code="tool_error",
+            metadata=_transient(payload["transient"]),
+        )
     detail = f"{payload['type']}: {payload['message']}" if payload["message"] else payload["type"]
     return _failure(tool, f"failed with {detail}", Status.error, "handler_error")
 
@@ -179,7 +231,11 @@ async def _builtin(call: ValidatedCall, env: TurnEnv) -> Outcome:
     try:
         async with asyncio.timeout(timeout.total_s):
             # A built-in that shapes its own output to fit (artifact_read) is told its tool.
-            value = await (function(call.args, env, call.tool) if getattr(function, "wants_tool", False) else function(call.args, env))  # type: ignore[call-arg]
+            value = await (
+                function(call.args, env, call.tool)  # type: ignore[call-arg]
+                if getattr(function, "wants_tool", False)
+                else function(call.args, env)
+            )
     except TimeoutError:
         return _failure(call.tool, f"timed out after {timeout.total_s:g} s", Status.timeout, "timeout")
     except ToolError as err:
@@ -216,7 +272,14 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
         tail_chars=max(tool.output.tail_chars, tool.output.preview_chars),
         redactor=tool.redactor.stream() if tool.redactor is not None else None,
         open_writer=(
-            (lambda: env.artifacts.writer(call_id=call.call.id, tool=tool.name, session=env.session.id, untrusted=tool.spec.trust is Trust.untrusted))
+            (
+                lambda: env.artifacts.writer(
+                    call_id=call.call.id,
+                    tool=tool.name,
+                    session=env.session.id,
+                    untrusted=tool.spec.trust is Trust.untrusted,
+                )
+            )
             if env.artifacts is not None
             else None
         ),
@@ -226,7 +289,15 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
     try:
         if background:
             process = asyncio.ensure_future(
-                run_process(prepared.argv, cwd=prepared.cwd, env=prepared.env, total_s=_BACKGROUND_MAX_S, idle_s=timeout.idle_s, grace_s=timeout.grace_s, on_output=collector.feed)
+                run_process(
+                    prepared.argv,
+                    cwd=prepared.cwd,
+                    env=prepared.env,
+                    total_s=_BACKGROUND_MAX_S,
+                    idle_s=timeout.idle_s,
+                    grace_s=timeout.grace_s,
+                    on_output=collector.feed,
+                )
             )
             try:
                 await asyncio.wait({process}, timeout=total_s)
@@ -238,21 +309,47 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
                 return _backgrounded(tool, job, total_s)
             result = process.result()
         else:
-            result = await run_process(prepared.argv, cwd=prepared.cwd, env=prepared.env, total_s=total_s, idle_s=timeout.idle_s, grace_s=timeout.grace_s, on_output=collector.feed)
+            result = await run_process(
+                prepared.argv,
+                cwd=prepared.cwd,
+                env=prepared.env,
+                total_s=total_s,
+                idle_s=timeout.idle_s,
+                grace_s=timeout.grace_s,
+                on_output=collector.feed,
+            )
     except FileNotFoundError:
         collector.abort()
-        return Outcome(error=f"`{tool.name}` cannot run: program `{prepared.argv[0]}` was not found.", status=Status.error, code="program_not_found")
+        return Outcome(
+            error=f"`{tool.name}` cannot run: program `{prepared.argv[0]}` was not found.",
+            status=Status.error,
+            code="program_not_found",
+        )
     except PermissionError:
         collector.abort()
-        return Outcome(error=f"`{tool.name}` cannot run: program `{prepared.argv[0]}` is not executable.", status=Status.error, code="program_not_executable")
+        return Outcome(
+            error=f"`{tool.name}` cannot run: program `{prepared.argv[0]}` is not executable.",
+            status=Status.error,
+            code="program_not_executable",
+        )
     except (ValueError, UnicodeError):
         collector.abort()
-        return Outcome(error=f"`{tool.name}` cannot run: an argument contains a NUL character or text that cannot be encoded; remove it.", status=Status.invalid, code="bad_command")
+        return Outcome(
+            error=f"`{tool.name}` cannot run: an argument contains a NUL character or text that cannot be encoded; remove it.",
+            status=Status.invalid,
+            code="bad_command",
+        )
     except OSError as err:
         collector.abort()
         if err.errno == errno.E2BIG:
-            return Outcome(error=f"`{tool.name}` cannot run: the arguments are too long for a command line; pass less text.", status=Status.invalid, code="bad_command")
-        return Outcome(error=f"`{tool.name}` cannot run: {err.strerror or err}.", status=Status.error, code="spawn_failed")
+            return Outcome(
+                error=f"`{tool.name}` cannot run: the arguments are too long for a command line; pass less text.",
+                status=Status.invalid,
+                code="bad_command",
+            )
+        return Outcome(
+            error=f"`{tool.name}` cannot run: {err.strerror or err}.", status=Status.error, code="spawn_failed"
+        )
     except BaseException:
         collector.abort()
         raise
@@ -261,10 +358,24 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
     if result.timed_out is not None:
         limit = total_s if result.timed_out == "total" else timeout.idle_s
         reason = "no output" if result.timed_out == "idle" else "total time"
-        failure = _failure(tool, f"timed out after {limit:g} s ({reason}); its process tree was stopped", Status.timeout, "timeout")
-        return Outcome(output, failure.error, failure.status, failure.code, MappingProxyType({**meta, "timed_out": result.timed_out}))
+        failure = _failure(
+            tool, f"timed out after {limit:g} s ({reason}); its process tree was stopped", Status.timeout, "timeout"
+        )
+        return Outcome(
+            output,
+            failure.error,
+            failure.status,
+            failure.code,
+            MappingProxyType({**meta, "timed_out": result.timed_out}),
+        )
     if result.exit_code != 0:
-        return Outcome(output, f"`{tool.name}` exited with code {result.exit_code}.", Status.error, "exit_status", MappingProxyType(meta))
+        return Outcome(
+            output,
+            f"`{tool.name}` exited with code {result.exit_code}.",
+            Status.error,
+            "exit_status",
+            MappingProxyType(meta),
+        )
     return Outcome(output, metadata=MappingProxyType(meta))
 
 
@@ -272,14 +383,22 @@ def _backgrounded(tool: CompiledTool, job: Any, after_s: float) -> Outcome:
     tail, total = job.collector.peek(2000)
     message = (
         f"`{tool.name}` is still running after {after_s:g} s and goes on in the background as job `{job.id}`. "
-        f'Check on it with job_status(id="{job.id}"). Output so far: {total:,} characters' + (f"; the last part:\n{tail}" if tail else ".")
+        f'Check on it with job_status(id="{job.id}"). Output so far: {total:,} characters'
+        + (f"; the last part:\n{tail}" if tail else ".")
     )
-    return Outcome(value=message, status=Status.background, code="background", metadata=MappingProxyType({"job_id": job.id}))
+    return Outcome(
+        value=message, status=Status.background, code="background", metadata=MappingProxyType({"job_id": job.id})
+    )
 
 
 def _failure(tool: CompiledTool, what: str, status: Status, code: str, *, transient: bool = False) -> Outcome:
     if not tool.spec.read_only:
-        return Outcome(error=_UNKNOWN.format(tool=tool.name, what=what), status=Status.unknown, code=code, metadata=_transient(transient))
+        return Outcome(
+            error=_UNKNOWN.format(tool=tool.name, what=what),
+            status=Status.unknown,
+            code=code,
+            metadata=_transient(transient),
+        )
     return Outcome(error=f"`{tool.name}` {what}.", status=status, code=code, metadata=_transient(transient))
 
 

@@ -56,7 +56,14 @@ class Permitter(Protocol):
     def decide(self, call: ValidatedCall, session: Session, snapshot: Snapshot) -> Decision: ...
 
 
-async def settle(call: ValidatedCall, session: Session, decision: Decision, approver: Approver | None, approval_timeout_s: float, grants: SessionGrants | None = None) -> Decision | ToolResult:
+async def settle(
+    call: ValidatedCall,
+    session: Session,
+    decision: Decision,
+    approver: Approver | None,
+    approval_timeout_s: float,
+    grants: SessionGrants | None = None,
+) -> Decision | ToolResult:
     """A decision that is not a plain allow: denied, covered by a session grant, or put
     to the approver. An approval with edited arguments comes back as a Decision whose
     ``edited_args`` the caller must validate and judge again."""
@@ -65,32 +72,63 @@ async def settle(call: ValidatedCall, session: Session, decision: Decision, appr
     if grants:
         earlier = grants.covering(session.id, call, decision.rule)
         if earlier is not None:
-            return Decision("allow", rule=decision.rule, reason=f"allowed earlier for this session ({describe(earlier.pattern)})", warnings=decision.warnings, approved="session-grant")
+            return Decision(
+                "allow",
+                rule=decision.rule,
+                reason=f"allowed earlier for this session ({describe(earlier.pattern)})",
+                warnings=decision.warnings,
+                approved="session-grant",
+            )
     if approver is None:
-        return _denied(call, decision, f"{decision.reason or 'this call needs approval'}; no approver is available in this session, so it was not run")
+        return _denied(
+            call,
+            decision,
+            f"{decision.reason or 'this call needs approval'}; no approver is available in this session, so it was not run",
+        )
     try:
         async with asyncio.timeout(approval_timeout_s):
             answer = await approver(call, session, decision)
     except TimeoutError:
-        return _denied(call, decision, f"approval did not arrive within {approval_timeout_s:g} s, so the call was not run")
+        return _denied(
+            call, decision, f"approval did not arrive within {approval_timeout_s:g} s, so the call was not run"
+        )
     except Exception as err:  # noqa: BLE001 - a broken approver must not crash the turn; it counts as no
         return _denied(call, decision, f"the approver failed ({type(err).__name__}), so the call was not run")
     if not isinstance(answer, Approval):
-        return _denied(call, decision, f"the approver gave no clear answer ({type(answer).__name__}), so the call was not run")
+        return _denied(
+            call, decision, f"the approver gave no clear answer ({type(answer).__name__}), so the call was not run"
+        )
     if not answer.approved and not answer.asked:
         return _denied(call, decision, answer.reason or "no one could be asked, so it was not run")
     if not answer.approved:
         return _denied(call, decision, f"a person declined this call{': ' + answer.reason if answer.reason else ''}")
     if answer.args is not None and not isinstance(answer.args, Mapping):
         return _denied(call, decision, "the approver's edited arguments are not an object, so the call was not run")
-    if answer.pattern is not None and not (isinstance(answer.pattern, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in answer.pattern.items())):
-        return _denied(call, decision, "the approver's session pattern is not a mapping of argument names to globs, so the call was not run")
+    if answer.pattern is not None and not (
+        isinstance(answer.pattern, Mapping)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in answer.pattern.items())
+    ):
+        return _denied(
+            call,
+            decision,
+            "the approver's session pattern is not a mapping of argument names to globs, so the call was not run",
+        )
     # The grant itself is recorded by the pipeline once the call (edited or not) is accepted.
     grant = MappingProxyType(dict(answer.pattern or {})) if answer.scope == "session" else None
-    return Decision("allow", rule=decision.rule, reason=answer.reason or "approved", warnings=decision.warnings, edited_args=answer.args, grant=grant, approved="approver")
+    return Decision(
+        "allow",
+        rule=decision.rule,
+        reason=answer.reason or "approved",
+        warnings=decision.warnings,
+        edited_args=answer.args,
+        grant=grant,
+        approved="approver",
+    )
 
 
-def would_ask(call: Call, session: Session, snapshot: Snapshot, permitter: Permitter, grants: SessionGrants | None = None) -> bool:
+def would_ask(
+    call: Call, session: Session, snapshot: Snapshot, permitter: Permitter, grants: SessionGrants | None = None
+) -> bool:
     """Whether ``call`` would reach the approver: found, valid, judged ``ask``, and not
     covered by a session grant. Runs lookup, validate and the permitter only (nothing
     executes, no quota is counted); any failure on the way means no question is asked."""
@@ -110,4 +148,12 @@ def would_ask(call: Call, session: Session, snapshot: Snapshot, permitter: Permi
 
 def _denied(call: ValidatedCall, decision: Decision, why: str) -> ToolResult:
     rule = f" (rule `{decision.rule}`)" if decision.rule else ""
-    return error_result(call.call, Status.denied, "denied", Stage.permit, f"Permission denied for `{call.tool.name}`{rule}: {why.rstrip('.')}.", decision=decision.effect, rule=decision.rule)
+    return error_result(
+        call.call,
+        Status.denied,
+        "denied",
+        Stage.permit,
+        f"Permission denied for `{call.tool.name}`{rule}: {why.rstrip('.')}.",
+        decision=decision.effect,
+        rule=decision.rule,
+    )

@@ -25,7 +25,13 @@ from runtime.snapshot import CompiledTool, ResolvedOutput
 def shape(call: Call, tool: CompiledTool, outcome: Outcome, env: TurnEnv, metadata: Mapping[str, Any]) -> ToolResult:
     """The result the model reads for ``outcome``."""
     value = outcome.value
-    if type(value) is str and outcome.error is None and len(value) <= tool.output.max_chars and tool.spec.trust is Trust.trusted and not outcome.metadata:
+    if (
+        type(value) is str
+        and outcome.error is None
+        and len(value) <= tool.output.max_chars
+        and tool.spec.trust is Trust.trusted
+        and not outcome.metadata
+    ):
         return _short_text(call, tool, value, outcome, metadata)
     meta: dict[str, Any] = {**metadata, **{k: v for k, v in outcome.metadata.items() if k != "transient"}}
     redactions: dict[str, int] = dict(meta.pop("redactions", {}) or {})
@@ -41,7 +47,16 @@ def shape(call: Call, tool: CompiledTool, outcome: Outcome, env: TurnEnv, metada
         if tool.redactor is not None and tool.redactor.enabled:
             text, structured, redactions = _redact(tool.redactor, text, structured, redactions)
         body, info = truncate(text, tool.output, is_error=is_error, save=_saver(call, tool, env))
-        truncation = {"truncated": info.truncated, "original_chars": info.original_chars, "mode": info.mode, "artifact_id": info.artifact_id} if info.truncated else {}
+        truncation = (
+            {
+                "truncated": info.truncated,
+                "original_chars": info.original_chars,
+                "mode": info.mode,
+                "artifact_id": info.artifact_id,
+            }
+            if info.truncated
+            else {}
+        )
         if truncation:
             structured = None  # a cut-down text no longer matches the data
     error_text = outcome.error or ""
@@ -115,14 +130,25 @@ def redact_error(result: ToolResult, tool: CompiledTool | None) -> ToolResult:
     if not counts:
         return result
     metadata["redactions"] = counts
-    return ToolResult(result.call_id, result.name, content, result.status, result.code, result.stage, result.structured, MappingProxyType(metadata))
+    return ToolResult(
+        result.call_id,
+        result.name,
+        content,
+        result.status,
+        result.code,
+        result.stage,
+        result.structured,
+        MappingProxyType(metadata),
+    )
 
 
 def _saver(call: Call, tool: CompiledTool, env: TurnEnv) -> Any:
     if env.artifacts is None:
         return None
     untrusted = tool.spec.trust is Trust.untrusted
-    return lambda text: env.artifacts.save(text, call_id=call.id, tool=tool.name, session=env.session.id, untrusted=untrusted)
+    return lambda text: env.artifacts.save(
+        text, call_id=call.id, tool=tool.name, session=env.session.id, untrusted=untrusted
+    )
 
 
 def _collected(output: CollectedOutput, limits: ResolvedOutput, is_error: bool) -> tuple[str, dict[str, Any]]:
@@ -149,7 +175,7 @@ def _collected(output: CollectedOutput, limits: ResolvedOutput, is_error: bool) 
     elif mode is TruncationMode.head:
         body = f"{head[: limits.head_chars or limits.max_chars]}\n[... output truncated after {limits.head_chars or limits.max_chars:,} of {total:,} characters. {where}]"
     elif mode is TruncationMode.tail:
-        kept = tail[-(limits.tail_chars or limits.max_chars):]
+        kept = tail[-(limits.tail_chars or limits.max_chars) :]
         body = f"[... output truncated: showing the last {len(kept):,} of {total:,} characters. {where}]\n{kept}"
     else:
         first = head[: limits.head_chars]

@@ -36,7 +36,12 @@ async def run_turn(
     seen: set[str] = set()
     for index, call in enumerate(calls):
         if call.id in seen:
-            results[index] = _skipped(env, call, f"another call in this turn already uses the id `{call.id}`; give every call its own id", "duplicate_id")
+            results[index] = _skipped(
+                env,
+                call,
+                f"another call in this turn already uses the id `{call.id}`; give every call its own id",
+                "duplicate_id",
+            )
         else:
             seen.add(call.id)
             runnable.append(index)
@@ -55,7 +60,10 @@ async def run_turn(
             results[batch[0]] = await run_call(calls[batch[0]], env)  # the common case: no tasks needed
             continue
         await _run_batch(calls, batch, env, results, limit, deadline, interrupt)
-    return [r if r is not None else _skipped(env, calls[i], "it was not reached", "not_reached") for i, r in enumerate(results)]
+    return [
+        r if r is not None else _skipped(env, calls[i], "it was not reached", "not_reached")
+        for i, r in enumerate(results)
+    ]
 
 
 def _skipped(env: TurnEnv, call: Call, why: str, code: str) -> ToolResult:
@@ -86,7 +94,13 @@ def _is_read_only(call: Call, env: TurnEnv) -> bool:
     return tool is not None and tool.spec.read_only and call.parse_error is None
 
 
-def _stop_reason(results: list[ToolResult | None], stop_on_error: bool, deadline: float | None, interrupt: asyncio.Event | None, loop: asyncio.AbstractEventLoop) -> tuple[str, str] | None:
+def _stop_reason(
+    results: list[ToolResult | None],
+    stop_on_error: bool,
+    deadline: float | None,
+    interrupt: asyncio.Event | None,
+    loop: asyncio.AbstractEventLoop,
+) -> tuple[str, str] | None:
     if interrupt is not None and interrupt.is_set():
         return "the turn was interrupted before this call started", "interrupted"
     if deadline is not None and loop.time() >= deadline:
@@ -125,13 +139,19 @@ async def _run_batch(
                 break
             interrupted = waiter is not None and waiter.done()
             if interrupted or (deadline is not None and loop.time() >= deadline):
-                why = "the turn was interrupted while it ran" if interrupted else "the turn's time limit passed while it ran"
+                why = (
+                    "the turn was interrupted while it ran"
+                    if interrupted
+                    else "the turn's time limit passed while it ran"
+                )
                 for task in pending:
                     task.cancel()
                 await asyncio.gather(*pending, return_exceptions=True)
                 for task in pending:
                     index = tasks[task]
-                    results[index] = _cut_short(calls[index], env, why, "interrupted" if interrupted else "turn_deadline")
+                    results[index] = _cut_short(
+                        calls[index], env, why, "interrupted" if interrupted else "turn_deadline"
+                    )
                 pending = set()
     finally:
         if waiter is not None:
@@ -153,4 +173,11 @@ def _cut_short(call: Call, env: TurnEnv, why: str, code: str) -> ToolResult:
     if tool is not None and not tool.spec.read_only:
         message = f"Result unknown: {why}, so `{tool.name}` was stopped; it may or may not have taken effect. Check whether it did before retrying."
         return ToolResult(call.id, call.name, message, Status.unknown, code, Stage.execute)
-    return ToolResult(call.id, call.name, f"Stopped: {why}; call it again if you still need it.", Status.not_executed, code, Stage.execute)
+    return ToolResult(
+        call.id,
+        call.name,
+        f"Stopped: {why}; call it again if you still need it.",
+        Status.not_executed,
+        code,
+        Stage.execute,
+    )

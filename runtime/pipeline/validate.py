@@ -19,22 +19,43 @@ def validate(bound: BoundCall, session: Session, snapshot: Snapshot) -> Validate
     call, tool = bound.call, bound.tool
     args = call.args
     if args is None:
-        return error_result(call, Status.invalid, "bad_arguments", Stage.validate, f"Arguments for `{tool.name}` could not be read: {call.parse_error or 'missing'}.")
+        return error_result(
+            call,
+            Status.invalid,
+            "bad_arguments",
+            Stage.validate,
+            f"Arguments for `{tool.name}` could not be read: {call.parse_error or 'missing'}.",
+        )
     too_deep, huge = scan_arguments(args, MAX_DEPTH)
     if too_deep:
         # Checked before any validator recurses into them (calls built by the app
         # itself do not pass through the provider adapters' checks).
-        return error_result(call, Status.invalid, "invalid_arguments", Stage.validate, f"Arguments for `{tool.name}` nest deeper than {MAX_DEPTH} levels of lists and objects; send a flatter structure.")
+        return error_result(
+            call,
+            Status.invalid,
+            "invalid_arguments",
+            Stage.validate,
+            f"Arguments for `{tool.name}` nest deeper than {MAX_DEPTH} levels of lists and objects; send a flatter structure.",
+        )
     if huge:
         # Beyond 64 bits: the fast validator and CEL engine cannot take such numbers
         # (one waves them through, one crashes); no tool needs them as numbers.
-        return error_result(call, Status.invalid, "invalid_arguments", Stage.validate, f"Arguments for `{tool.name}` contain an integer beyond the 64-bit range; send large numbers as strings.")
+        return error_result(
+            call,
+            Status.invalid,
+            "invalid_arguments",
+            Stage.validate,
+            f"Arguments for `{tool.name}` contain an integer beyond the 64-bit range; send large numbers as strings.",
+        )
     problems = tool.arguments.validate(args)
     if problems:
         lines = "\n".join(f"- {p.message}" for p in problems[:20])
         more = f"\n- ... and {len(problems) - 20} more" if len(problems) > 20 else ""
         return error_result(
-            call, Status.invalid, "invalid_arguments", Stage.validate,
+            call,
+            Status.invalid,
+            "invalid_arguments",
+            Stage.validate,
             f"Invalid arguments for `{tool.name}`:\n{lines}{more}\nFix the arguments and call `{tool.name}` again.",
             problems=tuple({"pointer": p.pointer, "message": p.message} for p in problems),
         )
@@ -58,7 +79,9 @@ def _check_rules(bound: BoundCall, args: Mapping[str, Any], session: Session, sn
         else:
             if activation is None:
                 # Only the variables the rules read: building CEL values is most of a rule's cost.
-                activation = get_engine(snapshot.cel_engine).activation(cel_data(call, tool, args, session, tool.rule_variables), RULE_VARIABLES)
+                activation = get_engine(snapshot.cel_engine).activation(
+                    cel_data(call, tool, args, session, tool.rule_variables), RULE_VARIABLES
+                )
             outcome = rule.program.evaluate(activation)
         if outcome.is_true:
             continue
@@ -68,7 +91,14 @@ def _check_rules(bound: BoundCall, args: Mapping[str, Any], session: Session, sn
             message = f"{rule.message} (rule `{rule.name}` could not be checked: {outcome.error})"
         else:
             message = rule.message
-        return error_result(call, Status.invalid, "rule_failed", Stage.validate, f"`{tool.name}` refused these arguments: {message}", rule=rule.name)
+        return error_result(
+            call,
+            Status.invalid,
+            "rule_failed",
+            Stage.validate,
+            f"`{tool.name}` refused these arguments: {message}",
+            rule=rule.name,
+        )
     return None
 
 
@@ -91,7 +121,13 @@ def scan_arguments(args: Mapping[str, Any], limit: int) -> tuple[bool, bool]:
             huge = huge or not low <= value <= high
         elif kind is dict or kind is list or kind is tuple:
             stack.append((value, 2))
-        elif kind is not str and kind is not bool and kind is not float and value is not None and isinstance(value, Mapping):
+        elif (
+            kind is not str
+            and kind is not bool
+            and kind is not float
+            and value is not None
+            and isinstance(value, Mapping)
+        ):
             stack.append((value, 2))
     while stack:
         node, depth = stack.pop()
@@ -112,7 +148,9 @@ def _children(args: Any) -> Any:
     return (args,)  # not an object at all: the schema check says so; look inside it anyway
 
 
-def cel_data(call: Call, tool: CompiledTool, args: Mapping[str, Any], session: Session, variables: Collection[str]) -> dict[str, Any]:
+def cel_data(
+    call: Call, tool: CompiledTool, args: Mapping[str, Any], session: Session, variables: Collection[str]
+) -> dict[str, Any]:
     """What CEL expressions see as ``args``, ``tool``, ``session`` and ``call``; only
     the ``variables`` asked for are built."""
     data: dict[str, Any] = {}

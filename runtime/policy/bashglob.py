@@ -88,7 +88,6 @@ class GlobExpander:
         return True
 
 
-
 def has_wildcard(part: str) -> bool:
     return any(ch in part for ch in "*?[")
 
@@ -236,11 +235,20 @@ def _sequence(inner: str) -> list[str] | None:
         return None
     if match.group(1) is not None:
         first, last, step = int(match.group(1)), int(match.group(2)), abs(int(match.group(3) or 1)) or 1
-        width = max(len(match.group(1)), len(match.group(2))) if re.match(r"-?0\d", match.group(1) + " ") or re.match(r"-?0\d", match.group(2) + " ") else 0
+        width = (
+            max(len(match.group(1)), len(match.group(2)))
+            if re.match(r"-?0\d", match.group(1) + " ") or re.match(r"-?0\d", match.group(2) + " ")
+            else 0
+        )
         if abs(last - first) // step + 1 > BRACE_LIMIT:
             raise _TooMany
         numbers = range(first, last + (1 if last >= first else -1), step if last >= first else -step)
         return [str(n).zfill(width) if width else str(n) for n in numbers]
     first_char, last_char = ord(match.group(4)), ord(match.group(5))
     step = abs(int(match.group(6) or 1)) or 1
-    return [chr(c) for c in range(first_char, last_char + (1 if last_char >= first_char else -1), step if last_char >= first_char else -step)]
+    return [
+        chr(c)
+        for c in range(
+            first_char, last_char + (1 if last_char >= first_char else -1), step if last_char >= first_char else -step
+        )
+    ]

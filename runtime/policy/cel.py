@@ -116,12 +116,27 @@ class FastEngine:
         if env is None:
             cel = self._cel
             dyn_map = cel.Type.Map(cel.Type.STRING, cel.Type.DYN)
-            types = {name: (cel.Type.List(cel.Type.List(cel.Type.STRING)) if name == "commands" else dyn_map) for name in variables}
+            types = {
+                name: (cel.Type.List(cel.Type.List(cel.Type.STRING)) if name == "commands" else dyn_map)
+                for name in variables
+            }
             matches = cel.FunctionDecl(
                 _MATCHES,
                 [
-                    cel.Overload("toolrt_matches_member", cel.Type.BOOL, [cel.Type.STRING, cel.Type.STRING], is_member=True, impl=_re2_matches),
-                    cel.Overload("toolrt_matches_global", cel.Type.BOOL, [cel.Type.STRING, cel.Type.STRING], is_member=False, impl=_re2_matches),
+                    cel.Overload(
+                        "toolrt_matches_member",
+                        cel.Type.BOOL,
+                        [cel.Type.STRING, cel.Type.STRING],
+                        is_member=True,
+                        impl=_re2_matches,
+                    ),
+                    cel.Overload(
+                        "toolrt_matches_global",
+                        cel.Type.BOOL,
+                        [cel.Type.STRING, cel.Type.STRING],
+                        is_member=False,
+                        impl=_re2_matches,
+                    ),
                 ],
             )
             with self._lock:
@@ -151,7 +166,9 @@ class FastEngine:
 # deny rule could miss what it is meant to catch: an activation holding one evaluates to
 # an error instead, which fails closed under the rule's failure policy.
 _HOLDS_NUL = object()
-_NUL_ERROR = Outcome(error="a value holds a NUL character, which the fast CEL engine cannot read; the expression cannot be evaluated")
+_NUL_ERROR = Outcome(
+    error="a value holds a NUL character, which the fast CEL engine cannot read; the expression cannot be evaluated"
+)
 
 
 def _holds_nul(value: Any, depth: int = 0) -> bool:
@@ -294,7 +311,11 @@ class PortableEngine:
             runner = self._env.program(tree, functions=self._functions)
         except CELParseError as err:
             detail = (err.args[0] if err.args else "syntax error").strip().splitlines()[0].strip()
-            raise CelCompileError(f"syntax error near `{detail}`" if detail else "syntax error", getattr(err, "line", 1) or 1, getattr(err, "column", 1) or 1) from None
+            raise CelCompileError(
+                f"syntax error near `{detail}`" if detail else "syntax error",
+                getattr(err, "line", 1) or 1,
+                getattr(err, "column", 1) or 1,
+            ) from None
         except Exception as err:  # noqa: BLE001 - any other parser failure is a compile error too
             raise CelCompileError(f"cannot compile: {err}", 1, 1) from None
         return _PortableProgram(source, runner)
@@ -442,7 +463,10 @@ def _portable_overrides() -> dict[str, Any]:
         return base_functions["_[_]"](container, key)
 
     def size(value: Any) -> Any:
-        if isinstance(value, (celtypes.StringType, celtypes.BytesType, celtypes.ListType, celtypes.MapType, str, bytes, list, dict)):
+        if isinstance(
+            value,
+            (celtypes.StringType, celtypes.BytesType, celtypes.ListType, celtypes.MapType, str, bytes, list, dict),
+        ):
             return celtypes.IntType(len(value))
         return errors_first(value) or no_overload("size", value)
 
@@ -462,7 +486,15 @@ def _portable_overrides() -> dict[str, Any]:
                 return CELEvalError(f"matches: {err}", ValueError, ())
         return errors_first(text, pattern) or no_overload("matches", text, pattern)
 
-    overrides: dict[str, Any] = {"_==_": eq, "_!=_": ne, "_in_": contains_item, "_[_]": index, "size": size, "contains": contains, "matches": matches}
+    overrides: dict[str, Any] = {
+        "_==_": eq,
+        "_!=_": ne,
+        "_in_": contains_item,
+        "_[_]": index,
+        "size": size,
+        "contains": contains,
+        "matches": matches,
+    }
     for name, op in {"_<_": operator.lt, "_<=_": operator.le, "_>_": operator.gt, "_>=_": operator.ge}.items():
         overrides[name] = ordering(name, op)
     for name in ("_+_", "_-_", "_*_", "_/_", "_%_"):

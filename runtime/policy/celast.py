@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from runtime.policy.celrefs import LexError, Token, tokenize
 
 #: Comprehension macros (method form) and the number of arguments each takes.
-MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})  # each (variable, body): the forms both engines read
+MACROS = frozenset(
+    {"all", "exists", "exists_one", "map", "filter"}
+)  # each (variable, body): the forms both engines read
 _RELATIONS = frozenset({"<", "<=", ">", ">=", "==", "!=", "in"})
 _MAX_DEPTH = 64  # the loader limits bracket nesting far below this; recursion stays bounded
 
@@ -191,7 +193,10 @@ class _Parser:
                 self.take(",")
             elif self.text() != ")":
                 token = self.peek()
-                raise ParseError(f"expected `,` or `)`, found `{token.text if token else 'the end'}`", token.offset if token else self.end)
+                raise ParseError(
+                    f"expected `,` or `)`, found `{token.text if token else 'the end'}`",
+                    token.offset if token else self.end,
+                )
         self.take(")")
         return tuple(items)
 
@@ -201,7 +206,9 @@ class _Parser:
         if kind == "number":
             return _number(token)
         if kind == "string":
-            return Node("bytes" if text[:1] in "bB" or text[:2].lower() in ("rb", "br") else "string", token.offset, text)
+            return Node(
+                "bytes" if text[:1] in "bB" or text[:2].lower() in ("rb", "br") else "string", token.offset, text
+            )
         if text == "(":
             inner = self.expression(depth + 1)
             self.take(")")

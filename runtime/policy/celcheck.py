@@ -57,7 +57,19 @@ from runtime.policy.celtypes import (
 SCAN_PER_CHAR = 0.001
 REGEX_PER_CHAR = 0.004
 
-_TYPE_NAMES = {"int": INT, "uint": UINT, "double": DOUBLE, "string": STRING, "bool": BOOL, "bytes": BYTES, "list": TYPE, "map": TYPE, "null_type": TYPE, "type": TYPE, "dyn": TYPE}
+_TYPE_NAMES = {
+    "int": INT,
+    "uint": UINT,
+    "double": DOUBLE,
+    "string": STRING,
+    "bool": BOOL,
+    "bytes": BYTES,
+    "list": TYPE,
+    "map": TYPE,
+    "null_type": TYPE,
+    "type": TYPE,
+    "dyn": TYPE,
+}
 _SIZED = frozenset({"string", "bytes", "list", "map", "object"})
 _ORDERED = frozenset({"string", "bytes", "bool", "timestamp", "duration"})
 
@@ -125,7 +137,9 @@ class _Checker:
         if kind in ("string", "bytes"):
             value = string_value(Token("string", node.value, node.offset))
             length = len(value) if value is not None else len(node.value)
-            return (STRING if kind == "string" else BYTES).with_(size=const(length), enum=(value,) if value is not None else None), ONE
+            return (STRING if kind == "string" else BYTES).with_(
+                size=const(length), enum=(value,) if value is not None else None
+            ), ONE
         if kind == "ident":
             return self._ident(node, scope), ONE
         if kind == "select":
@@ -149,7 +163,10 @@ class _Checker:
         if kind == "neg":
             operand, cost = self.visit(node.args[0], scope, facts)
             if operand.kind not in ("int", "double", "number", "dyn"):
-                self.issue(node.offset, f"`-` needs an int or a double; {_name(node.args[0], operand)} is {operand.describe()}.")
+                self.issue(
+                    node.offset,
+                    f"`-` needs an int or a double; {_name(node.args[0], operand)} is {operand.describe()}.",
+                )
                 return DYN, cost + ONE
             return operand.with_(enum=None, label=""), cost + ONE
         if kind == "op":
@@ -175,7 +192,9 @@ class _Checker:
         operand, cost = self.visit(operand_node, scope, facts)
         return self._field(node, operand_node, operand, node.value, facts, test_only=False), cost + ONE
 
-    def _field(self, node: Node, operand_node: Node, operand: CelType, name: str, facts: _Facts, *, test_only: bool) -> CelType:
+    def _field(
+        self, node: Node, operand_node: Node, operand: CelType, name: str, facts: _Facts, *, test_only: bool
+    ) -> CelType:
         path = path_of(node)
         where = _plain(operand_node, operand)
         self._maybe_null(operand_node, operand, facts, f"reading `.{name}`")
@@ -200,14 +219,17 @@ class _Checker:
                     node.offset,
                     f"`{path}` reads a key of the map {where}, which may not hold it: when it does not, the expression fails at "
                     f"run time (a deny or ask rule then matches; a business rule rejects the call). Guard it: `has({path}) && ...` "
-                    f"or `\"{name}\" in {where} && ...`.",
+                    f'or `"{name}" in {where} && ...`.',
                     "cel-optional",
                     warning=True,
                 )
             return operand.elem or DYN
         if operand.kind == "dyn":
             return DYN
-        self.issue(node.offset, f"`.{name}` reads a field, but `{where}` is {operand.describe()}, which has no fields.{_hint_for_field(operand, name)}")
+        self.issue(
+            node.offset,
+            f"`.{name}` reads a field, but `{where}` is {operand.describe()}, which has no fields.{_hint_for_field(operand, name)}",
+        )
         return DYN
 
     def _unknown_field(self, node: Node, operand: CelType, name: str, where: str) -> CelType:
@@ -218,7 +240,9 @@ class _Checker:
         hint = did_you_mean(name, declared)
         label = f"{where}.{name}"
         if operand.extra is None:
-            self.issue(node.offset, f"`{label}` does not exist: {where} has the fields {listing}.{hint}", "cel-unknown-arg")
+            self.issue(
+                node.offset, f"`{label}` does not exist: {where} has the fields {listing}.{hint}", "cel-unknown-arg"
+            )
             return DYN
         self.issue(
             node.offset,
@@ -243,7 +267,10 @@ class _Checker:
         selection = node.args[0]
         operand, cost = self.visit(selection.args[0], scope, facts)
         if operand.kind not in ("object", "map", "dyn"):
-            self.issue(selection.offset, f"has() tests a field of an object or a map; {_name(selection.args[0], operand)} is {operand.describe()}.")
+            self.issue(
+                selection.offset,
+                f"has() tests a field of an object or a map; {_name(selection.args[0], operand)} is {operand.describe()}.",
+            )
         elif operand.kind == "object":
             self._field(selection, selection.args[0], operand, selection.value, facts, test_only=True)
         return BOOL, cost + ONE
@@ -262,7 +289,9 @@ class _Checker:
             if key.kind not in ("string", "dyn"):
                 self.issue(key_node.offset, f"{where} has string keys; the index is {key.describe()}.")
             elif container.kind == "map" and key_node.kind == "string":
-                return self._field(node, container_node, container, key_node.value.strip("'\""), facts, test_only=False), cost
+                return self._field(
+                    node, container_node, container, key_node.value.strip("'\""), facts, test_only=False
+                ), cost
             return (container.elem or container.extra or DYN) if container.kind == "map" else DYN, cost
         if container.kind == "list":
             if key.kind not in ("int", "uint", "dyn"):
@@ -270,7 +299,10 @@ class _Checker:
             return container.elem or DYN, cost
         if container.kind == "dyn":
             return DYN, cost
-        self.issue(node.offset, f"`[...]` indexes a list or a map; {where} is {container.describe()}.{' CEL has no string indexing.' if container.kind == 'string' else ''}")
+        self.issue(
+            node.offset,
+            f"`[...]` indexes a list or a map; {where} is {container.describe()}.{' CEL has no string indexing.' if container.kind == 'string' else ''}",
+        )
         return DYN, cost
 
     # -- literals ---------------------------------------------------------------
@@ -318,7 +350,10 @@ class _Checker:
 
     def _want_bool(self, node: Node, found: CelType, where: str) -> None:
         if found.kind not in ("bool", "dyn"):
-            self.issue(start_of(node), f"{where} needs a bool, but {_name(node, found)} is {found.describe()}.{_to_bool_hint(node, found)}")
+            self.issue(
+                start_of(node),
+                f"{where} needs a bool, but {_name(node, found)} is {found.describe()}.{_to_bool_hint(node, found)}",
+            )
 
     # -- operators -------------------------------------------------------------
 
@@ -345,12 +380,18 @@ class _Checker:
             return BOOL, cost + self._membership(node, left_node, left, right_node, right, facts)
         return self._arithmetic(node, op, left_node, left, right_node, right, facts, cost)
 
-    def _equality(self, node: Node, left_node: Node, left: CelType, right_node: Node, right: CelType, facts: _Facts) -> None:
+    def _equality(
+        self, node: Node, left_node: Node, left: CelType, right_node: Node, right: CelType, facts: _Facts
+    ) -> None:
         for value_node, value, other in ((left_node, left, right), (right_node, right, left)):
             if other.kind == "null" and value.kind not in ("null", "dyn") and not value.nullable:
                 path = path_of(value_node)
                 hint = f" To test whether the call gave it, use has({path})." if path else ""
-                self.issue(node.offset, f"{_name(value_node, value)} is {value.describe()} and is never null, so this comparison with null is always {'false' if node.value == '==' else 'true'}.{hint}", warning=True)
+                self.issue(
+                    node.offset,
+                    f"{_name(value_node, value)} is {value.describe()} and is never null, so this comparison with null is always {'false' if node.value == '==' else 'true'}.{hint}",
+                    warning=True,
+                )
                 return
         if not _comparable(left, right):
             verdict = "false" if node.value == "==" else "true"
@@ -365,31 +406,57 @@ class _Checker:
                 literal = string_value(Token("string", other_node.value, other_node.offset))
                 if literal is not None and literal not in value.enum:
                     allowed = ", ".join(repr(v) for v in value.enum)
-                    self.issue(other_node.offset, f"{_name(value_node, value)} is one of {allowed} (its enum); {literal!r} is not one of them, so this is always {'false' if node.value == '==' else 'true'}.")
+                    self.issue(
+                        other_node.offset,
+                        f"{_name(value_node, value)} is one of {allowed} (its enum); {literal!r} is not one of them, so this is always {'false' if node.value == '==' else 'true'}.",
+                    )
 
-    def _membership(self, node: Node, left_node: Node, left: CelType, right_node: Node, right: CelType, facts: _Facts) -> Cost:
+    def _membership(
+        self, node: Node, left_node: Node, left: CelType, right_node: Node, right: CelType, facts: _Facts
+    ) -> Cost:
         self._maybe_null(right_node, right, facts, "`in`")
         if right.kind == "list":
             elem = right.elem or DYN
             if not _comparable(left, elem):
-                self.issue(node.offset, f"`in` looks for {_name(left_node, left)} ({left.describe()}) in a list of {elem.describe()}: never found, always false.")
+                self.issue(
+                    node.offset,
+                    f"`in` looks for {_name(left_node, left)} ({left.describe()}) in a list of {elem.describe()}: never found, always false.",
+                )
             return (right.size or ZERO) * (ONE + _compare_cost(left, elem))
         if right.kind in ("map", "object"):
             if left.kind not in ("string", "dyn"):
-                self.issue(node.offset, f"`in` looks for a key in {_name(right_node, right)}, whose keys are strings; {_name(left_node, left)} is {left.describe()}.")
+                self.issue(
+                    node.offset,
+                    f"`in` looks for a key in {_name(right_node, right)}, whose keys are strings; {_name(left_node, left)} is {left.describe()}.",
+                )
             return ONE
         if right.kind != "dyn":
-            self.issue(node.offset, f"`in` needs a list or a map on its right; {_name(right_node, right)} is {right.describe()}. For text, use `.contains(...)`.")
+            self.issue(
+                node.offset,
+                f"`in` needs a list or a map on its right; {_name(right_node, right)} is {right.describe()}. For text, use `.contains(...)`.",
+            )
         return ONE
 
-    def _arithmetic(self, node: Node, op: str, left_node: Node, left: CelType, right_node: Node, right: CelType, facts: _Facts, cost: Cost) -> tuple[CelType, Cost]:
+    def _arithmetic(
+        self,
+        node: Node,
+        op: str,
+        left_node: Node,
+        left: CelType,
+        right_node: Node,
+        right: CelType,
+        facts: _Facts,
+        cost: Cost,
+    ) -> tuple[CelType, Cost]:
         self._maybe_null(left_node, left, facts, f"`{op}`")
         self._maybe_null(right_node, right, facts, f"`{op}`")
         kinds = {left.kind, right.kind}
         if "dyn" in kinds:
             other = right if left.kind == "dyn" else left
             if op == "+" and other.kind in _SIZED:
-                return other.with_(size=(left.size or ZERO) + (right.size or ZERO), enum=None, label=""), cost + _scan(other)
+                return other.with_(size=(left.size or ZERO) + (right.size or ZERO), enum=None, label=""), cost + _scan(
+                    other
+                )
             return DYN, cost
         if "number" in kinds:
             number_node = left_node if left.kind == "number" else right_node
@@ -417,8 +484,13 @@ class _Checker:
             return DURATION, cost
         hint = _mismatch_hint(left_node, left, right_node, right)
         if not hint and kinds <= NUMERIC:
-            hint = " CEL does not mix int, uint and double in arithmetic: convert one side with int(), uint() or double()."
-        self.issue(node.offset, f"`{op}` is not defined for {_name(left_node, left)} ({left.describe()}) and {_name(right_node, right)} ({right.describe()}): the expression fails at run time on every call.{hint}")
+            hint = (
+                " CEL does not mix int, uint and double in arithmetic: convert one side with int(), uint() or double()."
+            )
+        self.issue(
+            node.offset,
+            f"`{op}` is not defined for {_name(left_node, left)} ({left.describe()}) and {_name(right_node, right)} ({right.describe()}): the expression fails at run time on every call.{hint}",
+        )
         return DYN, cost
 
     def _maybe_null(self, node: Node, value: CelType, facts: _Facts, use: str) -> None:
@@ -428,7 +500,12 @@ class _Checker:
         if path is not None and path in facts.nonnull:
             return
         guard = f"`{path} != null && ...`" if path else "a null check"
-        self.issue(node.offset, f"{_name(node, value)} may be null (the schema allows null), and {use} fails on null at run time. Guard it: {guard}.", "cel-nullable", warning=True)
+        self.issue(
+            node.offset,
+            f"{_name(node, value)} may be null (the schema allows null), and {use} fails on null at run time. Guard it: {guard}.",
+            "cel-nullable",
+            warning=True,
+        )
 
     # -- macros and functions -----------------------------------------------
 
@@ -444,7 +521,10 @@ class _Checker:
         elif range_type.kind == "dyn":
             item = DYN
         else:
-            self.issue(node.offset, f"`.{node.value}()` iterates over a list or a map; {_name(target, range_type)} is {range_type.describe()}.")
+            self.issue(
+                node.offset,
+                f"`.{node.value}()` iterates over a list or a map; {_name(target, range_type)} is {range_type.describe()}.",
+            )
             item = DYN
         inner = dict(scope)
         inner[node.names[0]] = item.with_(label=node.names[0])
@@ -482,7 +562,10 @@ class _Checker:
             return DYN, cost
         receiver_node = node.target
         if receiver_node is not None and target_type is not None:
-            operands: list[tuple[Node, CelType]] = [(receiver_node, target_type), *zip(node.args, argument_types, strict=True)]
+            operands: list[tuple[Node, CelType]] = [
+                (receiver_node, target_type),
+                *zip(node.args, argument_types, strict=True),
+            ]
         else:
             operands = list(zip(node.args, argument_types, strict=True))
         return signature(self, node, operands, facts, cost)
@@ -492,13 +575,18 @@ class _Checker:
 # functions: each checks its operands and returns (result type, cost)
 
 
-def _fn_size(checker: _Checker, node: Node, operands: list[tuple[Node, CelType]], facts: _Facts, cost: Cost) -> tuple[CelType, Cost]:
+def _fn_size(
+    checker: _Checker, node: Node, operands: list[tuple[Node, CelType]], facts: _Facts, cost: Cost
+) -> tuple[CelType, Cost]:
     if not _arity(checker, node, operands, 1):
         return INT, cost
     operand_node, operand = operands[0]
     checker._maybe_null(operand_node, operand, facts, "size()")
     if operand.kind not in ("string", "bytes", "list", "map", "object", "dyn"):
-        checker.issue(node.offset, f"size() takes a string, bytes, a list or a map; {_name(operand_node, operand)} is {operand.describe()}.")
+        checker.issue(
+            node.offset,
+            f"size() takes a string, bytes, a list or a map; {_name(operand_node, operand)} is {operand.describe()}.",
+        )
     return INT, cost
 
 
@@ -506,14 +594,19 @@ _Signature = Callable[["_Checker", Node, list[tuple[Node, CelType]], "_Facts", C
 
 
 def _string_test(name: str, per_char: float) -> _Signature:
-    def check_string_test(checker: _Checker, node: Node, operands: list[tuple[Node, CelType]], facts: _Facts, cost: Cost) -> tuple[CelType, Cost]:
+    def check_string_test(
+        checker: _Checker, node: Node, operands: list[tuple[Node, CelType]], facts: _Facts, cost: Cost
+    ) -> tuple[CelType, Cost]:
         if not _arity(checker, node, operands, 2, method=True):
             return BOOL, cost
         (text_node, text), (part_node, part) = operands
         checker._maybe_null(text_node, text, facts, f"`.{name}()`")
         for value_node, value in operands:
             if value.kind not in ("string", "dyn"):
-                checker.issue(value_node.offset, f"`.{name}()` works on strings; {_name(value_node, value)} is {value.describe()}.{_hint_for_field(value, name)}")
+                checker.issue(
+                    value_node.offset,
+                    f"`.{name}()` works on strings; {_name(value_node, value)} is {value.describe()}.{_hint_for_field(value, name)}",
+                )
         # RE2 (both engines) matches in time linear in the text, whatever the pattern.
         scanned = const(per_char) * (text.size if text.size is not None else _unknown_size(text_node))
         return BOOL, cost + scanned
@@ -522,20 +615,28 @@ def _string_test(name: str, per_char: float) -> _Signature:
 
 
 def _conversion(result: CelType, accepts: frozenset[str]) -> _Signature:
-    def check_conversion(checker: _Checker, node: Node, operands: list[tuple[Node, CelType]], facts: _Facts, cost: Cost) -> tuple[CelType, Cost]:
+    def check_conversion(
+        checker: _Checker, node: Node, operands: list[tuple[Node, CelType]], facts: _Facts, cost: Cost
+    ) -> tuple[CelType, Cost]:
         if not _arity(checker, node, operands, 1):
             return result, cost
         operand_node, operand = operands[0]
         checker._maybe_null(operand_node, operand, facts, f"{node.value}()")
         if operand.kind not in accepts and operand.kind != "dyn":
-            checker.issue(node.offset, f"{node.value}() does not take {operand.describe()} ({_name(operand_node, operand)}).")
+            checker.issue(
+                node.offset, f"{node.value}() does not take {operand.describe()} ({_name(operand_node, operand)})."
+            )
         size = operand.size if result.kind in ("string", "bytes") and operand.kind in ("string", "bytes") else const(24)
-        return (result.with_(size=size) if result.kind in ("string", "bytes") else result), cost + const(SCAN_PER_CHAR) * (operand.size or ZERO)
+        return (result.with_(size=size) if result.kind in ("string", "bytes") else result), cost + const(
+            SCAN_PER_CHAR
+        ) * (operand.size or ZERO)
 
     return check_conversion
 
 
-def _fn_dyn(checker: _Checker, node: Node, operands: list[tuple[Node, CelType]], facts: _Facts, cost: Cost) -> tuple[CelType, Cost]:
+def _fn_dyn(
+    checker: _Checker, node: Node, operands: list[tuple[Node, CelType]], facts: _Facts, cost: Cost
+) -> tuple[CelType, Cost]:
     _arity(checker, node, operands, 1)
     return (operands[0][1] if node.value == "dyn" and operands else TYPE if node.value == "type" else DYN), cost
 
@@ -560,11 +661,16 @@ _FUNCTIONS: dict[str, _Signature] = {
 }
 
 
-def _arity(checker: _Checker, node: Node, operands: list[tuple[Node, CelType]], count: int, *, method: bool = False) -> bool:
+def _arity(
+    checker: _Checker, node: Node, operands: list[tuple[Node, CelType]], count: int, *, method: bool = False
+) -> bool:
     if len(operands) == count and (not method or node.target is not None or node.value == "matches"):
         return True
     form = f"text.{node.value}(x)" if method else f"{node.value}(x)"
-    checker.issue(node.offset, f"`{node.value}` takes {count - 1 if method else count} argument{'s' if count - method != 1 else ''}: write `{form}`.")
+    checker.issue(
+        node.offset,
+        f"`{node.value}` takes {count - 1 if method else count} argument{'s' if count - method != 1 else ''}: write `{form}`.",
+    )
     return False
 
 
@@ -659,7 +765,12 @@ def _orderable(a: CelType, b: CelType) -> bool:
 
 def _join(a: CelType, b: CelType) -> CelType:
     if a.kind == b.kind and a.kind not in ("list", "map", "object"):
-        return a.with_(enum=None, label="", size=larger(a.size, b.size) if a.size is not None and b.size is not None else a.size, nullable=a.nullable or b.nullable)
+        return a.with_(
+            enum=None,
+            label="",
+            size=larger(a.size, b.size) if a.size is not None and b.size is not None else a.size,
+            nullable=a.nullable or b.nullable,
+        )
     if a.kind == "null":
         return b.with_(nullable=True, label="")
     if b.kind == "null":
@@ -730,7 +841,11 @@ def _mismatch_hint(left_node: Node, left: CelType, right_node: Node, right: CelT
     other_node, other = (right_node, right) if left.kind == "string" else (left_node, left)
     string_node = left_node if left.kind == "string" else right_node
     if other.kind in NUMERIC:
-        literal = string_value(Token("string", string_node.value, string_node.offset)) if string_node.kind == "string" else None
+        literal = (
+            string_value(Token("string", string_node.value, string_node.offset))
+            if string_node.kind == "string"
+            else None
+        )
         if literal is not None and _is_number(literal):
             return f" Write the number without quotes: {literal.strip()}."
         path = path_of(string_node)

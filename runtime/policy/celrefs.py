@@ -19,8 +19,29 @@ from dataclasses import dataclass
 
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 _KEYWORDS = frozenset(
-    {"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if",
-     "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"}
+    {
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+    }
 )
 _TWO_CHAR = frozenset({"==", "!=", "<=", ">=", "&&", "||"})
 _ONE_CHAR = frozenset("<>+-*/%!?:.,()[]{}")
@@ -148,21 +169,39 @@ def analyse(source: str) -> ExpressionFacts:
             # is CEL's root-scope prefix, and the name after it is a variable.
             is_member = before is not None and before.text == "." and index >= 2 and _is_operand(tokens[index - 2])
             is_call = after is not None and after.text == "("
-            if not is_member and not is_call and token.text not in _KEYWORDS and not _is_bound(token.text, index, scopes):
+            if (
+                not is_member
+                and not is_call
+                and token.text not in _KEYWORDS
+                and not _is_bound(token.text, index, scopes)
+            ):
                 roots.append(Reference(token.text, token.offset))
                 if token.text == "args":
                     path = _args_path(tokens, index + 1)
                     if path:
                         args_paths.append(path)
-            if is_member and token.text == "matches" and is_call and index + 2 < len(tokens) and tokens[index + 2].kind == "string":
+            if (
+                is_member
+                and token.text == "matches"
+                and is_call
+                and index + 2 < len(tokens)
+                and tokens[index + 2].kind == "string"
+            ):
                 regexes.append(Reference(tokens[index + 2].text, tokens[index + 2].offset))
         elif token.kind == "string" and after is not None and after.text == "in":
             target = tokens[index + 2] if index + 2 < len(tokens) else None
             field = string_value(token)
             follows = tokens[index + 3] if index + 3 < len(tokens) else None
-            if target is not None and target.text == "args" and field is not None and (follows is None or follows.text not in (".", "[")):
+            if (
+                target is not None
+                and target.text == "args"
+                and field is not None
+                and (follows is None or follows.text not in (".", "["))
+            ):
                 args_paths.append(ArgsPath((field,), token.offset))
-    return ExpressionFacts(tuple(roots), tuple(args_paths), _macro_depth(tokens), _nesting_depth(tokens), tuple(regexes))
+    return ExpressionFacts(
+        tuple(roots), tuple(args_paths), _macro_depth(tokens), _nesting_depth(tokens), tuple(regexes)
+    )
 
 
 def _is_operand(token: Token) -> bool:
@@ -182,7 +221,12 @@ def _args_path(tokens: list[Token], start: int) -> ArgsPath | None:
             fields.append(tokens[i + 1].text)
             offset = tokens[i + 1].offset if offset < 0 else offset
             i += 2
-        elif tokens[i].text == "[" and tokens[i + 1].kind == "string" and i + 2 < len(tokens) and tokens[i + 2].text == "]":
+        elif (
+            tokens[i].text == "["
+            and tokens[i + 1].kind == "string"
+            and i + 2 < len(tokens)
+            and tokens[i + 2].text == "]"
+        ):
             value = string_value(tokens[i + 1])
             if value is None:
                 break

@@ -141,7 +141,9 @@ class CelType:
         if self.kind == "list":
             text = f"list({self.elem.describe() if self.elem else 'dyn'})"
         elif self.kind == "map":
-            text = f"map({self.key.describe() if self.key else 'string'}, {self.elem.describe() if self.elem else 'dyn'})"
+            text = (
+                f"map({self.key.describe() if self.key else 'string'}, {self.elem.describe() if self.elem else 'dyn'})"
+            )
         elif self.kind == "object":
             text = "object"
         elif self.kind == "number":
@@ -151,7 +153,10 @@ class CelType:
         return f"{text} or null" if self.nullable else text
 
     def with_(self, **changes: Any) -> CelType:
-        values = {name: getattr(self, name) for name in ("kind", "elem", "key", "fields", "extra", "nullable", "enum", "size", "label")}
+        values = {
+            name: getattr(self, name)
+            for name in ("kind", "elem", "key", "fields", "extra", "nullable", "enum", "size", "label")
+        }
         values.update(changes)
         return CelType(**values)
 
@@ -180,7 +185,9 @@ def map_of(key: CelType, value: CelType, size: Cost = ZERO) -> CelType:
 
 def closed_object(fields: Mapping[str, CelType], label: str) -> CelType:
     """An object whose fields are all present and nothing else (``tool``, ``session``)."""
-    return CelType("object", fields={n: FieldInfo(t.with_(label=f"{label}.{n}"), True) for n, t in fields.items()}, label=label)
+    return CelType(
+        "object", fields={n: FieldInfo(t.with_(label=f"{label}.{n}"), True) for n, t in fields.items()}, label=label
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -245,7 +252,9 @@ class _Reader:
             size = self._bound(label, schema, "maxItems", MAX_ARGUMENT_BYTES // _MIN_ITEM_BYTES // outer, pointer)
             count = self.bounds[label].limit
             items = schema.get("items")
-            elem = self.read(items if items is not None else True, f"{label}[]", _join(pointer, "items"), outer * max(1, count))
+            elem = self.read(
+                items if items is not None else True, f"{label}[]", _join(pointer, "items"), outer * max(1, count)
+            )
             return CelType("list", elem=elem, nullable=nullable, size=size, label=label)
         # object
         properties: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
@@ -301,7 +310,11 @@ def _kinds(schema: dict[str, Any]) -> tuple[set[str] | None, bool]:
         kinds = None
         for key in ("anyOf", "oneOf"):
             branches = schema.get(key)
-            if isinstance(branches, list) and branches and all(isinstance(b, dict) and isinstance(b.get("type"), str) and len(b) == 1 for b in branches):
+            if (
+                isinstance(branches, list)
+                and branches
+                and all(isinstance(b, dict) and isinstance(b.get("type"), str) and len(b) == 1 for b in branches)
+            ):
                 kinds = {b["type"] for b in branches}
         if kinds is None:
             if isinstance(schema.get("properties"), dict):
@@ -315,4 +328,3 @@ def _kinds(schema: dict[str, Any]) -> tuple[set[str] | None, bool]:
     if schema.get("nullable") is True:
         nullable = True
     return kinds, nullable
-

@@ -51,7 +51,9 @@ class RuleTrace:
     error: str | None = None
 
 
-def rules_by_tool(snapshot_rules: Sequence[CompiledPolicyRule], tools: Mapping[str, Mapping[str, Any]]) -> Mapping[str, tuple[CompiledPolicyRule, ...]]:
+def rules_by_tool(
+    snapshot_rules: Sequence[CompiledPolicyRule], tools: Mapping[str, Mapping[str, Any]]
+) -> Mapping[str, tuple[CompiledPolicyRule, ...]]:
     """For every tool key (``name`` and ``name@version``), the rules whose globs match it."""
     index: dict[str, tuple[CompiledPolicyRule, ...]] = {}
     for name, versions in tools.items():
@@ -73,9 +75,18 @@ class PolicyPermitter:
         return decide(call, session, snapshot, where=self.where)
 
 
-def decide(call: ValidatedCall, session: Session, snapshot: Snapshot, trace: list[RuleTrace] | None = None, *, where: Where = NOWHERE) -> Decision:
+def decide(
+    call: ValidatedCall,
+    session: Session,
+    snapshot: Snapshot,
+    trace: list[RuleTrace] | None = None,
+    *,
+    where: Where = NOWHERE,
+) -> Decision:
     """The decision for ``call``; with ``trace``, every rule considered is appended to it."""
-    if session.mode in snapshot.forbidden_modes:  # a set lookup per call; the policies are searched only to name the one
+    if (
+        session.mode in snapshot.forbidden_modes
+    ):  # a set lookup per call; the policies are searched only to name the one
         forbidden = _forbidden_mode(snapshot, session.mode)
         if forbidden is not None:
             return forbidden
@@ -85,7 +96,9 @@ def decide(call: ValidatedCall, session: Session, snapshot: Snapshot, trace: lis
     if trace is None:
         plan = snapshot.when_plans.get(call.tool.key)
         if plan is not None and plan.quick is not None:
-            decided = _shortcut(call, session, plan.quick, functools.partial(_judged_without_cel, plan.known, call.args))
+            decided = _shortcut(
+                call, session, plan.quick, functools.partial(_judged_without_cel, plan.known, call.args)
+            )
             if decided is not None:
                 return decided
     return _Evaluation(call, session, snapshot, trace, where).run(rules)
@@ -96,7 +109,9 @@ def decide(call: ValidatedCall, session: Session, snapshot: Snapshot, trace: lis
 Judge = Callable[[CompiledPolicyRule], tuple[bool, str] | None]
 
 
-def _shortcut(call: ValidatedCall, session: Session, quick: tuple[Sequence[CompiledPolicyRule], ...], judge: Judge) -> Decision | None:
+def _shortcut(
+    call: ValidatedCall, session: Session, quick: tuple[Sequence[CompiledPolicyRule], ...], judge: Judge
+) -> Decision | None:
     """The decision of a tool without a command line or staged rules, untraced: the
     verdict of the full walk, reached by trying the rules that can match in the order
     that decides (``quick``: deny rules, then ask, then allow) and stopping at the
@@ -120,7 +135,9 @@ def _shortcut(call: ValidatedCall, session: Session, quick: tuple[Sequence[Compi
     return _mode_default(tool, session)
 
 
-def _judged_without_cel(known: Mapping[int, Outcome], args: Mapping[str, Any], rule: CompiledPolicyRule) -> tuple[bool, str] | None:
+def _judged_without_cel(
+    known: Mapping[int, Outcome], args: Mapping[str, Any], rule: CompiledPolicyRule
+) -> tuple[bool, str] | None:
     """A :data:`Judge` that never calls the CEL engine: a rule settles by a build-time
     constant or a certain direct check of the arguments, or not at all (an evaluation
     error, an uncertain check, a reason written as an expression)."""
@@ -159,7 +176,9 @@ def command_line_of(call: ValidatedCall, where: Where = NOWHERE) -> PlacedLine |
 class _Evaluation:
     """One call's walk over its rules."""
 
-    def __init__(self, call: ValidatedCall, session: Session, snapshot: Snapshot, trace: list[RuleTrace] | None, where: Where) -> None:
+    def __init__(
+        self, call: ValidatedCall, session: Session, snapshot: Snapshot, trace: list[RuleTrace] | None, where: Where
+    ) -> None:
         self.call = call
         self.session = session
         self.snapshot = snapshot
@@ -177,25 +196,45 @@ class _Evaluation:
 
     def _note(self, rule: CompiledPolicyRule, matched: bool, note: str, error: str | None = None) -> None:
         if self.trace is not None:
-            self.trace.append(RuleTrace(f"{rule.policy}/{rule.name}", rule.effect.value, rule.enforce.value, matched, note, error))
+            self.trace.append(
+                RuleTrace(f"{rule.policy}/{rule.name}", rule.effect.value, rule.enforce.value, matched, note, error)
+            )
 
     def run(self, rules: Sequence[CompiledPolicyRule]) -> Decision:
         line = self.line
         if line is not None and line.protected is not None:
-            return Decision("deny", reason=f"{line.protected}; toolrt's own files are off limits to the agent, whatever the mode or rules")
+            return Decision(
+                "deny",
+                reason=f"{line.protected}; toolrt's own files are off limits to the agent, whatever the mode or rules",
+            )
         if line is not None and line.outside and self.where.outside == "deny":
-            return Decision("deny", reason=f"{_quote_words(line.outside)} names a path outside the workspace, and commands outside it are denied (setting commands_outside_workspace)")
+            return Decision(
+                "deny",
+                reason=f"{_quote_words(line.outside)} names a path outside the workspace, and commands outside it are denied (setting commands_outside_workspace)",
+            )
         decision = self._decided(rules)
         if line is None or decision.effect != "allow" or decision.rule is not None:
             return decision
         # Allowed by the mode, not by a rule. A path outside the workspace still asks in
         # every mode; a word only known at run time asks in every mode but bypass.
         if line.outside and self.where.outside == "ask":
-            return Decision("ask", reason=f"{_quote_words(line.outside)} names a path outside the workspace, so a person approves it", warnings=decision.warnings)
+            return Decision(
+                "ask",
+                reason=f"{_quote_words(line.outside)} names a path outside the workspace, so a person approves it",
+                warnings=decision.warnings,
+            )
         if line.linked:
-            return Decision("ask", reason=f"{_quote_words(line.linked)} may go through a link that an earlier command of the line unpacks or checks out, so a person approves it", warnings=decision.warnings)
+            return Decision(
+                "ask",
+                reason=f"{_quote_words(line.linked)} may go through a link that an earlier command of the line unpacks or checks out, so a person approves it",
+                warnings=decision.warnings,
+            )
         if line.holding:
-            return Decision("ask", reason=f"{_quote_words(line.holding)} holds toolrt's own files and the line writes it, so a person approves it", warnings=decision.warnings)
+            return Decision(
+                "ask",
+                reason=f"{_quote_words(line.holding)} holds toolrt's own files and the line writes it, so a person approves it",
+                warnings=decision.warnings,
+            )
         unjudged = line.unjudged
         if unjudged is not None and self.session.mode != "bypass":
             return Decision("ask", reason=f"{unjudged}, so a person approves the line", warnings=decision.warnings)
@@ -210,7 +249,11 @@ class _Evaluation:
                 decided = _shortcut(self.call, self.session, plan.quick, self._judge)
                 assert decided is not None  # noqa: S101 - this judge always tells
                 return decided
-        matched: dict[Effect, list[tuple[CompiledPolicyRule, str]]] = {Effect.deny: [], Effect.ask: [], Effect.allow: []}
+        matched: dict[Effect, list[tuple[CompiledPolicyRule, str]]] = {
+            Effect.deny: [],
+            Effect.ask: [],
+            Effect.allow: [],
+        }
         covered: dict[int, CompiledPolicyRule] = {}  # command index -> the allow rule that covers it
         warnings: list[str] = []
         for rule in rules:
@@ -225,18 +268,27 @@ class _Evaluation:
                 matched[rule.effect].append((rule, why))
         if matched[Effect.deny]:
             rule, why = matched[Effect.deny][0]
-            return Decision("deny", rule=f"{rule.policy}/{rule.name}", reason=self._explained(rule, why), warnings=tuple(warnings))
+            return Decision(
+                "deny", rule=f"{rule.policy}/{rule.name}", reason=self._explained(rule, why), warnings=tuple(warnings)
+            )
         if self.session.mode == "plan" and not tool.spec.read_only:
             # Before ask: in plan mode nothing that changes things runs, approved or not.
             return Decision("deny", reason=_PLAN_DENIAL, warnings=tuple(warnings))
         if matched[Effect.ask]:
             rule, why = matched[Effect.ask][0]
-            return Decision("ask", rule=f"{rule.policy}/{rule.name}", reason=self._explained(rule, why), warnings=tuple(warnings))
+            return Decision(
+                "ask", rule=f"{rule.policy}/{rule.name}", reason=self._explained(rule, why), warnings=tuple(warnings)
+            )
         allowed = self._allowed(matched[Effect.allow], covered)
         if allowed is not None:
             deciding, reason, deciders = allowed
             if tool.spec.risk is Risk.critical and not all(tool.name in r.named_tools for r in deciders):
-                return Decision("ask", rule=f"{deciding.policy}/{deciding.name}", reason=_critical_reason(tool), warnings=tuple(warnings))
+                return Decision(
+                    "ask",
+                    rule=f"{deciding.policy}/{deciding.name}",
+                    reason=_critical_reason(tool),
+                    warnings=tuple(warnings),
+                )
             return Decision("allow", rule=f"{deciding.policy}/{deciding.name}", reason=reason, warnings=tuple(warnings))
         default = _mode_default(tool, self.session)
         reason = default.reason or ""
@@ -312,7 +364,11 @@ class _Evaluation:
         assert line is not None  # noqa: S101 - checked above; narrows the type
         if rule.effect is Effect.allow:
             if not line.certain:
-                self._note(rule, False, f"the command line cannot be judged with certainty ({line.problem}), so allow rules cover none of it")
+                self._note(
+                    rule,
+                    False,
+                    f"the command line cannot be judged with certainty ({line.problem}), so allow rules cover none of it",
+                )
                 return False, ""
             patterns = rule.command_patterns
             matches = patterns.matches
@@ -334,7 +390,9 @@ class _Evaluation:
         self._note(rule, False, "no command of the line matches its patterns")
         return False, ""
 
-    def _allowed(self, blanket: list[tuple[CompiledPolicyRule, str]], covered: dict[int, CompiledPolicyRule]) -> tuple[CompiledPolicyRule, str, tuple[CompiledPolicyRule, ...]] | None:
+    def _allowed(
+        self, blanket: list[tuple[CompiledPolicyRule, str]], covered: dict[int, CompiledPolicyRule]
+    ) -> tuple[CompiledPolicyRule, str, tuple[CompiledPolicyRule, ...]] | None:
         """The allow that lets the call run, if any: (the rule to name, the reason, every
         rule it rests on). A rule without command patterns allows it outright;
         command rules must cover every command together."""
@@ -342,7 +400,12 @@ class _Evaluation:
             rule = blanket[0][0]
             return rule, self._reason(rule), (rule,)
         line = self.line
-        if line is None or not line.certain or not line.commands or any(c.own and i not in covered for i, c in enumerate(line.commands)):
+        if (
+            line is None
+            or not line.certain
+            or not line.commands
+            or any(c.own and i not in covered for i, c in enumerate(line.commands))
+        ):
             return None
         deciders = tuple(dict.fromkeys(covered.values()))
         names = ", ".join(f"{r.policy}/{r.name}" for r in deciders)
@@ -390,7 +453,10 @@ def _mode_default(tool: CompiledTool, session: Session) -> Decision:
     if mode == "plan" and not tool.spec.read_only:
         return Decision("deny", reason=_PLAN_DENIAL)
     if tool.spec.risk is Risk.critical:  # even in bypass mode: only an allow rule naming it skips the person
-        return Decision("ask", reason=f"`{tool.name}` is a critical-risk tool; a person approves each call unless an allow rule names it")
+        return Decision(
+            "ask",
+            reason=f"`{tool.name}` is a critical-risk tool; a person approves each call unless an allow rule names it",
+        )
     if tool.spec.read_only:
         return _READ_ONLY
     if mode == "bypass":
@@ -403,7 +469,11 @@ def _mode_default(tool: CompiledTool, session: Session) -> Decision:
 def _forbidden_mode(snapshot: Snapshot, mode: str) -> Decision | None:
     for policy in snapshot.policies:
         if any(m.value == mode for m in policy.spec.forbidden_modes):
-            return Decision("deny", rule=policy.name, reason=f"permission mode `{mode}` is not allowed by policy `{policy.name}`; start the session in another mode")
+            return Decision(
+                "deny",
+                rule=policy.name,
+                reason=f"permission mode `{mode}` is not allowed by policy `{policy.name}`; start the session in another mode",
+            )
     return None
 
 

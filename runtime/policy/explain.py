@@ -76,12 +76,17 @@ class Explanation:
             lines.append(f"rule      {state}  {rule.name}: {rule.expression}  => {value}")
         if self.commands is not None:
             shown = "; ".join(" ".join(argv) for argv in self.commands) or "(none)"
-            lines.append(f"commands  {shown}" + (f"  [uncertain: {self.command_problem}]" if self.command_problem else ""))
+            lines.append(
+                f"commands  {shown}" + (f"  [uncertain: {self.command_problem}]" if self.command_problem else "")
+            )
             lines += [f"word      {note}" for note in self.command_notes]
         for trace in self.policy:
             mark = "match" if trace.matched else "skip "
             extra = f" (enforce: {trace.enforce})" if trace.enforce != "deny" else ""
-            lines.append(f"policy    {mark}  {trace.effect:<5} {trace.rule}{extra}: {trace.note}" + (f" [error: {trace.error}]" if trace.error else ""))
+            lines.append(
+                f"policy    {mark}  {trace.effect:<5} {trace.rule}{extra}: {trace.note}"
+                + (f" [error: {trace.error}]" if trace.error else "")
+            )
         if self.other_rules:
             lines.append(f"policy    {self.other_rules} other rule(s) do not name this tool and cost nothing")
         if self.stopped_at:
@@ -92,22 +97,40 @@ class Explanation:
         return "\n".join(lines)
 
 
-def explain(snapshot: Snapshot, name: str, args: Mapping[str, Any] | None, session: Session, where: Where = NOWHERE) -> Explanation:
+def explain(
+    snapshot: Snapshot, name: str, args: Mapping[str, Any] | None, session: Session, where: Where = NOWHERE
+) -> Explanation:
     """Dry-run ``name(args)`` for ``session`` against ``snapshot``; command lines are
     placed in ``where`` (its workspace expands globs and places paths)."""
-    call = Call("explain", name, dict(args) if isinstance(args, Mapping) else None, parse_error=None if isinstance(args, Mapping) else "arguments must be a JSON object")
+    call = Call(
+        "explain",
+        name,
+        dict(args) if isinstance(args, Mapping) else None,
+        parse_error=None if isinstance(args, Mapping) else "arguments must be a JSON object",
+    )
     bound = lookup(call, snapshot)
     if isinstance(bound, ToolResult):
         return Explanation(tool=name, found=False, lookup=bound.content, stopped_at="lookup")
     tool = bound.tool
-    found = Explanation(tool=tool.key, found=True, lookup=f"`{tool.key}` ({tool.handler.kind} handler, read_only={str(tool.spec.read_only).lower()}, risk={tool.spec.risk.value}) from {tool.source}")
+    found = Explanation(
+        tool=tool.key,
+        found=True,
+        lookup=f"`{tool.key}` ({tool.handler.kind} handler, read_only={str(tool.spec.read_only).lower()}, risk={tool.spec.risk.value}) from {tool.source}",
+    )
     if call.args is None:
         found.schema_errors.append({"pointer": "", "message": call.parse_error or "no arguments"})
         found.stopped_at = "validate"
         return found
     too_deep, huge = scan_arguments(call.args, MAX_DEPTH)
     if too_deep or huge:  # the same refusals the pipeline makes before any validator runs
-        found.schema_errors.append({"pointer": "", "message": f"nested deeper than {MAX_DEPTH} levels" if too_deep else "an integer beyond the 64-bit range (send large numbers as strings)"})
+        found.schema_errors.append(
+            {
+                "pointer": "",
+                "message": f"nested deeper than {MAX_DEPTH} levels"
+                if too_deep
+                else "an integer beyond the 64-bit range (send large numbers as strings)",
+            }
+        )
         found.stopped_at = "validate"
         return found
     problems = tool.arguments.validate(call.args)

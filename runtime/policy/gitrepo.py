@@ -56,9 +56,15 @@ def _inspect(root: str, folder: str) -> tuple[str | None, bool]:
         real = os.path.realpath(posixpath.join(folder, target))
         if real == f"{root}/.git" or real.startswith(f"{root}/.git/"):
             return None, True  # a submodule or a worktree of the workspace's own repository
-        return f"`{shown}/.git` points git at another repository (`{target[:80]}`), whose config could run commands", True
+        return (
+            f"`{shown}/.git` points git at another repository (`{target[:80]}`), whose config could run commands",
+            True,
+        )
     if _looks_like_repository(folder):
-        return f"`{shown}` looks like a repository folder (HEAD, objects, refs) that could have been made in the workspace; git would run what its config says", True
+        return (
+            f"`{shown}` looks like a repository folder (HEAD, objects, refs) that could have been made in the workspace; git would run what its config says",
+            True,
+        )
     return None, False
 
 

@@ -124,7 +124,25 @@ def _signatures(line: PlacedLine) -> frozenset[Signature]:
 
 # Programs whose first operand is a command of their own (git push, npm install): a
 # grant names the two together.
-_WITH_SUBCOMMANDS = frozenset({"git", "npm", "pnpm", "yarn", "pip", "pip3", "docker", "kubectl", "cargo", "go", "gh", "helm", "terraform", "poetry", "uv"})
+_WITH_SUBCOMMANDS = frozenset(
+    {
+        "git",
+        "npm",
+        "pnpm",
+        "yarn",
+        "pip",
+        "pip3",
+        "docker",
+        "kubectl",
+        "cargo",
+        "go",
+        "gh",
+        "helm",
+        "terraform",
+        "poetry",
+        "uv",
+    }
+)
 
 
 def _program(argv: tuple[str, ...]) -> str:
@@ -184,7 +202,9 @@ class SessionGrants:
     def __bool__(self) -> bool:
         return bool(self._by_session)
 
-    def add(self, session_id: str, call: ValidatedCall, pattern: Mapping[str, str] | None = None, rule: str | None = None) -> Grant | None:
+    def add(
+        self, session_id: str, call: ValidatedCall, pattern: Mapping[str, str] | None = None, rule: str | None = None
+    ) -> Grant | None:
         """Grant ``call``'s tool for the session, for calls asked about because of
         ``rule``; None for tools that cannot be granted (critical risk)."""
         if call.tool.spec.risk is Risk.critical:

@@ -247,7 +247,9 @@ class Admission:
 
     __slots__ = ("_limits", "_plan", "_trials", "_pending", "session_id")
 
-    def __init__(self, limits: Limits | None, plan: _Plan | None, session_id: str, trials: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, limits: Limits | None, plan: _Plan | None, session_id: str, trials: tuple[str, ...] = ()
+    ) -> None:
         self._limits = limits
         self._plan = plan
         self._trials = trials
@@ -260,7 +262,15 @@ class Admission:
         """The tool admitted; None for the admission that tracks nothing."""
         return self._plan.tool if self._plan is not None else None
 
-    def finish(self, *, seconds: float = 0.0, output_bytes: int = 0, failed: bool = False, counts_for_breaker: bool = False, now: float | None = None) -> None:
+    def finish(
+        self,
+        *,
+        seconds: float = 0.0,
+        output_bytes: int = 0,
+        failed: bool = False,
+        counts_for_breaker: bool = False,
+        now: float | None = None,
+    ) -> None:
         """Settle the call: free its slots, add ``seconds`` and ``output_bytes`` to the session.
 
         ``failed`` with ``counts_for_breaker`` (a timeout, crash or transient error)
@@ -420,9 +430,21 @@ class Limits:
         self._seconds_limit = _smallest(q.execution_seconds_per_session for q in quota_list)
         self._bytes_limit = _smallest(q.output_bytes_per_session for q in quota_list)
         self._calls_per_tool = tuple(_KeyedLimits.of(q.calls_per_tool) for q in quota_list if q.calls_per_tool)
-        self._concurrency = tuple(_KeyedLimits.of(q.max_concurrent_per_tool) for q in quota_list if q.max_concurrent_per_tool)
-        self._breakers = tuple(_Breaker.of(*b) if isinstance(b, tuple) else _Breaker.of(f"circuit_breakers[{i}]", b) for i, b in enumerate(breakers))
-        self._active = bool(self._calls_per_session is not None or self._seconds_limit is not None or self._bytes_limit is not None or self._calls_per_tool or self._concurrency or self._breakers)
+        self._concurrency = tuple(
+            _KeyedLimits.of(q.max_concurrent_per_tool) for q in quota_list if q.max_concurrent_per_tool
+        )
+        self._breakers = tuple(
+            _Breaker.of(*b) if isinstance(b, tuple) else _Breaker.of(f"circuit_breakers[{i}]", b)
+            for i, b in enumerate(breakers)
+        )
+        self._active = bool(
+            self._calls_per_session is not None
+            or self._seconds_limit is not None
+            or self._bytes_limit is not None
+            or self._calls_per_tool
+            or self._concurrency
+            or self._breakers
+        )
         self._store: LimitStore = store if store is not None else InMemoryLimitStore()
         # A shared store brings a shared clock (the server's); one process uses its own.
         self._clock: Callable[[], float] = clock if clock is not None else getattr(self._store, "clock", time.monotonic)
@@ -448,7 +470,9 @@ class Limits:
         for policy in policies:
             if policy.spec.quotas is not None:
                 quotas.append(policy.spec.quotas)
-            breakers.extend((f"{policy.name}.circuit_breakers[{i}]", b) for i, b in enumerate(policy.spec.circuit_breakers))
+            breakers.extend(
+                (f"{policy.name}.circuit_breakers[{i}]", b) for i, b in enumerate(policy.spec.circuit_breakers)
+            )
         return cls(quotas, breakers, store=store, clock=clock, on_store_error=on_store_error)
 
     @classmethod
@@ -521,7 +545,9 @@ class Limits:
                 return _budget_refusal(budget, tool_name, used)
         counters = plan.counters
         for taken, counter in enumerate(counters):
-            admitted, _ = store.try_acquire(session_id if counter.per_session else None, counter.key, 1.0, counter.limit)
+            admitted, _ = store.try_acquire(
+                session_id if counter.per_session else None, counter.key, 1.0, counter.limit
+            )
             if not admitted:
                 self._give_back(session_id, counters[:taken])
                 return counter.refusal
@@ -540,7 +566,16 @@ class Limits:
 
     # -- settle ---------------------------------------------------------------
 
-    def _settle(self, plan: _Plan, session_id: str, trials: tuple[str, ...], seconds: float, output_bytes: int, breaker_failure: bool, now: float | None) -> None:
+    def _settle(
+        self,
+        plan: _Plan,
+        session_id: str,
+        trials: tuple[str, ...],
+        seconds: float,
+        output_bytes: int,
+        breaker_failure: bool,
+        now: float | None,
+    ) -> None:
         try:
             self._settle_in(plan, session_id, trials, seconds, output_bytes, breaker_failure, now)
         except LimitStoreError as err:
@@ -548,7 +583,16 @@ class Limits:
             # held as a lease expires on its own; the rest is lost, and said so.
             logger.warning("toolrt could not record the end of a `{}` call: {}", plan.tool, err)
 
-    def _settle_in(self, plan: _Plan, session_id: str, trials: tuple[str, ...], seconds: float, output_bytes: int, breaker_failure: bool, now: float | None) -> None:
+    def _settle_in(
+        self,
+        plan: _Plan,
+        session_id: str,
+        trials: tuple[str, ...],
+        seconds: float,
+        output_bytes: int,
+        breaker_failure: bool,
+        now: float | None,
+    ) -> None:
         store = self._store
         # Spending is only tracked while a budget for it is declared.
         seconds = float(seconds) if self._seconds_limit is not None and seconds > 0 else 0.0
@@ -617,7 +661,9 @@ class Limits:
     def _plan_for(self, tool: str) -> _Plan:
         counters: list[_Counter] = []
         if self._calls_per_session is not None:
-            counters.append(_Counter(_CALLS, True, self._calls_per_session, _calls_refusal(tool, int(self._calls_per_session))))
+            counters.append(
+                _Counter(_CALLS, True, self._calls_per_session, _calls_refusal(tool, int(self._calls_per_session)))
+            )
         per_tool = _smallest_keyed(self._calls_per_tool, tool)
         if per_tool is not None:
             counters.append(_Counter(_TOOL_CALLS + tool, True, per_tool[0], _tool_calls_refusal(tool, *per_tool)))
@@ -644,7 +690,9 @@ class Limits:
 
     # -- half-open trials -----------------------------------------------------
 
-    def _take_trials(self, recovering: Sequence[tuple[_Breaker, str]], tool: str, now: float) -> tuple[str, ...] | Refusal:
+    def _take_trials(
+        self, recovering: Sequence[tuple[_Breaker, str]], tool: str, now: float
+    ) -> tuple[str, ...] | Refusal:
         taken: list[str] = []
         for breaker, key in recovering:
             outcome = _take_trial(self._store, breaker, key, tool, now)
@@ -755,9 +803,7 @@ def _tool_calls_refusal(tool: str, limit: int, key: str) -> Refusal:
 
 
 def _concurrency_refusal(tool: str, limit: int, key: str) -> Refusal:
-    message = (
-        f"Quota reached: at most {limit} concurrent `{tool}` {'execution' if limit == 1 else 'executions'} ({_keyed('max_concurrent_per_tool', tool, key)}); wait for one to finish, then try again."
-    )
+    message = f"Quota reached: at most {limit} concurrent `{tool}` {'execution' if limit == 1 else 'executions'} ({_keyed('max_concurrent_per_tool', tool, key)}); wait for one to finish, then try again."
     return Refusal("quota", "max_concurrent_per_tool", limit, message, tool)
 
 
@@ -766,7 +812,9 @@ def _budget_refusal(budget: _Budget, tool: str, used: float) -> Refusal:
         spent = f"this session's tool calls may run for at most {_num(budget.limit)} s in total ({budget.quota}); {used:.1f} s are used"
     else:
         spent = f"this session's tool calls may return at most {_num(budget.limit)} bytes of output in total ({budget.quota}); {_num(used)} bytes are used"
-    message = f"Quota reached: {spent}. No more tool calls can run in this session; finish with the results you already have."
+    message = (
+        f"Quota reached: {spent}. No more tool calls can run in this session; finish with the results you already have."
+    )
     return Refusal("quota", budget.quota, budget.limit, message, tool)
 
 

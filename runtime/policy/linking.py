@@ -46,29 +46,112 @@ class NameEffect:
 
 # Options that take a value, per program (long ones also take it attached with `=`).
 _VALUED = {
-    "cp": {"-S", "--suffix", "-t", "--target-directory", "--backup", "--sparse", "--reflink", "--preserve", "--no-preserve", "--context"},
+    "cp": {
+        "-S",
+        "--suffix",
+        "-t",
+        "--target-directory",
+        "--backup",
+        "--sparse",
+        "--reflink",
+        "--preserve",
+        "--no-preserve",
+        "--context",
+    },
     "mv": {"-S", "--suffix", "-t", "--target-directory", "--backup", "--context"},
     "ln": {"-S", "--suffix", "-t", "--target-directory", "--backup"},
     "rsync": {
-        "-e", "--rsh", "-f", "--filter", "--exclude", "--include", "--exclude-from", "--include-from", "--files-from",
-        "-B", "--block-size", "-T", "--temp-dir", "--partial-dir", "--compare-dest", "--copy-dest", "--link-dest",
-        "--backup-dir", "--suffix", "--chmod", "--chown", "--usermap", "--groupmap", "--log-file", "--log-file-format",
-        "--password-file", "--port", "--timeout", "--contimeout", "--bwlimit", "--max-size", "--min-size",
-        "--modify-window", "--out-format", "--rsync-path", "--info", "--debug", "--checksum-choice", "--cc",
-        "--compress-choice", "--zc", "--compress-level", "--zl", "--skip-compress", "--max-delete", "--sockopts",
-        "--outbuf", "-M", "--remote-option", "--iconv", "--stop-after", "--stop-at", "--write-batch",
-        "--only-write-batch", "--read-batch", "--protocol", "--checksum-seed", "--address", "--max-alloc",
+        "-e",
+        "--rsh",
+        "-f",
+        "--filter",
+        "--exclude",
+        "--include",
+        "--exclude-from",
+        "--include-from",
+        "--files-from",
+        "-B",
+        "--block-size",
+        "-T",
+        "--temp-dir",
+        "--partial-dir",
+        "--compare-dest",
+        "--copy-dest",
+        "--link-dest",
+        "--backup-dir",
+        "--suffix",
+        "--chmod",
+        "--chown",
+        "--usermap",
+        "--groupmap",
+        "--log-file",
+        "--log-file-format",
+        "--password-file",
+        "--port",
+        "--timeout",
+        "--contimeout",
+        "--bwlimit",
+        "--max-size",
+        "--min-size",
+        "--modify-window",
+        "--out-format",
+        "--rsync-path",
+        "--info",
+        "--debug",
+        "--checksum-choice",
+        "--cc",
+        "--compress-choice",
+        "--zc",
+        "--compress-level",
+        "--zl",
+        "--skip-compress",
+        "--max-delete",
+        "--sockopts",
+        "--outbuf",
+        "-M",
+        "--remote-option",
+        "--iconv",
+        "--stop-after",
+        "--stop-at",
+        "--write-batch",
+        "--only-write-batch",
+        "--read-batch",
+        "--protocol",
+        "--checksum-seed",
+        "--address",
+        "--max-alloc",
     },
 }
 # Short flags, per program, that take the rest of their bundle or the next word.
 _SHORT_VALUED = {"cp": "St", "mv": "St", "ln": "St", "rsync": "efBTM"}
 
 # Programs that unpack links from input the line does not show.
-_UNPACKERS = frozenset({"unzip", "bsdtar", "cpio", "7z", "7za", "7zr", "ar", "dpkg-deb", "rpm2cpio", "pax", "unsquashfs"})
+_UNPACKERS = frozenset(
+    {"unzip", "bsdtar", "cpio", "7z", "7za", "7zr", "ar", "dpkg-deb", "rpm2cpio", "pax", "unsquashfs"}
+)
 # git subcommands that write the work tree from the repository (links included).
 _GIT_TREE_WRITERS = frozenset(
-    {"apply", "am", "checkout", "switch", "restore", "reset", "stash", "merge", "pull", "rebase", "cherry-pick",
-     "revert", "read-tree", "checkout-index", "worktree", "submodule", "clone", "bisect", "sparse-checkout"}
+    {
+        "apply",
+        "am",
+        "checkout",
+        "switch",
+        "restore",
+        "reset",
+        "stash",
+        "merge",
+        "pull",
+        "rebase",
+        "cherry-pick",
+        "revert",
+        "read-tree",
+        "checkout-index",
+        "worktree",
+        "submodule",
+        "clone",
+        "bisect",
+        "sparse-checkout",
+    }
 )
 
 
@@ -117,14 +200,35 @@ def tree_writers(argv: Sequence[str]) -> tuple[str, ...]:
 def _cpio_extracts(argv: Sequence[str]) -> bool:
     """Whether cpio runs in copy-in mode (-i, --extract), which writes the files it reads."""
     return any(
-        item == "--extract" or (item.startswith("-") and not item.startswith("--") and "i" in item[1:]) for item in argv[1:]
+        item == "--extract" or (item.startswith("-") and not item.startswith("--") and "i" in item[1:])
+        for item in argv[1:]
     )
 
 
 _CLONE_VALUED = frozenset(
-    {"-b", "--branch", "-o", "--origin", "-u", "--upload-pack", "--depth", "--reference", "--reference-if-able", "-c",
-     "--config", "--template", "--separate-git-dir", "-j", "--jobs", "--filter", "--shallow-since", "--shallow-exclude",
-     "--server-option", "--bundle-uri", "--ref-format"}
+    {
+        "-b",
+        "--branch",
+        "-o",
+        "--origin",
+        "-u",
+        "--upload-pack",
+        "--depth",
+        "--reference",
+        "--reference-if-able",
+        "-c",
+        "--config",
+        "--template",
+        "--separate-git-dir",
+        "-j",
+        "--jobs",
+        "--filter",
+        "--shallow-since",
+        "--shallow-exclude",
+        "--server-option",
+        "--bundle-uri",
+        "--ref-format",
+    }
 )
 
 
@@ -153,7 +257,8 @@ def _clone_target(argv: Sequence[str]) -> str:
 def _cpio_passes(argv: Sequence[str]) -> bool:
     """Whether cpio runs in pass-through mode (-p, --pass-through)."""
     return any(
-        item == "--pass-through" or (item.startswith("-") and not item.startswith("--") and "p" in item[1:]) for item in argv[1:]
+        item == "--pass-through" or (item.startswith("-") and not item.startswith("--") and "p" in item[1:])
+        for item in argv[1:]
     )
 
 
@@ -231,7 +336,8 @@ def _tar(argv: Sequence[str]) -> tuple[NameEffect, ...]:
     words = " ".join(argv[1:])
     old_style = bool(first) and not first.startswith("-") and "x" in first
     extracts = old_style or any(
-        item in ("--extract", "--get") or (item.startswith("-") and not item.startswith("--") and "x" in item) for item in argv[1:]
+        item in ("--extract", "--get") or (item.startswith("-") and not item.startswith("--") and "x" in item)
+        for item in argv[1:]
     )
     if not extracts and "--extract" not in words:
         return ()

@@ -54,7 +54,11 @@ _DEVICE_ROOTS = ("/proc", "/sys", "/dev")
 # through the parent's id it is toolrt's.
 _PROCESS_STATE = re.compile(r"/proc/+[^/]+(?:/+task/+[^/]+)?/+(?:environ|cwd|root|fd|fdinfo|map_files|mem|exe)(?:/|$)")
 _WORST_FIRST = ("protected", "holds", "linked", "outside", "inside")
-_DOES = {programs.CODE: "runs code", programs.WRITE: "writes a file", programs.FOLLOW: "follows symbolic links, which can lead out of the workspace"}
+_DOES = {
+    programs.CODE: "runs code",
+    programs.WRITE: "writes a file",
+    programs.FOLLOW: "follows symbolic links, which can lead out of the workspace",
+}
 _HARMLESS_DEVICES = frozenset({"/dev/null"})
 # Lines that may change how bash expands globs (dotglob, nocaseglob, globstar, GLOBIGNORE).
 _GLOB_STATE = re.compile(r"shopt|GLOBIGNORE|BASHOPTS|SHELLOPTS|set\s+[-+]o")
@@ -98,7 +102,13 @@ class Where:
     )
 
     @staticmethod
-    def of(root: Path | str | None, protected: Sequence[Path | str] = (), outside: str = "ask", *, configs: Sequence[Path | str] = ()) -> Where:
+    def of(
+        root: Path | str | None,
+        protected: Sequence[Path | str] = (),
+        outside: str = "ask",
+        *,
+        configs: Sequence[Path | str] = (),
+    ) -> Where:
         """A Where with resolved paths. A protected folder that is the workspace root or
         holds it protects only its YAML files (the agent must be able to work). So does a
         config folder (``configs``) that holds the workspace or lies inside it: the YAML
@@ -110,13 +120,19 @@ class Where:
             if not candidate.is_absolute() and resolved_root is not None:
                 candidate = resolved_root / candidate
             real = Path(os.path.realpath(candidate))
-            overlaps = resolved_root is not None and (resolved_root.is_relative_to(real) or (config and real.is_relative_to(resolved_root)))
+            overlaps = resolved_root is not None and (
+                resolved_root.is_relative_to(real) or (config and real.is_relative_to(resolved_root))
+            )
             yaml_only = overlaps and real.is_dir()
-            nested = yaml_only and resolved_root is not None and real != resolved_root and real.is_relative_to(resolved_root)
+            nested = (
+                yaml_only and resolved_root is not None and real != resolved_root and real.is_relative_to(resolved_root)
+            )
             found.append(Protected(real, yaml_only, str(real), nested))
         unique = tuple(dict.fromkeys(found))
         inodes = ProtectedInodes((entry.path, entry.yaml_only) for entry in unique)
-        return Where(resolved_root, unique, outside, str(resolved_root) if resolved_root is not None else None, inodes=inodes)
+        return Where(
+            resolved_root, unique, outside, str(resolved_root) if resolved_root is not None else None, inodes=inodes
+        )
 
     def deny_globs(self) -> tuple[str, ...]:
         """The protected paths inside the workspace as workspace deny globs (for the file tools)."""
@@ -184,8 +200,12 @@ class PlacedLine:
     def __post_init__(self) -> None:
         object.__setattr__(self, "certain", self.problem is None)
         object.__setattr__(self, "unjudged", _unjudged(self))
-        object.__setattr__(self, "own_plain", tuple((i, c.argv) for i, c in enumerate(self.commands) if c.own and not c.guards))
-        object.__setattr__(self, "own_guarded", tuple((i, c) for i, c in enumerate(self.commands) if c.own and c.guards))
+        object.__setattr__(
+            self, "own_plain", tuple((i, c.argv) for i, c in enumerate(self.commands) if c.own and not c.guards)
+        )
+        object.__setattr__(
+            self, "own_guarded", tuple((i, c) for i, c in enumerate(self.commands) if c.own and c.guards)
+        )
 
     @property
     def argvs(self) -> tuple[tuple[str, ...], ...]:
@@ -198,7 +218,11 @@ def _unjudged(line: PlacedLine) -> str | None:
         return f"the command line cannot be judged with certainty ({line.problem})"
     for command in line.commands:
         if command.own and any(need < 0 for need in command.guards.values()):
-            return command.notes[0] if command.notes else f"`{' '.join(command.argv)[:80]}` cannot be judged before it runs"
+            return (
+                command.notes[0]
+                if command.notes
+                else f"`{' '.join(command.argv)[:80]}` cannot be judged before it runs"
+            )
     return None
 
 
@@ -222,8 +246,10 @@ def place(line: CommandLine, where: Where = NOWHERE, cwd: str = ".", text: str =
         placer = _Placer(where, cwd, text)
         placed = placer.run(line)
     except Exception as err:  # noqa: BLE001 - a defect here must fail closed, never let a line through unjudged
-        return PlacedLine(tuple(PlacedCommand(argv, {0: UNKNOWN}) for argv in line.commands),
-                          f"the command line could not be checked (internal error: {type(err).__name__})")
+        return PlacedLine(
+            tuple(PlacedCommand(argv, {0: UNKNOWN}) for argv in line.commands),
+            f"the command line could not be checked (internal error: {type(err).__name__})",
+        )
     if text and not placer.globbed:
         if len(recent) >= _RECENT_LINES:
             with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # another thread evicted first
@@ -345,7 +371,12 @@ class _Placer:
             # (a link, a copy) would be matched by what runs after it.
             self.wrote = self.wrote or programs.may_create_files(argv)
         return PlacedLine(
-            tuple(placed), line.problem, self.protected, tuple(dict.fromkeys(self.outside)), tuple(dict.fromkeys(self.holding)), tuple(dict.fromkeys(self.linked))
+            tuple(placed),
+            line.problem,
+            self.protected,
+            tuple(dict.fromkeys(self.outside)),
+            tuple(dict.fromkeys(self.holding)),
+            tuple(dict.fromkeys(self.linked)),
         )
 
     # -- one command ----------------------------------------------------------------
@@ -371,7 +402,11 @@ class _Placer:
                 self.globbed = True
                 if matches is None:
                     guards[index] = UNKNOWN
-                    why = "comes after a command that may create files" if self.wrote else "could not be expanded against the workspace"
+                    why = (
+                        "comes after a command that may create files"
+                        if self.wrote
+                        else "could not be expanded against the workspace"
+                    )
                     notes.append(f"the glob `{_short(argv[index])}` {why}")
                 else:
                     expanded[index] = matches
@@ -392,7 +427,9 @@ class _Placer:
                 flat_shape.append(shape[index] if shape[index] != GLOB else "l")
         yield from self._judged(tuple(flat), "".join(flat_shape), flat_guards, notes, own=True)
 
-    def _judged(self, argv: tuple[str, ...], shape: str, guards: dict[int, int], notes: list[str], *, own: bool) -> Iterator[PlacedCommand]:
+    def _judged(
+        self, argv: tuple[str, ...], shape: str, guards: dict[int, int], notes: list[str], *, own: bool
+    ) -> Iterator[PlacedCommand]:
         extra: list[PlacedCommand] = []
         redirection = argv[:1] in (("<",), (">",))
         # A symbolic link's relative target, read from the folder the link is made in
@@ -418,7 +455,15 @@ class _Placer:
                     if access.kind == programs.LINK and not access.path.startswith(("/", "~")):
                         # A relative target is read from the link's own folder.
                         folder = posixpath.dirname(argv[-1]) if len(argv) > 2 else ""
-                        self._check_path(posixpath.join(folder, access.path), argv, access.index, guards, notes, write=True, destroys=True)
+                        self._check_path(
+                            posixpath.join(folder, access.path),
+                            argv,
+                            access.index,
+                            guards,
+                            notes,
+                            write=True,
+                            destroys=True,
+                        )
                 if access.kind == programs.FOLLOW:
                     # Following links while walking a tree can read anything a link points to.
                     self.outside.append(argv[access.index])
@@ -483,7 +528,17 @@ class _Placer:
                 continue
             yield index
 
-    def _check_path(self, text: str, argv: tuple[str, ...], index: int, guards: dict[int, int], notes: list[str], *, write: bool, destroys: bool = False) -> None:
+    def _check_path(
+        self,
+        text: str,
+        argv: tuple[str, ...],
+        index: int,
+        guards: dict[int, int],
+        notes: list[str],
+        *,
+        write: bool,
+        destroys: bool = False,
+    ) -> None:
         """Mark item ``index`` when ``text`` names a path outside the workspace or toolrt's
         own, or (for a write) a folder that holds toolrt's own: deleting such a folder
         (``rm -rf .``, ``git clean``) is a denial, writing into it (``tar xf``) asks."""
@@ -494,9 +549,14 @@ class _Placer:
             # The same word read with its quoting (what bash makes of it), as well.
             if spelled in self.braces and variants is not None:
                 quoted = self.braces[spelled]
-                variants = None if quoted is None else [*variants, *(_path_text(v) if spelled != text else v for v in quoted)]
+                variants = (
+                    None if quoted is None else [*variants, *(_path_text(v) if spelled != text else v for v in quoted)]
+                )
         if variants is None:
-            self.protected = self.protected or f"`{_short(argv[index])}` has too many brace variants to check (more than {BRACE_LIMIT}); toolrt's own files could be among them"
+            self.protected = (
+                self.protected
+                or f"`{_short(argv[index])}` has too many brace variants to check (more than {BRACE_LIMIT}); toolrt's own files could be among them"
+            )
             return
         for variant in dict.fromkeys(variants):
             if _PROCESS_STATE.match(variant):
@@ -508,14 +568,22 @@ class _Placer:
             if known:
                 place = self._place(known, write=write and known == variant)
                 if place == "holds" and destroys:
-                    self.protected = self.protected or f"`{_short(argv[index])}` holds toolrt's own files, and `{argv[0]}` would delete, change or link it"
+                    self.protected = (
+                        self.protected
+                        or f"`{_short(argv[index])}` holds toolrt's own files, and `{argv[0]}` would delete, change or link it"
+                    )
                 else:
                     self._mark(place, text, argv, index, guards, notes)
 
-    def _mark(self, place: str, text: str, argv: tuple[str, ...], index: int, guards: dict[int, int], notes: list[str]) -> None:
+    def _mark(
+        self, place: str, text: str, argv: tuple[str, ...], index: int, guards: dict[int, int], notes: list[str]
+    ) -> None:
         """Record what ``_place`` found for item ``index``."""
         if place == "protected":
-            self.protected = self.protected or f"`{_short(argv[index])}` names toolrt's own files (config, audit log, artifacts or state)"
+            self.protected = (
+                self.protected
+                or f"`{_short(argv[index])}` names toolrt's own files (config, audit log, artifacts or state)"
+            )
         elif place == "holds":
             self.holding.append(text)
             guards[index] = UNKNOWN
@@ -524,7 +592,9 @@ class _Placer:
             # Where it leads is only known once the line runs: toolrt's files, perhaps.
             self.linked.append(text)
             guards[index] = UNKNOWN
-            notes.append(f"`{_short(argv[index])}` may go through a link an earlier command of the line unpacks or checks out")
+            notes.append(
+                f"`{_short(argv[index])}` may go through a link an earlier command of the line unpacks or checks out"
+            )
         elif place == "outside":
             self.outside.append(text)
             if self.where.outside == "allow":
@@ -534,7 +604,7 @@ class _Placer:
             notes.append(f"`{_short(argv[index])}` names a path outside the workspace")
 
     def _place(self, text: str, *, write: bool) -> str:
-        """"inside", "outside", "holds" or "protected" for a path's text, from every
+        """ "inside", "outside", "holds" or "protected" for a path's text, from every
         directory the line may be in by then (``cd`` moves it): the worst of them counts."""
         if len(self.cwds) == 1 or text.startswith(("/", "~")):
             return self._place_from(self.cwd, text, write=write)
@@ -550,7 +620,10 @@ class _Placer:
             target = "~"  # home, the previous directory or a run-time value: somewhere unknown
         else:
             target = operands[0][1]
-        moved = [target if target.startswith(("/", "~")) else posixpath.normpath(posixpath.join(cwd, target)) for cwd in self.cwds]
+        moved = [
+            target if target.startswith(("/", "~")) else posixpath.normpath(posixpath.join(cwd, target))
+            for cwd in self.cwds
+        ]
         if ".." in target and target != "~":
             # bash's cd reads `..` from the text (-L) or after links (-P, `set -P`): both.
             moved += [self._physical(cwd, target) for cwd in self.cwds]
@@ -578,7 +651,10 @@ class _Placer:
                     if argv[0] == "ln" and effect.kind == linking.ALIAS and not source.startswith("/"):
                         # A symbolic link's relative target is read from the link's own folder;
                         # with -r (alone or in a bundle: -sr) ln computes it from the cwd reading.
-                        readings = [self._joined(posixpath.dirname(name), source), *(readings if _relative_ln(argv) else ())]
+                        readings = [
+                            self._joined(posixpath.dirname(name), source),
+                            *(readings if _relative_ln(argv) else ()),
+                        ]
                         self.link_texts[name] = source
                     elif effect.kind == linking.ALIAS:
                         # A copied or moved link keeps its text: a relative one is read from its new folder.
@@ -590,7 +666,10 @@ class _Placer:
                         if effect.kind == linking.HARD or (effect.kind == linking.ALIAS and argv[0] in ("ln", "cp")):
                             if self._place_from(".", stands_for, write=True) in ("protected", "holds"):
                                 what = "hard links" if effect.kind == linking.HARD else "links"
-                                self.protected = self.protected or f"`{argv[0]}` {what} `{_short(source)}`, which is or holds toolrt's own files"
+                                self.protected = (
+                                    self.protected
+                                    or f"`{argv[0]}` {what} `{_short(source)}`, which is or holds toolrt's own files"
+                                )
                         self.aliases.append((name, stands_for))
                         if argv[0] != "ln":
                             self.copies.add((name, stands_for))
@@ -649,7 +728,7 @@ class _Placer:
         return real
 
     def _place_from(self, cwd: str, text: str, *, write: bool) -> str:
-        """"inside", "outside", "holds" or "protected" for a path's text read from ``cwd``
+        """ "inside", "outside", "holds" or "protected" for a path's text read from ``cwd``
         (strings, not pathlib: this runs for every path-like word of every command line).
         toolrt's own files are looked for first, also through ``..`` and absolute paths."""
         if cwd.startswith("~") or text.startswith("~"):
@@ -681,7 +760,7 @@ class _Placer:
         return next(place for place in _WORST_FIRST if place in places)
 
     def _place_now(self, cwd: str, text: str, *, write: bool) -> str:
-        """"inside", "outside", "holds" or "protected" for a path as the files are now."""
+        """ "inside", "outside", "holds" or "protected" for a path as the files are now."""
         if not text.startswith("/") and cwd.startswith("/"):
             text = posixpath.join(cwd, text)
         where = self.where

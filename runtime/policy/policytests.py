@@ -29,7 +29,9 @@ def run_policy_tests(snapshot: Snapshot) -> list[CaseResult]:
 
 def _run(entry: PolicyTestEntry, snapshot: Snapshot, permitter: PolicyPermitter) -> CaseResult:
     case = entry.case
-    session = Session(id=case.session.id, user=case.session.user, mode=case.session.mode.value, labels=dict(case.session.labels))
+    session = Session(
+        id=case.session.id, user=case.session.user, mode=case.session.mode.value, labels=dict(case.session.labels)
+    )
     expect = case.expect
 
     def result(passed: bool, detail: str) -> CaseResult:
@@ -46,7 +48,9 @@ def _run(entry: PolicyTestEntry, snapshot: Snapshot, permitter: PolicyPermitter)
     if expect.validation_error:
         return result(False, "expected a validation error, but the arguments are valid")
     decision = permitter.decide(validated, session, snapshot)
-    got = f"{decision.effect}" + (f" by rule `{decision.rule}`" if decision.rule else f" (the default of the `{session.mode}` mode)")
+    got = f"{decision.effect}" + (
+        f" by rule `{decision.rule}`" if decision.rule else f" (the default of the `{session.mode}` mode)"
+    )
     if expect.decision is not None and decision.effect != expect.decision.value:
         return result(False, f"expected {expect.decision.value}, got {got}: {decision.reason}")
     if expect.rule is not None and (decision.rule is None or decision.rule.rsplit("/", 1)[-1] != expect.rule):

@@ -39,7 +39,9 @@ class Option:
     paths: Callable[[str], tuple[str, ...]] | None = None
 
 
-def opts(*specs: tuple[str, str | None, str] | tuple[str, str | None, str, Callable[[str], tuple[str, ...]]]) -> Mapping[str, Option]:
+def opts(
+    *specs: tuple[str, str | None, str] | tuple[str, str | None, str, Callable[[str], tuple[str, ...]]],
+) -> Mapping[str, Option]:
     table: dict[str, Option] = {}
     for spec in specs:
         names, kind, value = spec[0], spec[1], spec[2]
@@ -60,7 +62,9 @@ class Program:
     last_operand: str | None = None  # the last operand (cp: write) when there are two or more
     pattern_first: bool = False  # the first operand is a pattern, not a file (grep), unless -e/-f is given
     text_operands: bool = False  # operands are text, never files (echo)
-    script: Callable[[str], tuple[tuple[str, str | None], ...]] | None = None  # reads the program text operand (sed, awk): its effects
+    script: Callable[[str], tuple[tuple[str, str | None], ...]] | None = (
+        None  # reads the program text operand (sed, awk): its effects
+    )
     subcommands: Mapping[str, Program] | None = None
     subcommand_rule: Callable[[Sequence[str], int], str | None] | None = None  # (argv, index of subcommand) -> kind
     long_single_dash: bool = False  # options are whole words with one dash (find -delete)
@@ -213,7 +217,11 @@ _GIT_ANY = opts(
     ("--export-marks --output-directory --separate-git-dir", WRITE, "yes"),
     ("--import-marks --import-marks-if-exists --file --contents", READ, "yes"),
 )
-_GIT_FETCH = opts(("--upload-pack -u --exec", CODE, "yes"), ("--config -c --template", CODE, "yes"), ("--separate-git-dir", WRITE, "yes"))
+_GIT_FETCH = opts(
+    ("--upload-pack -u --exec", CODE, "yes"),
+    ("--config -c --template", CODE, "yes"),
+    ("--separate-git-dir", WRITE, "yes"),
+)
 
 
 def _git_config(argv: Sequence[str], at: int) -> str | None:
@@ -221,7 +229,12 @@ def _git_config(argv: Sequence[str], at: int) -> str | None:
     if any(item in ("--get", "--get-all", "--get-regexp", "--list", "-l", "get", "list") for item in rest):
         return READ
     operands = [item for item in rest if not item.startswith("-")]
-    return CODE if len(operands) >= 2 or any(item in ("--edit", "-e", "--add", "--unset", "set", "edit", "unset") for item in rest) else READ
+    return (
+        CODE
+        if len(operands) >= 2
+        or any(item in ("--edit", "-e", "--add", "--unset", "set", "edit", "unset") for item in rest)
+        else READ
+    )
 
 
 def _git_runs(argv: Sequence[str], at: int) -> str | None:
@@ -239,16 +252,39 @@ GIT = Program(
         **{
             name: _git_diffs()
             for name in (
-                "diff", "log", "show", "whatchanged", "range-diff", "diff-tree", "diff-files", "diff-index", "diff-pairs",
-                "shortlog", "rev-list", "reflog", "stash", "cherry-pick", "revert", "replay", "last-modified", "cherry",
+                "diff",
+                "log",
+                "show",
+                "whatchanged",
+                "range-diff",
+                "diff-tree",
+                "diff-files",
+                "diff-index",
+                "diff-pairs",
+                "shortlog",
+                "rev-list",
+                "reflog",
+                "stash",
+                "cherry-pick",
+                "revert",
+                "replay",
+                "last-modified",
+                "cherry",
             )
         },  # fmt: skip
         "blame": _git_diffs(**opts(("--contents -S", READ, "yes"))),
         "annotate": _git_diffs(**opts(("--contents -S", READ, "yes"))),
         "format-patch": _git_diffs(**opts(("-o --output-directory", WRITE, "yes"))),
-        "fast-export": _git_diffs(**opts(("--export-marks", WRITE, "yes"), ("--import-marks --import-marks-if-exists", READ, "yes"))),
-        "fast-import": Program(options=opts(("--export-marks", WRITE, "yes"), ("--import-marks --import-marks-if-exists", READ, "yes"))),
-        "grep": Program(options=opts(("-O --open-files-in-pager", CODE, "attached"), ("-f", READ, "yes"), ("-e", None, "yes")), pattern_first=True),
+        "fast-export": _git_diffs(
+            **opts(("--export-marks", WRITE, "yes"), ("--import-marks --import-marks-if-exists", READ, "yes"))
+        ),
+        "fast-import": Program(
+            options=opts(("--export-marks", WRITE, "yes"), ("--import-marks --import-marks-if-exists", READ, "yes"))
+        ),
+        "grep": Program(
+            options=opts(("-O --open-files-in-pager", CODE, "attached"), ("-f", READ, "yes"), ("-e", None, "yes")),
+            pattern_first=True,
+        ),
         "fetch": Program(options=_GIT_FETCH),
         "pull": Program(options=_GIT_FETCH),
         "clone": Program(options=_GIT_FETCH),
@@ -260,7 +296,9 @@ GIT = Program(
         "push": Program(options=opts(("--receive-pack --exec", CODE, "yes"))),
         "archive": Program(options=opts(("--exec --remote", CODE, "yes"), ("-o --output", WRITE, "yes"))),
         "rebase": Program(options=opts(("-x --exec", CODE, "yes"))),
-        "bisect": Program(options=_GIT_DIFF, subcommand_rule=lambda argv, at: CODE if "run" in argv[at + 1 :] else None),
+        "bisect": Program(
+            options=_GIT_DIFF, subcommand_rule=lambda argv, at: CODE if "run" in argv[at + 1 :] else None
+        ),
         "commit": Program(options=opts(("-F --file -t --template", READ, "yes"))),
         "tag": Program(options=opts(("-F --file", READ, "yes"))),
         "notes": Program(options=opts(("-F --file", READ, "yes"))),
@@ -272,10 +310,17 @@ GIT = Program(
         "send-email": _git_diffs(**opts(("--to-cmd --cc-cmd --sendmail-cmd --smtp-server --header-cmd", CODE, "yes"))),
         "daemon": Program(subcommand_rule=_git_runs),
         "instaweb": Program(subcommand_rule=_git_runs),
-        "bundle": Program(options=_GIT_DIFF, subcommand_rule=lambda argv, at: WRITE if "create" in argv[at + 1 :] else None),
+        "bundle": Program(
+            options=_GIT_DIFF, subcommand_rule=lambda argv, at: WRITE if "create" in argv[at + 1 :] else None
+        ),
         "apply": Program(options=opts(("--directory", WRITE, "yes"))),
         "worktree": Program(subcommand_rule=lambda argv, at: WRITE if "add" in argv[at + 1 :] else None),
-        "rm": Program(options=opts(("--pathspec-from-file", READ, "yes")), operands=WRITE, deletes=True, keeps=frozenset({"--cached", "-n", "--dry-run"})),
+        "rm": Program(
+            options=opts(("--pathspec-from-file", READ, "yes")),
+            operands=WRITE,
+            deletes=True,
+            keeps=frozenset({"--cached", "-n", "--dry-run"}),
+        ),
         "mv": Program(operands=WRITE, deletes=True, keeps=frozenset({"-n", "--dry-run"})),
     },
 )
@@ -288,14 +333,22 @@ _GREP = Program(
     options=opts(
         ("-R --dereference-recursive", FOLLOW, "no"),
         ("-f --file --exclude-from", READ, "yes"),
-        ("-e --regexp -m --max-count -A -B -C --after-context --before-context --context -d -D --directories --devices"
-         " --include --exclude --exclude-dir --label --binary-files --group-separator", None, "yes"),
+        (
+            "-e --regexp -m --max-count -A -B -C --after-context --before-context --context -d -D --directories --devices"
+            " --include --exclude --exclude-dir --label --binary-files --group-separator",
+            None,
+            "yes",
+        ),
         ("--color --colour", None, "attached"),
-        ("-r --recursive -n -i -l -L -c -v -w -x -o -q -s -h -H -E -F -G -P -z -Z -a -I -b -T -U --null"
-         " --line-number --ignore-case --no-ignore-case --files-with-matches --files-without-match --count"
-         " --invert-match --word-regexp --line-regexp --only-matching --quiet --silent --no-messages --no-filename"
-         " --with-filename --extended-regexp --fixed-strings --basic-regexp --perl-regexp --null-data --text"
-         " --byte-offset --initial-tab --line-buffered --no-group-separator", None, "no"),
+        (
+            "-r --recursive -n -i -l -L -c -v -w -x -o -q -s -h -H -E -F -G -P -z -Z -a -I -b -T -U --null"
+            " --line-number --ignore-case --no-ignore-case --files-with-matches --files-without-match --count"
+            " --invert-match --word-regexp --line-regexp --only-matching --quiet --silent --no-messages --no-filename"
+            " --with-filename --extended-regexp --fixed-strings --basic-regexp --perl-regexp --null-data --text"
+            " --byte-offset --initial-tab --line-buffered --no-group-separator",
+            None,
+            "no",
+        ),
     ),
     pattern_first=True,
 )
@@ -304,10 +357,14 @@ _RG = Program(
         ("-L --follow", FOLLOW, "no"),
         ("-f --file --ignore-file", READ, "yes"),
         ("--pre --hostname-bin", CODE, "yes"),
-        ("-e --regexp -g --glob --iglob -t --type -T --type-not --type-add --type-clear -m --max-count -A -B -C"
-         " --after-context --before-context --context -j --threads -M --max-columns --max-filesize -r --replace"
-         " --sort --sortr --path-separator --pre-glob --max-depth -d --encoding -E --engine --colors --color"
-         " --field-match-separator --field-context-separator --context-separator --dfa-size-limit --regex-size-limit", None, "yes"),
+        (
+            "-e --regexp -g --glob --iglob -t --type -T --type-not --type-add --type-clear -m --max-count -A -B -C"
+            " --after-context --before-context --context -j --threads -M --max-columns --max-filesize -r --replace"
+            " --sort --sortr --path-separator --pre-glob --max-depth -d --encoding -E --engine --colors --color"
+            " --field-match-separator --field-context-separator --context-separator --dfa-size-limit --regex-size-limit",
+            None,
+            "yes",
+        ),
     ),
     pattern_first=True,
 )
@@ -326,8 +383,12 @@ _SED = Program(
         ("-f --file", CODE_FILE, "yes"),
         ("-e --expression", SCRIPT, "yes"),
         ("-l --line-length", None, "yes"),
-        ("-s --separate -n --quiet --silent -E -r --regexp-extended -z --null-data -u --unbuffered --posix --debug"
-         " --sandbox --follow-symlinks -b --binary --help --version", None, "no"),
+        (
+            "-s --separate -n --quiet --silent -E -r --regexp-extended -z --null-data -u --unbuffered --posix --debug"
+            " --sandbox --follow-symlinks -b --binary --help --version",
+            None,
+            "no",
+        ),
     ),
     script=_sed_script,
 )
@@ -341,9 +402,13 @@ _AWK = Program(
         ("-o --pretty-print -p --profile", WRITE, "attached", _default("awkprof.out")),
         ("-D --debug", CODE, "attached"),  # the debugger runs the commands in the file
         ("-L --lint", None, "attached"),
-        ("-b --characters-as-bytes -c --traditional -C --copyright -g --gen-pot -h --help -M --bignum -N"
-         " --use-lc-numeric -n --non-decimal-data -O --optimize -P --posix -r --re-interval -s --no-optimize -S"
-         " --sandbox -t --lint-old -V --version --csv -k", None, "no"),
+        (
+            "-b --characters-as-bytes -c --traditional -C --copyright -g --gen-pot -h --help -M --bignum -N"
+            " --use-lc-numeric -n --non-decimal-data -O --optimize -P --posix -r --re-interval -s --no-optimize -S"
+            " --sandbox -t --lint-old -V --version --csv -k",
+            None,
+            "no",
+        ),
     ),
     script=_awk_script,
     given=frozenset({"-f", "--file", "-E", "--exec", "-e", "--source"}),
@@ -353,8 +418,12 @@ _AWK = Program(
 TAR_VALUE_LETTERS = "bCfFgHIKLNTVX"
 TAR = Program(
     options=opts(
-        ("--to-command --use-compress-program -I --checkpoint-action --info-script -F --new-volume-script --rsh-command"
-         " --rmt-command", CODE, "yes"),
+        (
+            "--to-command --use-compress-program -I --checkpoint-action --info-script -F --new-volume-script --rsh-command"
+            " --rmt-command",
+            CODE,
+            "yes",
+        ),
         ("-T --files-from -X --exclude-from --owner-map --group-map", READ, "yes"),
         ("-N --newer --after-date --newer-mtime --mtime", READ, "yes", _date_or_file),
         ("-C --directory", DIR, "yes"),
@@ -363,59 +432,94 @@ TAR = Program(
         ("--one-top-level", WRITE, "attached"),
         ("-h --dereference -P --absolute-names", FOLLOW, "no"),
         ("--remove-files", WRITE, "no"),
-        ("--exclude -b --blocking-factor -H --format --owner --group --mode --transform --xform --strip-components"
-         " -K --starting-file -V --label -L --tape-length --suffix --quoting-style --sort --level --record-size"
-         " --xattrs-include --xattrs-exclude --pax-option --hole-detection --warning --atime-preserve --exclude-tag"
-         " --exclude-tag-all --exclude-tag-under --exclude-ignore --exclude-ignore-recursive", None, "yes"),
+        (
+            "--exclude -b --blocking-factor -H --format --owner --group --mode --transform --xform --strip-components"
+            " -K --starting-file -V --label -L --tape-length --suffix --quoting-style --sort --level --record-size"
+            " --xattrs-include --xattrs-exclude --pax-option --hole-detection --warning --atime-preserve --exclude-tag"
+            " --exclude-tag-all --exclude-tag-under --exclude-ignore --exclude-ignore-recursive",
+            None,
+            "yes",
+        ),
         ("--backup --checkpoint --occurrence", None, "attached"),
-        ("--list --create --extract --get --append --update --concatenate --delete --diff --compare --test-label"
-         " --verbose --gzip --gunzip --ungzip --bzip2 --xz --lzma --lzip --lzop --zstd --compress --uncompress"
-         " --auto-compress --no-auto-compress --to-stdout --keep-old-files --keep-newer-files --overwrite"
-         " --overwrite-dir --skip-old-files --no-recursion --recursion --verify --totals --show-transformed-names"
-         " --wildcards --no-wildcards --anchored --no-anchored --ignore-case --no-ignore-case --numeric-owner"
-         " --preserve-permissions --same-permissions --same-owner --no-same-owner --no-same-permissions --sparse"
-         " --null --no-null --multi-volume --interactive --confirmation --ignore-zeros --ignore-failed-read"
-         " --one-file-system --acls --no-acls --xattrs --no-xattrs --selinux --no-selinux --utc --full-time"
-         " --unlink-first --recursive-unlink --check-device --no-check-device --check-links --exclude-vcs"
-         " --exclude-vcs-ignores --exclude-caches --exclude-caches-all --exclude-caches-under --exclude-backups"
-         " --force-local --block-number --help --version --usage --touch --delay-directory-restore"
-         " --no-delay-directory-restore --show-defaults --show-omitted-dirs", None, "no"),
+        (
+            "--list --create --extract --get --append --update --concatenate --delete --diff --compare --test-label"
+            " --verbose --gzip --gunzip --ungzip --bzip2 --xz --lzma --lzip --lzop --zstd --compress --uncompress"
+            " --auto-compress --no-auto-compress --to-stdout --keep-old-files --keep-newer-files --overwrite"
+            " --overwrite-dir --skip-old-files --no-recursion --recursion --verify --totals --show-transformed-names"
+            " --wildcards --no-wildcards --anchored --no-anchored --ignore-case --no-ignore-case --numeric-owner"
+            " --preserve-permissions --same-permissions --same-owner --no-same-owner --no-same-permissions --sparse"
+            " --null --no-null --multi-volume --interactive --confirmation --ignore-zeros --ignore-failed-read"
+            " --one-file-system --acls --no-acls --xattrs --no-xattrs --selinux --no-selinux --utc --full-time"
+            " --unlink-first --recursive-unlink --check-device --no-check-device --check-links --exclude-vcs"
+            " --exclude-vcs-ignores --exclude-caches --exclude-caches-all --exclude-caches-under --exclude-backups"
+            " --force-local --block-number --help --version --usage --touch --delay-directory-restore"
+            " --no-delay-directory-restore --show-defaults --show-omitted-dirs",
+            None,
+            "no",
+        ),
     )
 )
 _CURL = Program(
     options=opts(
-        ("-o --output -D --dump-header -c --cookie-jar --trace --trace-ascii --stderr --etag-save --libcurl"
-         " --output-dir --hsts --alt-svc --ssl-sessions", WRITE, "yes"),
+        (
+            "-o --output -D --dump-header -c --cookie-jar --trace --trace-ascii --stderr --etag-save --libcurl"
+            " --output-dir --hsts --alt-svc --ssl-sessions",
+            WRITE,
+            "yes",
+        ),
         ("-O --remote-name --remote-name-all -J --remote-header-name", WRITE, "no"),
         ("-K --config", CODE_FILE, "yes"),
         ("--engine", CODE, "yes"),
         ("-T --upload-file", READ, "yes", _upload_files),
-        ("--netrc-file --cacert --capath --cert --key --etag-compare --crlfile --pinnedpubkey"
-         " --proxy-cacert --proxy-capath --proxy-cert --proxy-key --proxy-crlfile --proxy-pinnedpubkey"
-         " --unix-socket --abstract-unix-socket --ech", READ, "yes"),
+        (
+            "--netrc-file --cacert --capath --cert --key --etag-compare --crlfile --pinnedpubkey"
+            " --proxy-cacert --proxy-capath --proxy-cert --proxy-key --proxy-crlfile --proxy-pinnedpubkey"
+            " --unix-socket --abstract-unix-socket --ech",
+            READ,
+            "yes",
+        ),
         ("-b --cookie", READ, "yes", _cookie_file),
-        ("-d --data --data-ascii --data-binary --json -H --header --proxy-header -w --write-out", READ, "yes", _at_file),
+        (
+            "-d --data --data-ascii --data-binary --json -H --header --proxy-header -w --write-out",
+            READ,
+            "yes",
+            _at_file,
+        ),
         ("--data-urlencode --url-query", READ, "yes", _encoded_file),
         ("-F --form", READ, "yes", _form_file),
         ("--variable", READ, "yes", _variable_file),
         ("-z --time-cond", READ, "yes", _date_or_file),
-        ("-X --request -u --user -A --user-agent -e --referer -x --proxy -m --max-time --data-raw --form-string"
-         " --connect-timeout -r --range --url --resolve --connect-to -U --proxy-user --retry --limit-rate -E"
-         " --cert-type --key-type --oauth2-bearer --proto --proto-redir --max-redirs --interface", None, "yes"),
+        (
+            "-X --request -u --user -A --user-agent -e --referer -x --proxy -m --max-time --data-raw --form-string"
+            " --connect-timeout -r --range --url --resolve --connect-to -U --proxy-user --retry --limit-rate -E"
+            " --cert-type --key-type --oauth2-bearer --proto --proto-redir --max-redirs --interface",
+            None,
+            "yes",
+        ),
     )
 )
 _WGET = Program(
     options=opts(
-        ("-O --output-document -o --output-file -a --append-output -P --directory-prefix --save-cookies"
-         " --warc-file --rejected-log --hsts-file", WRITE, "yes"),
+        (
+            "-O --output-document -o --output-file -a --append-output -P --directory-prefix --save-cookies"
+            " --warc-file --rejected-log --hsts-file",
+            WRITE,
+            "yes",
+        ),
         ("-e --execute --config --use-askpass", CODE, "yes"),
-        ("-i --input-file --post-file --body-file --load-cookies --ca-certificate --certificate --private-key"
-         " --ca-directory --crl-file", READ, "yes"),
+        (
+            "-i --input-file --post-file --body-file --load-cookies --ca-certificate --certificate --private-key"
+            " --ca-directory --crl-file",
+            READ,
+            "yes",
+        ),
         ("-U --user-agent --header --post-data --method -t --tries -T --timeout -l --level", None, "yes"),
     )
 )
 _COPY = Program(
-    options=opts(("-t --target-directory", WRITE, "yes"), ("-S --suffix", None, "yes"), ("-L --dereference", FOLLOW, "no")),
+    options=opts(
+        ("-t --target-directory", WRITE, "yes"), ("-S --suffix", None, "yes"), ("-L --dereference", FOLLOW, "no")
+    ),
     last_operand=WRITE,
 )
 LN = Program(options=opts(("-t --target-directory", WRITE, "yes"), ("-S --suffix", None, "yes")), last_operand=WRITE)
@@ -435,13 +539,13 @@ _PIP = Program(
         ("-r --requirement -c --constraint", READ, "yes"),
         ("-t --target --prefix --root --src --log --report --cache-dir -d --dest", WRITE, "yes"),
         ("-i --index-url --extra-index-url -f --find-links --trusted-host --config-settings -C", CODE, "yes"),
-    )
+    ),
 )
 _NPM = Program(
     command_first=True,
     options=opts(
         ("--prefix -C --userconfig --globalconfig --script-shell --node-options -c --call", CODE, "yes"),
-    )
+    ),
 )
 _MAKE = Program(
     options=opts(
@@ -467,7 +571,7 @@ FIND = Program(
         ("-exec -execdir -ok -okdir", CODE, "yes"),
         ("-delete", WRITE, "no"),
         ("-files0-from", READ, "yes"),
-    )
+    ),
 )
 _VIM = Program(
     options=opts(
@@ -486,8 +590,12 @@ _LESS = Program(
         ("-k --lesskey-file --lesskey-src", CODE_FILE, "yes"),
         ("--lesskey-content", CODE, "yes"),
         ("-T --tag-file", READ, "yes"),
-        ("-t --tag -b --buffers -h --max-back-scroll -j --jump-target -x --tabs -y --max-forw-scroll -z --window"
-         " -p --pattern -P --prompt", None, "yes"),
+        (
+            "-t --tag -b --buffers -h --max-back-scroll -j --jump-target -x --tabs -y --max-forw-scroll -z --window"
+            " -p --pattern -P --prompt",
+            None,
+            "yes",
+        ),
     ),
     plus_code=True,
 )
@@ -498,7 +606,10 @@ _COMPRESS = Program(
     keeps=frozenset({"-c", "-k", "-l", "-t", "--stdout", "--to-stdout", "--keep", "--list", "--test"}),
 )
 _UNIQ = Program(
-    options=opts(("-f --skip-fields -s --skip-chars -w --check-chars", None, "yes"), ("-D --all-repeated --group", None, "attached")),
+    options=opts(
+        ("-f --skip-fields -s --skip-chars -w --check-chars", None, "yes"),
+        ("-D --all-repeated --group", None, "attached"),
+    ),
     last_operand=WRITE,
 )
 _TREE = Program(
@@ -532,14 +643,26 @@ TABLE: Mapping[str, Program] = {
     "rsync": Program(
         options=opts(
             ("-e --rsh --rsync-path", CODE, "yes"),
-            ("--files-from --exclude-from --include-from --password-file --read-batch --compare-dest --copy-dest"
-             " --link-dest", READ, "yes"),
+            (
+                "--files-from --exclude-from --include-from --password-file --read-batch --compare-dest --copy-dest"
+                " --link-dest",
+                READ,
+                "yes",
+            ),
             ("--log-file --write-batch --only-write-batch --backup-dir -T --temp-dir --partial-dir", WRITE, "yes"),
             ("-L --copy-links --copy-unsafe-links -k --copy-dirlinks", FOLLOW, "no"),
-            ("--delete --delete-before --delete-during --delete-delay --delete-after --delete-excluded --del"
-             " --remove-source-files", WRITE, "no"),
-            ("-f --filter --exclude --include --chmod --chown -B --block-size --max-size --min-size --timeout"
-             " --bwlimit --suffix --port", None, "yes"),
+            (
+                "--delete --delete-before --delete-during --delete-delay --delete-after --delete-excluded --del"
+                " --remove-source-files",
+                WRITE,
+                "no",
+            ),
+            (
+                "-f --filter --exclude --include --chmod --chown -B --block-size --max-size --min-size --timeout"
+                " --bwlimit --suffix --port",
+                None,
+                "yes",
+            ),
         ),
         last_operand=WRITE,
     ),
@@ -579,12 +702,25 @@ TABLE: Mapping[str, Program] = {
     "ruby": Program(options=opts(("-e -r -I", CODE, "yes"))),
     "less": _LESS,
     **{name: _VIM for name in ("vim", "vi", "nvim", "view", "ex", "gvim", "vimdiff", "rvim", "gview", "evim")},
-    "zip": Program(options=opts(("-T -TT --unzip-command", CODE, "attached"), ("-m --move", WRITE, "no")), pattern_first=False),
+    "zip": Program(
+        options=opts(("-T -TT --unzip-command", CODE, "attached"), ("-m --move", WRITE, "no")), pattern_first=False
+    ),
     "unzip": Program(options=opts(("-d", WRITE, "yes"))),
-    "patch": Program(options=opts(("-o --output -r --reject-file", WRITE, "yes"), ("-i --input", READ, "yes"), ("-d --directory", DIR, "yes"))),
+    "patch": Program(
+        options=opts(
+            ("-o --output -r --reject-file", WRITE, "yes"), ("-i --input", READ, "yes"), ("-d --directory", DIR, "yes")
+        )
+    ),
     "split": Program(
-        options=opts(("--filter", CODE, "yes"), ("-a --suffix-length -b --bytes -C --line-bytes -l --lines -n --number -t --separator"
-                      " --additional-suffix", None, "yes")),
+        options=opts(
+            ("--filter", CODE, "yes"),
+            (
+                "-a --suffix-length -b --bytes -C --line-bytes -l --lines -n --number -t --separator"
+                " --additional-suffix",
+                None,
+                "yes",
+            ),
+        ),
         last_operand=WRITE,
     ),
     "csplit": Program(options=opts(("-f --prefix", WRITE, "yes"), ("-b --suffix-format -n --digits", None, "yes"))),
@@ -592,19 +728,55 @@ TABLE: Mapping[str, Program] = {
     "ls": Program(
         options=opts(
             ("-L --dereference", FOLLOW, "no"),
-            ("-I --ignore -w --width -T --tabsize --block-size --format --hide --indicator-style --quoting-style --sort"
-             " --time --time-style", None, "yes"),
+            (
+                "-I --ignore -w --width -T --tabsize --block-size --format --hide --indicator-style --quoting-style --sort"
+                " --time --time-style",
+                None,
+                "yes",
+            ),
             ("--color --colour", None, "attached"),
         )
     ),
     "tree": _TREE,
-    "du": Program(options=opts(("-L --dereference", FOLLOW, "no"), ("--files0-from -X --exclude-from", READ, "yes"), ("-d --max-depth -B --block-size -t --threshold --exclude --time-style", None, "yes"))),
+    "du": Program(
+        options=opts(
+            ("-L --dereference", FOLLOW, "no"),
+            ("--files0-from -X --exclude-from", READ, "yes"),
+            ("-d --max-depth -B --block-size -t --threshold --exclude --time-style", None, "yes"),
+        )
+    ),
     "wc": Program(options=opts(("--files0-from", READ, "yes"))),
     "date": Program(options=opts(("-f --file -r --reference", READ, "yes"), ("-d --date", None, "yes"))),
-    "jq": Program(options=opts(("-f --from-file", READ, "yes"), ("-L", READ, "yes"), ("--arg --argjson --slurpfile --rawfile", None, "yes")), pattern_first=True),
-    **{name: _COMPRESS for name in ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "lzma", "unlzma", "lzip", "pigz", "compress", "uncompress", "zstd", "unzstd")},
+    "jq": Program(
+        options=opts(
+            ("-f --from-file", READ, "yes"), ("-L", READ, "yes"), ("--arg --argjson --slurpfile --rawfile", None, "yes")
+        ),
+        pattern_first=True,
+    ),
+    **{
+        name: _COMPRESS
+        for name in (
+            "gzip",
+            "gunzip",
+            "bzip2",
+            "bunzip2",
+            "xz",
+            "unxz",
+            "lzma",
+            "unlzma",
+            "lzip",
+            "pigz",
+            "compress",
+            "uncompress",
+            "zstd",
+            "unzstd",
+        )
+    },
     "ssh": Program(options=opts(("-o -F -E -S -i", CODE, "yes"))),
     "docker": Program(subcommand_rule=lambda argv, at: CODE, command_first=True),
-    **{name: Program(command_first=True) for name in ("cargo", "go", "kubectl", "helm", "gh", "poetry", "uv", "terraform", "systemctl")},
+    **{
+        name: Program(command_first=True)
+        for name in ("cargo", "go", "kubectl", "helm", "gh", "poetry", "uv", "terraform", "systemctl")
+    },
     "crontab": Program(subcommand_rule=lambda argv, at: CODE),
 }

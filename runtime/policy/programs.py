@@ -48,7 +48,22 @@ from runtime.policy.program_table import (
 )
 from runtime.policy.scripts import UNKNOWN_PATH
 
-__all__ = ["CODE", "DIR", "FOLLOW", "GUARDED", "LINK", "READ", "WRITE", "Access", "accesses", "destroys", "may_create_files", "pattern_operands", "subcommand", "text_operands"]
+__all__ = [
+    "CODE",
+    "DIR",
+    "FOLLOW",
+    "GUARDED",
+    "LINK",
+    "READ",
+    "WRITE",
+    "Access",
+    "accesses",
+    "destroys",
+    "may_create_files",
+    "pattern_operands",
+    "subcommand",
+    "text_operands",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +106,13 @@ def accesses(argv: Sequence[str]) -> tuple[Access, ...]:
 def _attached_values(argv: tuple[str, ...]) -> tuple[Access, ...]:
     found = []
     for k, item in enumerate(argv[1:], 1):
-        if len(item) > 2 and item[0] == "-" and item[1].isalpha() and "=" not in item and ("/" in item or "." in item[2:]):
+        if (
+            len(item) > 2
+            and item[0] == "-"
+            and item[1].isalpha()
+            and "=" not in item
+            and ("/" in item or "." in item[2:])
+        ):
             found.append(Access(k, WRITE if item[1] in "oO" else READ, item[:2], item[2:]))
     return tuple(found)
 
@@ -114,7 +135,11 @@ def _analysed(argv: tuple[str, ...]) -> tuple[tuple[Access, ...], frozenset[int]
         roots = [k for k in range(1, len(argv)) if not argv[k].startswith("-") and argv[k] not in ("(", "!")]
         roots = roots[: next((n for n, k in enumerate(roots) if k > 1 and argv[k - 1].startswith("-")), len(roots))]
         found.extend(Access(k, WRITE, "-delete", argv[k]) for k in roots)
-    elif argv[0] == "unzip" and not any(a.what == "-d" for a in found) and not set(argv[1:]) & {"-l", "-t", "-v", "-Z", "-p", "-c"}:
+    elif (
+        argv[0] == "unzip"
+        and not any(a.what == "-d" for a in found)
+        and not set(argv[1:]) & {"-l", "-t", "-v", "-Z", "-p", "-c"}
+    ):
         found.append(Access(1, WRITE, "extract", ".", 0))  # into the working folder
     elif program is LN and len(operands) >= 2:
         found.extend(Access(k, LINK, "target", argv[k]) for k in operands[:-1])
@@ -142,14 +167,74 @@ _URL_PROGRAMS = frozenset({"curl", "wget", "git"})
 # of their own), and git commands that only read.
 _MAKE_NO_FILES = frozenset(
     {
-        "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "echo", "printf", "pwd", "true", "false",
-        "test", "[", "[[", "stat", "file", "du", "df", "which", "type", "uniq", "cut", "tr", "diff", "cmp", "jq",
-        "tree", "basename", "dirname", "realpath", "readlink", "date", "id", "whoami", "uname", "nl", "column", "tac",
-        "rev", "seq", "sleep", "cd", "pushd", "popd", "<", "sort", "sed", "awk", "gawk", "find", "git",
-        "shopt", "set", "export", "unset", "declare", "local", "readonly", "typeset", "read",
+        "ls",
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "echo",
+        "printf",
+        "pwd",
+        "true",
+        "false",
+        "test",
+        "[",
+        "[[",
+        "stat",
+        "file",
+        "du",
+        "df",
+        "which",
+        "type",
+        "uniq",
+        "cut",
+        "tr",
+        "diff",
+        "cmp",
+        "jq",
+        "tree",
+        "basename",
+        "dirname",
+        "realpath",
+        "readlink",
+        "date",
+        "id",
+        "whoami",
+        "uname",
+        "nl",
+        "column",
+        "tac",
+        "rev",
+        "seq",
+        "sleep",
+        "cd",
+        "pushd",
+        "popd",
+        "<",
+        "sort",
+        "sed",
+        "awk",
+        "gawk",
+        "find",
+        "git",
+        "shopt",
+        "set",
+        "export",
+        "unset",
+        "declare",
+        "local",
+        "readonly",
+        "typeset",
+        "read",
     }
 )
-_GIT_READS = frozenset({"status", "diff", "log", "show", "blame", "grep", "ls-files", "rev-parse", "branch", "shortlog", "describe"})
+_GIT_READS = frozenset(
+    {"status", "diff", "log", "show", "blame", "grep", "ls-files", "rev-parse", "branch", "shortlog", "describe"}
+)
 # Programs that delete, move away or lock up what they are given.
 _DESTRUCTIVE = frozenset({"rm", "rmdir", "unlink", "shred", "mv", "chmod", "chown", "chgrp", "truncate"})
 
@@ -174,12 +259,16 @@ def destroys(argv: Sequence[str], access: Access) -> bool:
 
 
 _DELETING = frozenset({"-delete", "clean", "stash", _DELETE})
+
+
 def _file_urls(argv: tuple[str, ...], patterns: list[int]) -> list[Access]:
     """``file:`` URLs read local files (``curl file:///etc/passwd``). curl expands
     ``{a,b}`` and ``[a-z]`` in URLs itself (unless ``-g``), so each expansion counts, and
     it decodes ``%XX`` in the path. Values of options other than ``--url`` are not URLs
     (``curl -d '[1,2]'``)."""
-    globbing = argv[0] == "curl" and not any(item == "--globoff" or (item[:1] == "-" and item[1:2] != "-" and "g" in item) for item in argv[1:])
+    globbing = argv[0] == "curl" and not any(
+        item == "--globoff" or (item[:1] == "-" and item[1:2] != "-" and "g" in item) for item in argv[1:]
+    )
     found = []
     skip = set(patterns)
     for k, item in enumerate(argv[1:], 1):
@@ -291,7 +380,9 @@ def _tar_file_kind(argv: Sequence[str], found: list[Access]) -> None:
     if len(argv) > 1 and not argv[1].startswith("-"):
         letters += argv[1]
     words = set(argv[1:])
-    creates = bool(set(letters) & set("cruA")) or bool(words & {"--create", "--append", "--update", "--concatenate", "--delete"})
+    creates = bool(set(letters) & set("cruA")) or bool(
+        words & {"--create", "--append", "--update", "--concatenate", "--delete"}
+    )
     extracts = "x" in letters or bool(words & {"--extract", "--get"})
     for k, access in enumerate(found):
         if access.what in ("-f", "--file") and (not creates or access.path == "-"):  # "-": standard input or output
@@ -312,8 +403,16 @@ def pattern_operands(argv: Sequence[str]) -> frozenset[int]:
 _PATH_KINDS = (READ, WRITE, DIR, CODE_FILE)
 
 
-def _scan(argv: Sequence[str], start: int, program: Program, found: list[Access], patterns: list[int],
-          seen_operands: list[int] | None = None, *, top: bool = True) -> None:
+def _scan(
+    argv: Sequence[str],
+    start: int,
+    program: Program,
+    found: list[Access],
+    patterns: list[int],
+    seen_operands: list[int] | None = None,
+    *,
+    top: bool = True,
+) -> None:
     """Walk ``argv[start:]`` as ``program`` reads it, adding accesses to ``found`` and
     the indices of pattern or script operands to ``patterns``."""
     operands: list[int] = []
@@ -349,7 +448,9 @@ def _scan(argv: Sequence[str], start: int, program: Program, found: list[Access]
             if argv[0] == "dd" and "=" in item:
                 key, _, target = item.partition("=")
                 if key in ("if", "of"):
-                    found.append(Access(i, READ if key == "if" else WRITE, key, target, len(key) + 1 if key == "of" else 0))
+                    found.append(
+                        Access(i, READ if key == "if" else WRITE, key, target, len(key) + 1 if key == "of" else 0)
+                    )
             operands.append(i)
             i += 1
             continue
@@ -374,7 +475,16 @@ def _scan(argv: Sequence[str], start: int, program: Program, found: list[Access]
                     patterns.append(i)  # a pattern, a number, code: not a path
             i += 1
             given_pattern = given_pattern or name in program.given
-            _record(found, argv, program, option, name, option_index, value_index if value is not None else None, named=len(typed))
+            _record(
+                found,
+                argv,
+                program,
+                option,
+                name,
+                option_index,
+                value_index if value is not None else None,
+                named=len(typed),
+            )
             continue
         # A cluster of short options: -abc, -oFILE, -o FILE.
         i += 1
@@ -394,7 +504,17 @@ def _scan(argv: Sequence[str], start: int, program: Program, found: list[Access]
                 found.append(Access(i - 1, option.kind or READ, name, None, j + 1 if option.kind in GUARDED else 0))
                 continue
             if attached_text or option.value == "attached":
-                _record(found, argv, program, option, name, i - 1, i - 1 if attached_text else None, named=j + 1, attached_at=j + 1)
+                _record(
+                    found,
+                    argv,
+                    program,
+                    option,
+                    name,
+                    i - 1,
+                    i - 1 if attached_text else None,
+                    named=j + 1,
+                    attached_at=j + 1,
+                )
             elif i < count:
                 _record(found, argv, program, option, name, i - 1, i, named=j + 1)
                 if option.kind not in _PATH_KINDS or option.paths is not None:
@@ -412,7 +532,11 @@ def _scan(argv: Sequence[str], start: int, program: Program, found: list[Access]
         _effects(found, program.script(argv[script_index]), script_index, "script", len(argv[script_index]))
     elif program.pattern_first and not given_pattern:
         patterns.append(operands[0])
-    files = [k for k in operands if k != script_index and not (program.pattern_first and not given_pattern and k == operands[0])]
+    files = [
+        k
+        for k in operands
+        if k != script_index and not (program.pattern_first and not given_pattern and k == operands[0])
+    ]
     if argv[0] == "sed" and any(a.what in ("-i", "--in-place") for a in found):
         found.extend(Access(k, WRITE, "operand", argv[k]) for k in files)
     elif program.operands is not None:
@@ -422,7 +546,9 @@ def _scan(argv: Sequence[str], start: int, program: Program, found: list[Access]
         found.append(Access(files[-1], program.last_operand, "operand", argv[files[-1]]))
 
 
-def _dash_w(argv: Sequence[str], program: Program, found: list[Access], patterns: list[int], item_index: int, j: int, i: int) -> tuple[int, str]:
+def _dash_w(
+    argv: Sequence[str], program: Program, found: list[Access], patterns: list[int], item_index: int, j: int, i: int
+) -> tuple[int, str]:
     """gawk's and mawk's ``-W NAME[=VALUE]``: the long option ``--NAME``. Returns the
     next index and the option's full name."""
     item = argv[item_index]
@@ -453,7 +579,11 @@ def _kept(argv: Sequence[str], program: Program) -> bool:
     for item in argv[1:]:
         if item in program.keeps:
             return True
-        if item.startswith("-") and not item.startswith("--") and any("-" + letter in program.keeps for letter in item[1:]):
+        if (
+            item.startswith("-")
+            and not item.startswith("--")
+            and any("-" + letter in program.keeps for letter in item[1:])
+        ):
             return True
     return False
 
@@ -467,13 +597,17 @@ def _abbreviated(program: Program, name: str, minimum: int = ABBREVIATION_MIN) -
     the one that does the most counts (the program may take either)."""
     if len(name) < minimum:
         return name, None
-    candidates = [(full, option) for full, option in program.options.items() if full.startswith(name) and full.startswith("--")]
+    candidates = [
+        (full, option) for full, option in program.options.items() if full.startswith(name) and full.startswith("--")
+    ]
     if not candidates:
         return name, None
     return max(candidates, key=lambda pair: _RANK[pair[1].kind])
 
 
-def _effects(found: list[Access], effects: tuple[tuple[str, str | None], ...], index: int, what: str, named: int) -> None:
+def _effects(
+    found: list[Access], effects: tuple[tuple[str, str | None], ...], index: int, what: str, named: int
+) -> None:
     """The accesses of a sed or awk program at item ``index`` (``named``: its length)."""
     for kind, path in effects:
         if kind == UNKNOWN_PATH:
@@ -482,8 +616,19 @@ def _effects(found: list[Access], effects: tuple[tuple[str, str | None], ...], i
             found.append(Access(index, kind, what, path, named if kind in GUARDED else 0))
 
 
-def _record(found: list[Access], argv: Sequence[str], program: Program, option: Option, name: str, option_index: int,
-            value_index: int | None, *, named: int, attached_at: int = 0, value: str | None = None) -> None:
+def _record(
+    found: list[Access],
+    argv: Sequence[str],
+    program: Program,
+    option: Option,
+    name: str,
+    option_index: int,
+    value_index: int | None,
+    *,
+    named: int,
+    attached_at: int = 0,
+    value: str | None = None,
+) -> None:
     """One option with its value (at ``value_index``: the option's own item when
     attached, from character ``attached_at``): the access it makes, the path it names.
     ``named``: the characters of the item up to the option's name, which an allow rule

@@ -222,7 +222,9 @@ _AWK_TOKEN = re.compile(
     r"|(?P<op>\|&|>>|>=|<=|==|!=|&&|\|\||\+\+|--|\+=|-=|\*=|/=|%=|\^=|\*\*=?|!~|[-+*/%^!<>=~?:,;(){}\[\]$|@])"
 )
 # Names after which a `/` starts a regular expression, not a division.
-_AWK_KEYWORDS = frozenset({"print", "printf", "return", "in", "case", "getline", "if", "while", "for", "do", "else", "delete", "exit"})
+_AWK_KEYWORDS = frozenset(
+    {"print", "printf", "return", "in", "case", "getline", "if", "while", "for", "do", "else", "delete", "exit"}
+)
 _AWK_STATEMENT_END = frozenset({";", "\n", "}", ""})
 # What may follow a literal file name for it to be the whole target.
 _AWK_TARGET_END = frozenset({")", ";", "\n", "}", "", "&&", "||", ">", "<", "==", "!=", ">=", "<=", "?", ":", ","})
@@ -373,7 +375,9 @@ def _awk_print_target(tokens: list[tuple[str, str]], k: int) -> str | None:
                 return None  # the end of an enclosing expression
         elif depth == 0 and value in (">", ">>"):
             return _literal_target(tokens, k + 1)
-        elif depth == 0 and (value in (";", "}") or (value == "\n" and _op(tokens, k - 1) not in (",", "{", "&&", "||"))):
+        elif depth == 0 and (
+            value in (";", "}") or (value == "\n" and _op(tokens, k - 1) not in (",", "{", "&&", "||"))
+        ):
             return None
         k += 1
     return None

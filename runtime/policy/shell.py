@@ -185,7 +185,9 @@ def split_command_line(line: str) -> CommandLine:
     if not isinstance(line, str):
         return CommandLine((), "the command line is not text")
     if len(line) > MAX_LINE_LENGTH:
-        return CommandLine((), f"the command line is too long to check ({len(line)} characters; the limit is {MAX_LINE_LENGTH})")
+        return CommandLine(
+            (), f"the command line is too long to check ({len(line)} characters; the limit is {MAX_LINE_LENGTH})"
+        )
     sink = _Sink()
     try:
         _Parser(line, sink, 0).parse()
@@ -387,7 +389,12 @@ def _has_brace(word: _Word) -> bool:
 
 def _shape(word: _Word) -> str:
     """The :attr:`CommandLine.shapes` character of one argv item."""
-    if word.expanded or _has_brace(word) or _has_extglob(word) or (word.plain[:1] == b"\x01" and word.value.startswith("~")):
+    if (
+        word.expanded
+        or _has_brace(word)
+        or _has_extglob(word)
+        or (word.plain[:1] == b"\x01" and word.value.startswith("~"))
+    ):
         return RUNTIME
     return GLOB if _has_glob(word) else LITERAL
 
@@ -439,11 +446,30 @@ _PURE_ARITH = re.compile(r"(?:\s++|0[xX][0-9a-fA-F]++|[0-9]++#[0-9A-Za-z@_]++|[0
 _PARAM_HEAD = re.compile(r"([!#]?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!\-])")
 _SAFE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[(?:[0-9]+|@|\*)\])?")
 _SAFE_NUMBER = re.compile(r"[-+]?[0-9]+|\$[?#$!]|\$\{[?#$!]\}|\$\{#[A-Za-z_][A-Za-z0-9_]*\}")
-_ANSI_C_ESCAPE = re.compile(r"\\(?:([abeEfnrtv\\'\"?])|([0-7]{1,3})|x([0-9a-fA-F]{1,2})|u([0-9a-fA-F]{1,4})|U([0-9a-fA-F]{1,8})|c(.))", re.DOTALL)
-_ANSI_C_SIMPLE = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_ANSI_C_ESCAPE = re.compile(
+    r"\\(?:([abeEfnrtv\\'\"?])|([0-7]{1,3})|x([0-9a-fA-F]{1,2})|u([0-9a-fA-F]{1,4})|U([0-9a-fA-F]{1,8})|c(.))",
+    re.DOTALL,
+)
+_ANSI_C_SIMPLE = {
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
 
 _TOO_DEEP = f"the command line nests commands more than {MAX_DEPTH} levels deep"
-_SKIPPED_KEYWORDS = frozenset({"if", "then", "elif", "else", "fi", "while", "until", "do", "done", "!", "{", "}", "esac"})
+_SKIPPED_KEYWORDS = frozenset(
+    {"if", "then", "elif", "else", "fi", "while", "until", "do", "done", "!", "{", "}", "esac"}
+)
 _TEST_ARITH_OPERATORS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 
 
@@ -648,7 +674,9 @@ class _Parser:
                         with self._nested():
                             self._list(")")
                 elif len(words) == 1 and not assignments and not header and self._function_parens():
-                    self.sink.problem(f"a function ({_short(words[0].value)}) is defined: its body runs later under that name")
+                    self.sink.problem(
+                        f"a function ({_short(words[0].value)}) is defined: its body runs later under that name"
+                    )
                     words = []
                 else:
                     self._fail("a '(' appears where a command cannot start")
@@ -719,11 +747,15 @@ class _Parser:
         _finish(words, assignments, ctx)
         if 0 <= posix_break < len(words):
             # bash reads "a &>f b" as "a b" with a redirection; sh (dash) runs "a &" and then "b >f".
-            ctx.problem("'&>' is a redirection in bash but ends the command in sh, where the words after its target run as a command")
+            ctx.problem(
+                "'&>' is a redirection in bash but ends the command in sh, where the words after its target run as a command"
+            )
             _finish(words[posix_break:], [], ctx)
         if feeds_shell:
             for herestring in herestrings:
-                ctx.problem(f"a here-string ({_short(herestring.value, 20)}) feeds its text to a shell, which runs it as a script")
+                ctx.problem(
+                    f"a here-string ({_short(herestring.value, 20)}) feeds its text to a shell, which runs it as a script"
+                )
                 self._sub_parse(herestring.value)
         return False
 
@@ -737,7 +769,9 @@ class _Parser:
         been listed: then it is True when any command listed so far is a shell.
         """
         if words:
-            return any(_is_shell_name(w) for w in words) or (not words[0].expanded and _basename(words[0].value) in _PRIVILEGE_WRAPPERS)
+            return any(_is_shell_name(w) for w in words) or (
+                not words[0].expanded and _basename(words[0].value) in _PRIVILEGE_WRAPPERS
+            )
         return self.sink.started_shell()
 
     @staticmethod
@@ -769,7 +803,9 @@ class _Parser:
     def _function_keyword(self) -> None:
         self._blanks()
         name = self._word()
-        self.sink.problem(f"a function ({_short(name.value if name else '?')}) is defined: its body runs later under that name")
+        self.sink.problem(
+            f"a function ({_short(name.value if name else '?')}) is defined: its body runs later under that name"
+        )
         self._blanks()
         if self._peek() == "(" and not self._function_parens():
             self._fail("a '(' appears where a command cannot start")
@@ -788,7 +824,9 @@ class _Parser:
         if target is None:
             self._fail(f"a redirection ({operator}) has no target")
         if operator in ("<<", "<<-"):
-            self.sink.problem(f"a here-document ({operator}{_short(target.value, 20)}) feeds text to a command, and that text is not checked")
+            self.sink.problem(
+                f"a here-document ({operator}{_short(target.value, 20)}) feeds text to a command, and that text is not checked"
+            )
             self.heredocs.append(_Heredoc(target.value, operator == "<<-", not target.quoted and not target.expanded))
         elif operator == "<<<":
             self.herestrings.append(target)  # text, not a file; split if a shell reads it (see _command)
@@ -942,7 +980,9 @@ class _Parser:
                 self._backquote(builder, quoted=False)
             elif char in "<>" and self._peek2() == "(":
                 self._process_substitution(builder)
-            elif char == "(" and not builder.quoted and not builder.expanded and _ARRAY_PREFIX.fullmatch(builder.text()):
+            elif (
+                char == "(" and not builder.quoted and not builder.expanded and _ARRAY_PREFIX.fullmatch(builder.text())
+            ):
                 self._array_literal(builder)
             else:
                 break
@@ -1201,7 +1241,9 @@ class _Parser:
         with self._nested():
             head = _PARAM_HEAD.match(self.text, self.pos)
             if head is None:
-                self.sink.problem(f"a parameter expansion is malformed ({_short(self.text[self.pos - 2 : self.pos + 20])})")
+                self.sink.problem(
+                    f"a parameter expansion is malformed ({_short(self.text[self.pos - 2 : self.pos + 20])})"
+                )
                 prefix, name = "", ""
             else:
                 prefix, name = head.group(1), head.group(2)
@@ -1218,7 +1260,9 @@ class _Parser:
     def _check_parameter(self, prefix: str, name: str, subscript: str, rest: str) -> None:
         shown = f"${{{prefix}{name}{'[' + subscript + ']' if subscript else ''}{rest}}}"
         if prefix == "!" and not (rest in ("*", "@") or (subscript in ("@", "*") and not rest)):
-            self.sink.problem(f"an indirect expansion ({_short(shown)}) reads a variable named at run time, which can run commands through an array subscript")
+            self.sink.problem(
+                f"an indirect expansion ({_short(shown)}) reads a variable named at run time, which can run commands through an array subscript"
+            )
         if subscript and subscript not in ("@", "*") and not _PURE_ARITH.fullmatch(subscript):
             self.sink.problem(_arith_problem(subscript))
         if not prefix and rest.startswith((":=", "=")):
@@ -1389,13 +1433,19 @@ def _resolve(words: list[_Word], ctx: _Context) -> None:
 
 def _name_known(word: _Word, ctx: _Context) -> bool:
     if word.expanded:
-        ctx.problem(f"the command name comes from an expansion ({_short(word.value)}), so the command is only known at run time")
+        ctx.problem(
+            f"the command name comes from an expansion ({_short(word.value)}), so the command is only known at run time"
+        )
         return False
     if _has_glob(word):
-        ctx.problem(f"the command name is a glob pattern ({_short(word.value)}), so the command depends on the files present")
+        ctx.problem(
+            f"the command name is a glob pattern ({_short(word.value)}), so the command depends on the files present"
+        )
         return False
     if _has_brace(word):
-        ctx.problem(f"the command name uses brace expansion ({_short(word.value)}), which can turn it into another command")
+        ctx.problem(
+            f"the command name uses brace expansion ({_short(word.value)}), which can turn it into another command"
+        )
         return False
     return True
 
@@ -1481,11 +1531,35 @@ _WRITTEN_FILE_VARIABLES = frozenset(
     }
 )  # fmt: skip
 # Variables naming a file a program reads (certificates, netrc): judged as a read.
-_READ_FILE_VARIABLES = frozenset({"CURL_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "NETRC", "HOSTALIASES"})
+_READ_FILE_VARIABLES = frozenset(
+    {
+        "CURL_CA_BUNDLE",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "NODE_EXTRA_CA_CERTS",
+        "NETRC",
+        "HOSTALIASES",
+    }
+)
 # LD_ names the dynamic loader reads only as switches; any other LD_ name loads code or writes a file.
-_LD_SWITCHES = frozenset({"LD_DEBUG", "LD_BIND_NOW", "LD_BIND_NOT", "LD_WARN", "LD_VERBOSE", "LD_SHOW_AUXV", "LD_TRACE_LOADED_OBJECTS", "LD_DYNAMIC_WEAK", "LD_POINTER_GUARD"})
+_LD_SWITCHES = frozenset(
+    {
+        "LD_DEBUG",
+        "LD_BIND_NOW",
+        "LD_BIND_NOT",
+        "LD_WARN",
+        "LD_VERBOSE",
+        "LD_SHOW_AUXV",
+        "LD_TRACE_LOADED_OBJECTS",
+        "LD_DYNAMIC_WEAK",
+        "LD_POINTER_GUARD",
+    }
+)
 # Values of GIT_TRACE* that send the trace to standard error or a descriptor, not a file.
-_TRACE_SWITCHES = frozenset({"", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "true", "false", "yes", "no", "on", "off"})
+_TRACE_SWITCHES = frozenset(
+    {"", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "true", "false", "yes", "no", "on", "off"}
+)
 # Characters an IFS value may hold and still only remove split points from the default.
 _DEFAULT_IFS = frozenset(" \t\n")
 # System directories a literal PATH may list (``env -i PATH=/bin cmd``); anything else
@@ -1533,7 +1607,9 @@ def _check_variable(name: str, value: str, literal: bool, ctx: _Context) -> None
     is listed like a redirection, ``(">", file)`` or ``("<", file)``.
     """
     if _loads_code(name, value, literal):
-        ctx.problem(f"the variable {name} is set, and it changes which code, settings or programs the shell and the programs it starts load, which this check cannot see")
+        ctx.problem(
+            f"the variable {name} is set, and it changes which code, settings or programs the shell and the programs it starts load, which this check cannot see"
+        )
     if _runs_value(name):
         if not literal:
             ctx.problem(f"the variable {name} holds a command that is only known at run time")
@@ -1558,7 +1634,9 @@ def _check_assigned_names(what: str, names: Sequence[str], ctx: _Context) -> Non
     for variable in names:
         name = variable.partition("[")[0]
         if _loads_code(name, "", False) or _runs_value(name) or _names_file(name):
-            ctx.problem(f"{what} sets the variable {name} to a value only known at run time, and that variable makes the shell or programs run or load code, or names a file they write or read")
+            ctx.problem(
+                f"{what} sets the variable {name} to a value only known at run time, and that variable makes the shell or programs run or load code, or names a file they write or read"
+            )
 
 
 # -- option scanning -----------------------------------------------------------
@@ -1596,7 +1674,11 @@ def _scan_options(words: list[_Word], start: int, spec: _Options) -> tuple[int, 
                 i += 1
             elif i + 1 < count and (option in spec.long_values or _abbreviates(option, spec.long_values)):
                 # getopt_long takes any unambiguous prefix (--out x is --output x).
-                full = option if option in spec.long_values else next(v for v in sorted(spec.long_values) if v.startswith(option))
+                full = (
+                    option
+                    if option in spec.long_values
+                    else next(v for v in sorted(spec.long_values) if v.startswith(option))
+                )
                 seen.append((full, words[i + 1].value))
                 i += 2
             else:
@@ -1625,14 +1707,18 @@ def _scan_options(words: list[_Word], start: int, spec: _Options) -> tuple[int, 
     return i, seen
 
 
-def _wrapped(name: str, words: list[_Word], i: int, ctx: _Context, *, visible: bool = False, extra: Sequence[_Word] = ()) -> None:
+def _wrapped(
+    name: str, words: list[_Word], i: int, ctx: _Context, *, visible: bool = False, extra: Sequence[_Word] = ()
+) -> None:
     """The wrapper ``words`` runs ``words[i:]``: list that command (and the wrapper if visible)."""
     if visible or i >= len(words):
         ctx.emit_words(name, words)
     if i >= len(words):
         return
     if not all(_fixed(w) or _quoted_assignment(w) for w in words[1:i]):
-        ctx.problem(f"the options of {name} are only known at run time, so the command it runs is unclear ({_short(' '.join(_argv(name, words)))})")
+        ctx.problem(
+            f"the options of {name} are only known at run time, so the command it runs is unclear ({_short(' '.join(_argv(name, words)))})"
+        )
     inner = ctx.deeper()
     if inner is not None:
         _resolve([*words[i:], *extra], inner)
@@ -1658,7 +1744,11 @@ def _emit_files(seen: list[tuple[str, str | None]], files: Mapping[str, str], ct
 
 
 def _wrapper(
-    spec: _Options = _NO_OPTIONS, *, operands: int = 0, no_command: frozenset[str] = frozenset(), visible: bool = False,
+    spec: _Options = _NO_OPTIONS,
+    *,
+    operands: int = 0,
+    no_command: frozenset[str] = frozenset(),
+    visible: bool = False,
     files: Mapping[str, str] | None = None,
 ) -> _Handler:
     """A handler for a wrapper: options, ``operands`` fixed operands, then the command.
@@ -1709,9 +1799,15 @@ def _env(name: str, words: list[_Word], ctx: _Context) -> None:
                     if value[j] == "S":
                         split_text = attached
                     break
-        if value.startswith("--ch") and "--chdir".startswith(value.partition("=")[0]) or (not value.startswith("--") and "C" in value[1:]):
+        if (
+            value.startswith("--ch")
+            and "--chdir".startswith(value.partition("=")[0])
+            or (not value.startswith("--") and "C" in value[1:])
+        ):
             # The command runs in another directory: its relative paths are not where they seem.
-            ctx.problem(f"{name} {_short(value, 30)} runs the command in another directory, so its paths cannot be placed")
+            ctx.problem(
+                f"{name} {_short(value, 30)} runs the command in another directory, so its paths cannot be placed"
+            )
         if split_text is None:
             i += width
             continue
@@ -1733,9 +1829,26 @@ def _env(name: str, words: list[_Word], ctx: _Context) -> None:
 _SUDO = _Options(
     short_values="CDgpRrTtUuac",
     short_optional="h",
-    long_values=frozenset({"--user", "--group", "--chdir", "--close-from", "--prompt", "--chroot", "--role", "--type", "--command-timeout", "--other-user", "--auth-type", "--login-class"}),
+    long_values=frozenset(
+        {
+            "--user",
+            "--group",
+            "--chdir",
+            "--close-from",
+            "--prompt",
+            "--chroot",
+            "--role",
+            "--type",
+            "--command-timeout",
+            "--other-user",
+            "--auth-type",
+            "--login-class",
+        }
+    ),
 )
-_SUDO_NO_COMMAND = frozenset({"-e", "--edit", "-l", "--list", "-v", "--validate", "-V", "--version", "--help", "-K", "--remove-timestamp"})
+_SUDO_NO_COMMAND = frozenset(
+    {"-e", "--edit", "-l", "--list", "-v", "--validate", "-V", "--version", "--help", "-K", "--remove-timestamp"}
+)
 
 
 def _sudo(name: str, words: list[_Word], ctx: _Context) -> None:
@@ -1751,7 +1864,12 @@ def _sudo(name: str, words: list[_Word], ctx: _Context) -> None:
     _wrapped(name, words, i, ctx, visible=True)
 
 
-_SU = _Options(short_values="cCsgGw", long_values=frozenset({"--command", "--session-command", "--shell", "--group", "--supp-group", "--whitelist-environment"}))
+_SU = _Options(
+    short_values="cCsgGw",
+    long_values=frozenset(
+        {"--command", "--session-command", "--shell", "--group", "--supp-group", "--whitelist-environment"}
+    ),
+)
 
 
 def _su(name: str, words: list[_Word], ctx: _Context) -> None:
@@ -1803,7 +1921,9 @@ def _shell(name: str, words: list[_Word], ctx: _Context) -> None:
 _XARGS = _Options(
     short_values="adEILnPsJRS",
     short_optional="eil",
-    long_values=frozenset({"--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}),
+    long_values=frozenset(
+        {"--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}
+    ),
 )
 
 
@@ -1854,7 +1974,9 @@ def _find(name: str, words: list[_Word], ctx: _Context) -> None:
         word = words[i]
         if word.value in _FIND_ACTIONS and not word.expanded:
             start = j = i + 1
-            while j < count and not (words[j].value == ";" or (words[j].value == "+" and j > start and words[j - 1].value == "{}")):
+            while j < count and not (
+                words[j].value == ";" or (words[j].value == "+" and j > start and words[j - 1].value == "{}")
+            ):
                 j += 1
             command = [w if "{}" not in w.value else _runtime_word(w.value) for w in words[start:j]]
             inner = ctx.deeper() if command else None
@@ -1863,7 +1985,9 @@ def _find(name: str, words: list[_Word], ctx: _Context) -> None:
             i = j + 1
             continue
         if _find_word_may_hide_action(words, i, last_terminator):
-            ctx.problem(f"an argument of find ({_short(word.value)}) is only known at run time and could add an -exec action")
+            ctx.problem(
+                f"an argument of find ({_short(word.value)}) is only known at run time and could add an -exec action"
+            )
         i += 1
 
 
@@ -1946,11 +2070,15 @@ def _completion(name: str, words: list[_Word], ctx: _Context) -> None:
             found.append((letter, given))
             break
     if options_unknown:
-        ctx.problem(f"the options of {name} are only known at run time, and -C, -F or -W would run code ({_short(' '.join(_argv(name, words)))})")
+        ctx.problem(
+            f"the options of {name} are only known at run time, and -C, -F or -W would run code ({_short(' '.join(_argv(name, words)))})"
+        )
     registers = name != "compgen"
     for letter, given in found:
         if letter == "F":
-            ctx.problem(f"{name} -F {_short(given.value, 30)} calls a shell function, whose commands are not visible here")
+            ctx.problem(
+                f"{name} -F {_short(given.value, 30)} calls a shell function, whose commands are not visible here"
+            )
         elif letter == "V":
             _check_set_names(name, [given.value], ctx)
         elif letter == "C":
@@ -1965,7 +2093,9 @@ def _completion(name: str, words: list[_Word], ctx: _Context) -> None:
                 ctx.parse_line(f"{given.value} 'compgen' {_single_quoted(completed)} ''")
         elif letter == "W":
             if not _fixed(given):
-                ctx.problem(f"the wordlist of {name} -W is only known at run time, and its expansions run when it is used ({_short(given.value)})")
+                ctx.problem(
+                    f"the wordlist of {name} -W is only known at run time, and its expansions run when it is used ({_short(given.value)})"
+                )
             elif registers and ("$" in given.value or "`" in given.value):
                 ctx.problem(f"{name} -W registers a wordlist whose expansions run later, at completion time")
             ctx.scan_expansions(given.value)  # the wordlist is expanded (again) when it is used
@@ -1978,7 +2108,9 @@ def _single_quoted(text: str) -> str:
 def _check_names(name: str, names: Sequence[str], ctx: _Context) -> None:
     for variable in names:
         if not _SAFE_NAME.fullmatch(variable):
-            ctx.problem(f"{name} is given the variable name {_short(variable, 40)!r}, whose subscript is evaluated as arithmetic and can run commands")
+            ctx.problem(
+                f"{name} is given the variable name {_short(variable, 40)!r}, whose subscript is evaluated as arithmetic and can run commands"
+            )
 
 
 _READ = _Options(short_values="adinNptu")
@@ -2034,9 +2166,13 @@ def _declaration(name: str, words: list[_Word], ctx: _Context) -> None:
         value = word.value
         if value[:1] in ("-", "+") and len(value) > 1:
             if word.expanded:
-                ctx.problem(f"the options of {name} are only known at run time ({_short(value)}), and -i or -n would change what later assignments do")
+                ctx.problem(
+                    f"the options of {name} are only known at run time ({_short(value)}), and -i or -n would change what later assignments do"
+                )
             elif value[0] == "-" and "i" in value:
-                ctx.problem(f"{name} {value} gives a variable the integer attribute: every later assignment to it is arithmetic, which can run commands through an array subscript")
+                ctx.problem(
+                    f"{name} {value} gives a variable the integer attribute: every later assignment to it is arithmetic, which can run commands through an array subscript"
+                )
             elif value[0] == "-" and "n" in value:
                 ctx.problem(f"{name} {value} makes a name reference: later assignments to it write to another variable")
             continue
@@ -2061,7 +2197,9 @@ def _check_test_operands(name: str, tokens: Sequence[_Word], ctx: _Context) -> N
             for operand in (tokens[k - 1] if k else None, tokens[k + 1] if k + 1 < len(tokens) else None):
                 if operand is None:
                     continue
-                if _SAFE_NUMBER.fullmatch(operand.value) or (not operand.expanded and _PURE_ARITH.fullmatch(operand.value)):
+                if _SAFE_NUMBER.fullmatch(operand.value) or (
+                    not operand.expanded and _PURE_ARITH.fullmatch(operand.value)
+                ):
                     continue
                 ctx.problem(_arith_problem(f"[[ {operand.value} {token.value} ]]"))
 
@@ -2096,7 +2234,9 @@ _HANDLERS: dict[str, _Handler] = {
     "nohup": _wrapper(),
     "timeout": _wrapper(_Options(short_values="sk", long_values=frozenset({"--signal", "--kill-after"})), operands=1),
     "nice": _wrapper(_Options(short_values="n", long_values=frozenset({"--adjustment"}), numbers=True)),
-    "time": _wrapper(_Options(short_values="fo", long_values=frozenset({"--format", "--output"})), files={"-o": ">", "--output": ">"}),
+    "time": _wrapper(
+        _Options(short_values="fo", long_values=frozenset({"--format", "--output"})), files={"-o": ">", "--output": ">"}
+    ),
     "command": _wrapper(no_command=frozenset({"-v", "-V"})),
     "exec": _wrapper(_Options(short_values="a")),
     "builtin": _wrapper(),

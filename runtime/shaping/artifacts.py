@@ -118,14 +118,18 @@ def check_artifact_id(artifact_id: object) -> str:
         raise ArtifactError(f"artifact id must be a string, not {type(artifact_id).__name__}.")
     shown = repr(artifact_id[:60]) + ("..." if len(artifact_id) > 60 else "")
     if "\x00" in artifact_id:
-        raise ArtifactError(f"invalid artifact id {shown}: it contains a NUL byte. Use the id from the truncation notice, e.g. art_0123456789abcdef01234567.")
+        raise ArtifactError(
+            f"invalid artifact id {shown}: it contains a NUL byte. Use the id from the truncation notice, e.g. art_0123456789abcdef01234567."
+        )
     if "/" in artifact_id or "\\" in artifact_id or ".." in artifact_id:
         raise ArtifactError(
             f"invalid artifact id {shown}: it contains a path separator or `..`; an artifact id is a name, not a path. Use the id from the truncation notice, e.g. art_0123456789abcdef01234567."
         )
     token = artifact_id[len(_PREFIX) :]
     if not artifact_id.startswith(_PREFIX) or len(token) != 24 or not _HEX.issuperset(token):
-        raise ArtifactError(f"invalid artifact id {shown}: expected `art_` followed by 24 lowercase hex digits, e.g. art_0123456789abcdef01234567.")
+        raise ArtifactError(
+            f"invalid artifact id {shown}: expected `art_` followed by 24 lowercase hex digits, e.g. art_0123456789abcdef01234567."
+        )
     return artifact_id
 
 
@@ -175,7 +179,9 @@ def _owned_by(record: object, session: object) -> bool:
 class ArtifactStore:
     """A directory of saved outputs, with retention by count, total size and age."""
 
-    def __init__(self, root: Path, max_count: int = 1000, max_bytes: int = 1 << 30, max_age_s: float = 7 * 86400) -> None:
+    def __init__(
+        self, root: Path, max_count: int = 1000, max_bytes: int = 1 << 30, max_age_s: float = 7 * 86400
+    ) -> None:
         if max_count < 1 or max_bytes < 1 or max_age_s <= 0:
             raise ValueError("max_count, max_bytes and max_age_s must be positive")
         self.root = Path(root)
@@ -188,7 +194,9 @@ class ArtifactStore:
 
     # -- writing -----------------------------------------------------------------------
 
-    def save(self, text: str, *, call_id: str, tool: str, session: str = DEFAULT_SESSION, untrusted: bool = False) -> ArtifactRef:
+    def save(
+        self, text: str, *, call_id: str, tool: str, session: str = DEFAULT_SESSION, untrusted: bool = False
+    ) -> ArtifactRef:
         """Save ``text`` atomically for ``session`` (only it can read it back) and return
         where it is; then apply retention. ``untrusted``: the output of an untrusted tool
         (pages of it are marked as data when read)."""
@@ -201,7 +209,9 @@ class ArtifactStore:
             writer.abort()
             raise
 
-    def writer(self, *, call_id: str, tool: str, session: str = DEFAULT_SESSION, untrusted: bool = False) -> ArtifactWriter:
+    def writer(
+        self, *, call_id: str, tool: str, session: str = DEFAULT_SESSION, untrusted: bool = False
+    ) -> ArtifactWriter:
         """A writer for output too large to hold in memory: ``write`` chunks, then ``close``.
         The artifact belongs to ``session``; ``untrusted`` as for :meth:`save`."""
         try:
@@ -243,7 +253,9 @@ class ArtifactStore:
     def info(self, artifact_id: str, *, session: str = DEFAULT_SESSION) -> ArtifactRef:
         """The :class:`ArtifactRef` of an artifact ``session`` saved (:class:`ArtifactError` if unknown to it)."""
         meta = self._meta(artifact_id, session)
-        return ArtifactRef(artifact_id, self._paths(artifact_id)[0], int(meta["chars"]), int(meta["bytes"]), str(meta["sha256"]))
+        return ArtifactRef(
+            artifact_id, self._paths(artifact_id)[0], int(meta["chars"]), int(meta["bytes"]), str(meta["sha256"])
+        )
 
     def read(
         self,
@@ -287,7 +299,9 @@ class ArtifactStore:
         text_path, index_path, _ = self._paths(artifact_id)
         try:
             with _open_nofollow(text_path) as raw:
-                skip = self._seek(raw, index_path, offset, int(meta["bytes"]) == total, int(meta.get("stride", INDEX_STRIDE)))
+                skip = self._seek(
+                    raw, index_path, offset, int(meta["bytes"]) == total, int(meta.get("stride", INDEX_STRIDE))
+                )
                 reader = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="\n")
                 while skip:
                     skip -= len(reader.read(skip)) or skip  # `or skip`: stop at a premature end
@@ -298,10 +312,14 @@ class ArtifactStore:
                     if look_ahead > 0 and end < total:
                         after = reader.read(look_ahead)
                 else:
-                    text, end = _filter_lines(reader, regex, prefilter, offset, min(total, offset + PATTERN_SCAN_CHARS), limit)
+                    text, end = _filter_lines(
+                        reader, regex, prefilter, offset, min(total, offset + PATTERN_SCAN_CHARS), limit
+                    )
                 reader.detach()
         except FileNotFoundError:
-            raise ArtifactError(f"no artifact {artifact_id}: it has just expired. Run the tool again to get a fresh one.") from None
+            raise ArtifactError(
+                f"no artifact {artifact_id}: it has just expired. Run the tool again to get a fresh one."
+            ) from None
         except OSError as err:
             raise ArtifactError(f"artifact {artifact_id} cannot be read: {err.strerror or err}") from err
         return ArtifactPage(text, offset, end if end < total else None, total, tool, untrusted, after)
@@ -407,7 +425,9 @@ def _open_nofollow(path: Path) -> BinaryIO:
     return open(fd, "rb")
 
 
-def _filter_lines(reader: io.TextIOWrapper, regex: Any, prefilter: Any, offset: int, scan_end: int, limit: int) -> tuple[str, int]:
+def _filter_lines(
+    reader: io.TextIOWrapper, regex: Any, prefilter: Any, offset: int, scan_end: int, limit: int
+) -> tuple[str, int]:
     """The lines of ``reader`` matching ``regex``, from ``offset``; and where reading stopped.
 
     Lines are read in batches of about :data:`_BATCH_CHARS`; ``prefilter`` (the same
@@ -463,7 +483,9 @@ class ArtifactWriter:
     memory: only the offset index (8 bytes per 4,096 characters) is.
     """
 
-    def __init__(self, store: ArtifactStore, *, call_id: str, tool: str, session: str = DEFAULT_SESSION, untrusted: bool = False) -> None:
+    def __init__(
+        self, store: ArtifactStore, *, call_id: str, tool: str, session: str = DEFAULT_SESSION, untrusted: bool = False
+    ) -> None:
         self.id = _PREFIX + secrets.token_hex(12)  # 96 random bits: not guessable from any other id
         self._store = store
         self._call_id = call_id
@@ -518,7 +540,9 @@ class ArtifactWriter:
             raise ArtifactError("this artifact is already closed or aborted.")
         if self._bytes + len(data) > self._store.max_bytes:
             self.abort()
-            raise ArtifactSaveError(f"the output is larger than the artifact store's limit of {self._store.max_bytes:,} bytes; it was not kept.")
+            raise ArtifactSaveError(
+                f"the output is larger than the artifact store's limit of {self._store.max_bytes:,} bytes; it was not kept."
+            )
         try:
             self._file.write(data)
         except OSError as err:
@@ -595,7 +619,9 @@ def _mkstemp(root: Path, suffix: str) -> tuple[int, str]:
     try:
         return tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=suffix, dir=root)  # mode 0600
     except OSError as err:
-        raise ArtifactSaveError(f"cannot create a file in the artifact directory {root}: {err.strerror or err}") from err
+        raise ArtifactSaveError(
+            f"cannot create a file in the artifact directory {root}: {err.strerror or err}"
+        ) from err
 
 
 def _write_temp(root: Path, suffix: str, data: bytes) -> Path:

@@ -295,7 +295,9 @@ def _char_start(data: bytes | bytearray, index: int) -> int:
     return index
 
 
-def _scan(scanner: _Scanner, data: bytes, start: int, limit: int | None, out: list[bytes], counts: dict[str, int]) -> int:
+def _scan(
+    scanner: _Scanner, data: bytes, start: int, limit: int | None, out: list[bytes], counts: dict[str, int]
+) -> int:
     """Redact ``data[start:]`` into ``out``; return where the output stops.
 
     Only matches that begin before ``limit`` (None: anywhere) are redacted. Output is
@@ -521,7 +523,9 @@ class Redactor:
         if depth > _MAX_VALUE_DEPTH:
             return f"<omitted: nested deeper than {_MAX_VALUE_DEPTH} levels>"
         if isinstance(value, dict):
-            return {self._redact_value(k, counts, depth + 1): self._hide(v, counts, depth + 1) for k, v in value.items()}
+            return {
+                self._redact_value(k, counts, depth + 1): self._hide(v, counts, depth + 1) for k, v in value.items()
+            }
         if isinstance(value, list | tuple):
             return [self._hide(item, counts, depth + 1) for item in value]
         counts[SECRET_FIELD] = counts.get(SECRET_FIELD, 0) + 1
@@ -541,10 +545,17 @@ class Redactor:
             return f"<omitted: nested deeper than {_MAX_VALUE_DEPTH} levels>"
         if isinstance(value, dict):
             if self._secret_key is None:
-                return {self._redact_value(k, counts, depth + 1): self._redact_value(v, counts, depth + 1) for k, v in value.items()}
+                return {
+                    self._redact_value(k, counts, depth + 1): self._redact_value(v, counts, depth + 1)
+                    for k, v in value.items()
+                }
             secret = self.is_secret_key
             return {
-                self._redact_value(k, counts, depth + 1): (self._hide(v, counts, depth + 1) if isinstance(k, str) and secret(k) else self._redact_value(v, counts, depth + 1))
+                self._redact_value(k, counts, depth + 1): (
+                    self._hide(v, counts, depth + 1)
+                    if isinstance(k, str) and secret(k)
+                    else self._redact_value(v, counts, depth + 1)
+                )
                 for k, v in value.items()
             }
         if isinstance(value, list | tuple):

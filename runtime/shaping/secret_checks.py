@@ -19,7 +19,27 @@ import string
 
 # Values that say "no value here" or "look elsewhere".
 # An opening brace or bracket is structure (the value is a nested object), not a secret.
-_NULLISH = frozenset({"", "null", "none", "nil", "undefined", "true", "false", "~", "-", "{", "[", "{}", "[]", "required", "optional", "string", "str"})
+_NULLISH = frozenset(
+    {
+        "",
+        "null",
+        "none",
+        "nil",
+        "undefined",
+        "true",
+        "false",
+        "~",
+        "-",
+        "{",
+        "[",
+        "{}",
+        "[]",
+        "required",
+        "optional",
+        "string",
+        "str",
+    }
+)
 # `key` + separator, then the value: the key has no separator character of its own.
 _ASSIGNMENT = re.compile(r"[^:=\s]*?[ \t]*(?::=|=>|:|=|[ \t])[ \t]*(.*)\Z", re.S)
 _SCHEME = re.compile(r"(?i)(?:basic|bearer|digest|token|negotiate|ntlm)[ \t]+")
@@ -103,7 +123,15 @@ def key_body(candidate: str) -> bool:
     return switches * 8 >= len(run)
 
 
-_CLASSES = str.maketrans({**dict.fromkeys(string.ascii_uppercase, "U"), **dict.fromkeys(string.ascii_lowercase, "l"), **dict.fromkeys(string.digits, "d"), "+": "p", "/": "p"})
+_CLASSES = str.maketrans(
+    {
+        **dict.fromkeys(string.ascii_uppercase, "U"),
+        **dict.fromkeys(string.ascii_lowercase, "l"),
+        **dict.fromkeys(string.digits, "d"),
+        "+": "p",
+        "/": "p",
+    }
+)
 
 
 def phone_digits(candidate: str) -> bool:

@@ -60,7 +60,9 @@ def serialize(value: Any) -> Serialized:
     try:
         return _serialize(value)
     except Exception as err:  # noqa: BLE001 - a result must come out whatever the value is
-        return Serialized(_describe_failure(value, err), None, (f"the value could not be serialized: {type(err).__name__}",))
+        return Serialized(
+            _describe_failure(value, err), None, (f"the value could not be serialized: {type(err).__name__}",)
+        )
 
 
 def _serialize(value: Any) -> Serialized:
@@ -75,7 +77,9 @@ def _serialize(value: Any) -> Serialized:
         if text is None:
             return Serialized(describe_binary(data), None, ("binary output replaced by a description",))
         return Serialized(text)
-    if isinstance(value, BaseModel | Mapping | list | tuple | set | frozenset | int | float | Decimal) or _is_dataclass_instance(value):
+    if isinstance(
+        value, BaseModel | Mapping | list | tuple | set | frozenset | int | float | Decimal
+    ) or _is_dataclass_instance(value):
         notes: set[str] = set()
         data = _jsonable(value, notes, 0, set())
         return Serialized(_dumps(data), data, tuple(sorted(notes)))
@@ -173,7 +177,9 @@ def _jsonable(value: Any, notes: set[str], depth: int, active: set[int]) -> Any:
         if _is_dataclass_instance(value):
             # Not dataclasses.asdict: it deep-copies every field and fails on fields
             # that cannot be copied (locks, sockets, open files). Same result otherwise.
-            return {f.name: _jsonable(getattr(value, f.name), notes, depth + 1, active) for f in dataclasses.fields(value)}
+            return {
+                f.name: _jsonable(getattr(value, f.name), notes, depth + 1, active) for f in dataclasses.fields(value)
+            }
         if isinstance(value, Mapping):
             return {_key(k, notes): _jsonable(v, notes, depth + 1, active) for k, v in value.items()}
         if isinstance(value, list | tuple):

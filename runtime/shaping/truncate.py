@@ -43,7 +43,9 @@ class Truncation:
     artifact_id: str | None = None
 
 
-def truncate(text: str, output: ResolvedOutput, *, is_error: bool, save: Callable[[str], ArtifactRef] | None) -> tuple[str, Truncation]:
+def truncate(
+    text: str, output: ResolvedOutput, *, is_error: bool, save: Callable[[str], ArtifactRef] | None
+) -> tuple[str, Truncation]:
     """``text`` cut to ``output.max_chars`` by the mode for successes or errors.
 
     ``save`` stores the full text and returns its :class:`ArtifactRef` (artifact
@@ -89,9 +91,7 @@ def _artifact(text: str, output: ResolvedOutput, artifact_id: str) -> str:
 
 def _head(text: str, output: ResolvedOutput) -> str:
     cut = _head_cut(text, _limit(output.head_chars, output.max_chars))
-    return (
-        f"{_ensure_newline(text[:cut])}[... output truncated: the first {cut:,} of {len(text):,} characters are shown above; the remaining {len(text) - cut:,} characters were cut and are not kept.]"
-    )
+    return f"{_ensure_newline(text[:cut])}[... output truncated: the first {cut:,} of {len(text):,} characters are shown above; the remaining {len(text) - cut:,} characters were cut and are not kept.]"
 
 
 def _tail(text: str, output: ResolvedOutput) -> str:

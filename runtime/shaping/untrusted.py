@@ -49,24 +49,66 @@ _NONCE_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQR
 # what they look like, after NFKD has already mapped full-width and compatibility forms.
 _LOOK_ALIKES = {
     # u
-    "\u03c5": "u", "\u057d": "u", "\u0443": "u", "\u1d1c": "u", "\u028b": "u", "\u0446": "u",
+    "\u03c5": "u",
+    "\u057d": "u",
+    "\u0443": "u",
+    "\u1d1c": "u",
+    "\u028b": "u",
+    "\u0446": "u",
     # n
-    "\u0578": "n", "\u0274": "n", "\u043f": "n", "\u057c": "n", "\u03b7": "n",
+    "\u0578": "n",
+    "\u0274": "n",
+    "\u043f": "n",
+    "\u057c": "n",
+    "\u03b7": "n",
     # t
-    "\u0442": "t", "\u03c4": "t", "\u1d1b": "t", "\u01ad": "t",
+    "\u0442": "t",
+    "\u03c4": "t",
+    "\u1d1b": "t",
+    "\u01ad": "t",
     # r
-    "\u0433": "r", "\u0280": "r", "\u1d26": "r", "\u027e": "r",
+    "\u0433": "r",
+    "\u0280": "r",
+    "\u1d26": "r",
+    "\u027e": "r",
     # s
-    "\u0455": "s", "\ua731": "s", "\u0282": "s", "\u01bd": "s",
+    "\u0455": "s",
+    "\ua731": "s",
+    "\u0282": "s",
+    "\u01bd": "s",
     # e
-    "\u0435": "e", "\u0454": "e", "\u04bd": "e", "\u1d07": "e", "\u03b5": "e", "\u0117": "e",
+    "\u0435": "e",
+    "\u0454": "e",
+    "\u04bd": "e",
+    "\u1d07": "e",
+    "\u03b5": "e",
+    "\u0117": "e",
     # d
-    "\u0501": "d", "\u1d05": "d", "\u0257": "d", "\u13e7": "d",
+    "\u0501": "d",
+    "\u1d05": "d",
+    "\u0257": "d",
+    "\u13e7": "d",
     # a
-    "\u0430": "a", "\u03b1": "a", "\u0251": "a", "\u1d00": "a", "\u237a": "a",
+    "\u0430": "a",
+    "\u03b1": "a",
+    "\u0251": "a",
+    "\u1d00": "a",
+    "\u237a": "a",
     # separators
-    "\u2044": "/", "\u2215": "/", "\u29f8": "/", "\u2571": "/", "\u27cb": "/",
-    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-", "\u2212": "-", "\u2043": "-", "\ufe63": "-",
+    "\u2044": "/",
+    "\u2215": "/",
+    "\u29f8": "/",
+    "\u2571": "/",
+    "\u27cb": "/",
+    "\u2010": "-",
+    "\u2011": "-",
+    "\u2012": "-",
+    "\u2013": "-",
+    "\u2014": "-",
+    "\u2015": "-",
+    "\u2212": "-",
+    "\u2043": "-",
+    "\ufe63": "-",
     "\u2017": "_",
     # upper-case look-alikes fold to the lower-case forms above first
 }
@@ -167,4 +209,11 @@ def wrapper_chars(tool: str) -> int:
 
 def _attribute(value: str) -> str:
     """``value`` safe inside a double-quoted attribute on one line."""
-    return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ").replace("\r", " ")
+    return (
+        value.replace("&", "&amp;")
+        .replace('"', "&quot;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("\n", " ")
+        .replace("\r", " ")
+    )

@@ -49,7 +49,30 @@ __all__ = ["Binding", "bind"]
 SCOPE = "toolrt"
 # Stage latencies are tens of microseconds to minutes: the SDK's default buckets
 # (0, 5, 10, ... 10000) would put every pipeline stage in the first one.
-_BOUNDARIES_MS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0, 30000.0, 60000.0, 300000.0)
+_BOUNDARIES_MS = (
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    25.0,
+    50.0,
+    100.0,
+    250.0,
+    500.0,
+    1000.0,
+    2500.0,
+    5000.0,
+    10000.0,
+    30000.0,
+    60000.0,
+    300000.0,
+)
 _SCALARS = (
     ("timeouts", "toolrt.timeouts", "{call}", "Calls that ended in a timeout."),
     ("retries", "toolrt.retries", "{retry}", "Retries of transient handler failures."),
@@ -78,12 +101,19 @@ class Binding:
         for name, unit, description, read in _COUNTERS:
             meter.create_observable_counter(name, callbacks=[self._callback(read)], unit=unit, description=description)
         for key, name, unit, description in _SCALARS:
-            meter.create_observable_counter(name, callbacks=[self._callback(_scalar(key))], unit=unit, description=description)
+            meter.create_observable_counter(
+                name, callbacks=[self._callback(_scalar(key))], unit=unit, description=description
+            )
         for name, unit, description, read in _GAUGES:
             meter.create_observable_gauge(name, callbacks=[self._callback(read)], unit=unit, description=description)
         if histograms:
             # Seconds, as the OpenTelemetry conventions have durations.
-            histogram = meter.create_histogram("toolrt.stage.duration", unit="s", description="Pipeline stage duration.", explicit_bucket_boundaries_advisory=[b / 1000 for b in _BOUNDARIES_MS])
+            histogram = meter.create_histogram(
+                "toolrt.stage.duration",
+                unit="s",
+                description="Pipeline stage duration.",
+                explicit_bucket_boundaries_advisory=[b / 1000 for b in _BOUNDARIES_MS],
+            )
             self._hook = _stage_recorder(histogram)
             registry.add_observer(self._hook)
 
@@ -185,7 +215,12 @@ def _sources(snap: Mapping[str, Any]) -> Iterable[Observation]:
 _COUNTERS: tuple[tuple[str, str, str, Reader], ...] = (
     ("toolrt.calls", "{call}", "Finished tool calls by tool and result status.", _calls),
     ("toolrt.decisions", "{decision}", "Policy decisions by effect.", _labelled("decisions", "effect")),
-    ("toolrt.redactions", "{redaction}", "Redactions applied to outputs and records, by kind.", _labelled("redactions", "kind")),
+    (
+        "toolrt.redactions",
+        "{redaction}",
+        "Redactions applied to outputs and records, by kind.",
+        _labelled("redactions", "kind"),
+    ),
     ("toolrt.reloads", "{reload}", "Snapshot reload attempts by result.", _labelled("reloads", "result")),
     ("toolrt.stage.runs", "{sample}", "Latency samples taken per pipeline stage.", _stage_field("count")),
     ("toolrt.stage.time", "ms", "Time spent per pipeline stage, summed over every sample.", _stage_field("sum")),
@@ -193,5 +228,10 @@ _COUNTERS: tuple[tuple[str, str, str, Reader], ...] = (
 _GAUGES: tuple[tuple[str, str, str, Reader], ...] = (
     ("toolrt.stage.latency", "ms", "Pipeline stage latency quantiles over the newest retained samples.", _quantiles),
     ("toolrt.cache.hit_rate", "1", "Read cache hits over lookups.", _hit_rate),
-    ("toolrt.source.value", "1", "Counters kept by other parts of the runtime (read cache, file editor, audit writer).", _sources),
+    (
+        "toolrt.source.value",
+        "1",
+        "Counters kept by other parts of the runtime (read cache, file editor, audit writer).",
+        _sources,
+    ),
 )

@@ -45,7 +45,9 @@ class ToolrtCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         snap = self.metrics.snapshot()
-        calls = CounterMetricFamily("toolrt_calls", "Finished tool calls by tool and result status.", labels=["tool", "status"])
+        calls = CounterMetricFamily(
+            "toolrt_calls", "Finished tool calls by tool and result status.", labels=["tool", "status"]
+        )
         for tool, by_status in snap["calls"].items():
             for status, n in by_status.items():
                 calls.add_metric([tool, status], n)
@@ -56,7 +58,9 @@ class ToolrtCollector(Collector):
         yield decisions
         for key, _counter, metric, help_text in _SCALARS:
             yield CounterMetricFamily(metric.removesuffix("_total"), help_text, value=snap[key])
-        redactions = CounterMetricFamily("toolrt_redactions", "Redactions applied to outputs and records, by kind.", labels=["kind"])
+        redactions = CounterMetricFamily(
+            "toolrt_redactions", "Redactions applied to outputs and records, by kind.", labels=["kind"]
+        )
         for kind, n in snap["redactions"].items():
             redactions.add_metric([kind], n)
         yield redactions
@@ -65,8 +69,18 @@ class ToolrtCollector(Collector):
             reloads.add_metric([result], snap["reloads"][result])
         yield reloads
         durations = snap["durations_s"]
-        yield _histogram("toolrt_tool_call_duration_seconds", "Whole tool call duration in seconds, by tool.", "tool", durations["tools"])
-        yield _histogram("toolrt_stage_duration_seconds", "Pipeline stage duration in seconds, by stage (total: the whole call).", "stage", durations["stages"])
+        yield _histogram(
+            "toolrt_tool_call_duration_seconds",
+            "Whole tool call duration in seconds, by tool.",
+            "tool",
+            durations["tools"],
+        )
+        yield _histogram(
+            "toolrt_stage_duration_seconds",
+            "Pipeline stage duration in seconds, by stage (total: the whole call).",
+            "stage",
+            durations["stages"],
+        )
         seen: set[str] = set()
         for source, values in snap["sources"].items():
             for key, value in values.items():

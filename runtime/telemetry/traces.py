@@ -66,7 +66,26 @@ ATTEMPTS = "toolrt.attempts"
 TURN_CALLS = "toolrt.turn.calls"
 TURN_ERRORS = "toolrt.turn.errors"
 
-ATTRIBUTES = (OPERATION, TOOL, CALL_ID, ERROR_TYPE, REQUEST_ID, SESSION_ID, SNAPSHOT, TOOL_VERSION, EFFECT, RULE, STATUS, CODE, STAGE, TRUNCATED, REDACTIONS, ATTEMPTS, TURN_CALLS, TURN_ERRORS)
+ATTRIBUTES = (
+    OPERATION,
+    TOOL,
+    CALL_ID,
+    ERROR_TYPE,
+    REQUEST_ID,
+    SESSION_ID,
+    SNAPSHOT,
+    TOOL_VERSION,
+    EFFECT,
+    RULE,
+    STATUS,
+    CODE,
+    STAGE,
+    TRUNCATED,
+    REDACTIONS,
+    ATTEMPTS,
+    TURN_CALLS,
+    TURN_ERRORS,
+)
 """Every attribute name toolrt sets on a span."""
 
 _STAGES = ("lookup", "validate", "permit", "execute", "shape")
@@ -103,10 +122,21 @@ class Tracing:
         span_context = span.get_span_context()
         # The records of the turn carry the trace id of its span, so that logs, audit
         # rows and spans agree; a span that is not sampled has none to give.
-        env = make_env(trace.format_trace_id(span_context.trace_id) if span_context.is_valid else trace_id or trace_id_from_traceparent(traceparent))
+        env = make_env(
+            trace.format_trace_id(span_context.trace_id)
+            if span_context.is_valid
+            else trace_id or trace_id_from_traceparent(traceparent)
+        )
         recording = span.is_recording()
         if recording:
-            span.set_attributes({REQUEST_ID: env.request_id, SESSION_ID: env.session.id, SNAPSHOT: env.snapshot.version, TURN_CALLS: len(calls)})
+            span.set_attributes(
+                {
+                    REQUEST_ID: env.request_id,
+                    SESSION_ID: env.session.id,
+                    SNAPSHOT: env.snapshot.version,
+                    TURN_CALLS: len(calls),
+                }
+            )
         # The calls run with a twin of the environment that knows how to trace them;
         # each call span then runs the pipeline with the plain one (see _Calls.call).
         traced = dataclasses.replace(env, tracing=_Calls(self._tracer, env)) if recording else env
@@ -142,12 +172,21 @@ class _Calls:
         plain = self._env
         start = time.time_ns()
         name = call.name if len(call.name) <= _MAX_NAME else call.name[:_MAX_NAME]
-        attributes = {OPERATION: "execute_tool", TOOL: name, CALL_ID: call.id[:_MAX_NAME], REQUEST_ID: plain.request_id, SESSION_ID: plain.session.id, SNAPSHOT: plain.snapshot.version}
+        attributes = {
+            OPERATION: "execute_tool",
+            TOOL: name,
+            CALL_ID: call.id[:_MAX_NAME],
+            REQUEST_ID: plain.request_id,
+            SESSION_ID: plain.session.id,
+            SNAPSHOT: plain.snapshot.version,
+        }
         tool = plain.snapshot.tool(*_split(call.name)) if call.name else None
         if tool is not None:
             attributes[TOOL_TYPE] = "extension" if tool.handler.kind in _EXTENSION_HANDLERS else "function"
             attributes[TOOL_DESCRIPTION] = tool.spec.description[:_MAX_DESCRIPTION]
-        span = self._tracer.start_span(f"execute_tool {name}", kind=SpanKind.INTERNAL, attributes=attributes, start_time=start)
+        span = self._tracer.start_span(
+            f"execute_tool {name}", kind=SpanKind.INTERNAL, attributes=attributes, start_time=start
+        )
         token = otel_context.attach(trace.set_span_in_context(span))
         try:
             result = await run_call(call, plain)
@@ -249,7 +288,9 @@ def _describe(tracer: trace.Tracer, span: trace.Span, result: ToolResult, start:
             continue
         # A stage that failed before timing itself (an unknown tool) lasts until the call ended.
         end = at + int(ms * 1e6) if ms is not None else max(at, end_of_call)
-        child = tracer.start_span(span_name, context=parent, kind=SpanKind.INTERNAL, attributes=stage_attributes, start_time=at)
+        child = tracer.start_span(
+            span_name, context=parent, kind=SpanKind.INTERNAL, attributes=stage_attributes, start_time=at
+        )
         if stage == failed:
             child.set_status(StatusCode.ERROR, result.code or result.status.value)
         child.end(end_time=end)

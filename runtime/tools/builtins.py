@@ -51,7 +51,9 @@ async def artifact_read(args: Mapping[str, Any], env: TurnEnv, tool: CompiledToo
     for _attempt in range(_FIT_ATTEMPTS):
         try:
             # The session's own artifacts only: another session's id is "unknown", like a missing one.
-            page = env.artifacts.read(artifact_id, offset=offset, limit=limit, pattern=pattern, session=env.session.id, look_ahead=LOOK_AHEAD)
+            page = env.artifacts.read(
+                artifact_id, offset=offset, limit=limit, pattern=pattern, session=env.session.id, look_ahead=LOOK_AHEAD
+            )
         except ArtifactError as err:
             raise ToolError(str(err)) from err
         content = _page_text(page, str(artifact_id))
@@ -92,7 +94,10 @@ async def tool_search(args: Mapping[str, Any], env: TurnEnv) -> list[dict[str, A
         if score:
             scored.append((-score, tool.name, tool))
     scored.sort(key=lambda item: (item[0], item[1]))
-    return [{"name": t.name, "description": t.spec.description, "input_schema": t.spec.input_schema} for _, _, t in scored[:limit]]
+    return [
+        {"name": t.name, "description": t.spec.description, "input_schema": t.spec.input_schema}
+        for _, _, t in scored[:limit]
+    ]
 
 
 async def job_status(args: Mapping[str, Any], env: TurnEnv) -> str:
@@ -126,7 +131,9 @@ async def job_status(args: Mapping[str, Any], env: TurnEnv) -> str:
     if output is not None:
         text = output.text if output.text is not None else output.tail
         if output.artifact is not None:
-            lines.append(f'Its full output ({output.total_chars:,} characters) is artifact `{output.artifact.id}`: read it with artifact_read(id="{output.artifact.id}").')
+            lines.append(
+                f'Its full output ({output.total_chars:,} characters) is artifact `{output.artifact.id}`: read it with artifact_read(id="{output.artifact.id}").'
+            )
         lines.append(f"Last output:\n{_marked(text[-tail_chars:], job.tool, untrusted)}")
     return "\n".join(lines)
 
@@ -141,4 +148,9 @@ def _shown(value: Any) -> str:
     return f"`{text[:60]}...`" if len(text) > 60 else f"`{text}`"
 
 
-HANDLERS: dict[str, BuiltinHandler] = {"artifact_read": artifact_read, "tool_search": tool_search, "job_status": job_status, **WORKSPACE_HANDLERS}
+HANDLERS: dict[str, BuiltinHandler] = {
+    "artifact_read": artifact_read,
+    "tool_search": tool_search,
+    "job_status": job_status,
+    **WORKSPACE_HANDLERS,
+}

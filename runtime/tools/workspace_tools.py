@@ -44,7 +44,13 @@ class WorkspaceTools:
     editor: FileEditor
 
     @classmethod
-    def create(cls, root: Path, deny_globs: Sequence[str], lock_dir: Path, protected_inodes: ProtectedInodes = NO_PROTECTED_INODES) -> WorkspaceTools:
+    def create(
+        cls,
+        root: Path,
+        deny_globs: Sequence[str],
+        lock_dir: Path,
+        protected_inodes: ProtectedInodes = NO_PROTECTED_INODES,
+    ) -> WorkspaceTools:
         """Tools for the workspace at ``root``; lock files go to ``lock_dir`` (outside it);
         ``protected_inodes`` finds toolrt's own files under other names (hard links)."""
         workspace = Workspace(root, deny_globs, protected_inodes)
@@ -106,8 +112,15 @@ def _integer(args: Mapping[str, Any], name: str, default: int | None) -> int | N
 async def file_read(args: Mapping[str, Any], env: TurnEnv) -> Outcome:
     """Numbered lines of a text file, with the whole file's sha256 for later edits."""
     tools = tools_for(env)
-    result = await asyncio.to_thread(tools.reader.read, str(args.get("path", "")), _integer(args, "offset", None), _integer(args, "limit", None))
-    meta = {"path": result.path, "sha256": result.sha256, "cache_hit": result.cache_hit, "total_lines": result.total_lines}
+    result = await asyncio.to_thread(
+        tools.reader.read, str(args.get("path", "")), _integer(args, "offset", None), _integer(args, "limit", None)
+    )
+    meta = {
+        "path": result.path,
+        "sha256": result.sha256,
+        "cache_hit": result.cache_hit,
+        "total_lines": result.total_lines,
+    }
     return Outcome(value=result.render(), metadata=MappingProxyType(meta))
 
 
@@ -125,7 +138,13 @@ async def file_edit(args: Mapping[str, Any], env: TurnEnv) -> Outcome:
         line=_integer(args, "line", None),
         expected_hash=args.get("expected_hash"),
     )
-    meta = {"path": result.path, "hash_before": result.old_sha256, "hash_after": result.new_sha256, "created": result.created, "changed": result.changed}
+    meta = {
+        "path": result.path,
+        "hash_before": result.old_sha256,
+        "hash_after": result.new_sha256,
+        "created": result.created,
+        "changed": result.changed,
+    }
     return Outcome(value=result.render(), metadata=MappingProxyType(meta))
 
 
@@ -141,14 +160,25 @@ async def list_dir(args: Mapping[str, Any], env: TurnEnv) -> str:
     """A depth-limited listing of a workspace directory."""
     tools = tools_for(env)
     return await asyncio.to_thread(
-        workspace_search.list_dir, tools.workspace, str(args.get("path", ".")), depth=_integer(args, "depth", 1) or 1, limit=_integer(args, "limit", 500) or 500, show_hidden=bool(args.get("show_hidden", False))
+        workspace_search.list_dir,
+        tools.workspace,
+        str(args.get("path", ".")),
+        depth=_integer(args, "depth", 1) or 1,
+        limit=_integer(args, "limit", 500) or 500,
+        show_hidden=bool(args.get("show_hidden", False)),
     )
 
 
 async def glob(args: Mapping[str, Any], env: TurnEnv) -> str:
     """Workspace files matching a glob pattern."""
     tools = tools_for(env)
-    return await asyncio.to_thread(workspace_search.glob, tools.workspace, str(args.get("pattern", "")), str(args.get("path", ".")), limit=_integer(args, "limit", 1000) or 1000)
+    return await asyncio.to_thread(
+        workspace_search.glob,
+        tools.workspace,
+        str(args.get("pattern", "")),
+        str(args.get("path", ".")),
+        limit=_integer(args, "limit", 1000) or 1000,
+    )
 
 
 async def grep(args: Mapping[str, Any], env: TurnEnv) -> str:
@@ -201,4 +231,11 @@ def prepare_command_line(args: Mapping[str, Any], env: TurnEnv, tool_total_s: fl
     return prepared, total_s
 
 
-HANDLERS = {"file_read": file_read, "file_edit": file_edit, "file_delete": file_delete, "list_dir": list_dir, "glob": glob, "grep": grep}
+HANDLERS = {
+    "file_read": file_read,
+    "file_edit": file_edit,
+    "file_delete": file_delete,
+    "list_dir": list_dir,
+    "glob": glob,
+    "grep": grep,
+}

@@ -86,7 +86,9 @@ def _rust_validator(schema: Mapping[str, Any]) -> Any:
     import jsonschema_rs
 
     try:
-        return jsonschema_rs.validator_for(dict(schema), validate_formats=False, pattern_options=jsonschema_rs.RegexOptions())
+        return jsonschema_rs.validator_for(
+            dict(schema), validate_formats=False, pattern_options=jsonschema_rs.RegexOptions()
+        )
     except Exception:  # noqa: BLE001 - a schema jsonschema-rs cannot build: fall back to the portable validator
         return None
 

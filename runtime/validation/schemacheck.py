@@ -28,19 +28,81 @@ Path = tuple[str | int, ...]
 
 KNOWN_KEYWORDS = frozenset(
     {
-        "$schema", "$id", "$ref", "$defs", "$anchor", "$dynamicRef", "$dynamicAnchor", "$comment", "$vocabulary", "definitions",
-        "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
-        "maxLength", "minLength", "pattern", "maxItems", "minItems", "uniqueItems", "maxContains", "minContains",
-        "maxProperties", "minProperties", "required", "dependentRequired", "properties", "patternProperties",
-        "additionalProperties", "propertyNames", "items", "prefixItems", "contains", "unevaluatedItems",
-        "unevaluatedProperties", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas",
-        "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly", "format",
-        "contentEncoding", "contentMediaType", "contentSchema",
+        "$schema",
+        "$id",
+        "$ref",
+        "$defs",
+        "$anchor",
+        "$dynamicRef",
+        "$dynamicAnchor",
+        "$comment",
+        "$vocabulary",
+        "definitions",
+        "type",
+        "enum",
+        "const",
+        "multipleOf",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "maxLength",
+        "minLength",
+        "pattern",
+        "maxItems",
+        "minItems",
+        "uniqueItems",
+        "maxContains",
+        "minContains",
+        "maxProperties",
+        "minProperties",
+        "required",
+        "dependentRequired",
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "propertyNames",
+        "items",
+        "prefixItems",
+        "contains",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "dependentSchemas",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "format",
+        "contentEncoding",
+        "contentMediaType",
+        "contentSchema",
     }
 )
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
-_SCHEMA_SINGLE = ("items", "contains", "not", "if", "then", "else", "additionalProperties", "propertyNames", "unevaluatedItems", "unevaluatedProperties", "contentSchema")
+_SCHEMA_SINGLE = (
+    "items",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+    "additionalProperties",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +134,23 @@ def check_input_schema(schema: Any) -> list[SchemaFinding]:
     findings: list[SchemaFinding] = []
     if _meta_valid_fast(schema) is not True:
         for v in violations(_meta_validator(), schema, root="the schema"):
-            findings.append(SchemaFinding(v.path, "schema-invalid", f"not a valid JSON Schema: {sentence(v.message)} Fix this keyword (Draft 2020-12)."))
+            findings.append(
+                SchemaFinding(
+                    v.path,
+                    "schema-invalid",
+                    f"not a valid JSON Schema: {sentence(v.message)} Fix this keyword (Draft 2020-12).",
+                )
+            )
     if findings:
         return findings
     if not isinstance(schema, dict) or schema.get("type") != "object":
-        findings.append(SchemaFinding((), "schema-not-object", "input_schema must have `type: object`: a tool's arguments are always a JSON object."))
+        findings.append(
+            SchemaFinding(
+                (),
+                "schema-not-object",
+                "input_schema must have `type: object`: a tool's arguments are always a JSON object.",
+            )
+        )
     for path, sub in _subschemas(schema, ()):
         findings.extend(_check_subschema(path, sub))
     return findings
@@ -103,14 +177,19 @@ def _check_subschema(path: Path, schema: dict[str, Any]) -> Iterator[SchemaFindi
     for key in schema:
         if key not in KNOWN_KEYWORDS and not key.startswith("x-"):
             yield SchemaFinding(
-                (*path, key), "schema-unknown-keyword",
+                (*path, key),
+                "schema-unknown-keyword",
                 f"`{key}` is not a JSON Schema keyword, so it checks nothing.{did_you_mean(key, KNOWN_KEYWORDS)} "
                 "(Prefix custom annotations with `x-`.)",
                 warning=True,
             )
     ref = schema.get("$ref")
     if isinstance(ref, str) and not ref.startswith("#"):
-        yield SchemaFinding((*path, "$ref"), "schema-remote-ref", f"`$ref: {ref}` points outside this schema; toolrt never fetches schemas. Inline it under `$defs` and use `#/$defs/...`.")
+        yield SchemaFinding(
+            (*path, "$ref"),
+            "schema-remote-ref",
+            f"`$ref: {ref}` points outside this schema; toolrt never fetches schemas. Inline it under `$defs` and use `#/$defs/...`.",
+        )
     if isinstance(schema.get("pattern"), str):
         yield from _pattern_finding((*path, "pattern"), schema["pattern"])
     for name in schema.get("patternProperties", {}) if isinstance(schema.get("patternProperties"), dict) else {}:
@@ -118,10 +197,18 @@ def _check_subschema(path: Path, schema: dict[str, Any]) -> Iterator[SchemaFindi
     yield from _check_values(path, schema)
     required = schema.get("required")
     properties: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
-    if isinstance(required, list) and schema.get("additionalProperties") is False and not schema.get("patternProperties"):
+    if (
+        isinstance(required, list)
+        and schema.get("additionalProperties") is False
+        and not schema.get("patternProperties")
+    ):
         for index, name in enumerate(required):
             if name not in properties:
-                yield SchemaFinding((*path, "required", index), "schema-required-undeclared", f"`{name}` is required but not declared in `properties`, and `additionalProperties: false` forbids it: no call could ever be valid.{did_you_mean(name, properties)}")
+                yield SchemaFinding(
+                    (*path, "required", index),
+                    "schema-required-undeclared",
+                    f"`{name}` is required but not declared in `properties`, and `additionalProperties: false` forbids it: no call could ever be valid.{did_you_mean(name, properties)}",
+                )
 
 
 def _pattern_finding(path: Path, pattern: str) -> Iterator[SchemaFinding]:
@@ -133,7 +220,9 @@ def _pattern_finding(path: Path, pattern: str) -> Iterator[SchemaFinding]:
 
 def _check_values(path: Path, schema: dict[str, Any]) -> Iterator[SchemaFinding]:
     """``default``, ``enum`` members and ``examples`` must satisfy the schema they sit in."""
-    bare = {k: v for k, v in schema.items() if k not in ("default", "examples", "enum", "const", "$defs", "definitions")}
+    bare = {
+        k: v for k, v in schema.items() if k not in ("default", "examples", "enum", "const", "$defs", "definitions")
+    }
     if "$ref" in bare:
         return  # resolving references needs the whole document; the meta check covers syntax
     try:
@@ -143,19 +232,36 @@ def _check_values(path: Path, schema: dict[str, Any]) -> Iterator[SchemaFinding]
     if "default" in schema:
         problems = violations(validator, schema["default"], root="the default")
         if problems:
-            yield SchemaFinding((*path, "default"), "schema-default-invalid", f"default {_show(schema['default'])} does not satisfy its own schema: {problems[0].message}. Change the default or the schema.")
+            yield SchemaFinding(
+                (*path, "default"),
+                "schema-default-invalid",
+                f"default {_show(schema['default'])} does not satisfy its own schema: {problems[0].message}. Change the default or the schema.",
+            )
         elif isinstance(schema.get("enum"), list) and schema["default"] not in schema["enum"]:
-            yield SchemaFinding((*path, "default"), "schema-default-invalid", f"default {_show(schema['default'])} is not one of the enum values. Add it to `enum` or change the default.")
+            yield SchemaFinding(
+                (*path, "default"),
+                "schema-default-invalid",
+                f"default {_show(schema['default'])} is not one of the enum values. Add it to `enum` or change the default.",
+            )
     if isinstance(schema.get("enum"), list):
         for index, member in enumerate(schema["enum"]):
             problems = violations(validator, member, root="the enum value")
             if problems:
-                yield SchemaFinding((*path, "enum", index), "schema-enum-invalid", f"enum value {_show(member)} can never be accepted: {problems[0].message}. Remove it or widen the schema.")
+                yield SchemaFinding(
+                    (*path, "enum", index),
+                    "schema-enum-invalid",
+                    f"enum value {_show(member)} can never be accepted: {problems[0].message}. Remove it or widen the schema.",
+                )
     if isinstance(schema.get("examples"), list):
         for index, example in enumerate(schema["examples"]):
             problems = violations(validator, example, root="the example")
             if problems:
-                yield SchemaFinding((*path, "examples", index), "schema-example-invalid", f"example {_show(example)} does not satisfy the schema: {problems[0].message}.", warning=True)
+                yield SchemaFinding(
+                    (*path, "examples", index),
+                    "schema-example-invalid",
+                    f"example {_show(example)} does not satisfy the schema: {problems[0].message}.",
+                    warning=True,
+                )
 
 
 def _show(value: Any) -> str:

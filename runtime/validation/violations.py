@@ -57,7 +57,9 @@ def _decimal_multiple_of(validator: Any, divisor: Any, instance: Any, schema: An
         yield ValidationError(f"{instance!r} is not a multiple of {divisor}")
 
 
-Re2Draft202012Validator = jsonschema.validators.extend(Draft202012Validator, {"pattern": _re2_pattern, "multipleOf": _decimal_multiple_of})
+Re2Draft202012Validator = jsonschema.validators.extend(
+    Draft202012Validator, {"pattern": _re2_pattern, "multipleOf": _decimal_multiple_of}
+)
 
 
 def python_validator(schema: Mapping[str, Any] | bool) -> Any:
@@ -85,23 +87,40 @@ def _explain(error: ValidationError, root: str) -> list[Violation]:
         if branch is not None:
             return [v for sub in branch for v in _explain(sub, root)]
         types = _branch_types(error.validator_value)
-        if types and json_type(error.instance) not in types and not (json_type(error.instance) == "integer" and "number" in types):
+        if (
+            types
+            and json_type(error.instance) not in types
+            and not (json_type(error.instance) == "integer" and "number" in types)
+        ):
             return [Violation(path, "type", describe("type", path, error.instance, types, {}, root))]
         return [Violation(path, keyword, _alternatives(error, keyword, path, root))]
     if keyword == "additionalProperties" and isinstance(error.instance, dict):
         allowed = set(error.schema.get("properties", {})) if isinstance(error.schema, dict) else set()
         extras = [k for k in error.instance if k not in allowed]
-        return [Violation((*path, k), keyword, describe(keyword, path, {k: error.instance[k]}, error.validator_value, error.schema, root), key=k) for k in extras]
+        return [
+            Violation(
+                (*path, k),
+                keyword,
+                describe(keyword, path, {k: error.instance[k]}, error.validator_value, error.schema, root),
+                key=k,
+            )
+            for k in extras
+        ]
     if keyword == "required" and isinstance(error.instance, dict):
         missing = [p for p in error.validator_value if p not in error.instance]
-        return [Violation(path, keyword, describe(keyword, path, error.instance, [m], error.schema, root), key=m) for m in missing]
+        return [
+            Violation(path, keyword, describe(keyword, path, error.instance, [m], error.schema, root), key=m)
+            for m in missing
+        ]
     if keyword == "false" or error.validator_value is False and keyword == "additionalProperties":
         return [Violation(path, "false", describe("false", path, error.instance, False, error.schema, root))]
-    return [Violation(path, keyword, describe(keyword, path, error.instance, error.validator_value, error.schema, root))]
+    return [
+        Violation(path, keyword, describe(keyword, path, error.instance, error.validator_value, error.schema, root))
+    ]
 
 
 def _alternatives(error: ValidationError, keyword: str, path: tuple[str | int, ...], root: str) -> str:
-    """"does not match any of the allowed forms: (1) ...; (2) ..." with each branch's first reason."""
+    """ "does not match any of the allowed forms: (1) ...; (2) ..." with each branch's first reason."""
     by_branch: dict[int, list[ValidationError]] = {}
     for sub in error.context or ():
         index = sub.relative_schema_path[0] if sub.relative_schema_path else -1

@@ -98,7 +98,9 @@ def constraints_phrase(schema: Any) -> str:
     return (" " + " and ".join(parts)) if parts else ""
 
 
-def describe(keyword: str, path: Sequence[str | int], instance: Any, value: Any, schema: Any, root: str = "the arguments") -> str:
+def describe(
+    keyword: str, path: Sequence[str | int], instance: Any, value: Any, schema: Any, root: str = "the arguments"
+) -> str:
     """One violation of ``keyword`` (whose schema value is ``value``) by ``instance`` at ``path``."""
     name = field_name(path, root)
     got = f", got {show(instance)}"
@@ -116,7 +118,9 @@ def describe(keyword: str, path: Sequence[str | int], instance: Any, value: Any,
         allowed_text = f"; allowed: {', '.join(allowed)}" if allowed else ""
         what = "unknown argument" if root == "the arguments" else "unknown key"
         where = "" if not path else f" in {name}"
-        named = ", ".join(f"`{_short(e)}`" for e in extra[:10]) + (f" and {len(extra) - 10} more" if len(extra) > 10 else "")
+        named = ", ".join(f"`{_short(e)}`" for e in extra[:10]) + (
+            f" and {len(extra) - 10} more" if len(extra) > 10 else ""
+        )
         return f"{what}{'s' if len(extra) > 1 else ''} {named}{where}{allowed_text}.{hint}".replace("..", ".")
     if keyword == "enum":
         options = ", ".join(show(v) for v in value[:20])

@@ -78,20 +78,26 @@ def compile_rollout(tool: str, rollout: Rollout, versions: Sequence[str]) -> tup
 
     def check(version: str, where: str) -> None:
         if version not in versions:
-            problems.append(f"{where} names version `{version}` of `{tool}`, which is not declared (versions: {known}).")
+            problems.append(
+                f"{where} names version `{version}` of `{tool}`, which is not declared (versions: {known})."
+            )
 
     if rollout.weights is not None:
         if rollout.stable is not None or rollout.canary is not None:
             problems.append("a rollout is either `stable` (with `canary`) or `weights`, not both.")
         if rollout.rollback is not None:
-            problems.append("`rollback` needs the `stable` + `canary` form: with `weights` there is no stable version to fall back to.")
+            problems.append(
+                "`rollback` needs the `stable` + `canary` form: with `weights` there is no stable version to fall back to."
+            )
         if not rollout.weights:
             problems.append("`weights` is empty; give each version its percent of sessions.")
         for version in rollout.weights:
             check(version, "`weights`")
         total = sum(rollout.weights.values())
         if abs(total - 100.0) > 1e-6:
-            problems.append(f"the rollout weights sum to {total:g}, not 100; adjust them so every session gets a version.")
+            problems.append(
+                f"the rollout weights sum to {total:g}, not 100; adjust them so every session gets a version."
+            )
         if problems:
             return None, problems
         pairs = sorted(rollout.weights.items(), key=lambda item: item[0])
@@ -151,7 +157,9 @@ class CanaryMonitor:
     """Counts outcomes per tool version and halts canaries that fail too often.
     Shared by every snapshot of a runtime; thread-safe. ``on_halt`` hears of each halt."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic, on_halt: Callable[[RolloutTable, str], None] | None = None) -> None:
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, on_halt: Callable[[RolloutTable, str], None] | None = None
+    ) -> None:
         self._clock = clock
         self._lock = threading.Lock()
         self._windows: dict[tuple[Any, str], _Window] = {}
@@ -187,6 +195,8 @@ class CanaryMonitor:
                 f"stable `{table.stable}` {stable_rate:.0%}: over the margin of {rollback.max_error_rate_margin:.0%}"
             )
             self._halted[table.key] = why
-        logger.warning("toolrt rolled back a canary: {}; new sessions get the stable version until the config changes", why)
+        logger.warning(
+            "toolrt rolled back a canary: {}; new sessions get the stable version until the config changes", why
+        )
         if self._on_halt is not None:
             self._on_halt(table, why)

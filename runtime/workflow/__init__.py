@@ -13,4 +13,12 @@ from runtime.workflow.compile import CompiledStep, CompiledWorkflow
 from runtime.workflow.result import CompensationReport, StepReport, WorkflowResult
 from runtime.workflow.run import new_run_id, run_workflow
 
-__all__ = ["CompensationReport", "CompiledStep", "CompiledWorkflow", "StepReport", "WorkflowResult", "new_run_id", "run_workflow"]
+__all__ = [
+    "CompensationReport",
+    "CompiledStep",
+    "CompiledWorkflow",
+    "StepReport",
+    "WorkflowResult",
+    "new_run_id",
+    "run_workflow",
+]

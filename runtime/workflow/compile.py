@@ -82,13 +82,17 @@ class CompiledWorkflow:
     restore_tool: str | None  # a tool with handler builtin:file_edit (built-in compensation)
     remove_tool: str | None  # a tool with handler builtin:file_delete (undoing a file a step created)
     arguments: Any = None  # runtime.validation.arguments.ArgumentValidator of input_schema (set by the snapshot build)
-    read_steps: frozenset[str] = frozenset({"*"})  # steps some expression reads ("*": any); the others' results are not converted for CEL
+    read_steps: frozenset[str] = frozenset(
+        {"*"}
+    )  # steps some expression reads ("*": any); the others' results are not converted for CEL
 
     def step(self, step_id: str) -> CompiledStep | None:
         return next((s for s in self.steps if s.id == step_id), None)
 
 
-def compile_workflow(name: str, spec: WorkflowSpec, tools: Mapping[str, Any], compile_expression: ExpressionCompiler) -> tuple[CompiledWorkflow | None, list[Finding]]:
+def compile_workflow(
+    name: str, spec: WorkflowSpec, tools: Mapping[str, Any], compile_expression: ExpressionCompiler
+) -> tuple[CompiledWorkflow | None, list[Finding]]:
     """The compiled workflow (None when there are errors) and every problem found.
 
     ``tools`` maps names to compiled tools (the default version of each);
@@ -110,7 +114,9 @@ def compile_workflow(name: str, spec: WorkflowSpec, tools: Mapping[str, Any], co
         tool = tools.get(step.tool)
         allowed = upstream[step.id]
 
-        def compile_in(source: str, path: Path, allowed: frozenset[str] = allowed, own: str = step.id) -> CelProgram | None:
+        def compile_in(
+            source: str, path: Path, allowed: frozenset[str] = allowed, own: str = step.id
+        ) -> CelProgram | None:
             program, more = compile_expression(source, path)
             findings.extend(more)
             refs = _references(source, path, allowed, own, ids, input_properties, input_closed)
@@ -125,22 +131,57 @@ def compile_workflow(name: str, spec: WorkflowSpec, tools: Mapping[str, Any], co
         if comp == "builtin":
             compensation = CompiledCompensation(restore_tool or "", None, builtin=True)
             if handler not in ("file_edit", "file_delete"):
-                findings.append(Finding((*base, "compensate"), "workflow-compensation", f"`compensate: builtin` restores files changed by file_edit or file_delete, but step `{step.id}` calls `{step.tool}`; declare `compensate: {{tool: ..., args: ...}}` instead."))
+                findings.append(
+                    Finding(
+                        (*base, "compensate"),
+                        "workflow-compensation",
+                        f"`compensate: builtin` restores files changed by file_edit or file_delete, but step `{step.id}` calls `{step.tool}`; declare `compensate: {{tool: ..., args: ...}}` instead.",
+                    )
+                )
             elif restore_tool is None:
-                findings.append(Finding((*base, "compensate"), "workflow-compensation", "`compensate: builtin` restores a file through a tool with `handler: builtin:file_edit`, and none is declared; include the workspace-tools pack or declare one."))
+                findings.append(
+                    Finding(
+                        (*base, "compensate"),
+                        "workflow-compensation",
+                        "`compensate: builtin` restores a file through a tool with `handler: builtin:file_edit`, and none is declared; include the workspace-tools pack or declare one.",
+                    )
+                )
             elif handler == "file_edit" and remove_tool is None:
-                findings.append(Finding((*base, "compensate"), "workflow-compensation", "undoing a file_edit that created a file needs a tool with `handler: builtin:file_delete`, and none is declared; include the workspace-tools pack or declare one.", warning=True))
+                findings.append(
+                    Finding(
+                        (*base, "compensate"),
+                        "workflow-compensation",
+                        "undoing a file_edit that created a file needs a tool with `handler: builtin:file_delete`, and none is declared; include the workspace-tools pack or declare one.",
+                        warning=True,
+                    )
+                )
         elif comp is not None:
             # The step itself has completed when its compensation runs: it may read its own result.
             comp_allowed = allowed | {step.id}
 
-            def compile_comp(source: str, path: Path, allowed: frozenset[str] = comp_allowed, inner: Callable[..., CelProgram | None] = compile_in) -> CelProgram | None:
+            def compile_comp(
+                source: str,
+                path: Path,
+                allowed: frozenset[str] = comp_allowed,
+                inner: Callable[..., CelProgram | None] = compile_in,
+            ) -> CelProgram | None:
                 return inner(source, path, allowed, "")
 
             comp_args = _template(comp.args, (*base, "compensate", "args"), compile_comp, findings)
             compensation = CompiledCompensation(comp.tool, comp_args)
-        if step.retry is not None and step.retry.attempts and tool is not None and not (tool.spec.read_only or tool.spec.idempotent):
-            findings.append(Finding((*base, "retry"), "workflow-retry", f"step `{step.id}` declares retries, but `{step.tool}` is neither read-only nor idempotent: a retried write could take effect twice. Remove `retry`, or mark the tool idempotent if repeating it is safe."))
+        if (
+            step.retry is not None
+            and step.retry.attempts
+            and tool is not None
+            and not (tool.spec.read_only or tool.spec.idempotent)
+        ):
+            findings.append(
+                Finding(
+                    (*base, "retry"),
+                    "workflow-retry",
+                    f"step `{step.id}` declares retries, but `{step.tool}` is neither read-only nor idempotent: a retried write could take effect twice. Remove `retry`, or mark the tool idempotent if repeating it is safe.",
+                )
+            )
         if args is None or (step.when and when is None) or tool is None:
             continue
         sources = [e.source for e in expressions_of(args)] + ([step.when] if step.when else [])
@@ -163,9 +204,18 @@ def compile_workflow(name: str, spec: WorkflowSpec, tools: Mapping[str, Any], co
             reads=reads,
             needs_activation=bool(sources),
         )
-    if any(s.on_failure is OnFailure.compensate for s in spec.steps) and not any(s.compensate is not None for s in spec.steps):
+    if any(s.on_failure is OnFailure.compensate for s in spec.steps) and not any(
+        s.compensate is not None for s in spec.steps
+    ):
         index = next(i for i, s in enumerate(spec.steps) if s.on_failure is OnFailure.compensate)
-        findings.append(Finding(("spec", "steps", index, "on_failure"), "workflow-compensation", "`on_failure: compensate`, but no step of this workflow declares `compensate`, so nothing would be undone. Add `compensate` to the steps that change something.", warning=True))
+        findings.append(
+            Finding(
+                ("spec", "steps", index, "on_failure"),
+                "workflow-compensation",
+                "`on_failure: compensate`, but no step of this workflow declares `compensate`, so nothing would be undone. Add `compensate` to the steps that change something.",
+                warning=True,
+            )
+        )
     if any(not f.warning for f in findings) or len(compiled) != len(spec.steps):
         return None, findings
     steps = tuple(compiled[sid] for sid in order)
@@ -173,7 +223,9 @@ def compile_workflow(name: str, spec: WorkflowSpec, tools: Mapping[str, Any], co
     risk = spec.risk.value if spec.risk is not None else max(risks, key=_RISKS.index)
     read_only = all(s.read_only for s in steps)
     read_steps = frozenset().union(*(s.reads for s in steps), *(_compensation_reads(s) for s in steps))
-    return CompiledWorkflow(name, spec, steps, risk, read_only, restore_tool, remove_tool, read_steps=read_steps), findings
+    return CompiledWorkflow(
+        name, spec, steps, risk, read_only, restore_tool, remove_tool, read_steps=read_steps
+    ), findings
 
 
 def _compensation_reads(step: CompiledStep) -> frozenset[str]:
@@ -183,7 +235,9 @@ def _compensation_reads(step: CompiledStep) -> frozenset[str]:
     return frozenset(ref for e in expressions_of(comp.args) for ref in _step_names(e.source))
 
 
-def _template(value: Any, path: Path, compile_in: Callable[[str, Path], CelProgram | None], findings: list[Finding]) -> Template | None:
+def _template(
+    value: Any, path: Path, compile_in: Callable[[str, Path], CelProgram | None], findings: list[Finding]
+) -> Template | None:
     try:
         return compile_template(value, path, compile_in)
     except TemplateError as err:
@@ -239,7 +293,15 @@ def _properties(schema: Mapping[str, Any]) -> tuple[dict[str, Any] | None, bool]
     return properties, schema.get("additionalProperties") is False
 
 
-def _references(source: str, path: Path, allowed: frozenset[str], own: str, ids: Sequence[str], input_properties: Mapping[str, Any] | None, input_closed: bool) -> list[Finding]:
+def _references(
+    source: str,
+    path: Path,
+    allowed: frozenset[str],
+    own: str,
+    ids: Sequence[str],
+    input_properties: Mapping[str, Any] | None,
+    input_closed: bool,
+) -> list[Finding]:
     """Problems with the ``steps.X.field`` and ``input.field`` chains of one expression."""
     try:
         tokens = tokenize(source)
@@ -258,7 +320,8 @@ def _references(source: str, path: Path, allowed: frozenset[str], own: str, ids:
                 declared = ", ".join(sorted(input_properties)) or "none"
                 findings.append(
                     Finding(
-                        path, "cel-unknown-arg",
+                        path,
+                        "cel-unknown-arg",
                         f"`input.{chain[0]}` is not declared in the workflow's input_schema (declared: {declared}).{did_you_mean(chain[0], input_properties)}",
                         warning=not input_closed,
                     )
@@ -268,18 +331,35 @@ def _references(source: str, path: Path, allowed: frozenset[str], own: str, ids:
             continue  # `steps` as a whole (e.g. `"a" in steps`): nothing to check by name
         target = chain[0]
         if target not in ids:
-            findings.append(Finding(path, "unknown-step", f"`steps.{target}` is not a step of this workflow.{did_you_mean(target, ids)}"))
+            findings.append(
+                Finding(
+                    path, "unknown-step", f"`steps.{target}` is not a step of this workflow.{did_you_mean(target, ids)}"
+                )
+            )
         elif target == own:
-            findings.append(Finding(path, "workflow-reference", f"step `{own}` reads its own result (`steps.{target}`), which does not exist while it runs. Read an upstream step instead."))
+            findings.append(
+                Finding(
+                    path,
+                    "workflow-reference",
+                    f"step `{own}` reads its own result (`steps.{target}`), which does not exist while it runs. Read an upstream step instead.",
+                )
+            )
         elif target not in allowed:
             findings.append(
                 Finding(
-                    path, "workflow-reference",
+                    path,
+                    "workflow-reference",
                     f"`steps.{target}` is not upstream of this step, so it may not have run yet. Add `{target}` to `depends_on` (directly or through a step that depends on it).",
                 )
             )
         if len(chain) > 1 and chain[1] not in STEP_FIELDS:
-            findings.append(Finding(path, "workflow-reference", f"a step result has no field `{chain[1]}`; it has {', '.join(STEP_FIELDS)}.{did_you_mean(chain[1], STEP_FIELDS)}"))
+            findings.append(
+                Finding(
+                    path,
+                    "workflow-reference",
+                    f"a step result has no field `{chain[1]}`; it has {', '.join(STEP_FIELDS)}.{did_you_mean(chain[1], STEP_FIELDS)}",
+                )
+            )
     return findings
 
 
@@ -308,7 +388,12 @@ def _chain(tokens: list[Token], start: int) -> list[str]:
                 break
             fields.append(tokens[i + 1].text)
             i += 2
-        elif tokens[i].text == "[" and tokens[i + 1].kind == "string" and i + 2 < len(tokens) and tokens[i + 2].text == "]":
+        elif (
+            tokens[i].text == "["
+            and tokens[i + 1].kind == "string"
+            and i + 2 < len(tokens)
+            and tokens[i + 2].text == "]"
+        ):
             value = string_value(tokens[i + 1])
             if value is None:
                 break
@@ -319,4 +404,11 @@ def _chain(tokens: list[Token], start: int) -> list[str]:
     return fields
 
 
-__all__ = ["STEP_FIELDS", "CompiledCompensation", "CompiledStep", "CompiledWorkflow", "compile_workflow", "expressions_of"]
+__all__ = [
+    "STEP_FIELDS",
+    "CompiledCompensation",
+    "CompiledStep",
+    "CompiledWorkflow",
+    "compile_workflow",
+    "expressions_of",
+]

@@ -66,20 +66,30 @@ class RestorePlan:
     refused: str | None = None
 
 
-def plan_restore(backup: Backup | None, handler: str, metadata: Mapping[str, Any], restore_tool: str | None, remove_tool: str | None) -> RestorePlan:
+def plan_restore(
+    backup: Backup | None, handler: str, metadata: Mapping[str, Any], restore_tool: str | None, remove_tool: str | None
+) -> RestorePlan:
     """How to put back what a completed file_edit/file_delete step changed."""
     if backup is None or backup.error is not None:
-        return RestorePlan(refused=f"the file could not be read before the step ran ({backup.error if backup else 'no copy'}), so there is nothing to restore")
+        return RestorePlan(
+            refused=f"the file could not be read before the step ran ({backup.error if backup else 'no copy'}), so there is nothing to restore"
+        )
     before = metadata.get("hash_before")
     if before != backup.sha256:
-        return RestorePlan(refused="the file changed between the copy taken before the step and the step itself; restoring the copy could undo someone else's change")
+        return RestorePlan(
+            refused="the file changed between the copy taken before the step and the step itself; restoring the copy could undo someone else's change"
+        )
     after = metadata.get("hash_after") if handler == "file_edit" else None
     if handler == "file_edit" and not metadata.get("changed", True):
         return RestorePlan(refused="")  # the edit changed nothing: nothing to undo
     if backup.raw is None:
         if remove_tool is None:
-            return RestorePlan(refused="the step created the file, and no builtin:file_delete tool is declared to remove it")
-        return RestorePlan(remove_tool, {"path": backup.path, "expected_hash": after} if after else {"path": backup.path})
+            return RestorePlan(
+                refused="the step created the file, and no builtin:file_delete tool is declared to remove it"
+            )
+        return RestorePlan(
+            remove_tool, {"path": backup.path, "expected_hash": after} if after else {"path": backup.path}
+        )
     try:
         decoded = decode(backup.raw)
     except ToolError:

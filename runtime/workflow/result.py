@@ -28,7 +28,13 @@ class StepReport:
     result: ToolResult | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "tool": self.tool, "status": self.status, "duration_ms": round(self.duration_ms, 3), "attempts": self.attempts}
+        out: dict[str, Any] = {
+            "id": self.id,
+            "tool": self.tool,
+            "status": self.status,
+            "duration_ms": round(self.duration_ms, 3),
+            "attempts": self.attempts,
+        }
         if self.reason:
             out["reason"] = self.reason
         if self.result is not None:
@@ -51,7 +57,12 @@ class CompensationReport:
     result: ToolResult | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"step": self.step, "tool": self.tool, "status": self.status, "duration_ms": round(self.duration_ms, 3)}
+        out: dict[str, Any] = {
+            "step": self.step,
+            "tool": self.tool,
+            "status": self.status,
+            "duration_ms": round(self.duration_ms, 3),
+        }
         if self.reason:
             out["reason"] = self.reason
         if self.result is not None:
@@ -82,8 +93,12 @@ class WorkflowResult:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "run_id": self.run_id, "workflow": self.workflow, "status": self.status, "duration_ms": round(self.duration_ms, 3),
-            "steps": [s.to_dict() for s in self.steps], "compensations": [c.to_dict() for c in self.compensations],
+            "run_id": self.run_id,
+            "workflow": self.workflow,
+            "status": self.status,
+            "duration_ms": round(self.duration_ms, 3),
+            "steps": [s.to_dict() for s in self.steps],
+            "compensations": [c.to_dict() for c in self.compensations],
         }
         if self.error:
             out["error"] = self.error
@@ -93,16 +108,29 @@ class WorkflowResult:
         """The text the model reads when the workflow is called as a tool."""
         if self.error:
             return f"Workflow `{self.workflow}` did not start: {self.error}"
-        done = {"ok": "finished", "failed": "failed", "compensated": "failed and its completed steps were undone", "compensation_failed": "failed, and undoing its completed steps failed too"}
-        lines = [f"Workflow `{self.workflow}` {done.get(self.status, self.status)} (run {self.run_id}, {self.duration_ms:.0f} ms)."]
+        done = {
+            "ok": "finished",
+            "failed": "failed",
+            "compensated": "failed and its completed steps were undone",
+            "compensation_failed": "failed, and undoing its completed steps failed too",
+        }
+        lines = [
+            f"Workflow `{self.workflow}` {done.get(self.status, self.status)} (run {self.run_id}, {self.duration_ms:.0f} ms)."
+        ]
         for s in self.steps:
-            line = f"- {s.id} ({s.tool}): {s.status}, {s.duration_ms:.0f} ms" + (f", {s.attempts} attempts" if s.attempts > 1 else "")
+            line = f"- {s.id} ({s.tool}): {s.status}, {s.duration_ms:.0f} ms" + (
+                f", {s.attempts} attempts" if s.attempts > 1 else ""
+            )
             if s.reason:
                 line += f": {s.reason}"
             lines.append(line)
             if s.result is not None and s.status in ("ok", "failed", "unknown"):
                 text = s.result.content
-                shown = text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + f"... [{len(text) - _SHOWN_CHARS:,} more characters]"
+                shown = (
+                    text
+                    if len(text) <= _SHOWN_CHARS
+                    else text[:_SHOWN_CHARS] + f"... [{len(text) - _SHOWN_CHARS:,} more characters]"
+                )
                 lines.append("  " + shown.replace("\n", "\n  "))
         if self.compensations:
             lines.append("Compensations (in the order they ran):")

@@ -43,7 +43,9 @@ def new_run_id() -> str:
     return f"wf_{uuid.uuid4().hex[:16]}"
 
 
-async def run_workflow(workflow: CompiledWorkflow, arguments: Mapping[str, Any], env: TurnEnv, *, run_id: str | None = None) -> WorkflowResult:
+async def run_workflow(
+    workflow: CompiledWorkflow, arguments: Mapping[str, Any], env: TurnEnv, *, run_id: str | None = None
+) -> WorkflowResult:
     """Run ``workflow`` with ``arguments`` (already valid for its input schema).
     Never raises for anything a step does (cancellation goes on)."""
     run = _Run(workflow, dict(arguments), env, run_id or new_run_id())
@@ -54,12 +56,20 @@ async def run_as_tool(call: ValidatedCall, env: TurnEnv) -> Outcome:
     """The execute stage of a workflow exposed as a tool: the run's report as the output."""
     workflow = env.snapshot.workflows.get(call.tool.handler.target)
     if workflow is None:  # pragma: no cover - the snapshot builds both from one document
-        return Outcome(error=f"workflow `{call.tool.handler.target}` is not in this snapshot", status=Status.internal, code="internal")
+        return Outcome(
+            error=f"workflow `{call.tool.handler.target}` is not in this snapshot",
+            status=Status.internal,
+            code="internal",
+        )
     result = await run_workflow(workflow, call.args, env)
     meta = MappingProxyType({"workflow_run": result.run_id, "workflow_status": result.status})
     if result.ok:
         return Outcome(value=result.render(), metadata=meta)
-    status = Status.unknown if any(s.status == "unknown" for s in result.steps) and result.status != "compensated" else Status.error
+    status = (
+        Status.unknown
+        if any(s.status == "unknown" for s in result.steps) and result.status != "compensated"
+        else Status.error
+    )
     return Outcome(error=result.render(), status=status, code="workflow_" + result.status, metadata=meta)
 
 
@@ -127,14 +137,20 @@ class _Run:
         if not failed:
             status = "ok"
         elif self.compensate:
-            status = "compensated" if all(c.status in ("ok", "skipped") for c in compensations) else "compensation_failed"
+            status = (
+                "compensated" if all(c.status in ("ok", "skipped") for c in compensations) else "compensation_failed"
+            )
         else:
             status = "failed"
-        return WorkflowResult(self.run_id, self.workflow.name, status, steps, tuple(compensations), (time.perf_counter() - started) * 1000)
+        return WorkflowResult(
+            self.run_id, self.workflow.name, status, steps, tuple(compensations), (time.perf_counter() - started) * 1000
+        )
 
     # -- scheduling ------------------------------------------------------------------
 
-    def _startable(self, pending: list[CompiledStep], running: Mapping[Any, CompiledStep], limit: int) -> list[CompiledStep]:
+    def _startable(
+        self, pending: list[CompiledStep], running: Mapping[Any, CompiledStep], limit: int
+    ) -> list[CompiledStep]:
         if any(not s.read_only for s in running.values()):
             return []  # a write runs alone
         ready = [s for s in pending if all(d in self.reports for d in s.depends_on)]
@@ -151,12 +167,22 @@ class _Run:
         while changed:
             changed = False
             for step in list(pending):
-                bad = next((d for d in step.depends_on if d in self.reports and self.reports[d].status not in ("ok", "skipped")), None)
+                bad = next(
+                    (
+                        d
+                        for d in step.depends_on
+                        if d in self.reports and self.reports[d].status not in ("ok", "skipped")
+                    ),
+                    None,
+                )
                 if bad is None and force:
                     bad = next((d for d in step.depends_on if d not in self.reports), None)
                 if bad is not None:
                     pending.remove(step)
-                    self._finish(step, StepReport(step.id, step.tool, "not_run", reason=f"upstream step `{bad}` did not complete"))
+                    self._finish(
+                        step,
+                        StepReport(step.id, step.tool, "not_run", reason=f"upstream step `{bad}` did not complete"),
+                    )
                     changed = True
 
     def _finish(self, step: CompiledStep, report: StepReport) -> None:
@@ -164,7 +190,11 @@ class _Run:
         result = report.result
         read = self.workflow.read_steps
         # Only a step some expression reads needs its result converted for CEL.
-        self.views[step.id] = _view(report, result) if step.id in read or "*" in read else {"status": report.status, "ok": report.status == "ok"}
+        self.views[step.id] = (
+            _view(report, result)
+            if step.id in read or "*" in read
+            else {"status": report.status, "ok": report.status == "ok"}
+        )
         if report.status == "ok":
             self.completed.append(step.id)
         elif report.status in ("failed", "unknown") and self.stop_reason is None:
@@ -182,13 +212,17 @@ class _Run:
         if step.when is not None:
             outcome = step.when.evaluate(activation)
             if outcome.error is not None:
-                return StepReport(step.id, step.tool, "failed", _ms(started), reason=f"its `when` failed: {outcome.error}")
+                return StepReport(
+                    step.id, step.tool, "failed", _ms(started), reason=f"its `when` failed: {outcome.error}"
+                )
             if outcome.value is not True:
                 return StepReport(step.id, step.tool, "skipped", _ms(started), reason="its `when` is false")
         try:
             args = evaluate(step.args, activation)
         except TemplateError as err:
-            return StepReport(step.id, step.tool, "failed", _ms(started), reason=f"its arguments could not be computed: {err}")
+            return StepReport(
+                step.id, step.tool, "failed", _ms(started), reason=f"its arguments could not be computed: {err}"
+            )
         if not isinstance(args, dict):
             return StepReport(step.id, step.tool, "failed", _ms(started), reason="its arguments are not a map")
         if step.compensation is not None and step.compensation.builtin:
@@ -228,7 +262,14 @@ class _Run:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         if read_only:
-            return ToolResult(call.id, call.name, f"Stopped: the step's time limit of {timeout_s:g} s passed.", Status.timeout, "step_timeout", Stage.execute)
+            return ToolResult(
+                call.id,
+                call.name,
+                f"Stopped: the step's time limit of {timeout_s:g} s passed.",
+                Status.timeout,
+                "step_timeout",
+                Stage.execute,
+            )
         message = f"Result unknown: the step's time limit of {timeout_s:g} s passed, so `{call.name}` was stopped; it may or may not have taken effect."
         return ToolResult(call.id, call.name, message, Status.unknown, "step_timeout", Stage.execute)
 
@@ -243,7 +284,11 @@ class _Run:
             started = time.perf_counter()
             if comp is None:
                 if not step.read_only:
-                    reports.append(CompensationReport(step.id, "-", "not_declared", "the step changed something and declares no compensation"))
+                    reports.append(
+                        CompensationReport(
+                            step.id, "-", "not_declared", "the step changed something and declares no compensation"
+                        )
+                    )
                 continue
             call_id = f"{self.run_id}.{step.id}.compensate"
             if comp.builtin:
@@ -252,17 +297,32 @@ class _Run:
             try:
                 args = evaluate(comp.args, self.activation()) if comp.args is not None else {}
             except TemplateError as err:
-                reports.append(CompensationReport(step.id, comp.tool, "failed", f"its arguments could not be computed: {err}", _ms(started)))
+                reports.append(
+                    CompensationReport(
+                        step.id, comp.tool, "failed", f"its arguments could not be computed: {err}", _ms(started)
+                    )
+                )
                 continue
             result = await run_call(Call(call_id, comp.tool, args), self.env)
             status = "ok" if not result.is_error else "failed"
-            reports.append(CompensationReport(step.id, comp.tool, status, None if status == "ok" else _first_line(result.content), _ms(started), result))
+            reports.append(
+                CompensationReport(
+                    step.id,
+                    comp.tool,
+                    status,
+                    None if status == "ok" else _first_line(result.content),
+                    _ms(started),
+                    result,
+                )
+            )
         return reports
 
     async def _restore(self, step: CompiledStep, call_id: str, started: float) -> CompensationReport:
         report = self.reports[step.id]
         metadata = report.result.metadata if report.result is not None else {}
-        plan = plan_restore(self.backups.get(step.id), step.handler, metadata, self.workflow.restore_tool, self.workflow.remove_tool)
+        plan = plan_restore(
+            self.backups.get(step.id), step.handler, metadata, self.workflow.restore_tool, self.workflow.remove_tool
+        )
         if plan.refused is not None:
             if plan.refused == "":
                 return CompensationReport(step.id, step.tool, "skipped", "the step changed nothing", _ms(started))
@@ -280,13 +340,27 @@ class _Run:
         if result.is_error:
             return CompensationReport(step.id, plan.tool, "failed", _first_line(result.content), _ms(started), result)
         if plan.expect_sha256 is not None and result.metadata.get("hash_after") != plan.expect_sha256:
-            return CompensationReport(step.id, plan.tool, "failed", f"the restored file's sha256 is {result.metadata.get('hash_after')}, not the {plan.expect_sha256} it had before the step", _ms(started), result)
+            return CompensationReport(
+                step.id,
+                plan.tool,
+                "failed",
+                f"the restored file's sha256 is {result.metadata.get('hash_after')}, not the {plan.expect_sha256} it had before the step",
+                _ms(started),
+                result,
+            )
         return CompensationReport(step.id, plan.tool, "ok", None, _ms(started), result)
 
 
 def _view(report: StepReport, result: ToolResult | None) -> dict[str, Any]:
     """``steps.<id>`` as expressions read it: plain values only (CEL takes no proxies)."""
-    view: dict[str, Any] = {"status": report.status, "ok": report.status == "ok", "content": "", "data": None, "metadata": {}, "code": ""}
+    view: dict[str, Any] = {
+        "status": report.status,
+        "ok": report.status == "ok",
+        "content": "",
+        "data": None,
+        "metadata": {},
+        "code": "",
+    }
     if result is not None:
         view["content"] = result.content
         view["data"] = _plain(result.structured) if result.structured is not None else result.content

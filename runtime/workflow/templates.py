@@ -75,7 +75,9 @@ def split_string(text: str) -> list[str | tuple[str, int]]:
                 literal = []
             source = text[i + 2 : end].strip()
             if not source:
-                raise TemplateError(f"`${{}}` at character {i + 1} is empty; put a CEL expression inside, e.g. `${{input.path}}`")
+                raise TemplateError(
+                    f"`${{}}` at character {i + 1} is empty; put a CEL expression inside, e.g. `${{input.path}}`"
+                )
             pieces.append((source, i + 2))
             i = end + 1
             continue

@@ -58,22 +58,30 @@ def delete_file(editor: FileEditor, path: str, expected_hash: str | None = None)
     match); nothing is removed then."""
     if expected_hash is not None:
         if not isinstance(expected_hash, str) or not _HASH.fullmatch(expected_hash.strip().lower()):
-            raise WorkspaceError("expected_hash must be the 64-character hex sha256 that file_read returned for this file")
+            raise WorkspaceError(
+                "expected_hash must be the 64-character hex sha256 that file_read returned for this file"
+            )
         expected_hash = expected_hash.strip().lower()
     workspace = editor.workspace
     resolved = workspace.resolve(path, for_write=True, must_exist=True)
     _refuse_final_link(workspace.root, path, resolved.relative)
-    lock = filelock.FileLock(str(editor.lock_path(resolved)), timeout=editor.lock_timeout_s, poll_interval=editor.lock_poll_s)
+    lock = filelock.FileLock(
+        str(editor.lock_path(resolved)), timeout=editor.lock_timeout_s, poll_interval=editor.lock_poll_s
+    )
     try:
         lock.acquire()
     except filelock.Timeout:
-        raise FileBusy(f"{resolved.relative} is busy: another edit has held it for over {editor.lock_timeout_s:g} s; try again shortly (nothing was deleted)") from None
+        raise FileBusy(
+            f"{resolved.relative} is busy: another edit has held it for over {editor.lock_timeout_s:g} s; try again shortly (nothing was deleted)"
+        ) from None
     try:
         parent_fd = workspace.open_parent_dir(resolved)
         try:
             current = editor.read_current(parent_fd, resolved)
             if current is None:
-                raise WorkspaceError(f"{resolved.relative} not found (it may have just been removed); nothing was deleted")
+                raise WorkspaceError(
+                    f"{resolved.relative} not found (it may have just been removed); nothing was deleted"
+                )
             digest = hashlib.sha256(current.raw).hexdigest()
             if expected_hash is not None and expected_hash != digest:
                 raise EditConflict(
@@ -82,11 +90,16 @@ def delete_file(editor: FileEditor, path: str, expected_hash: str | None = None)
                 )
             now = FileIdentity.of(os.stat(resolved.name, dir_fd=parent_fd, follow_symlinks=False))
             if now != current.identity:
-                raise EditConflict(f"{resolved.relative} was changed by another program during the delete; read it again (nothing was deleted)", None)
+                raise EditConflict(
+                    f"{resolved.relative} was changed by another program during the delete; read it again (nothing was deleted)",
+                    None,
+                )
             try:
                 os.unlink(resolved.name, dir_fd=parent_fd)
             except FileNotFoundError:
-                raise WorkspaceError(f"{resolved.relative} not found (it was removed meanwhile); nothing was deleted") from None
+                raise WorkspaceError(
+                    f"{resolved.relative} not found (it was removed meanwhile); nothing was deleted"
+                ) from None
             except PermissionError:
                 raise WorkspaceError(f"permission denied: {resolved.relative} cannot be deleted") from None
             with contextlib.suppress(OSError):
@@ -116,6 +129,10 @@ def _refuse_final_link(root: os.PathLike[str], given: str, relative: str) -> Non
     except OSError as err:
         if err.errno in (errno.ENOENT, errno.ENOTDIR):
             return
-        raise WorkspaceError(f"'{given[:160]}' cannot be looked up ({os.strerror(err.errno or errno.EINVAL)}); nothing was deleted") from None
+        raise WorkspaceError(
+            f"'{given[:160]}' cannot be looked up ({os.strerror(err.errno or errno.EINVAL)}); nothing was deleted"
+        ) from None
     if stat.S_ISLNK(st.st_mode):
-        raise WorkspaceError(f"'{given[:160]}' is a symbolic link to {relative}; file_delete does not delete through links. Delete {relative} by its own path if that is what you mean.")
+        raise WorkspaceError(
+            f"'{given[:160]}' is a symbolic link to {relative}; file_delete does not delete through links. Delete {relative} by its own path if that is what you mean."
+        )

@@ -57,7 +57,16 @@ from runtime.workspace.atomic import atomic_write, sweep_stale_temp_files
 from runtime.workspace.cache import FileIdentity, ReadCache
 from runtime.workspace.errors import BinaryFileError, EditConflict, FileBusy, WorkspaceError
 from runtime.workspace.sandbox import TEMP_PREFIX, Resolved, Workspace
-from runtime.workspace.text import Decoded, decode, encode, line_endings, short_diff, split_keepends, split_lines, to_crlf
+from runtime.workspace.text import (
+    Decoded,
+    decode,
+    encode,
+    line_endings,
+    short_diff,
+    split_keepends,
+    split_lines,
+    to_crlf,
+)
 
 EditMode = Literal["replace", "append", "insert", "str_replace"]
 EDIT_MODES: tuple[str, ...] = get_args(EditMode)
@@ -93,7 +102,11 @@ class EditResult:
         elif not self.changed:
             what = f"{self.path} unchanged (the new content equals the old)"
         else:
-            count = f", {self.replacements} replacement{'s' if self.replacements != 1 else ''}" if self.mode == "str_replace" else ""
+            count = (
+                f", {self.replacements} replacement{'s' if self.replacements != 1 else ''}"
+                if self.mode == "str_replace"
+                else ""
+            )
             what = f"Edited {self.path} ({self.mode}{count})"
         diff = f"\n{self.diff}" if self.diff else ""
         return f"{what}; sha256 is now {self.new_sha256}{diff}"
@@ -188,17 +201,23 @@ class FileEditor:
         _check_arguments(mode, content, old_string, new_string, replace_all, line)
         if expected_hash is not None:
             if not isinstance(expected_hash, str) or not _HASH.fullmatch(expected_hash.strip().lower()):
-                raise WorkspaceError("expected_hash must be the 64-character hex sha256 that file_read returned for this file")
+                raise WorkspaceError(
+                    "expected_hash must be the 64-character hex sha256 that file_read returned for this file"
+                )
             expected_hash = expected_hash.strip().lower()
         resolved = self.workspace.resolve(path, for_write=True, must_exist=mode != "replace")
-        lock = filelock.FileLock(str(self.lock_path(resolved)), timeout=self.lock_timeout_s, poll_interval=self.lock_poll_s)
+        lock = filelock.FileLock(
+            str(self.lock_path(resolved)), timeout=self.lock_timeout_s, poll_interval=self.lock_poll_s
+        )
         started = self._clock()
         try:
             lock.acquire()
         except filelock.Timeout:
             with self._stats_lock:
                 self.lock_timeouts += 1
-            raise FileBusy(f"{resolved.relative} is busy: another edit has held it for over {self.lock_timeout_s:g} s; try again shortly (nothing was changed)") from None
+            raise FileBusy(
+                f"{resolved.relative} is busy: another edit has held it for over {self.lock_timeout_s:g} s; try again shortly (nothing was changed)"
+            ) from None
         finally:
             self._count_wait(self._clock() - started)
         try:
@@ -225,13 +244,18 @@ class FileEditor:
             if expected_hash is not None and expected_hash != old_hash:
                 self._count_conflict()
                 if old_hash is None:
-                    raise EditConflict(f"{rel} no longer exists (it was deleted or renamed since you read it); re-read the directory before editing", None)
+                    raise EditConflict(
+                        f"{rel} no longer exists (it was deleted or renamed since you read it); re-read the directory before editing",
+                        None,
+                    )
                 raise EditConflict(
                     f"{rel} changed since you read it: expected sha256 {expected_hash}, current sha256 {old_hash}. Read the file again with file_read and redo the edit on its current content.",
                     old_hash,
                 )
             if current is None and mode != "replace":
-                raise WorkspaceError(f"{rel} not found (it may have just been removed); use mode 'replace' to create a file")
+                raise WorkspaceError(
+                    f"{rel} not found (it may have just been removed); use mode 'replace' to create a file"
+                )
 
             decoded: Decoded | None = None
             if current is not None:
@@ -243,7 +267,9 @@ class FileEditor:
             encoding = decoded.encoding if decoded is not None else "utf-8"
             old_text = decoded.text if decoded is not None else None
             if mode == "str_replace":
-                new_text, replacements = _str_replace(rel, old_text or "", old_string or "", new_string or "", replace_all)
+                new_text, replacements = _str_replace(
+                    rel, old_text or "", old_string or "", new_string or "", replace_all
+                )
             else:
                 new_text, replacements = _apply_content(rel, mode, old_text or "", content or "", line or 0), 0
             new_raw = encode(new_text, encoding)
@@ -268,7 +294,17 @@ class FileEditor:
             diff = f"(binary content replaced by {count:,} line{'' if count == 1 else 's'} of text)"
         else:
             diff = short_diff(old_text, new_text, rel)
-        return EditResult(rel, mode, current is None, True, old_hash, hashlib.sha256(new_raw).hexdigest(), diff, replacements, len(new_raw))
+        return EditResult(
+            rel,
+            mode,
+            current is None,
+            True,
+            old_hash,
+            hashlib.sha256(new_raw).hexdigest(),
+            diff,
+            replacements,
+            len(new_raw),
+        )
 
     def _read_current(self, parent_fd: int, resolved: Resolved) -> _Current | None:
         """The file's bytes as they are now (None if missing), opened without following links."""
@@ -278,7 +314,9 @@ class FileEditor:
             return None
         except OSError as err:
             if err.errno == errno.ELOOP:
-                raise WorkspaceError(f"{resolved.relative} changed while in use (it is now a symbolic link); nothing was written, try again") from None
+                raise WorkspaceError(
+                    f"{resolved.relative} changed while in use (it is now a symbolic link); nothing was written, try again"
+                ) from None
             if err.errno == errno.EACCES:
                 raise WorkspaceError(f"permission denied: {resolved.relative} is not readable") from None
             raise
@@ -288,16 +326,22 @@ class FileEditor:
             if stat.S_ISDIR(st.st_mode):
                 raise WorkspaceError(f"{resolved.relative} is a directory; give the path of a file")
             if not stat.S_ISREG(st.st_mode):
-                raise WorkspaceError(f"{resolved.relative} is not a regular file (device, socket or FIFO); it cannot be edited")
+                raise WorkspaceError(
+                    f"{resolved.relative} is not a regular file (device, socket or FIFO); it cannot be edited"
+                )
             if st.st_size > self.max_file_bytes:
-                raise WorkspaceError(f"{resolved.relative} is {st.st_size / 2**20:,.1f} MB; file_edit handles files up to {self.max_file_bytes / 2**20:,.0f} MB")
+                raise WorkspaceError(
+                    f"{resolved.relative} is {st.st_size / 2**20:,.1f} MB; file_edit handles files up to {self.max_file_bytes / 2**20:,.0f} MB"
+                )
             chunks: list[bytes] = []
             got = 0
             while got <= self.max_file_bytes and (chunk := os.read(fd, 8 << 20)):
                 chunks.append(chunk)
                 got += len(chunk)
             if got > self.max_file_bytes:
-                raise WorkspaceError(f"{resolved.relative} grew past {self.max_file_bytes / 2**20:,.0f} MB while being read; file_edit handles files up to that size")
+                raise WorkspaceError(
+                    f"{resolved.relative} grew past {self.max_file_bytes / 2**20:,.0f} MB while being read; file_edit handles files up to that size"
+                )
             return _Current(b"".join(chunks), FileIdentity.of(st))
         finally:
             os.close(fd)
@@ -315,7 +359,10 @@ class FileEditor:
             now = None
         if now != (current.identity if current is not None else None):
             self._count_conflict()
-            raise EditConflict(f"{resolved.relative} was changed by another program during the edit; read it again and redo the edit (nothing was written)", None)
+            raise EditConflict(
+                f"{resolved.relative} was changed by another program during the edit; read it again and redo the edit (nothing was written)",
+                None,
+            )
 
     def _maybe_sweep(self, parent_fd: int) -> None:
         """Now and then, remove temp files that crashed writers left in this directory."""
@@ -369,7 +416,9 @@ class FileEditor:
             self.conflicts += 1
 
 
-def _check_arguments(mode: str, content: str | None, old_string: str | None, new_string: str | None, replace_all: bool, line: int | None) -> None:
+def _check_arguments(
+    mode: str, content: str | None, old_string: str | None, new_string: str | None, replace_all: bool, line: int | None
+) -> None:
     """Refuse arguments that do not fit the mode, before any file is touched."""
     if mode not in EDIT_MODES:
         raise WorkspaceError(f"unknown edit mode {mode!r}; use one of: {', '.join(EDIT_MODES)}")
@@ -379,14 +428,22 @@ def _check_arguments(mode: str, content: str | None, old_string: str | None, new
         if content is not None:
             raise WorkspaceError("mode 'str_replace' takes old_string and new_string, not content")
         if not isinstance(old_string, str) or not isinstance(new_string, str):
-            raise WorkspaceError("mode 'str_replace' needs old_string (the exact text to find) and new_string (its replacement)")
+            raise WorkspaceError(
+                "mode 'str_replace' needs old_string (the exact text to find) and new_string (its replacement)"
+            )
         if old_string == "":
-            raise WorkspaceError("old_string is empty; give the exact text to replace (to add text use mode 'insert' or 'append')")
+            raise WorkspaceError(
+                "old_string is empty; give the exact text to replace (to add text use mode 'insert' or 'append')"
+            )
         if old_string == new_string:
-            raise WorkspaceError("old_string and new_string are identical, so the edit would change nothing; give the new text in new_string")
+            raise WorkspaceError(
+                "old_string and new_string are identical, so the edit would change nothing; give the new text in new_string"
+            )
     else:
         if old_string is not None or new_string is not None or replace_all:
-            raise WorkspaceError(f"old_string, new_string and replace_all belong to mode 'str_replace'; mode {mode!r} takes content")
+            raise WorkspaceError(
+                f"old_string, new_string and replace_all belong to mode 'str_replace'; mode {mode!r} takes content"
+            )
         if not isinstance(content, str):
             raise WorkspaceError(f"mode {mode!r} needs content (a string)")
         if mode in ("append", "insert") and content == "":
@@ -412,7 +469,9 @@ def _apply_content(rel: str, mode: str, old: str, content: str, line: int) -> st
         return old + joiner + text
     lines = split_keepends(old)
     if line > len(lines) + 1:
-        raise WorkspaceError(f"line {line} is past the end of {rel} ({len(lines):,} lines); use a line from 1 to {len(lines) + 1:,} ({len(lines) + 1:,} appends at the end)")
+        raise WorkspaceError(
+            f"line {line} is past the end of {rel} ({len(lines):,} lines); use a line from 1 to {len(lines) + 1:,} ({len(lines) + 1:,} appends at the end)"
+        )
     if not text.endswith("\n"):
         text += newline
     if line == len(lines) + 1 and lines and not lines[-1].endswith("\n"):
@@ -431,7 +490,9 @@ def _str_replace(rel: str, old: str, old_string: str, new_string: str, replace_a
         raise WorkspaceError(_no_match_message(rel, old, old_string))
     if len(positions) > 1 and not replace_all:
         numbers = sorted({old.count("\n", 0, pos) + 1 for pos in positions})
-        listed = ", ".join(str(n) for n in numbers[:20]) + (f" and {len(numbers) - 20} more" if len(numbers) > 20 else "")
+        listed = ", ".join(str(n) for n in numbers[:20]) + (
+            f" and {len(numbers) - 20} more" if len(numbers) > 20 else ""
+        )
         raise WorkspaceError(
             f"old_string occurs {len(positions)} times in {rel} (starting at lines {listed}); "
             f"include more of the surrounding lines in old_string so it matches exactly once, or set replace_all to replace every occurrence"
@@ -458,10 +519,14 @@ def _no_match_message(rel: str, text: str, old_string: str) -> str:
     wanted = [line.rstrip("\r") for line in old_string.split("\n")]
     hints: list[str] = []
     if all(_LINE_NUMBER_PREFIX.match(w) for w in wanted if w.strip()):
-        hints.append("old_string seems to include the line-number prefixes of file_read output ('    12<TAB>'); give only the file's text")
+        hints.append(
+            "old_string seems to include the line-number prefixes of file_read output ('    12<TAB>'); give only the file's text"
+        )
     start = _whitespace_insensitive_match(lines, wanted)
     if start is not None:
-        hints.append(f"a passage matching except for whitespace or indentation starts at line {start}; copy it exactly, spaces and tabs included")
+        hints.append(
+            f"a passage matching except for whitespace or indentation starts at line {start}; copy it exactly, spaces and tabs included"
+        )
     key = max((w.strip() for w in wanted), key=len, default="")
     candidates: list[tuple[float, int]] = []
     if key:
@@ -478,7 +543,9 @@ def _no_match_message(rel: str, text: str, old_string: str) -> str:
         parts.append("Closest lines:\n" + "\n".join(f"  line {n}: {_clip(lines[n - 1])}" for _, n in candidates[:3]))
     else:
         parts.append("No line of the file resembles it; check the path, or read the file again.")
-    hints.append("old_string must match the file exactly (whitespace, indentation and line breaks included); re-read the file if it may have changed")
+    hints.append(
+        "old_string must match the file exactly (whitespace, indentation and line breaks included); re-read the file if it may have changed"
+    )
     return "\n".join(parts + [f"Hint: {h}." for h in hints])
 
 

@@ -103,7 +103,9 @@ class FileReader:
         self.max_line_chars = max_line_chars
         self.max_bytes = max_bytes
 
-    def read(self, path: str, offset: int | None = None, limit: int | None = None, max_bytes: int | None = None) -> ReadResult:
+    def read(
+        self, path: str, offset: int | None = None, limit: int | None = None, max_bytes: int | None = None
+    ) -> ReadResult:
         """Lines ``offset`` (1-based, default 1) to ``offset + limit - 1`` (default 2,000 lines) of ``path``.
 
         ``max_bytes`` caps the UTF-8 size of the numbered output (default 256 KiB);
@@ -130,7 +132,9 @@ class FileReader:
             if stat.S_ISDIR(st.st_mode):
                 raise WorkspaceError(f"{resolved.relative} is a directory, not a file; list it to see what it contains")
             if not stat.S_ISREG(st.st_mode):
-                raise WorkspaceError(f"{resolved.relative} is not a regular file (device, socket or FIFO); it cannot be read")
+                raise WorkspaceError(
+                    f"{resolved.relative} is not a regular file (device, socket or FIFO); it cannot be read"
+                )
             if st.st_size > self.max_file_bytes:
                 return self._read_large(fd, st, resolved, first, count, budget, explicit_window)
             cached, hit = self._load(fd, st, resolved)
@@ -148,7 +152,9 @@ class FileReader:
                 return found, True
         raw = _read_all(fd, self.max_file_bytes + 1)
         if len(raw) > self.max_file_bytes:
-            raise WorkspaceError(f"{resolved.relative} grew past {_mb(self.max_file_bytes)} while being read; read a window with offset and limit")
+            raise WorkspaceError(
+                f"{resolved.relative} grew past {_mb(self.max_file_bytes)} while being read; read a window with offset and limit"
+            )
         try:
             decoded = decode(raw)
         except BinaryFileError as err:
@@ -159,21 +165,54 @@ class FileReader:
             self.cache.put(key, identity, value)
         return value, False
 
-    def _window(self, resolved: Resolved, lines: list[str], value: CachedText, first: int, count: int, budget: int, hit: bool) -> ReadResult:
+    def _window(
+        self, resolved: Resolved, lines: list[str], value: CachedText, first: int, count: int, budget: int, hit: bool
+    ) -> ReadResult:
         total = len(lines)
         if total == 0:
             if first > 1:
                 raise WorkspaceError(f"offset {first} is past the end: {resolved.relative} is empty")
-            return ReadResult(resolved.relative, "", 0, 0, 0, value.sha256, value.size, value.encoding, "none", hit, False, None, None, 0)
+            return ReadResult(
+                resolved.relative,
+                "",
+                0,
+                0,
+                0,
+                value.sha256,
+                value.size,
+                value.encoding,
+                "none",
+                hit,
+                False,
+                None,
+                None,
+                0,
+            )
         if first > total:
-            raise WorkspaceError(f"offset {first} is past the end of {resolved.relative} ({total:,} lines); use an offset from 1 to {total:,}")
+            raise WorkspaceError(
+                f"offset {first} is past the end of {resolved.relative} ({total:,} lines); use an offset from 1 to {total:,}"
+            )
         window = lines[first - 1 : first - 1 + count]
         if _ARMOR in value.text:
             window = _mask_key_lines(lines, first, window)
         shown, cut, by_bytes = self._number(window, first, budget)
-        return _window(resolved.relative, shown, first, total, value.sha256, value.size, value.encoding, line_endings(value.text), hit, by_bytes, cut)
+        return _window(
+            resolved.relative,
+            shown,
+            first,
+            total,
+            value.sha256,
+            value.size,
+            value.encoding,
+            line_endings(value.text),
+            hit,
+            by_bytes,
+            cut,
+        )
 
-    def _number(self, window: list[str], first: int, budget: int, streamed: list[int | None] | None = None) -> tuple[list[str], int, bool]:
+    def _number(
+        self, window: list[str], first: int, budget: int, streamed: list[int | None] | None = None
+    ) -> tuple[list[str], int, bool]:
         """``window`` numbered from ``first``, cut at ``budget`` bytes of output (at least one line).
 
         ``streamed[i]`` is the full byte length of line ``i`` when it was already cut
@@ -181,7 +220,9 @@ class FileReader:
         the budget stopped the window.
         """
         limit = self.max_line_chars
-        shown = [str(number).rjust(6) + "\t" + line for number, line in enumerate(window, start=first)]  # a third faster than an f-string
+        shown = [
+            str(number).rjust(6) + "\t" + line for number, line in enumerate(window, start=first)
+        ]  # a third faster than an f-string
         cut = 0
         # Long lines and carriage returns are rare: find them with C-speed scans, redo only those.
         if window and (max(map(len, window)) > limit or "\r" in "".join(window)):
@@ -193,7 +234,10 @@ class FileReader:
                 text, _ = number_line(first + index, window[index][:limit], limit)
                 shown[index] = f"{text}… [line cut: about {full:,} bytes in all]"
                 cut += 1
-        if sum(map(len, shown)) + len(shown) <= budget // 4 or sum(len(text.encode("utf-8", "surrogatepass")) + 1 for text in shown) <= budget:
+        if (
+            sum(map(len, shown)) + len(shown) <= budget // 4
+            or sum(len(text.encode("utf-8", "surrogatepass")) + 1 for text in shown) <= budget
+        ):
             return shown, cut, False
         used = 0
         for index, text in enumerate(shown):
@@ -203,10 +247,14 @@ class FileReader:
                 return kept, sum(1 for t in kept if "… [line cut: " in t), True
         return shown, cut, False
 
-    def _read_large(self, fd: int, st: os.stat_result, resolved: Resolved, first: int, count: int, budget: int, explicit: bool) -> ReadResult:
+    def _read_large(
+        self, fd: int, st: os.stat_result, resolved: Resolved, first: int, count: int, budget: int, explicit: bool
+    ) -> ReadResult:
         size = st.st_size
         if size > self.max_stream_bytes:
-            raise WorkspaceError(f"{resolved.relative} is {_mb(size)}, too large to read (limit {_mb(self.max_stream_bytes)}); search it with grep instead")
+            raise WorkspaceError(
+                f"{resolved.relative} is {_mb(size)}, too large to read (limit {_mb(self.max_stream_bytes)}); search it with grep instead"
+            )
         if not explicit:
             raise WorkspaceError(
                 f"{resolved.relative} is {_mb(size)}, over the {_mb(self.max_file_bytes)} limit for reading a whole file; "
@@ -215,21 +263,31 @@ class FileReader:
         head = os.pread(fd, SNIFF_BYTES, 0)
         encoding = sniff(head)
         if encoding is not None and encoding.startswith("utf-16"):
-            raise WorkspaceError(f"{resolved.relative} is UTF-16 text of {_mb(size)}; windows of UTF-16 files over {_mb(self.max_file_bytes)} are not supported, search it with grep")
+            raise WorkspaceError(
+                f"{resolved.relative} is UTF-16 text of {_mb(size)}; windows of UTF-16 files over {_mb(self.max_file_bytes)} are not supported, search it with grep"
+            )
         if encoding is None:
             ok = utf8_prefix_ok(head)
             if looks_binary(head, utf8_ok=ok):
-                raise BinaryFileError(f"{resolved.relative} is a {describe_binary(head, size)}; file_read shows text files only")
+                raise BinaryFileError(
+                    f"{resolved.relative} is a {describe_binary(head, size)}; file_read shows text files only"
+                )
             encoding = "utf-8" if ok else "latin-1"
         window, total, digest, read_size = _stream_window(fd, first, count, self.max_line_chars * 4 + 4)
         if total == 0 or first > total:
-            raise WorkspaceError(f"offset {first} is past the end of {resolved.relative} ({total:,} lines); use an offset from 1 to {total:,}")
+            raise WorkspaceError(
+                f"offset {first} is past the end of {resolved.relative} ({total:,} lines); use an offset from 1 to {total:,}"
+            )
         codec = ENCODINGS[encoding][0]
         lines = [raw.decode(codec, "replace") for raw, _ in window]
         if first == 1 and encoding == "utf-8-sig":
             lines[0] = lines[0].removeprefix("\ufeff")
-        shown, cut, by_bytes = self._number(lines, first, budget, [full if full > len(raw) else None for raw, full in window])
-        return _window(resolved.relative, shown, first, total, digest, read_size, encoding, "unknown", False, by_bytes, cut)
+        shown, cut, by_bytes = self._number(
+            lines, first, budget, [full if full > len(raw) else None for raw, full in window]
+        )
+        return _window(
+            resolved.relative, shown, first, total, digest, read_size, encoding, "unknown", False, by_bytes, cut
+        )
 
 
 _ARMOR = "PRIVATE KEY"
@@ -260,13 +318,40 @@ def _mask_key_lines(lines: list[str], first: int, window: list[str]) -> list[str
     return [KEY_LINE if first - 1 + offset in inside else line for offset, line in enumerate(window)]
 
 
-def _window(relative: str, shown: list[str], first: int, total: int, sha256: str, size: int, encoding: str, endings: str, hit: bool, by_bytes: bool, cut: int) -> ReadResult:
+def _window(
+    relative: str,
+    shown: list[str],
+    first: int,
+    total: int,
+    sha256: str,
+    size: int,
+    encoding: str,
+    endings: str,
+    hit: bool,
+    by_bytes: bool,
+    cut: int,
+) -> ReadResult:
     """The result for numbered lines ``shown`` starting at line ``first`` of ``total``:
     whether more follows, what stopped the window and where to go on."""
     end = first + len(shown) - 1
     more = end < total
     by = ("max_bytes" if by_bytes else "limit") if more else None
-    return ReadResult(relative, "\n".join(shown), first, end, total, sha256, size, encoding, endings, hit, more, by, end + 1 if more else None, cut)
+    return ReadResult(
+        relative,
+        "\n".join(shown),
+        first,
+        end,
+        total,
+        sha256,
+        size,
+        encoding,
+        endings,
+        hit,
+        more,
+        by,
+        end + 1 if more else None,
+        cut,
+    )
 
 
 def _stream_window(fd: int, first: int, count: int, keep: int) -> tuple[list[tuple[bytes, int]], int, str, int]:

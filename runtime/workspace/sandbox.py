@@ -130,7 +130,12 @@ class Workspace:
     :data:`DEFAULT_DENY` (pass ``()`` to deny nothing).
     """
 
-    def __init__(self, root: str | os.PathLike[str], deny_globs: Sequence[str] = DEFAULT_DENY, protected_inodes: ProtectedInodes = NO_PROTECTED_INODES) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        deny_globs: Sequence[str] = DEFAULT_DENY,
+        protected_inodes: ProtectedInodes = NO_PROTECTED_INODES,
+    ) -> None:
         given = os.path.abspath(os.fspath(root))
         real = os.path.realpath(given, strict=True)
         if not os.path.isdir(real):
@@ -159,24 +164,36 @@ class Workspace:
             raise WorkspaceError(f"path must be a string, not {type(path).__name__}")
         shown = _show(path)
         if not path.strip():
-            raise WorkspaceError("path is empty (or blank); give a path relative to the workspace root, e.g. 'src/main.py'")
+            raise WorkspaceError(
+                "path is empty (or blank); give a path relative to the workspace root, e.g. 'src/main.py'"
+            )
         if "\x00" in path:
             raise WorkspaceError(f"path {shown} contains a NUL byte; remove it")
         bad = next((ch for ch in path if ord(ch) < 32 or ord(ch) == 127), None)
         if bad is not None:
-            raise WorkspaceError(f"path {shown} contains the control character U+{ord(bad):04X}; file names here may not contain control characters")
+            raise WorkspaceError(
+                f"path {shown} contains the control character U+{ord(bad):04X}; file names here may not contain control characters"
+            )
         try:
             encoded = os.fsencode(path)
         except UnicodeEncodeError:
-            raise WorkspaceError(f"path {shown} contains characters that cannot be used in a file name (lone surrogates)") from None
+            raise WorkspaceError(
+                f"path {shown} contains characters that cannot be used in a file name (lone surrogates)"
+            ) from None
         if len(encoded) > MAX_PATH_BYTES:
-            raise WorkspaceError(f"path is too long ({len(encoded):,} bytes; at most {MAX_PATH_BYTES:,}); use a shorter path")
+            raise WorkspaceError(
+                f"path is too long ({len(encoded):,} bytes; at most {MAX_PATH_BYTES:,}); use a shorter path"
+            )
         parts = [part for part in path.split("/") if part not in ("", ".")]
         for part in parts:
             if len(os.fsencode(part)) > MAX_NAME_BYTES:
-                raise WorkspaceError(f"a name in path {shown} is too long ({len(os.fsencode(part))} bytes; at most {MAX_NAME_BYTES} per name)")
+                raise WorkspaceError(
+                    f"a name in path {shown} is too long ({len(os.fsencode(part))} bytes; at most {MAX_NAME_BYTES} per name)"
+                )
         if parts and parts[0] == "~":
-            raise WorkspaceError(f"path {shown} starts with '~', but home directories are not available: paths are relative to the workspace root")
+            raise WorkspaceError(
+                f"path {shown} starts with '~', but home directories are not available: paths are relative to the workspace root"
+            )
 
         if path.startswith("/"):
             parts = self._strip_root(path, shown)
@@ -184,19 +201,25 @@ class Workspace:
         for part in parts:
             depth += -1 if part == ".." else 1
             if depth < 0:
-                raise WorkspaceError(f"path {shown} goes above the workspace root with '..'; use a path inside the workspace")
+                raise WorkspaceError(
+                    f"path {shown} goes above the workspace root with '..'; use a path inside the workspace"
+                )
 
         try:
             real = os.path.realpath(os.path.join(self._root_str, *parts))
         except OSError as err:  # e.g. ENAMETOOLONG once links are expanded
-            raise WorkspaceError(f"path {shown} cannot be resolved ({os.strerror(err.errno or errno.EINVAL)})") from None
+            raise WorkspaceError(
+                f"path {shown} cannot be resolved ({os.strerror(err.errno or errno.EINVAL)})"
+            ) from None
         real_path = Path(real)
         if _unresolved(real_path, self.root):
             # realpath gives up at a link loop and returns the rest of the path as it
             # was, `..` and further links included: nothing about it can be trusted.
             raise WorkspaceError(f"path {shown} has too many levels of symbolic links (a link loop?)")
         if not real_path.is_relative_to(self.root):
-            raise WorkspaceError(f"path {shown} leads outside the workspace through a symbolic link; only files inside the workspace can be used")
+            raise WorkspaceError(
+                f"path {shown} leads outside the workspace through a symbolic link; only files inside the workspace can be used"
+            )
         relative = real_path.relative_to(self.root).as_posix()
 
         exists = is_dir = is_file = False
@@ -209,7 +232,9 @@ class Workspace:
                 raise WorkspaceError(f"path {shown} has too many levels of symbolic links (a link loop?)") from None
             if err.errno == errno.EACCES:
                 raise WorkspaceError(f"permission denied while looking up {shown}") from None
-            raise WorkspaceError(f"path {shown} cannot be resolved ({os.strerror(err.errno or errno.EINVAL)})") from None
+            raise WorkspaceError(
+                f"path {shown} cannot be resolved ({os.strerror(err.errno or errno.EINVAL)})"
+            ) from None
         else:
             if stat.S_ISLNK(st.st_mode):
                 # realpath gives up on a loop and returns the link itself.
@@ -222,12 +247,16 @@ class Workspace:
         for candidate in dict.fromkeys([relative, as_given]):
             glob = self.denied_by(candidate)
             if glob is not None:
-                raise WorkspaceError(f"path {shown} is protected (it matches the deny rule '{glob}'); the workspace tools cannot read or change it")
+                raise WorkspaceError(
+                    f"path {shown} is protected (it matches the deny rule '{glob}'); the workspace tools cannot read or change it"
+                )
 
         if not exists:
             self._refuse_file_as_directory(shown, real_path)
         if path.endswith(("/", "/.")) and exists and not is_dir:
-            raise WorkspaceError(f"path {shown} ends with '/' but {relative} is a file, not a directory; drop the trailing slash")
+            raise WorkspaceError(
+                f"path {shown} ends with '/' but {relative} is a file, not a directory; drop the trailing slash"
+            )
         if must_exist and not exists:
             raise WorkspaceError(self._not_found(shown, real_path))
         if for_write:
@@ -240,8 +269,12 @@ class Workspace:
             if exists and not is_file:
                 raise WorkspaceError(f"{relative} is not a regular file (device, socket or FIFO); it cannot be written")
             if real_path.name.startswith(TEMP_PREFIX):
-                raise WorkspaceError(f"names starting with '{TEMP_PREFIX}' are reserved for temporary files; choose another name")
-        return Resolved(given=path, absolute=real_path, relative=relative, exists=exists, is_dir=is_dir, is_file=is_file)
+                raise WorkspaceError(
+                    f"names starting with '{TEMP_PREFIX}' are reserved for temporary files; choose another name"
+                )
+        return Resolved(
+            given=path, absolute=real_path, relative=relative, exists=exists, is_dir=is_dir, is_file=is_file
+        )
 
     def denied_by(self, relative: str) -> str | None:
         """The first deny glob matching ``relative`` or a directory above it, else None."""
@@ -266,7 +299,9 @@ class Workspace:
             inner = spelling[1:]  # without the leading "/"
             if tuple(parts[: len(inner)]) == inner:
                 return parts[len(inner) :]
-        raise WorkspaceError(f"absolute path {shown} is outside the workspace; use a path relative to the workspace root (e.g. 'src/main.py')")
+        raise WorkspaceError(
+            f"absolute path {shown} is outside the workspace; use a path relative to the workspace root (e.g. 'src/main.py')"
+        )
 
     def _refuse_file_as_directory(self, shown: str, real_path: Path) -> None:
         """Refuse a missing path whose nearest existing ancestor is a file, not a directory."""
@@ -274,7 +309,9 @@ class Workspace:
         while ancestor != self.root and not os.path.lexists(ancestor):
             ancestor = ancestor.parent
         if ancestor != self.root and not os.path.isdir(ancestor):
-            raise WorkspaceError(f"path {shown} goes through {ancestor.relative_to(self.root).as_posix()}, which is a file, not a directory")
+            raise WorkspaceError(
+                f"path {shown} goes through {ancestor.relative_to(self.root).as_posix()}, which is a file, not a directory"
+            )
 
     def _not_found(self, shown: str, real_path: Path) -> str:
         parent = real_path.parent
@@ -293,7 +330,11 @@ class Workspace:
         except (OSError, WorkspaceError):
             where = f"directory {relative_parent} does not exist" if relative_parent != "." else "it does not exist"
             return f"{shown} not found: {where}"
-        names = [n for n in names[:5000] if self.denied_by(posixpath.join(relative_parent, n) if relative_parent != "." else n) is None]
+        names = [
+            n
+            for n in names[:5000]
+            if self.denied_by(posixpath.join(relative_parent, n) if relative_parent != "." else n) is None
+        ]
         close = difflib.get_close_matches(real_path.name, names, n=3, cutoff=0.6)
         if close:
             shown_close = ", ".join(posixpath.join(relative_parent, n) if relative_parent != "." else n for n in close)
@@ -337,7 +378,9 @@ class Workspace:
                 return os.open(part, _DIR_FLAGS, dir_fd=fd)
             except FileNotFoundError:
                 if not create:
-                    raise WorkspaceError(f"directory {walked} does not exist (it may have just been removed); create it first") from None
+                    raise WorkspaceError(
+                        f"directory {walked} does not exist (it may have just been removed); create it first"
+                    ) from None
                 try:
                     os.mkdir(part, 0o777, dir_fd=fd)
                 except FileExistsError:
@@ -351,7 +394,9 @@ class Workspace:
                 except OSError:
                     is_link = True  # gone again: it is changing under us either way
                 if is_link:
-                    raise WorkspaceError(f"{walked} is no longer a directory inside the workspace (it changed while in use and is now a symbolic link); nothing was written, try again") from None
+                    raise WorkspaceError(
+                        f"{walked} is no longer a directory inside the workspace (it changed while in use and is now a symbolic link); nothing was written, try again"
+                    ) from None
                 raise WorkspaceError(f"{walked} is a file, not a directory; nothing was written") from None
             if err.errno == errno.EACCES:
                 raise WorkspaceError(f"permission denied on directory {walked}") from None
@@ -375,20 +420,23 @@ class Workspace:
             raise WorkspaceError(f"{resolved.relative} not found (it may have just been removed)") from None
         except OSError as err:
             if err.errno == errno.ELOOP:
-                raise WorkspaceError(f"{resolved.relative} changed while in use (it is now a symbolic link); try again") from None
+                raise WorkspaceError(
+                    f"{resolved.relative} changed while in use (it is now a symbolic link); try again"
+                ) from None
             if err.errno == errno.EACCES:
                 raise WorkspaceError(f"permission denied: {resolved.relative} is not readable") from None
             raise
         finally:
             os.close(parent)
 
-
     def refuse_protected(self, fd: int, shown: str) -> None:
         """Close ``fd`` and refuse when it is one of toolrt's own files under another
         name (a hard link): the path checks cannot see that."""
         if self.protected_inodes.holds(os.fstat(fd)):
             os.close(fd)
-            raise WorkspaceError(f"{shown} is another name (a hard link) for one of toolrt's own files (config, audit log, artifacts or state); it cannot be used")
+            raise WorkspaceError(
+                f"{shown} is another name (a hard link) for one of toolrt's own files (config, audit log, artifacts or state); it cannot be used"
+            )
 
 
 def _unresolved(real: Path, root: Path) -> bool:

@@ -68,7 +68,22 @@ from runtime.workspace.sandbox import TEMP_PREFIX, Resolved, Workspace
 GrepOutput = Literal["content", "files", "count"]
 GrepEngine = Literal["auto", "rg", "python"]
 
-NOISE_DIRS: frozenset[str] = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
+NOISE_DIRS: frozenset[str] = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+    }
+)
 """Dependency, cache and VCS directories: listed, but not entered unless asked for."""
 
 TIME_LIMIT_S = 30.0
@@ -180,12 +195,16 @@ def _resolve_dir(workspace: Workspace, path: str, tool: str) -> Resolved:
     resolved = workspace.resolve(path)
     if not resolved.is_dir:
         parent = resolved.relative.rsplit("/", 1)[0] if "/" in resolved.relative else "."
-        raise WorkspaceError(f"{_clean(resolved.relative)} is a file, not a directory; {tool} needs a directory (e.g. its parent '{_clean(parent)}')")
+        raise WorkspaceError(
+            f"{_clean(resolved.relative)} is a file, not a directory; {tool} needs a directory (e.g. its parent '{_clean(parent)}')"
+        )
     return resolved
 
 
 def _changed(rel: str) -> WorkspaceError:
-    return WorkspaceError(f"{_clean(rel)} changed while in use (it is no longer a directory inside the workspace); try again")
+    return WorkspaceError(
+        f"{_clean(rel)} changed while in use (it is no longer a directory inside the workspace); try again"
+    )
 
 
 def _open_dir_chain(workspace: Workspace, relative: str, load_ignores: bool) -> tuple[int, tuple[_IgnoreFile, ...]]:
@@ -220,7 +239,9 @@ def _scandir_sorted(fd: int) -> list[os.DirEntry[str]]:
     # A writer's temporary file (file_edit's, or one a crash left) is never shown:
     # it is not the agent's file, and it is gone or swept soon.
     with os.scandir(fd) as entries:
-        return sorted((entry for entry in entries if not entry.name.startswith(TEMP_PREFIX)), key=lambda entry: entry.name)
+        return sorted(
+            (entry for entry in entries if not entry.name.startswith(TEMP_PREFIX)), key=lambda entry: entry.name
+        )
 
 
 def _read_file(dir_fd: int, name: str, max_bytes: int) -> bytes | None:
@@ -268,7 +289,9 @@ class _ListStats:
     timed_out: bool = False
 
 
-def list_dir(workspace: Workspace, path: str = ".", *, depth: int = 1, limit: int = 500, show_hidden: bool = False) -> str:
+def list_dir(
+    workspace: Workspace, path: str = ".", *, depth: int = 1, limit: int = 500, show_hidden: bool = False
+) -> str:
     """List directory ``path`` as a tree ``depth`` levels deep (1 to 5).
 
     Directories come first with a trailing ``/``, then files with their size, each group
@@ -300,7 +323,16 @@ def list_dir(workspace: Workspace, path: str = ".", *, depth: int = 1, limit: in
     return "\n".join(lines)
 
 
-def _scan_level(workspace: Workspace, fd: int, rel: str, level: int, depth: int, show_hidden: bool, stats: _ListStats, deadline: float) -> list[_Node]:
+def _scan_level(
+    workspace: Workspace,
+    fd: int,
+    rel: str,
+    level: int,
+    depth: int,
+    show_hidden: bool,
+    stats: _ListStats,
+    deadline: float,
+) -> list[_Node]:
     """The entries of directory ``fd`` (directories first), expanded down to ``depth``."""
     try:
         entries = _scandir_sorted(fd)
@@ -346,7 +378,17 @@ def _scan_level(workspace: Workspace, fd: int, rel: str, level: int, depth: int,
     return dirs + files
 
 
-def _dir_node(workspace: Workspace, fd: int, name: str, rel: str, level: int, depth: int, show_hidden: bool, stats: _ListStats, deadline: float) -> _Node:
+def _dir_node(
+    workspace: Workspace,
+    fd: int,
+    name: str,
+    rel: str,
+    level: int,
+    depth: int,
+    show_hidden: bool,
+    stats: _ListStats,
+    deadline: float,
+) -> _Node:
     node = _Node(_clean(name) + "/", level)
     if level >= depth:
         return node
@@ -432,7 +474,9 @@ def _list_notices(stats: _ListStats, shown: int) -> list[str]:
         total = f"more than {LIST_SCAN_CAP:,}" if stats.capped else f"{stats.total:,}"
         notes.append(f"[showing {shown:,} of {total} entries; narrow the path or lower depth]")
     if stats.hidden:
-        notes.append(f"[{_plural(stats.hidden, 'hidden entry', 'hidden entries')} not shown (names starting with '.'); pass show_hidden=true to list them]")
+        notes.append(
+            f"[{_plural(stats.hidden, 'hidden entry', 'hidden entries')} not shown (names starting with '.'); pass show_hidden=true to list them]"
+        )
     if stats.denied:
         notes.append(f"[{_plural(stats.denied, 'protected entry', 'protected entries')} not shown (deny rules)]")
     if stats.noise:
@@ -500,12 +544,18 @@ def _compile_glob(pattern: object, what: str, *, basename_without_slash: bool) -
     part_lists: list[list[str]] = []
     for alt in alternatives:
         if alt.startswith("/"):
-            raise WorkspaceError(f"{what} {shown} is absolute; patterns are relative to path, so pass the directory as path and a relative pattern (e.g. '**/*.py')")
+            raise WorkspaceError(
+                f"{what} {shown} is absolute; patterns are relative to path, so pass the directory as path and a relative pattern (e.g. '**/*.py')"
+            )
         if alt == "~" or alt.startswith("~/"):
-            raise WorkspaceError(f"{what} {shown} starts with '~', but home directories are not available; patterns are relative to path")
+            raise WorkspaceError(
+                f"{what} {shown} starts with '~', but home directories are not available; patterns are relative to path"
+            )
         parts = [part for part in alt.split("/") if part not in ("", ".")]
         if ".." in parts:
-            raise WorkspaceError(f"{what} {shown} contains '..'; patterns cannot leave path: pass a higher directory as path instead")
+            raise WorkspaceError(
+                f"{what} {shown} contains '..'; patterns cannot leave path: pass a higher directory as path instead"
+            )
         if not parts:
             raise WorkspaceError(f"{what} {shown} names no files; give a glob such as '**/*.py'")
         part_lists.append(parts)
@@ -513,7 +563,9 @@ def _compile_glob(pattern: object, what: str, *, basename_without_slash: bool) -
     source = "|".join(f"(?:{_translate_parts(parts)})" for parts in part_lists)
     regex = _compile_re2(source, case_sensitive=True, dot_nl=True)
     if regex is None:
-        raise WorkspaceError(f"{what} {shown} is not a valid glob (check its [...] character classes, e.g. a range like 'z-a')")
+        raise WorkspaceError(
+            f"{what} {shown} is not a valid glob (check its [...] character classes, e.g. a range like 'z-a')"
+        )
     literal = [part for parts in part_lists for part in parts if not _has_wildcard(part)]
     return _GlobMatcher(
         regex=regex,
@@ -558,13 +610,17 @@ def _expand_braces(pattern: str, what: str) -> list[str]:
         if group is None:
             out.append(text)
             if len(out) > _MAX_BRACE_ALTERNATIVES:
-                raise WorkspaceError(f"{what} expands to more than {_MAX_BRACE_ALTERNATIVES} alternatives; use fewer {{a,b}} groups")
+                raise WorkspaceError(
+                    f"{what} expands to more than {_MAX_BRACE_ALTERNATIVES} alternatives; use fewer {{a,b}} groups"
+                )
             continue
         start, end, choices = group
         # Reversed onto the stack, so alternatives come out in written order.
         pending.extend(text[:start] + choice + text[end + 1 :] for choice in reversed(choices))
         if len(pending) > 4 * _MAX_BRACE_ALTERNATIVES:
-            raise WorkspaceError(f"{what} expands to more than {_MAX_BRACE_ALTERNATIVES} alternatives; use fewer {{a,b}} groups")
+            raise WorkspaceError(
+                f"{what} expands to more than {_MAX_BRACE_ALTERNATIVES} alternatives; use fewer {{a,b}} groups"
+            )
     return list(dict.fromkeys(out))
 
 
@@ -787,7 +843,9 @@ def _walk_rules(matcher: _GlobMatcher | None, include_ignored: bool) -> _WalkRul
     )
 
 
-def _walk(workspace: Workspace, start: Resolved, rules: _WalkRules, skipped: _Skipped, deadline: float) -> Generator[_Entry, None, None]:
+def _walk(
+    workspace: Workspace, start: Resolved, rules: _WalkRules, skipped: _Skipped, deadline: float
+) -> Generator[_Entry, None, None]:
     """Every entry under ``start`` the rules let through, in path order (files of a start file: just it)."""
     if not start.is_dir:
         fd = workspace.open_parent_dir(start)
@@ -798,7 +856,9 @@ def _walk(workspace: Workspace, start: Resolved, rules: _WalkRules, skipped: _Sk
                 skipped.unreadable += 1
                 return
             if workspace.protected_inodes.holds(st):
-                raise WorkspaceError(f"{start.relative} is another name (a hard link) for one of toolrt's own files (config, audit log, artifacts or state); it cannot be searched")
+                raise WorkspaceError(
+                    f"{start.relative} is another name (a hard link) for one of toolrt's own files (config, audit log, artifacts or state); it cannot be searched"
+                )
             kind: Literal["file", "other"] = "file" if stat.S_ISREG(st.st_mode) else "other"
             yield _Entry(start.relative, start.name, start.name, fd, kind, st.st_size)
         finally:
@@ -811,7 +871,16 @@ def _walk(workspace: Workspace, start: Resolved, rules: _WalkRules, skipped: _Sk
         os.close(fd)
 
 
-def _walk_dir(workspace: Workspace, fd: int, rel: str, parts: tuple[str, ...], ignores: tuple[_IgnoreFile, ...], rules: _WalkRules, skipped: _Skipped, deadline: float) -> Iterator[_Entry]:
+def _walk_dir(
+    workspace: Workspace,
+    fd: int,
+    rel: str,
+    parts: tuple[str, ...],
+    ignores: tuple[_IgnoreFile, ...],
+    rules: _WalkRules,
+    skipped: _Skipped,
+    deadline: float,
+) -> Iterator[_Entry]:
     if rules.respect_gitignore and (own := _load_gitignore(workspace, fd, rel)) is not None:
         ignores = (*ignores, own)
     try:
@@ -903,7 +972,9 @@ def _skipped_note(skipped: _Skipped, include_ignored: bool) -> str | None:
         parts.append(f"{_plural(skipped.ignored, 'entry', 'entries')} ignored by .gitignore")
     if skipped.noise:
         names = ", ".join(skipped.noise[:_SHOWN_NAMES]) + (", ..." if len(skipped.noise) > _SHOWN_NAMES else "")
-        parts.append(f"{_plural(len(skipped.noise), 'dependency/cache directory', 'dependency/cache directories')} ({names})")
+        parts.append(
+            f"{_plural(len(skipped.noise), 'dependency/cache directory', 'dependency/cache directories')} ({names})"
+        )
     if skipped.links:
         parts.append(f"{_plural(skipped.links, 'symbolic link')} (not followed; search the target's own path)")
     if skipped.binary:
@@ -912,7 +983,11 @@ def _skipped_note(skipped: _Skipped, include_ignored: bool) -> str | None:
         parts.append(f"{_plural(skipped.denied, 'protected entry', 'protected entries')} (deny rules)")
     if not parts:
         return None
-    hint = "; pass include_ignored=true to include hidden, ignored and dependency/cache entries" if (skipped.hidden or skipped.ignored or skipped.noise) and not include_ignored else ""
+    hint = (
+        "; pass include_ignored=true to include hidden, ignored and dependency/cache entries"
+        if (skipped.hidden or skipped.ignored or skipped.noise) and not include_ignored
+        else ""
+    )
     return f"[skipped: {', '.join(parts)}{hint}]"
 
 
@@ -921,16 +996,22 @@ def _walk_notices(skipped: _Skipped, what: str) -> list[str]:
     if skipped.timed_out:
         notes.append(f"[{what} stopped after {TIME_LIMIT_S:g} s: results are incomplete; narrow the path or pattern]")
     if skipped.capped:
-        notes.append(f"[{what} stopped after looking at {WALK_SCAN_CAP:,} entries: results are incomplete; narrow the path or pattern]")
+        notes.append(
+            f"[{what} stopped after looking at {WALK_SCAN_CAP:,} entries: results are incomplete; narrow the path or pattern]"
+        )
     if skipped.too_deep:
-        notes.append(f"[{_plural(skipped.too_deep, 'directory', 'directories')} nested more than {MAX_WALK_DEPTH} levels deep not entered]")
+        notes.append(
+            f"[{_plural(skipped.too_deep, 'directory', 'directories')} nested more than {MAX_WALK_DEPTH} levels deep not entered]"
+        )
     return notes
 
 
 # -- glob ------------------------------------------------------------------------------
 
 
-def glob(workspace: Workspace, pattern: str, path: str = ".", *, limit: int = 1000, include_ignored: bool = False) -> str:
+def glob(
+    workspace: Workspace, pattern: str, path: str = ".", *, limit: int = 1000, include_ignored: bool = False
+) -> str:
     """Files under directory ``path`` whose path relative to it matches glob ``pattern``.
 
     ``*``, ``?`` and ``[...]`` match within one path component, ``**`` any number of
@@ -964,7 +1045,9 @@ def glob(workspace: Workspace, pattern: str, path: str = ".", *, limit: int = 10
     if not found:
         lines.append(f"No files match {_quote(pattern)} under {_where(start)}.")
         if dirs_matched:
-            lines.append(f"[{_plural(dirs_matched, 'directory', 'directories')} match; glob lists files: add '/**' to the pattern to list what they hold]")
+            lines.append(
+                f"[{_plural(dirs_matched, 'directory', 'directories')} match; glob lists files: add '/**' to the pattern to list what they hold]"
+            )
         if (note := _skipped_note(skipped, bool(include_ignored))) is not None:
             lines.append(note)
     lines.extend(_walk_notices(skipped, "glob"))
@@ -990,12 +1073,27 @@ class _Pattern:
 
 
 _RE2_HINTS = (
-    ("invalid perl operator: (?=", "look-ahead is not supported (RE2 and ripgrep match in linear time); match the text itself instead"),
-    ("invalid perl operator: (?!", "negative look-ahead is not supported (RE2 and ripgrep match in linear time); search for the text and filter the results instead"),
-    ("invalid perl operator: (?<", "look-behind is not supported (RE2 and ripgrep match in linear time); include the preceding text in the pattern instead"),
+    (
+        "invalid perl operator: (?=",
+        "look-ahead is not supported (RE2 and ripgrep match in linear time); match the text itself instead",
+    ),
+    (
+        "invalid perl operator: (?!",
+        "negative look-ahead is not supported (RE2 and ripgrep match in linear time); search for the text and filter the results instead",
+    ),
+    (
+        "invalid perl operator: (?<",
+        "look-behind is not supported (RE2 and ripgrep match in linear time); include the preceding text in the pattern instead",
+    ),
     ("invalid perl operator: (?>", "atomic groups are not supported; use a plain group '(...)'"),
-    ("bad repetition operator: ", "possessive or doubled quantifiers such as '++' or '**' are not supported; use one quantifier, or escape the characters with a backslash"),
-    ("invalid named capture group", "named groups are written '(?P<name>...)'; back-references to them are not supported"),
+    (
+        "bad repetition operator: ",
+        "possessive or doubled quantifiers such as '++' or '**' are not supported; use one quantifier, or escape the characters with a backslash",
+    ),
+    (
+        "invalid named capture group",
+        "named groups are written '(?P<name>...)'; back-references to them are not supported",
+    ),
 )
 _MULTILINE_OFF = re.compile(r"\(\?[A-Za-z]*-[A-Za-z]*m")
 _ESCAPE_HINT = "to match special characters literally, escape them with a backslash (e.g. '\\(' '\\[' '\\.' '\\*' '\\+' '\\?' '\\{')"
@@ -1009,13 +1107,17 @@ def _compile_pattern(pattern: object, ignore_case: bool) -> _Pattern:
     if pattern == "":
         raise WorkspaceError("pattern is empty; give a regular expression, e.g. 'def main' or 'TODO|FIXME'")
     if len(pattern) > MAX_PATTERN_CHARS:
-        raise WorkspaceError(f"pattern is too long ({len(pattern):,} characters; at most {MAX_PATTERN_CHARS:,}); search for a shorter, distinctive part")
+        raise WorkspaceError(
+            f"pattern is too long ({len(pattern):,} characters; at most {MAX_PATTERN_CHARS:,}); search for a shorter, distinctive part"
+        )
     if "\x00" in pattern:
         raise WorkspaceError("pattern contains a NUL character; remove it")
     if any(0xD800 <= ord(ch) <= 0xDFFF for ch in pattern):
         raise WorkspaceError("pattern contains invalid text (lone surrogates); remove those characters")
     if "\n" in pattern or "\r" in pattern or _escapes_newline(pattern):
-        raise WorkspaceError(f"pattern {shown} contains a line break; grep matches within single lines, so search for one line's text")
+        raise WorkspaceError(
+            f"pattern {shown} contains a line break; grep matches within single lines, so search for one line's text"
+        )
     options = re2.Options()
     options.log_errors = False
     options.case_sensitive = not ignore_case
@@ -1094,7 +1196,9 @@ class _Budget:
 # -- grep: the Python engine -----------------------------------------------------------
 
 
-def _python_hits(rel: str, data: bytes, pattern: _Pattern, keep_text: bool, context: int, max_chars: int) -> _FileHits | None:
+def _python_hits(
+    rel: str, data: bytes, pattern: _Pattern, keep_text: bool, context: int, max_chars: int
+) -> _FileHits | None:
     """The matching lines of ``data`` (bytes, so offsets stay linear and invalid UTF-8 is left as is)."""
     spans = list(_matching_lines(data, pattern))
     if not spans:
@@ -1155,7 +1259,14 @@ def _matching_lines(data: bytes, pattern: _Pattern) -> Iterator[tuple[int, int, 
         pos = line_end + 1
 
 
-def _python_search(files: Iterator[tuple[str, bytes]], pattern: _Pattern, output: GrepOutput, budget: _Budget, context: int, max_chars: int) -> list[_FileHits]:
+def _python_search(
+    files: Iterator[tuple[str, bytes]],
+    pattern: _Pattern,
+    output: GrepOutput,
+    budget: _Budget,
+    context: int,
+    max_chars: int,
+) -> list[_FileHits]:
     results: list[_FileHits] = []
     for rel, data in files:
         keep_text = output == "content" and budget.remaining > 0
@@ -1175,7 +1286,16 @@ def _rg_base(rg: str, ignore_case: bool) -> list[str]:
     # the Python engine), so ripgrep must not apply its own, different rule.
     # --encoding none: no BOM sniffing or transcoding; both engines see the bytes.
     # --threads 1: results in argv order, which is path order.
-    return [rg, "--no-config", "--text", "--encoding", "none", "--threads", "1", "--ignore-case" if ignore_case else "--case-sensitive"]
+    return [
+        rg,
+        "--no-config",
+        "--text",
+        "--encoding",
+        "none",
+        "--threads",
+        "1",
+        "--ignore-case" if ignore_case else "--case-sensitive",
+    ]
 
 
 def _rg_env() -> dict[str, str]:
@@ -1188,7 +1308,9 @@ def _run_rg(argv: list[str], cwd: str, deadline: float) -> subprocess.CompletedP
     if remaining <= 0:
         return None
     try:
-        return subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=remaining, check=False, env=_rg_env())
+        return subprocess.run(
+            argv, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=remaining, check=False, env=_rg_env()
+        )
     except subprocess.TimeoutExpired:  # run() has killed and reaped it
         return None
     except OSError as err:
@@ -1200,14 +1322,22 @@ def _rg_check_pattern(rg: str, pattern: _Pattern, ignore_case: bool, cwd: str) -
     argv = [*_rg_base(rg, ignore_case), "--count", "--", pattern.text, os.devnull]
     done = _run_rg(argv, cwd, time.monotonic() + 10)
     if done is not None and done.returncode == 2:
-        raise WorkspaceError(f"invalid regular expression {_quote(pattern.text)} for ripgrep: {_rg_error(done.stderr)}; {_ESCAPE_HINT}")
+        raise WorkspaceError(
+            f"invalid regular expression {_quote(pattern.text)} for ripgrep: {_rg_error(done.stderr)}; {_ESCAPE_HINT}"
+        )
 
 
 def _rg_error(stderr: bytes) -> str:
     """The gist of ripgrep's message (its own advice names flags this tool does not have)."""
     lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
-    lines = [line for line in lines if not line.startswith(("Consider", "When multiline", "and look-around", "new line characters"))]
-    gist = next((line for line in lines if line.startswith("error:")), lines[0] if lines else "ripgrep refused the pattern")
+    lines = [
+        line
+        for line in lines
+        if not line.startswith(("Consider", "When multiline", "and look-around", "new line characters"))
+    ]
+    gist = next(
+        (line for line in lines if line.startswith("error:")), lines[0] if lines else "ripgrep refused the pattern"
+    )
     return _clean(gist)
 
 
@@ -1246,7 +1376,11 @@ def _rg_search(
     def flush() -> None:
         nonlocal batch, batch_bytes
         if batch and not skipped.timed_out:
-            results.extend(_rg_batch(rg, workspace, batch, pattern, ignore_case, output, budget, context, max_chars, skipped, deadline))
+            results.extend(
+                _rg_batch(
+                    rg, workspace, batch, pattern, ignore_case, output, budget, context, max_chars, skipped, deadline
+                )
+            )
         batch, batch_bytes = [], 0
 
     for rel, _head in files:
@@ -1403,7 +1537,19 @@ def grep(
         if rg is None:
             hits = _python_search(files, compiled, output, budget, context, max_line_chars)
         else:
-            hits = _rg_search(rg, workspace, files, compiled, bool(ignore_case), output, budget, context, max_line_chars, skipped, deadline)
+            hits = _rg_search(
+                rg,
+                workspace,
+                files,
+                compiled,
+                bool(ignore_case),
+                output,
+                budget,
+                context,
+                max_line_chars,
+                skipped,
+                deadline,
+            )
     hits.sort(key=lambda h: _path_key(h.rel))
 
     if output == "content":
@@ -1417,12 +1563,16 @@ def grep(
             lines.append(note)
     if skipped.large:
         names = ", ".join(skipped.large[:_SHOWN_NAMES]) + (", ..." if len(skipped.large) > _SHOWN_NAMES else "")
-        lines.append(f"[not searched: {_plural(len(skipped.large), 'file')} over {MAX_FILE_BYTES // (1024 * 1024)} MB ({names}); read them in windows instead]")
+        lines.append(
+            f"[not searched: {_plural(len(skipped.large), 'file')} over {MAX_FILE_BYTES // (1024 * 1024)} MB ({names}); read them in windows instead]"
+        )
     lines.extend(_walk_notices(skipped, "search"))
     return "\n".join(lines)
 
 
-def _text_files(entries: Iterator[_Entry], matcher: _GlobMatcher | None, skipped: _Skipped, *, read_all: bool) -> Iterator[tuple[str, bytes]]:
+def _text_files(
+    entries: Iterator[_Entry], matcher: _GlobMatcher | None, skipped: _Skipped, *, read_all: bool
+) -> Iterator[tuple[str, bytes]]:
     """(relative path, bytes) of each searchable file: the whole file, or its head when ripgrep reads it."""
     for entry in entries:
         if entry.kind == "link":
@@ -1461,7 +1611,14 @@ def _format_content(hits: list[_FileHits], limit: int, context: int) -> list[str
         if not context:
             lines.extend(f"{path}:{n}:{h.matches[n]}" for n in numbers)
             continue
-        wanted = sorted({k for n in numbers for k in range(max(1, n - context), n + context + 1) if k in h.matches or k in h.context})
+        wanted = sorted(
+            {
+                k
+                for n in numbers
+                for k in range(max(1, n - context), n + context + 1)
+                if k in h.matches or k in h.context
+            }
+        )
         previous = None
         for k in wanted:
             if previous is None or k != previous + 1:
@@ -1471,7 +1628,9 @@ def _format_content(hits: list[_FileHits], limit: int, context: int) -> list[str
             lines.append(f"{path}{sep}{k}{sep}{h.matches.get(k, h.context.get(k, ''))}")
             previous = k
     if more:
-        lines.append(f"[first {_plural(shown_total, 'match', 'matches')} shown; {more:,} more in {_plural(more_files, 'file')} — narrow the pattern or path]")
+        lines.append(
+            f"[first {_plural(shown_total, 'match', 'matches')} shown; {more:,} more in {_plural(more_files, 'file')} — narrow the pattern or path]"
+        )
     return lines
 
 
@@ -1480,6 +1639,12 @@ def _format_files(hits: list[_FileHits], limit: int, *, counts: bool) -> list[st
     lines = [f"{_clean(h.rel)}:{h.count}" if counts else _clean(h.rel) for h in shown]
     rest = hits[limit:]
     if rest:
-        extra = f" with {_plural(sum(h.count for h in rest), 'matching line')}" if counts else (" matches" if len(rest) == 1 else " match")
-        lines.append(f"[first {_plural(len(shown), 'file')} shown; {_plural(len(rest), 'more file')}{extra} — narrow the pattern or path]")
+        extra = (
+            f" with {_plural(sum(h.count for h in rest), 'matching line')}"
+            if counts
+            else (" matches" if len(rest) == 1 else " match")
+        )
+        lines.append(
+            f"[first {_plural(len(shown), 'file')} shown; {_plural(len(rest), 'more file')}{extra} — narrow the pattern or path]"
+        )
     return lines

@@ -132,7 +132,9 @@ def decode(raw: bytes) -> Decoded:
         try:
             return Decoded(raw[len(mark) :].decode(codec), bom)
         except UnicodeDecodeError:
-            raise BinaryFileError(f"{describe_binary(raw[:64], len(raw))}: it starts with a {bom} byte-order mark but is not valid {codec}") from None
+            raise BinaryFileError(
+                f"{describe_binary(raw[:64], len(raw))}: it starts with a {bom} byte-order mark but is not valid {codec}"
+            ) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -152,7 +154,9 @@ def encode(text: str, encoding: str) -> bytes:
     except UnicodeEncodeError as err:
         bad = err.object[err.start : err.end]
         shown = ", ".join(f"{ch!r} (U+{ord(ch):04X})" for ch in bad[:3])
-        raise WorkspaceError(f"the file is {encoding} encoded and cannot hold {shown}; use only characters that {encoding} can store, or rewrite the whole file as UTF-8 first") from None
+        raise WorkspaceError(
+            f"the file is {encoding} encoded and cannot hold {shown}; use only characters that {encoding} can store, or rewrite the whole file as UTF-8 first"
+        ) from None
 
 
 def split_lines(text: str) -> list[str]:
@@ -199,7 +203,9 @@ _FULL_DIFF_LINES = 4000  # changed regions larger than this are summarised, not 
 _STEP = 1 << 16
 
 
-def short_diff(old: str | None, new: str, label: str, *, context: int = 3, max_lines: int = 60, max_chars: int = 6000) -> str:
+def short_diff(
+    old: str | None, new: str, label: str, *, context: int = 3, max_lines: int = 60, max_chars: int = 6000
+) -> str:
     """A unified diff of ``old`` -> ``new`` (None: a new file), cut to ``max_lines`` / ``max_chars``.
 
     The common head and tail are found by comparing large slices (C speed); only the
@@ -245,7 +251,12 @@ def short_diff(old: str | None, new: str, label: str, *, context: int = 3, max_l
     body += [" " + line for line in after]
     size_a = len(before) + a_count + len(after)
     size_b = len(before) + b_count + len(after)
-    lines = [f"--- {'/dev/null' if old is None else 'a/' + label}", f"+++ b/{label}", f"@@ -{_range(first, size_a)} +{_range(first, size_b)} @@", *body]
+    lines = [
+        f"--- {'/dev/null' if old is None else 'a/' + label}",
+        f"+++ b/{label}",
+        f"@@ -{_range(first, size_a)} +{_range(first, size_b)} @@",
+        *body,
+    ]
     kept: list[str] = []
     used = 0
     for line in lines:

@@ -14,9 +14,18 @@ from runtime.records import Call
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Text with lone surrogates, NULs and JSON punctuation well represented.
-_text = st.text(alphabet=st.one_of(st.characters(), st.sampled_from('{}[]":,\\\ud800\udfff\x00 0123456789.eE-+ntrufalsNIiy')), max_size=80)
-_json_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True), _text)
-_json = st.recursive(_json_scalars, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_text, inner, max_size=4)), max_leaves=20)
+_text = st.text(
+    alphabet=st.one_of(st.characters(), st.sampled_from('{}[]":,\\\ud800\udfff\x00 0123456789.eE-+ntrufalsNIiy')),
+    max_size=80,
+)
+_json_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True), _text
+)
+_json = st.recursive(
+    _json_scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_text, inner, max_size=4)),
+    max_leaves=20,
+)
 
 
 def _well_formed(calls, check_indices=True):
@@ -91,7 +100,11 @@ def test_anthropic_parse_never_raises(payload):
 @given(_json, _json, _json)
 def test_openai_chat_parse_never_raises(id_value, name, arguments):
     _well_formed(openai.parse_chat_calls(id_value))
-    _well_formed(openai.parse_chat_calls({"tool_calls": [{"id": id_value, "type": "function", "function": {"name": name, "arguments": arguments}}]}))
+    _well_formed(
+        openai.parse_chat_calls(
+            {"tool_calls": [{"id": id_value, "type": "function", "function": {"name": name, "arguments": arguments}}]}
+        )
+    )
     _well_formed(openai.parse_chat_calls([{"id": "c", "function": {"name": "grep", "arguments": arguments}}, id_value]))
 
 
@@ -99,7 +112,11 @@ def test_openai_chat_parse_never_raises(id_value, name, arguments):
 @given(_json, _text)
 def test_openai_responses_parse_never_raises(payload, arguments):
     _well_formed(openai.parse_responses_calls(payload))
-    _well_formed(openai.parse_responses_calls({"output": [{"type": "function_call", "call_id": "c", "name": "grep", "arguments": arguments}, payload]}))
+    _well_formed(
+        openai.parse_responses_calls(
+            {"output": [{"type": "function_call", "call_id": "c", "name": "grep", "arguments": arguments}, payload]}
+        )
+    )
 
 
 @FUZZ
@@ -109,4 +126,9 @@ def test_strict_null_stripping_never_breaks_parsing(coding_snapshot, value):
         arguments = json.dumps({"path": "a", "offset": value, "limit": None, "extra": value})
     except ValueError:
         return
-    _well_formed(openai.parse_chat_calls([{"id": "c", "type": "function", "function": {"name": "file_read", "arguments": arguments}}], snapshot=coding_snapshot))
+    _well_formed(
+        openai.parse_chat_calls(
+            [{"id": "c", "type": "function", "function": {"name": "file_read", "arguments": arguments}}],
+            snapshot=coding_snapshot,
+        )
+    )

@@ -14,8 +14,14 @@ def test_the_providers_are_anthropic_and_both_openai_apis():
 
 
 PAYLOADS = {
-    "anthropic": {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "grep", "input": {"pattern": "x"}}]},
-    "openai-chat": {"role": "assistant", "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "grep", "arguments": '{"pattern": "x"}'}}]},
+    "anthropic": {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "grep", "input": {"pattern": "x"}}],
+    },
+    "openai-chat": {
+        "role": "assistant",
+        "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "grep", "arguments": '{"pattern": "x"}'}}],
+    },
     "openai-responses": [{"type": "function_call", "call_id": "t1", "name": "grep", "arguments": '{"pattern": "x"}'}],
 }
 
@@ -36,11 +42,20 @@ def test_render_results_dispatches_to_the_provider():
 def test_tool_definitions_dispatch_to_the_provider(coding_snapshot):
     assert adapters.tool_definitions("anthropic", coding_snapshot) == anthropic.tool_definitions(coding_snapshot)
     assert adapters.tool_definitions("openai-chat", coding_snapshot) == openai.tool_definitions_chat(coding_snapshot)
-    assert adapters.tool_definitions("openai-responses", coding_snapshot) == openai.tool_definitions_responses(coding_snapshot)
+    assert adapters.tool_definitions("openai-responses", coding_snapshot) == openai.tool_definitions_responses(
+        coding_snapshot
+    )
 
 
 def test_the_snapshot_reaches_the_openai_parsers(coding_snapshot):
-    payload = [{"type": "function_call", "call_id": "t1", "name": "file_read", "arguments": '{"path": "a", "offset": null, "limit": null}'}]
+    payload = [
+        {
+            "type": "function_call",
+            "call_id": "t1",
+            "name": "file_read",
+            "arguments": '{"path": "a", "offset": null, "limit": null}',
+        }
+    ]
     (call,) = adapters.parse_calls("openai-responses", payload, snapshot=coding_snapshot)
     assert call.args == {"path": "a"}
 

@@ -128,7 +128,10 @@ def test_mcp_definitions_are_valid_tools(snapshot):
     for definition in mcp.tool_definitions(snapshot, include_deferred=True):
         model = Tool.model_validate(definition)
         assert model.model_dump(by_alias=True, exclude_none=True, mode="json") == definition
-        assert model.annotations is not None and model.annotations.read_only_hint is snapshot.tools[definition["name"]].spec.read_only
+        assert (
+            model.annotations is not None
+            and model.annotations.read_only_hint is snapshot.tools[definition["name"]].spec.read_only
+        )
 
 
 # --- SDK objects in -----------------------------------------------------------------------------
@@ -171,7 +174,14 @@ def test_an_openai_chat_completion_message_parses():
         "content": None,
         "refusal": None,
         "tool_calls": [
-            {"id": "call_a", "type": "function", "function": {"name": "file_read", "arguments": '{"path": "src/auth.ts", "offset": null, "limit": null}'}},
+            {
+                "id": "call_a",
+                "type": "function",
+                "function": {
+                    "name": "file_read",
+                    "arguments": '{"path": "src/auth.ts", "offset": null, "limit": null}',
+                },
+            },
             {"id": "call_b", "type": "function", "function": {"name": "grep", "arguments": '{"pattern": "login"'}},
         ],
     }
@@ -182,7 +192,13 @@ def test_an_openai_chat_completion_message_parses():
         assert calls[0].args == {"path": "src/auth.ts", "offset": None, "limit": None}
         assert calls[1].args is None and "not valid JSON" in calls[1].parse_error
     completion = ChatCompletion.model_validate(
-        {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "gpt-5", "choices": [{"index": 0, "finish_reason": "tool_calls", "message": raw, "logprobs": None}]}
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "gpt-5",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": raw, "logprobs": None}],
+        }
     )
     assert [c.id for c in openai.parse_chat_calls(completion.choices[0].message)] == ["call_a", "call_b"]
 
@@ -193,9 +209,24 @@ def test_openai_responses_output_items_parse():
     items = [
         ResponseReasoningItem.model_validate({"id": "rs_1", "type": "reasoning", "summary": []}),
         ResponseOutputMessage.model_validate(
-            {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": "Reading.", "annotations": []}]}
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": "Reading.", "annotations": []}],
+            }
         ),
-        ResponseFunctionToolCall.model_validate({"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "file_read", "arguments": '{"path": "a.py"}', "status": "completed"}),
+        ResponseFunctionToolCall.model_validate(
+            {
+                "type": "function_call",
+                "id": "fc_1",
+                "call_id": "call_a",
+                "name": "file_read",
+                "arguments": '{"path": "a.py"}',
+                "status": "completed",
+            }
+        ),
     ]
     for payload in (items, [item.model_dump() for item in items]):
         (call,) = openai.parse_responses_calls(payload)
@@ -213,8 +244,15 @@ def test_a_turn_round_trips_through_the_sdk_types(provider, coding_snapshot):
 
     payload = {
         "anthropic": ANTHROPIC_MESSAGE,
-        "openai-chat": {"role": "assistant", "tool_calls": [{"id": "call_a", "type": "function", "function": {"name": "file_read", "arguments": '{"path": "a.py"}'}}]},
-        "openai-responses": [{"type": "function_call", "call_id": "call_a", "name": "file_read", "arguments": '{"path": "a.py"}'}],
+        "openai-chat": {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "call_a", "type": "function", "function": {"name": "file_read", "arguments": '{"path": "a.py"}'}}
+            ],
+        },
+        "openai-responses": [
+            {"type": "function_call", "call_id": "call_a", "name": "file_read", "arguments": '{"path": "a.py"}'}
+        ],
     }[provider]
     calls = adapters.parse_calls(provider, payload, snapshot=coding_snapshot)
     results = [ToolResult(call.id, call.name, f"result of {call.name}") for call in calls]

@@ -48,7 +48,19 @@ def test_an_empty_input_is_an_empty_object():
     assert call.args == {} and call.parse_error is None
 
 
-@pytest.mark.parametrize("payload", [None, "text", 42, {"role": "assistant", "content": "just text"}, {"role": "assistant"}, {"content": None}, [], [None, 1, "x", ["nested"]]])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        None,
+        "text",
+        42,
+        {"role": "assistant", "content": "just text"},
+        {"role": "assistant"},
+        {"content": None},
+        [],
+        [None, 1, "x", ["nested"]],
+    ],
+)
 def test_payloads_without_tool_use_give_no_calls(payload):
     assert anthropic.parse_calls(payload) == []
 
@@ -150,7 +162,12 @@ def test_results_become_one_user_message_of_tool_result_blocks_in_order():
         "role": "user",
         "content": [
             {"type": "tool_result", "tool_use_id": "toolu_a", "content": "1\tprint('hi')"},
-            {"type": "tool_result", "tool_use_id": "toolu_b", "content": "unknown tool 'grp'; available: file_read, grep", "is_error": True},
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_b",
+                "content": "unknown tool 'grp'; available: file_read, grep",
+                "is_error": True,
+            },
         ],
     }
 
@@ -167,7 +184,9 @@ def test_every_error_status_sets_is_error(status):
 
 
 def test_a_background_result_is_not_an_error():
-    (block,) = anthropic.render_results([ToolResult("a", "x", "started; poll handle h1", status=Status.background)])["content"]
+    (block,) = anthropic.render_results([ToolResult("a", "x", "started; poll handle h1", status=Status.background)])[
+        "content"
+    ]
     assert "is_error" not in block
 
 
@@ -204,5 +223,9 @@ def test_definitions_are_copies_the_caller_may_edit(coding_snapshot):
 def test_deferred_tools_are_left_out_unless_asked(attribute_snapshot):
     names = [d["name"] for d in anthropic.tool_definitions(attribute_snapshot)]
     assert "search_archive" not in names and "web_fetch" in names
-    deferred = [d for d in anthropic.tool_definitions(attribute_snapshot, include_deferred=True) if d["name"] == "search_archive"]
+    deferred = [
+        d
+        for d in anthropic.tool_definitions(attribute_snapshot, include_deferred=True)
+        if d["name"] == "search_archive"
+    ]
     assert deferred and deferred[0]["defer_loading"] is True

@@ -79,7 +79,14 @@ def test_a_truncated_stream_says_where_it_stopped():
 
 @pytest.mark.parametrize(
     ("raw", "got"),
-    [("[1, 2]", "got a list"), ("3", "got a number"), ("2.5", "got a number"), ('"a"', "got a string"), ("null", "got null"), ("true", "got a boolean")],
+    [
+        ("[1, 2]", "got a list"),
+        ("3", "got a number"),
+        ("2.5", "got a number"),
+        ('"a"', "got a string"),
+        ("null", "got null"),
+        ("true", "got a boolean"),
+    ],
 )
 def test_arguments_that_are_not_an_object_are_rejected_with_their_type(raw, got):
     error = _error(raw)
@@ -87,7 +94,14 @@ def test_arguments_that_are_not_an_object_are_rejected_with_their_type(raw, got)
     assert error.endswith(got)
 
 
-@pytest.mark.parametrize(("raw", "literal", "where"), [('{"a": NaN}', "NaN", "/a"), ('{"a": [1, Infinity]}', "Infinity", "/a/1"), ('{"b": {"c": -Infinity}}', "-Infinity", "/b/c")])
+@pytest.mark.parametrize(
+    ("raw", "literal", "where"),
+    [
+        ('{"a": NaN}', "NaN", "/a"),
+        ('{"a": [1, Infinity]}', "Infinity", "/a/1"),
+        ('{"b": {"c": -Infinity}}', "-Infinity", "/b/c"),
+    ],
+)
 def test_nan_and_infinity_literals_are_rejected_with_their_pointer(raw, literal, where):
     error = _error(raw)
     assert f"contain {literal} at {where}" in error
@@ -177,13 +191,17 @@ def test_check_object_accepts_a_plain_json_object():
     assert check_object({"a": [1, 2.5, None, True, {"b": "c"}], "t": ("x", "y")}) is None
 
 
-@pytest.mark.parametrize(("value", "needle"), [([1], "got a list"), ("x", "got a string"), (None, "got null"), (3, "got a number")])
+@pytest.mark.parametrize(
+    ("value", "needle"), [([1], "got a list"), ("x", "got a string"), (None, "got null"), (3, "got a number")]
+)
 def test_check_object_rejects_non_objects(value, needle):
     error = check_object(value)
     assert error and "must be a JSON object" in error and needle in error
 
 
-@pytest.mark.parametrize(("value", "where"), [(float("nan"), "NaN"), (float("inf"), "Infinity"), (float("-inf"), "-Infinity")])
+@pytest.mark.parametrize(
+    ("value", "where"), [(float("nan"), "NaN"), (float("inf"), "Infinity"), (float("-inf"), "-Infinity")]
+)
 def test_check_object_rejects_non_finite_numbers(value, where):
     assert f"contain {where} at /x/0" in check_object({"x": [value]})
 

@@ -16,7 +16,13 @@ def test_definitions_have_the_mcp_tool_keys(coding_snapshot):
     definition = by_name(coding_snapshot)["file_read"]
     assert set(definition) == {"name", "title", "description", "inputSchema", "annotations"}
     assert definition["inputSchema"] == coding_snapshot.tools["file_read"].spec.input_schema
-    assert set(definition["annotations"]) == {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+    assert set(definition["annotations"]) == {
+        "title",
+        "readOnlyHint",
+        "destructiveHint",
+        "idempotentHint",
+        "openWorldHint",
+    }
 
 
 @pytest.mark.parametrize(
@@ -28,7 +34,9 @@ def test_definitions_have_the_mcp_tool_keys(coding_snapshot):
         ("set_labels", False, True, False, False),  # default medium risk: destructive, as MCP assumes
     ],
 )
-def test_annotations_follow_the_declared_attributes(attribute_snapshot, name, read_only, destructive, idempotent, open_world):
+def test_annotations_follow_the_declared_attributes(
+    attribute_snapshot, name, read_only, destructive, idempotent, open_world
+):
     hints = by_name(attribute_snapshot)[name]["annotations"]
     assert hints["readOnlyHint"] is read_only
     assert hints["destructiveHint"] is destructive
@@ -56,7 +64,10 @@ def test_deferred_tools_are_left_out_unless_asked(attribute_snapshot):
 
 
 def test_a_result_is_text_content_with_is_error():
-    assert mcp.render_result(ToolResult("c", "x", "hello")) == {"content": [{"type": "text", "text": "hello"}], "isError": False}
+    assert mcp.render_result(ToolResult("c", "x", "hello")) == {
+        "content": [{"type": "text", "text": "hello"}],
+        "isError": False,
+    }
     assert mcp.render_result(ToolResult("c", "x", "denied by rule", status=Status.denied))["isError"] is True
 
 

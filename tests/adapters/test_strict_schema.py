@@ -92,9 +92,21 @@ def test_file_read_becomes_required_nullable_and_closed(coding_snapshot):
     assert schema == {
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "Path relative to the workspace root. Length: 1 to 4096 characters."},
-            "offset": {"type": ["integer", "null"], "minimum": 1, "description": "First line to read (1-based). Default: 1. Optional: null means the default."},
-            "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 5000, "description": "Number of lines. Default: 2000. Optional: null means the default."},
+            "path": {
+                "type": "string",
+                "description": "Path relative to the workspace root. Length: 1 to 4096 characters.",
+            },
+            "offset": {
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "description": "First line to read (1-based). Default: 1. Optional: null means the default.",
+            },
+            "limit": {
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "maximum": 5000,
+                "description": "Number of lines. Default: 2000. Optional: null means the default.",
+            },
         },
         "required": ["path", "offset", "limit"],
         "additionalProperties": False,
@@ -114,11 +126,22 @@ def test_missing_additional_properties_becomes_false():
 
 
 def test_an_empty_parameter_list_is_strict():
-    assert strict({"type": "object", "properties": {}}) == {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+    assert strict({"type": "object", "properties": {}}) == {
+        "type": "object",
+        "properties": {},
+        "required": [],
+        "additionalProperties": False,
+    }
 
 
 def test_an_enum_without_a_type_gets_its_type_inferred():
-    schema = strict({"type": "object", "properties": {"mode": {"enum": ["a", "b"]}, "n": {"enum": [1, 2.5]}}, "required": ["mode", "n"]})
+    schema = strict(
+        {
+            "type": "object",
+            "properties": {"mode": {"enum": ["a", "b"]}, "n": {"enum": [1, 2.5]}},
+            "required": ["mode", "n"],
+        }
+    )
     assert schema["properties"]["mode"] == {"type": "string", "enum": ["a", "b"]}
     assert schema["properties"]["n"]["type"] == "number"
 
@@ -159,7 +182,22 @@ def test_optional_objects_and_arrays_become_any_of_with_null():
 
 
 def test_array_items_are_transformed_too():
-    schema = strict({"type": "object", "properties": {"edits": {"type": "array", "items": {"type": "object", "properties": {"old": {"type": "string"}, "new": {"type": "string"}}, "required": ["old"]}}}, "required": ["edits"]})
+    schema = strict(
+        {
+            "type": "object",
+            "properties": {
+                "edits": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"old": {"type": "string"}, "new": {"type": "string"}},
+                        "required": ["old"],
+                    },
+                }
+            },
+            "required": ["edits"],
+        }
+    )
     item = schema["properties"]["edits"]["items"]
     assert item["required"] == ["old", "new"] and item["additionalProperties"] is False
     assert item["properties"]["new"]["type"] == ["string", "null"]
@@ -172,30 +210,59 @@ def test_supported_keywords_are_kept_and_unsupported_narrowing_is_described():
             "properties": {
                 "when": {"type": "string", "format": "date-time", "pattern": "^2"},
                 "site": {"type": "string", "format": "uri", "minLength": 3},
-                "ids": {"type": "array", "items": {"type": "integer", "multipleOf": 2, "exclusiveMinimum": 0}, "uniqueItems": True, "minItems": 1},
+                "ids": {
+                    "type": "array",
+                    "items": {"type": "integer", "multipleOf": 2, "exclusiveMinimum": 0},
+                    "uniqueItems": True,
+                    "minItems": 1,
+                },
             },
             "required": ["when", "site", "ids"],
         }
     )
     assert schema["properties"]["when"] == {"type": "string", "format": "date-time", "pattern": "^2"}
-    assert schema["properties"]["site"] == {"type": "string", "description": "Length: at least 3 characters. Format: \"uri\"."}
+    assert schema["properties"]["site"] == {
+        "type": "string",
+        "description": 'Length: at least 3 characters. Format: "uri".',
+    }
     ids = schema["properties"]["ids"]
     assert ids["minItems"] == 1 and "uniqueItems" not in ids and "Items must be unique." in ids["description"]
     assert ids["items"] == {"type": "integer", "multipleOf": 2, "exclusiveMinimum": 0}
 
 
 def test_annotations_strict_mode_rejects_are_dropped():
-    schema = strict({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {"a": {"type": "string", "examples": ["x"], "$comment": "c", "deprecated": True}}, "required": ["a"]})
-    assert schema == {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": False}
+    schema = strict(
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {"a": {"type": "string", "examples": ["x"], "$comment": "c", "deprecated": True}},
+            "required": ["a"],
+        }
+    )
+    assert schema == {
+        "type": "object",
+        "properties": {"a": {"type": "string"}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
 
 
 def test_defs_and_refs_are_kept_and_an_optional_ref_becomes_nullable():
     schema = strict(
         {
             "type": "object",
-            "properties": {"main": {"$ref": "#/$defs/point"}, "other": {"$ref": "#/$defs/point", "description": "Another point."}},
+            "properties": {
+                "main": {"$ref": "#/$defs/point"},
+                "other": {"$ref": "#/$defs/point", "description": "Another point."},
+            },
             "required": ["main"],
-            "$defs": {"point": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}, "required": ["x", "y"]}},
+            "$defs": {
+                "point": {
+                    "type": "object",
+                    "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
+                    "required": ["x", "y"],
+                }
+            },
         }
     )
     assert schema["properties"]["main"] == {"$ref": "#/$defs/point"}
@@ -210,14 +277,30 @@ def test_a_recursive_schema_is_strict():
             "type": "object",
             "properties": {"tree": {"$ref": "#/$defs/node"}},
             "required": ["tree"],
-            "$defs": {"node": {"type": "object", "properties": {"name": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["name", "children"]}},
+            "$defs": {
+                "node": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "children": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+                    },
+                    "required": ["name", "children"],
+                }
+            },
         }
     )
     assert schema["$defs"]["node"]["properties"]["children"]["items"] == {"$ref": "#/$defs/node"}
 
 
 def test_any_of_branches_are_transformed_and_an_optional_any_of_gains_null():
-    schema = strict({"type": "object", "properties": {"v": {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"k": {"type": "string"}}}]}}})
+    schema = strict(
+        {
+            "type": "object",
+            "properties": {
+                "v": {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"k": {"type": "string"}}}]}
+            },
+        }
+    )
     variants = schema["properties"]["v"]["anyOf"]
     assert variants[0] == {"type": "string"}
     assert variants[1]["required"] == ["k"]
@@ -225,7 +308,13 @@ def test_any_of_branches_are_transformed_and_an_optional_any_of_gains_null():
 
 
 def test_a_single_member_all_of_is_merged():
-    schema = strict({"type": "object", "properties": {"a": {"allOf": [{"type": "string", "pattern": "^x"}], "description": "A."}}, "required": ["a"]})
+    schema = strict(
+        {
+            "type": "object",
+            "properties": {"a": {"allOf": [{"type": "string", "pattern": "^x"}], "description": "A."}},
+            "required": ["a"],
+        }
+    )
     assert schema["properties"]["a"] == {"type": "string", "pattern": "^x", "description": "A."}
 
 
@@ -235,8 +324,14 @@ def test_a_single_member_all_of_is_merged():
 @pytest.mark.parametrize(
     ("schema", "reason"),
     [
-        ({"type": "object", "properties": {"m": {"type": "object", "additionalProperties": {"type": "string"}}}}, "additionalProperties must be false"),
-        ({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": True}, "additionalProperties must be false"),
+        (
+            {"type": "object", "properties": {"m": {"type": "object", "additionalProperties": {"type": "string"}}}},
+            "additionalProperties must be false",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": True},
+            "additionalProperties must be false",
+        ),
         ({"type": "object", "properties": {"m": {"type": "object"}}}, "free-form map"),
         ({"type": "object"}, "free-form map"),
         ({"type": "object", "patternProperties": {"^x": {"type": "string"}}, "properties": {}}, "'patternProperties'"),
@@ -244,9 +339,20 @@ def test_a_single_member_all_of_is_merged():
         ({"type": "object", "properties": {"a": {"allOf": [{"type": "string"}, {"minLength": 1}]}}}, "allOf"),
         ({"type": "object", "properties": {"a": {"type": "string", "not": {"const": "x"}}}}, "'not'"),
         ({"type": "object", "properties": {"a": {"type": "string"}}, "if": {"required": ["a"]}, "then": {}}, "'if'"),
-        ({"type": "object", "properties": {"a": {"type": "string"}}, "dependentRequired": {"a": ["b"]}}, "'dependentRequired'"),
+        (
+            {"type": "object", "properties": {"a": {"type": "string"}}, "dependentRequired": {"a": ["b"]}},
+            "'dependentRequired'",
+        ),
         ({"type": "object", "properties": {"a": {"type": "array"}}}, "items"),
-        ({"type": "object", "properties": {"a": {"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "string"}}}}, "'prefixItems'"),
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "string"}}
+                },
+            },
+            "'prefixItems'",
+        ),
         ({"type": "object", "properties": {"a": {}}}, "without a type"),
         ({"type": "object", "properties": {"a": True}}, "boolean"),
         ({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}, "not declared"),
@@ -264,7 +370,15 @@ def test_schemas_strict_mode_cannot_express_are_sent_unchanged(schema, reason):
 
 
 def test_the_reason_points_at_the_problem():
-    reason = not_strict({"type": "object", "properties": {"outer": {"type": "object", "properties": {"m": {"type": "object", "additionalProperties": True}}}}}, "additionalProperties")
+    reason = not_strict(
+        {
+            "type": "object",
+            "properties": {
+                "outer": {"type": "object", "properties": {"m": {"type": "object", "additionalProperties": True}}}
+            },
+        },
+        "additionalProperties",
+    )
     assert "/properties/outer/properties/m" in reason
 
 
@@ -324,7 +438,11 @@ def test_a_strict_call_with_nulls_validates_against_the_original_after_stripping
 
 
 def test_nulls_the_original_accepts_or_requires_are_kept():
-    schema = {"type": "object", "properties": {"a": {"type": ["string", "null"]}, "b": {"type": "string"}}, "required": ["b"]}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": ["string", "null"]}, "b": {"type": "string"}},
+        "required": ["b"],
+    }
     assert strip_strict_nulls({"a": None, "b": None}, schema) == {"a": None, "b": None}
 
 
@@ -335,7 +453,13 @@ def test_nulls_are_removed_in_nested_objects_arrays_and_refs():
             "opts": {"type": "object", "properties": {"x": {"type": "integer"}}},
             "list": {"type": "array", "items": {"$ref": "#/$defs/item"}},
         },
-        "$defs": {"item": {"type": "object", "properties": {"name": {"type": "string"}, "note": {"type": "string"}}, "required": ["name"]}},
+        "$defs": {
+            "item": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "note": {"type": "string"}},
+                "required": ["name"],
+            }
+        },
     }
     args = {"opts": {"x": None}, "list": [{"name": "a", "note": None}, {"name": "b", "note": "n"}]}
     assert strip_strict_nulls(args, schema) == {"opts": {}, "list": [{"name": "a"}, {"name": "b", "note": "n"}]}
@@ -343,9 +467,17 @@ def test_nulls_are_removed_in_nested_objects_arrays_and_refs():
 
 def test_accepts_null_reads_types_enums_refs_and_any_of():
     root = {"$defs": {"n": {"type": "null"}, "s": {"type": "string"}}}
-    assert accepts_null({}) and accepts_null({"type": ["integer", "null"]}) and accepts_null({"anyOf": [{"type": "string"}, {"type": "null"}]})
+    assert (
+        accepts_null({})
+        and accepts_null({"type": ["integer", "null"]})
+        and accepts_null({"anyOf": [{"type": "string"}, {"type": "null"}]})
+    )
     assert accepts_null({"$ref": "#/$defs/n"}, root) and not accepts_null({"$ref": "#/$defs/s"}, root)
-    assert not accepts_null({"type": "string"}) and not accepts_null({"enum": ["a"]}) and not accepts_null({"type": ["string", "null"], "enum": ["a"]})
+    assert (
+        not accepts_null({"type": "string"})
+        and not accepts_null({"enum": ["a"]})
+        and not accepts_null({"type": ["string", "null"], "enum": ["a"]})
+    )
 
 
 # --- properties ---------------------------------------------------------------------------------
@@ -370,7 +502,9 @@ _leaf = st.sampled_from(
 def _composite(children):
     props = st.dictionaries(st.sampled_from(["a", "b", "c", "d/e", "~f"]), children, max_size=4)
     return st.one_of(
-        st.builds(lambda p, r: {"type": "object", "properties": p, "required": [k for k in p if r]}, props, st.booleans()),
+        st.builds(
+            lambda p, r: {"type": "object", "properties": p, "required": [k for k in p if r]}, props, st.booleans()
+        ),
         st.builds(lambda p: {"type": "object", "properties": p, "additionalProperties": {"type": "string"}}, props),
         st.builds(lambda i: {"type": "array", "items": i}, children),
         st.builds(lambda xs: {"anyOf": xs}, st.lists(children, min_size=1, max_size=3)),

@@ -10,9 +10,25 @@ from typing import Any
 from runtime.audit import AuditRecord, AuditWriter, JsonlSink, SqliteSink
 
 
-def record(index: int = 0, *, session: str = "s1", tool: str = "file_read", status: str = "ok", ts: float | None = None, **fields: Any) -> AuditRecord:
+def record(
+    index: int = 0,
+    *,
+    session: str = "s1",
+    tool: str = "file_read",
+    status: str = "ok",
+    ts: float | None = None,
+    **fields: Any,
+) -> AuditRecord:
     """A record whose call_id carries ``index``, so tests can tell which ones arrived."""
-    values: dict[str, Any] = {"session_id": session, "call_id": f"call-{index}", "tool": tool, "status": status, "decision": "allow", "args": {"index": index}, "duration_ms": 0.05}
+    values: dict[str, Any] = {
+        "session_id": session,
+        "call_id": f"call-{index}",
+        "tool": tool,
+        "status": status,
+        "decision": "allow",
+        "args": {"index": index},
+        "duration_ms": 0.05,
+    }
     values.update(fields)
     return AuditRecord(ts=time.time() if ts is None else ts, **values)
 
@@ -64,7 +80,12 @@ def write_many_jsonl(path: str, worker: int, batches: int, barrier: Any) -> None
     barrier.wait(30)
     filler = f"w{worker}-" * 400
     for batch in range(batches):
-        sink.write_batch([record(worker * 1_000_000 + batch * 100 + index, session=f"worker-{worker}", path=filler) for index in range(100)])
+        sink.write_batch(
+            [
+                record(worker * 1_000_000 + batch * 100 + index, session=f"worker-{worker}", path=filler)
+                for index in range(100)
+            ]
+        )
     sink.close()
 
 

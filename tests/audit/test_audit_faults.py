@@ -68,9 +68,13 @@ def _rename_folder_away(path: Path) -> None:
     path.parent.rename(away)
 
 
-@pytest.mark.parametrize("fault", [_remove_database, _rename_away, _replace_with_copy, _remove_folder, _rename_folder_away])
+@pytest.mark.parametrize(
+    "fault", [_remove_database, _rename_away, _replace_with_copy, _remove_folder, _rename_folder_away]
+)
 @pytest.mark.parametrize("rounds", [1, 4])
-def test_a_store_deleted_or_replaced_mid_run_is_made_again_with_a_warning(tmp_path: Path, warnings: list[str], fault: object, rounds: int) -> None:
+def test_a_store_deleted_or_replaced_mid_run_is_made_again_with_a_warning(
+    tmp_path: Path, warnings: list[str], fault: object, rounds: int
+) -> None:
     path = tmp_path / "audit" / "audit.sqlite3"
     sink = SqliteSink(path)
     with AuditWriter(sink, flush_interval_s=0.01) as writer:
@@ -136,7 +140,9 @@ IMMUTABLE_CHILD = textwrap.dedent(
 
 
 @pytest.mark.parametrize("flag", ["+i", "+a"])
-def test_an_immutable_database_never_kills_the_process_and_writes_resume_when_cleared(tmp_path: Path, flag: str) -> None:
+def test_an_immutable_database_never_kills_the_process_and_writes_resume_when_cleared(
+    tmp_path: Path, flag: str
+) -> None:
     probe = tmp_path / "probe"
     probe.write_text("x")
     if not _chattr(flag, probe):
@@ -145,7 +151,12 @@ def test_an_immutable_database_never_kills_the_process_and_writes_resume_when_cl
     path = tmp_path / "audit.sqlite3"
     helpers = Path(__file__).parent
     try:
-        done = subprocess.run([sys.executable, "-c", IMMUTABLE_CHILD, str(path), str(helpers), flag], capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", IMMUTABLE_CHILD, str(path), str(helpers), flag],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         _chattr(flag.replace("+", "-"), *(Path(f"{path}{s}") for s in ("", "-wal", "-shm")))
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])  # -7 would be SIGBUS
@@ -190,7 +201,13 @@ def test_failures_are_logged_at_most_once_per_interval_and_all_counted(tmp_path:
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     mount = tmp_path / "small"
     mount.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a small tmpfs here (needs root)")
     try:
         yield mount
@@ -210,7 +227,9 @@ def _fill(folder: Path) -> Path:
     return filler
 
 
-def test_a_full_disk_loses_records_loudly_and_writes_resume_when_space_returns(small_disk: Path, warnings: list[str]) -> None:
+def test_a_full_disk_loses_records_loudly_and_writes_resume_when_space_returns(
+    small_disk: Path, warnings: list[str]
+) -> None:
     path = small_disk / "audit.sqlite3"
     with AuditWriter(SqliteSink(path), flush_interval_s=0.01, retry_delay_s=0.0) as writer:
         _write(writer, 0, 5)
@@ -246,8 +265,14 @@ def test_the_child_process_writer_starts_with_the_runtime_not_with_the_first_bat
 
     config = tmp_path / "config"
     config.mkdir()
-    (config / "tools.yaml").write_text("apiVersion: toolrt/v1\nkind: Include\nmetadata: {name: packs}\nspec: {packs: [builtin-tools]}\n")
-    runtime = Runtime([config], workspace_root=tmp_path, settings=Settings(audit_writer="process", audit_store=tmp_path / "audit.sqlite3"))
+    (config / "tools.yaml").write_text(
+        "apiVersion: toolrt/v1\nkind: Include\nmetadata: {name: packs}\nspec: {packs: [builtin-tools]}\n"
+    )
+    runtime = Runtime(
+        [config],
+        workspace_root=tmp_path,
+        settings=Settings(audit_writer="process", audit_store=tmp_path / "audit.sqlite3"),
+    )
     try:
         assert runtime.audit is not None
         sink = runtime.audit.sink

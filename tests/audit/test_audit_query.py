@@ -15,7 +15,16 @@ NOW = 1_714_564_800.0  # 2024-05-01T12:00:00Z
 
 @pytest.mark.parametrize(
     ("text", "age_s"),
-    [("30s", 30), ("15m", 900), ("2h", 7200), ("7d", 7 * 86400), ("2w", 14 * 86400), ("1.5h", 5400), (" 15M ", 900), ("0m", 0)],
+    [
+        ("30s", 30),
+        ("15m", 900),
+        ("2h", 7200),
+        ("7d", 7 * 86400),
+        ("2w", 14 * 86400),
+        ("1.5h", 5400),
+        (" 15M ", 900),
+        ("0m", 0),
+    ],
 )
 def test_relative_ages_count_back_from_now(text: str, age_s: float) -> None:
     assert parse_since(text, NOW) == NOW - age_s
@@ -37,7 +46,9 @@ def test_now_defaults_to_the_current_time() -> None:
     assert before - 3600 - 1 <= parse_since("1h") <= dt.datetime.now().timestamp() - 3600 + 1
 
 
-@pytest.mark.parametrize("text", ["", "   ", "yesterday", "15", "15x", "-5m", "m15", "2024-13-01", "2024-05-01T25:00", "5 minutes"])
+@pytest.mark.parametrize(
+    "text", ["", "   ", "yesterday", "15", "15x", "-5m", "m15", "2024-13-01", "2024-05-01T25:00", "5 minutes"]
+)
 def test_anything_else_is_a_value_error_listing_the_accepted_forms(text: str) -> None:
     with pytest.raises(ValueError) as caught:
         parse_since(text, NOW)
@@ -46,9 +57,48 @@ def test_anything_else_is_a_value_error_listing_the_accepted_forms(text: str) ->
 
 
 ROWS: list[dict[str, Any]] = [
-    {"id": 2, "ts": NOW, "session_id": "a-very-long-session-identifier", "tool": "file_write", "status": "ok", "decision": "allow", "duration_ms": 12.345, "call_id": "toolu_01", "rule": "writes-ok", "code": None, "path": "/ws/a.txt", "artifact": None, "truncated": False, "args": {"path": "a.txt"}},
-    {"id": 1, "ts": NOW - 60, "session_id": "s", "tool": "shell", "status": "denied", "decision": "deny", "duration_ms": 0.042, "call_id": "toolu_02", "rule": None, "code": "denied", "path": None, "artifact": "art-1", "truncated": True, "args": None},
-    {"id": 0, "ts": None, "session_id": None, "tool": None, "status": None, "decision": None, "duration_ms": None, "call_id": None},
+    {
+        "id": 2,
+        "ts": NOW,
+        "session_id": "a-very-long-session-identifier",
+        "tool": "file_write",
+        "status": "ok",
+        "decision": "allow",
+        "duration_ms": 12.345,
+        "call_id": "toolu_01",
+        "rule": "writes-ok",
+        "code": None,
+        "path": "/ws/a.txt",
+        "artifact": None,
+        "truncated": False,
+        "args": {"path": "a.txt"},
+    },
+    {
+        "id": 1,
+        "ts": NOW - 60,
+        "session_id": "s",
+        "tool": "shell",
+        "status": "denied",
+        "decision": "deny",
+        "duration_ms": 0.042,
+        "call_id": "toolu_02",
+        "rule": None,
+        "code": "denied",
+        "path": None,
+        "artifact": "art-1",
+        "truncated": True,
+        "args": None,
+    },
+    {
+        "id": 0,
+        "ts": None,
+        "session_id": None,
+        "tool": None,
+        "status": None,
+        "decision": None,
+        "duration_ms": None,
+        "call_id": None,
+    },
 ]
 
 

@@ -32,9 +32,16 @@ def test_from_result_reads_every_metadata_key_the_pipeline_sets() -> None:
         tool_version="2",
         redactions={"secret": 1},
     )
-    record = AuditRecord.from_result(result, session=Session(id="sess", user="ana"), request_id="req", trace_id="trace", args={"path": "a.txt"}).resolve()
+    record = AuditRecord.from_result(
+        result, session=Session(id="sess", user="ana"), request_id="req", trace_id="trace", args={"path": "a.txt"}
+    ).resolve()
     assert (record.session_id, record.user, record.request_id, record.trace_id) == ("sess", "ana", "req", "trace")
-    assert (record.call_id, record.tool, record.tool_version, record.snapshot) == ("call-1", "file_write", "2", "snap-7")
+    assert (record.call_id, record.tool, record.tool_version, record.snapshot) == (
+        "call-1",
+        "file_write",
+        "2",
+        "snap-7",
+    )
     assert (record.decision, record.rule, record.status, record.code) == ("allow", "writes-in-workspace", "ok", None)
     assert record.duration_ms == 0.042
     assert record.truncated is True and record.artifact == "art-9"
@@ -52,38 +59,69 @@ def test_from_result_tolerates_an_early_error_result_with_no_metadata() -> None:
 
 
 def test_from_result_leaves_the_metadata_for_the_writer_thread_to_read() -> None:
-    result = _result(decision="deny", rule="no-writes", status="denied", timings_ms={"total_ms": 2.0}, snapshot="snap-1")
+    result = _result(
+        decision="deny", rule="no-writes", status="denied", timings_ms={"total_ms": 2.0}, snapshot="snap-1"
+    )
     record = AuditRecord.from_result(result, session="s", request_id="r", trace_id="t", args={"a": 1})
     # Only references were taken on the caller's thread ...
     assert record.metadata is result.metadata and record.decision is None and record.status is Status.ok
     assert (record.call_id, record.tool, record.session_id) == ("call-1", "file_write", "s")
     # ... and writing the record reads the rest.
     row = dict(zip(COLUMNS, record.to_row(), strict=True))
-    assert (row["decision"], row["rule"], row["status"], row["duration_ms"], row["snapshot"]) == ("deny", "no-writes", "denied", 2.0, "snap-1")
+    assert (row["decision"], row["rule"], row["status"], row["duration_ms"], row["snapshot"]) == (
+        "deny",
+        "no-writes",
+        "denied",
+        2.0,
+        "snap-1",
+    )
     assert record.metadata is None and record.decision == "deny" and record.status == "denied"
     assert record.resolve() is record  # idempotent
 
 
 def test_extra_sets_the_write_path_and_hashes_and_wins_over_the_metadata() -> None:
     result = _result(path="/from/metadata", rule="meta-rule", hash_after="sha256:meta")
-    record = AuditRecord.from_result(result, session=None, request_id=None, trace_id=None, args={}, extra={"path": "/ws/a.txt", "hash_before": "sha256:aa", "hash_after": "sha256:bb"})
+    record = AuditRecord.from_result(
+        result,
+        session=None,
+        request_id=None,
+        trace_id=None,
+        args={},
+        extra={"path": "/ws/a.txt", "hash_before": "sha256:aa", "hash_after": "sha256:bb"},
+    )
     record.resolve()
-    assert (record.path, record.hash_before, record.hash_after, record.rule) == ("/ws/a.txt", "sha256:aa", "sha256:bb", "meta-rule")
+    assert (record.path, record.hash_before, record.hash_after, record.rule) == (
+        "/ws/a.txt",
+        "sha256:aa",
+        "sha256:bb",
+        "meta-rule",
+    )
 
 
 def test_metadata_the_pipeline_may_set_for_writes_is_read_too() -> None:
-    record = AuditRecord.from_result(_result(path="/ws/b.txt", hash_before="h0", hash_after="h1", artifact="art-2"), session=None, request_id=None, trace_id=None, args={}).resolve()
+    record = AuditRecord.from_result(
+        _result(path="/ws/b.txt", hash_before="h0", hash_after="h1", artifact="art-2"),
+        session=None,
+        request_id=None,
+        trace_id=None,
+        args={},
+    ).resolve()
     assert (record.path, record.hash_before, record.hash_after, record.artifact) == ("/ws/b.txt", "h0", "h1", "art-2")
 
 
 def test_a_queued_record_keeps_the_metadata_but_not_the_output() -> None:
     result = ToolResult("call-3", "t", "x" * 100_000, Status.ok, None, None, None, MappingProxyType({"status": "ok"}))
     record = AuditRecord.from_result(result, session=None, request_id=None, trace_id=None, args=None)
-    assert all(value is not result and value is not result.content for value in (getattr(record, name) for name in record.__slots__))
+    assert all(
+        value is not result and value is not result.content
+        for value in (getattr(record, name) for name in record.__slots__)
+    )
 
 
 def test_a_status_set_through_extra_wins_over_the_metadata() -> None:
-    record = AuditRecord.from_result(_result(status="ok"), session=None, request_id=None, trace_id=None, args=None, extra={"status": "unknown"}).resolve()
+    record = AuditRecord.from_result(
+        _result(status="ok"), session=None, request_id=None, trace_id=None, args=None, extra={"status": "unknown"}
+    ).resolve()
     assert record.status == "unknown"
 
 
@@ -93,20 +131,36 @@ def test_metadata_that_breaks_resolving_does_not_break_encoding() -> None:
             raise RuntimeError("odd metadata")
 
     result = ToolResult("call-9", "t", "x", Status.ok, None, None, None, Odd())
-    row = dict(zip(COLUMNS, AuditRecord.from_result(result, session="s", request_id=None, trace_id=None, args=None).to_row(), strict=True))
+    row = dict(
+        zip(
+            COLUMNS,
+            AuditRecord.from_result(result, session="s", request_id=None, trace_id=None, args=None).to_row(),
+            strict=True,
+        )
+    )
     assert (row["call_id"], row["tool"], row["session_id"], row["decision"]) == ("call-9", "t", "s", None)
 
 
 def test_extra_with_an_unknown_field_name_is_refused_rather_than_lost() -> None:
     with pytest.raises(TypeError, match="hash_befor"):
-        AuditRecord.from_result(_result(), session=None, request_id=None, trace_id=None, args={}, extra={"hash_befor": "x"})
+        AuditRecord.from_result(
+            _result(), session=None, request_id=None, trace_id=None, args={}, extra={"hash_befor": "x"}
+        )
     with pytest.raises(TypeError, match="metadata"):
-        AuditRecord.from_result(_result(), session=None, request_id=None, trace_id=None, args={}, extra={"metadata": None})
+        AuditRecord.from_result(
+            _result(), session=None, request_id=None, trace_id=None, args={}, extra={"metadata": None}
+        )
 
 
 def test_row_coerces_odd_field_values_to_storable_ones() -> None:
-    record = AuditRecord(ts=1.0, status=Status.denied, hash_before=b"\x01\xff", artifact={"id": "art-1"}, duration_ms=math.nan)  # type: ignore[arg-type]
-    row = {key: value for key, value in zip(COLUMNS, record.to_row(), strict=True) if key in ("ts", "status", "hash_before", "artifact", "duration_ms")}
+    record = AuditRecord(
+        ts=1.0, status=Status.denied, hash_before=b"\x01\xff", artifact={"id": "art-1"}, duration_ms=math.nan
+    )  # type: ignore[arg-type]
+    row = {
+        key: value
+        for key, value in zip(COLUMNS, record.to_row(), strict=True)
+        if key in ("ts", "status", "hash_before", "artifact", "duration_ms")
+    }
     assert row == {"ts": 1.0, "status": "denied", "hash_before": "01ff", "artifact": "art-1", "duration_ms": None}
 
 

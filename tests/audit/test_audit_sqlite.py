@@ -30,7 +30,15 @@ def _fill(path: Path) -> None:
     sink.write_batch(
         [
             record(1, session="s1", tool="file_read", ts=1000.0),
-            record(2, session="s1", tool="file_write", ts=2000.0, path="/ws/a.txt", hash_before="sha256:aa", hash_after="sha256:bb"),
+            record(
+                2,
+                session="s1",
+                tool="file_write",
+                ts=2000.0,
+                path="/ws/a.txt",
+                hash_before="sha256:aa",
+                hash_after="sha256:bb",
+            ),
             record(3, session="s2", tool="file_read", status="denied", ts=3000.0),
             record(4, session="s2", tool="shell", status="timeout", ts=4000.0),
             record(5, session="s1", tool="file_read", ts=5000.0),
@@ -130,7 +138,11 @@ def test_the_database_is_in_wal_mode_with_indexes_and_a_schema_version(db: Path)
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         indexed = {row[0] for row in conn.execute("SELECT sql FROM sqlite_master WHERE type = 'index'") if row[0]}
-        assert any("session_id" in sql for sql in indexed) and any("tool" in sql for sql in indexed) and any("(ts)" in sql for sql in indexed)
+        assert (
+            any("session_id" in sql for sql in indexed)
+            and any("tool" in sql for sql in indexed)
+            and any("(ts)" in sql for sql in indexed)
+        )
     finally:
         conn.close()
     assert oct(db.stat().st_mode & 0o777) == oct(0o600)
@@ -167,7 +179,11 @@ def test_query_on_a_missing_database_names_the_file_and_the_likely_cause(tmp_pat
     missing = tmp_path / "nowhere" / "audit.db"
     with pytest.raises(UsageError) as caught:
         query(missing)
-    assert str(missing) in str(caught.value) and "no calls have been recorded" in str(caught.value) and "path is wrong" in str(caught.value)
+    assert (
+        str(missing) in str(caught.value)
+        and "no calls have been recorded" in str(caught.value)
+        and "path is wrong" in str(caught.value)
+    )
     assert not missing.exists()
 
 
@@ -193,7 +209,9 @@ def test_four_processes_writing_one_database_lose_nothing(db: Path) -> None:
     SqliteSink(db).close()
     barrier = SPAWN.Barrier(4)
     results = SPAWN.Queue()
-    workers = [SPAWN.Process(target=write_many_sqlite, args=(str(db), worker, 2000, barrier, results)) for worker in range(4)]
+    workers = [
+        SPAWN.Process(target=write_many_sqlite, args=(str(db), worker, 2000, barrier, results)) for worker in range(4)
+    ]
     for process in workers:
         process.start()
     stats = [results.get(timeout=120) for _ in workers]
@@ -202,11 +220,19 @@ def test_four_processes_writing_one_database_lose_nothing(db: Path) -> None:
         assert process.exitcode == 0
     for item in stats:
         assert item["closed"] is True, item
-        assert (item["written"], item["failed_batches"], item["lost"], item["dropped"], item["last_error"]) == (2000, 0, 0, 0, None), item
+        assert (item["written"], item["failed_batches"], item["lost"], item["dropped"], item["last_error"]) == (
+            2000,
+            0,
+            0,
+            0,
+            None,
+        ), item
     conn = sqlite3.connect(db)
     try:
         assert conn.execute("SELECT count(*), count(DISTINCT call_id) FROM calls").fetchone() == (8000, 8000)
-        assert dict(conn.execute("SELECT session_id, count(*) FROM calls GROUP BY session_id").fetchall()) == {f"worker-{worker}": 2000 for worker in range(4)}
+        assert dict(conn.execute("SELECT session_id, count(*) FROM calls GROUP BY session_id").fetchall()) == {
+            f"worker-{worker}": 2000 for worker in range(4)
+        }
     finally:
         conn.close()
 

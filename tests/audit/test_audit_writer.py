@@ -170,6 +170,7 @@ def test_submits_from_many_threads_are_all_written_once() -> None:
     sink = MemorySink()
     writer = AuditWriter(sink, batch_size=32, flush_interval_s=0.005)
     try:
+
         def submit_many(thread: int) -> None:
             for index in range(2000):
                 writer.submit(record(thread * 10_000 + index))

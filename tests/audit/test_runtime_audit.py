@@ -33,7 +33,10 @@ def runtime(tmp_path: Path) -> Runtime:
 
 async def test_every_call_is_recorded_with_its_decision_and_status(runtime: Runtime, tmp_path: Path) -> None:
     session = Session(id="s-1", user="dev", mode="accept_edits")
-    await runtime.run_turn([Call("c1", "file_read", {"path": "a.txt"}), Call("c2", "file_read", {"path": ".env"}), Call("c3", "nope", {})], session)
+    await runtime.run_turn(
+        [Call("c1", "file_read", {"path": "a.txt"}), Call("c2", "file_read", {"path": ".env"}), Call("c3", "nope", {})],
+        session,
+    )
     await runtime.close()
     rows = query(runtime.settings.audit_store, session="s-1")
     by_call = {row["call_id"]: row for row in rows}
@@ -44,16 +47,26 @@ async def test_every_call_is_recorded_with_its_decision_and_status(runtime: Runt
 
 
 async def test_writes_record_the_path_and_both_hashes(runtime: Runtime, tmp_path: Path) -> None:
-    result = await runtime.call("file_edit", {"path": "a.txt", "mode": "append", "content": "two\n"}, Session(id="s", mode="accept_edits"))
+    result = await runtime.call(
+        "file_edit", {"path": "a.txt", "mode": "append", "content": "two\n"}, Session(id="s", mode="accept_edits")
+    )
     await runtime.close()
     (row,) = query(runtime.settings.audit_store, tool="file_edit")
-    assert (row["path"], row["hash_before"], row["hash_after"]) == ("a.txt", result.metadata["hash_before"], result.metadata["hash_after"])
+    assert (row["path"], row["hash_before"], row["hash_after"]) == (
+        "a.txt",
+        result.metadata["hash_before"],
+        result.metadata["hash_after"],
+    )
     assert row["hash_before"] != row["hash_after"]
 
 
 async def test_arguments_are_stored_redacted(runtime: Runtime, tmp_path: Path) -> None:
     secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
-    await runtime.call("file_edit", {"path": "a.txt", "mode": "append", "content": f"token {secret}\n"}, Session(id="s", mode="accept_edits"))
+    await runtime.call(
+        "file_edit",
+        {"path": "a.txt", "mode": "append", "content": f"token {secret}\n"},
+        Session(id="s", mode="accept_edits"),
+    )
     await runtime.close()
     (row,) = query(runtime.settings.audit_store, tool="file_edit")
     stored = json.dumps(row["args"])
@@ -76,7 +89,10 @@ async def test_toolrt_audit_lists_calls_as_a_table_and_as_json(runtime: Runtime,
     assert main(["audit", "--workspace", str(tmp_path / "ws"), "--session", "s-9"], stdout=out) == 0
     assert "file_read" in out.getvalue() and "s-9" in out.getvalue()
     out = io.StringIO()
-    assert main(["audit", "--store", str(runtime.settings.audit_store), "--format", "json", "--since", "1h"], stdout=out) == 0
+    assert (
+        main(["audit", "--store", str(runtime.settings.audit_store), "--format", "json", "--since", "1h"], stdout=out)
+        == 0
+    )
     assert [row["tool"] for row in json.loads(out.getvalue())] == ["file_read"]
 
 
@@ -110,7 +126,15 @@ async def test_a_call_that_finished_before_the_turn_was_cancelled_is_recorded(ru
     import asyncio
 
     session = Session(id="s-c", mode="bypass")
-    turn = asyncio.ensure_future(runtime.run_turn([Call("a", "file_edit", {"path": "b.txt", "mode": "replace", "content": "x"}), Call("b", "run_command", {"command": "sleep 5"})], session))
+    turn = asyncio.ensure_future(
+        runtime.run_turn(
+            [
+                Call("a", "file_edit", {"path": "b.txt", "mode": "replace", "content": "x"}),
+                Call("b", "run_command", {"command": "sleep 5"}),
+            ],
+            session,
+        )
+    )
     await asyncio.sleep(1.0)
     turn.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -122,7 +146,9 @@ async def test_a_call_that_finished_before_the_turn_was_cancelled_is_recorded(ru
 
 
 async def test_calls_that_were_not_executed_are_recorded_too(runtime: Runtime, tmp_path: Path) -> None:
-    await runtime.run_turn([Call("d", "file_read", {"path": "a.txt"}), Call("d", "file_read", {"path": "a.txt"})], Session(id="s-d"))
+    await runtime.run_turn(
+        [Call("d", "file_read", {"path": "a.txt"}), Call("d", "file_read", {"path": "a.txt"})], Session(id="s-d")
+    )
     await runtime.close()
     statuses = sorted(row["status"] for row in query(runtime.settings.audit_store, session="s-d"))
     assert statuses == ["not_executed", "ok"]
@@ -131,7 +157,11 @@ async def test_calls_that_were_not_executed_are_recorded_too(runtime: Runtime, t
 async def test_toolrt_audit_reads_a_json_lines_log_too(tmp_path: Path) -> None:
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "c.yaml").write_text(CONFIG)
-    runtime = Runtime([tmp_path / "config"], workspace_root=tmp_path, settings=Settings(audit_sink="jsonl", audit_store=tmp_path / "audit.jsonl"))
+    runtime = Runtime(
+        [tmp_path / "config"],
+        workspace_root=tmp_path,
+        settings=Settings(audit_sink="jsonl", audit_store=tmp_path / "audit.jsonl"),
+    )
     await runtime.call("list_dir", {}, Session(id="s-j"))
     await runtime.close()
     with (tmp_path / "audit.jsonl").open("a") as log:
@@ -151,7 +181,9 @@ async def test_a_child_process_writer_stores_redacted_records_and_survives_its_c
     runtime = Runtime([tmp_path / "config"], workspace_root=tmp_path / "ws", settings=Settings(audit_writer="process"))
     secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     edits = Session(id="s-p", mode="accept_edits")
-    await runtime.call("file_edit", {"path": "a.txt", "mode": "replace", "content": f"{secret} git@github.com:org/x.git\n"}, edits)
+    await runtime.call(
+        "file_edit", {"path": "a.txt", "mode": "replace", "content": f"{secret} git@github.com:org/x.git\n"}, edits
+    )
     assert runtime.audit is not None and runtime.audit.flush(10)
     sink = runtime.audit.sink
     os.kill(sink._proc.pid, signal.SIGKILL)  # type: ignore[attr-defined]  # the child dies between batches

@@ -194,7 +194,15 @@ def claude_agent(runtime: Runtime) -> Pair:
 
     from runtime.adapters.claude_agent import claude_mcp_server
 
-    @sdk_tool("noop", "Does nothing.", {"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["path"]})
+    @sdk_tool(
+        "noop",
+        "Does nothing.",
+        {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}},
+            "required": ["path"],
+        },
+    )
     async def noop(args: dict[str, Any]) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": "ok"}]}
 
@@ -204,12 +212,23 @@ def claude_agent(runtime: Runtime) -> Pair:
 
         async def one() -> None:
             if not state["ready"]:
-                hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
+                hello = {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "1"},
+                }
                 await bridge.handle({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello})
                 await bridge.handle({"jsonrpc": "2.0", "method": "notifications/initialized"})
                 state["ready"] = True
             state["id"] += 1
-            answer = await bridge.handle({"jsonrpc": "2.0", "id": state["id"], "method": "tools/call", "params": {"name": "noop", "arguments": ARGS}})
+            answer = await bridge.handle(
+                {
+                    "jsonrpc": "2.0",
+                    "id": state["id"],
+                    "method": "tools/call",
+                    "params": {"name": "noop", "arguments": ARGS},
+                }
+            )
             if answer is None or answer["result"]["content"][0]["text"] != "ok":
                 raise SystemExit(f"benchmark call failed: {answer}")
 
@@ -233,8 +252,12 @@ async def main() -> int:
     (root / "config").mkdir()
     (root / "config" / "tools.yaml").write_text(CONFIG)
     (root / "config" / "bench_bridge_handlers.py").write_text(HANDLERS)
-    runtime = Runtime([root / "config"], workspace_root=root, settings=Settings(cel_engine="fast", schema_engine="fast"))
-    print(f"Framework bridges: per-call time, native tool vs the same framework through toolrt ({n} calls each, interleaved)")
+    runtime = Runtime(
+        [root / "config"], workspace_root=root, settings=Settings(cel_engine="fast", schema_engine="fast")
+    )
+    print(
+        f"Framework bridges: per-call time, native tool vs the same framework through toolrt ({n} calls each, interleaved)"
+    )
     print(f"{'framework':48} {'native p50':>11} {'bridge p50':>11} {'added':>9} {'ratio':>6}   p99 native/bridge")
     try:
         for label, make in FRAMEWORKS.items():

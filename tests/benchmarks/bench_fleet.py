@@ -94,7 +94,11 @@ def start_redis() -> tuple[subprocess.Popen[bytes], str] | None:
     if binary is None:
         return None
     port = free_port()
-    process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         try:
@@ -116,7 +120,25 @@ def commands_processed(url: str) -> int:
 
 def _inner(stats: dict[str, Any]) -> int:
     """Commands run inside scripts: those the scripts call (never sent by a client here)."""
-    return sum(int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in ("hget", "hincrbyfloat", "expire", "pexpire", "zadd", "zrem", "zremrangebyscore", "zcard", "zcount", "time", "get", "set", "del", "hset"))
+    return sum(
+        int(stats.get(f"cmdstat_{name}", {}).get("calls", 0))
+        for name in (
+            "hget",
+            "hincrbyfloat",
+            "expire",
+            "pexpire",
+            "zadd",
+            "zrem",
+            "zremrangebyscore",
+            "zcard",
+            "zcount",
+            "time",
+            "get",
+            "set",
+            "del",
+            "hset",
+        )
+    )
 
 
 def ping_us(url: str) -> float:
@@ -141,10 +163,16 @@ def main() -> None:
     server = start_redis()
     runtimes: dict[str, Runtime] = {
         "no limits": Runtime([plain], workspace_root=workspace, settings=Settings(audit_sink="off", hot_reload=False)),
-        "in-memory": Runtime([limited], workspace_root=workspace, settings=Settings(audit_sink="off", hot_reload=False)),
+        "in-memory": Runtime(
+            [limited], workspace_root=workspace, settings=Settings(audit_sink="off", hot_reload=False)
+        ),
     }
     if server is not None:
-        runtimes["redis"] = Runtime([limited], workspace_root=workspace, settings=Settings(audit_sink="off", hot_reload=False, limit_store=server[1]))
+        runtimes["redis"] = Runtime(
+            [limited],
+            workspace_root=workspace,
+            settings=Settings(audit_sink="off", hot_reload=False, limit_store=server[1]),
+        )
     try:
         samples: dict[str, list[float]] = {name: [] for name in runtimes}
         commands: list[float] = []
@@ -162,8 +190,12 @@ def main() -> None:
         if commands and server is not None:
             ping = statistics.median(ping_us(server[1]) for _ in range(ROUNDS))
             extra = statistics.median(samples["redis"]) - base
-            print(f"  redis commands per call: {statistics.median(commands):.2f} (one script to admit on the call's path, one to settle, pipelined off it)")
-            print(f"  one PING round trip on this machine now: {ping:.1f} us; redis adds {extra:.1f} us per call = {extra / ping:.2f} round trips")
+            print(
+                f"  redis commands per call: {statistics.median(commands):.2f} (one script to admit on the call's path, one to settle, pipelined off it)"
+            )
+            print(
+                f"  one PING round trip on this machine now: {ping:.1f} us; redis adds {extra:.1f} us per call = {extra / ping:.2f} round trips"
+            )
         else:
             print("  redis: skipped (redis-server is not installed: apt-get install -y redis-server)")
     finally:

@@ -91,7 +91,9 @@ def meter_provider() -> Any:
 
 
 def contenders(config: Path, workspace: Path, log_file: Path) -> dict[str, Contender]:
-    settings = Settings(cel_engine="fast", schema_engine="fast", audit_sink="off", tracing="off", log_format="json", log_level="INFO")
+    settings = Settings(
+        cel_engine="fast", schema_engine="fast", audit_sink="off", tracing="off", log_format="json", log_level="INFO"
+    )
     traced = settings.model_copy(update={"tracing": "on"})
 
     def runtime(settings: Settings = settings, provider: Any = None, metrics: bool = True) -> Runtime:
@@ -122,7 +124,9 @@ def contenders(config: Path, workspace: Path, log_file: Path) -> dict[str, Conte
         histograms = runtime()
         histograms.metrics.bind_opentelemetry(meter_provider(), histograms=True)
         found["logs + metrics + OTel metrics + stage histograms"] = Contender(runner(histograms), logs_on, logs_off)
-        found["tracing on (SDK, batch processor) + metrics"] = Contender(runner(runtime(traced, tracer_provider(sampled=True))))
+        found["tracing on (SDK, batch processor) + metrics"] = Contender(
+            runner(runtime(traced, tracer_provider(sampled=True)))
+        )
         found["tracing on, sampled out + metrics"] = Contender(runner(runtime(traced, tracer_provider(sampled=False))))
         everything = runtime(traced, tracer_provider(sampled=True))
         everything.metrics.bind_opentelemetry(meter_provider(), histograms=True)
@@ -184,13 +188,19 @@ def main() -> int:
     found = contenders(config, workspace, log_file)
     asyncio.run(measure(found, n, rounds))
     base = statistics.median(found[BASE].samples)
-    print(f"== per-call cost of observability, {n} calls each in {rounds} interleaved rounds (p50 / p90 / p99; p50 against the bare pipeline)")
+    print(
+        f"== per-call cost of observability, {n} calls each in {rounds} interleaved rounds (p50 / p90 / p99; p50 against the bare pipeline)"
+    )
     for name, contender in found.items():
         p50, p90, p99 = (percentile(contender.samples, q) * 1e6 for q in (0.5, 0.9, 0.99))
-        print(f"{name:52} {p50:8.1f} us {p90:8.1f} us {p99:8.1f} us   {p50 / (base * 1e6):5.2f}x  {(p50 - base * 1e6):+7.1f} us")
+        print(
+            f"{name:52} {p50:8.1f} us {p90:8.1f} us {p99:8.1f} us   {p50 / (base * 1e6):5.2f}x  {(p50 - base * 1e6):+7.1f} us"
+        )
     with_logs = statistics.median(found[LOGS].samples)
     metrics = statistics.median(found["metrics registry"].samples)
-    print(f"logs at INFO to a file + metrics: {with_logs / base - 1:+.0%} per call over the bare pipeline (goal <= +25%), {with_logs / metrics - 1:+.0%} over the default (metrics on); log file {log_file.stat().st_size / 1e6:.1f} MB")
+    print(
+        f"logs at INFO to a file + metrics: {with_logs / base - 1:+.0%} per call over the bare pipeline (goal <= +25%), {with_logs / metrics - 1:+.0%} over the default (metrics on); log file {log_file.stat().st_size / 1e6:.1f} MB"
+    )
     names = (BASE, "metrics registry", LOGS)
     totals = asyncio.run(throughput(found, names, n))
     print(f"\n== the same three, {n} calls in a row, per call including the log writer thread's work (5 rounds)")

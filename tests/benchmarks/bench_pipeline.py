@@ -32,7 +32,8 @@ from runtime.records import Call, Session
 from runtime.runtime import Runtime
 from runtime.settings import Settings
 
-CONFIG = """\
+CONFIG = (
+    """\
 apiVersion: toolrt/v1
 kind: Include
 metadata: {name: packs}
@@ -45,7 +46,12 @@ kind: Policy
 metadata: {name: bench-rules}
 spec:
   rules:
-""" + "".join(f"    - {{name: other-{i}, effect: deny, tools: [tool_{i}], when: 'args.path.startsWith(\"/secret{i}\")'}}\n" for i in range(15)) + """---
+"""
+    + "".join(
+        f"    - {{name: other-{i}, effect: deny, tools: [tool_{i}], when: 'args.path.startsWith(\"/secret{i}\")'}}\n"
+        for i in range(15)
+    )
+    + """---
 apiVersion: toolrt/v1
 kind: Tool
 metadata: {name: noop}
@@ -97,6 +103,7 @@ spec:
   redaction: [secrets, pii]
   input_schema: {type: object, required: [bytes], properties: {bytes: {type: integer}}}
 """
+)
 
 HANDLERS = """\
 import asyncio
@@ -170,7 +177,10 @@ async def per_call(config: Path, workspace: Path, n: int) -> dict[str, list[floa
     for label, settings in (
         ("toolrt, 7 stages (fast engines)", Settings(cel_engine="fast", schema_engine="fast")),
         ("toolrt, fast engines, audit log off", Settings(cel_engine="fast", schema_engine="fast", audit_sink="off")),
-        ("toolrt, fast engines, audit in a child process", Settings(cel_engine="fast", schema_engine="fast", audit_writer="process")),
+        (
+            "toolrt, fast engines, audit in a child process",
+            Settings(cel_engine="fast", schema_engine="fast", audit_writer="process"),
+        ),
         ("toolrt, 7 stages (portable engines)", Settings(cel_engine="portable", schema_engine="portable")),
     ):
         runtime = Runtime([config], workspace_root=workspace, settings=settings)
@@ -193,7 +203,9 @@ def peers() -> dict[str, Any]:
         from agents.tool_context import ToolContext  # type: ignore[import-not-found]
 
         @function_tool
-        async def noop(path: str, limit: int = 10, mode: str = "fast", tags: list[str] | None = None, dry_run: bool = False) -> str:
+        async def noop(
+            path: str, limit: int = 10, mode: str = "fast", tags: list[str] | None = None, dry_run: bool = False
+        ) -> str:
             """Does nothing."""
             return "ok"
 
@@ -213,7 +225,9 @@ def peers() -> dict[str, Any]:
         from langgraph.prebuilt import ToolNode
 
         @tool
-        async def noop_lc(path: str, limit: int = 10, mode: str = "fast", tags: list[str] | None = None, dry_run: bool = False) -> str:
+        async def noop_lc(
+            path: str, limit: int = 10, mode: str = "fast", tags: list[str] | None = None, dry_run: bool = False
+        ) -> str:
             """Does nothing."""
             return "ok"
 
@@ -298,7 +312,9 @@ print(json.dumps({{"before_kb": before, "after_kb": after, "status": r.status.va
         return
     data = json.loads(out.stdout.strip().splitlines()[-1])
     print(f"\n== {size / 1e9:.1f} GB of output through a command: {elapsed:.1f} s, {size / 1e6 / elapsed:.0f} MB/s")
-    print(f"peak RSS {data['after_kb'] / 1024:.0f} MB (after start-up {data['before_kb'] / 1024:.0f} MB); status {data['status']}; original chars {data['chars']:,}")
+    print(
+        f"peak RSS {data['after_kb'] / 1024:.0f} MB (after start-up {data['before_kb'] / 1024:.0f} MB); status {data['status']}; original chars {data['chars']:,}"
+    )
     print(f"redactions {data['redactions']}; notice: {data['notice'][:200]!r}")
 
 
@@ -310,23 +326,35 @@ def main() -> int:
     async def run_all() -> None:
         per = await per_call(config, workspace, n)
         base = statistics.median(per["toolrt, 7 stages (fast engines)"])
-        print(f"== per-call cost, {n} calls each, measured in 10 interleaved rounds (p50 / p90 / p99, and p50 relative to toolrt with fast engines)")
+        print(
+            f"== per-call cost, {n} calls each, measured in 10 interleaved rounds (p50 / p90 / p99, and p50 relative to toolrt with fast engines)"
+        )
         for name, samples in per.items():
             p50, p90, p99 = (percentile(samples, q) * 1e6 for q in (0.5, 0.9, 0.99))
             print(f"{name:52} {p50:9.1f} us {p90:9.1f} us {p99:9.1f} us   {p50 / (base * 1e6):6.2f}x")
         plain = statistics.median(per["plain async function call"])
         no_audit = statistics.median(per["toolrt, fast engines, audit log off"])
         child = statistics.median(per["toolrt, fast engines, audit in a child process"])
-        print(f"audit log cost per call: {(base - no_audit) * 1e6:+.1f} us ({base / no_audit - 1:+.0%}, goal <= +10%) on a thread (the default); {(child - no_audit) * 1e6:+.1f} us ({child / no_audit - 1:+.0%}) in a child process")
+        print(
+            f"audit log cost per call: {(base - no_audit) * 1e6:+.1f} us ({base / no_audit - 1:+.0%}, goal <= +10%) on a thread (the default); {(child - no_audit) * 1e6:+.1f} us ({child / no_audit - 1:+.0%}) in a child process"
+        )
         print(f"toolrt overhead over a plain call (fast engines): {(base - plain) * 1e6:.1f} us")
         if "LangGraph ToolNode (one-node graph)" in per:
-            print(f"LangGraph ToolNode / toolrt (fast): {statistics.median(per['LangGraph ToolNode (one-node graph)']) / base:.1f}x (goal >= 15x)")
+            print(
+                f"LangGraph ToolNode / toolrt (fast): {statistics.median(per['LangGraph ToolNode (one-node graph)']) / base:.1f}x (goal >= 15x)"
+            )
         if "OpenAI Agents SDK FunctionTool.on_invoke_tool" in per:
-            print(f"toolrt (fast) / OpenAI Agents SDK bare invoke: {base / statistics.median(per['OpenAI Agents SDK FunctionTool.on_invoke_tool']):.2f}x (goal <= 3x)")
+            print(
+                f"toolrt (fast) / OpenAI Agents SDK bare invoke: {base / statistics.median(per['OpenAI Agents SDK FunctionTool.on_invoke_tool']):.2f}x (goal <= 3x)"
+            )
         turn, ideal, concurrency = await turn_of_naps(config, workspace)
-        print(f"\n== 100 read-only calls sleeping 10 ms, concurrency {concurrency}: {turn * 1000:.0f} ms; ideal {ideal * 1000:.0f} ms; ratio {turn / ideal:.2f} (goal <= 1.3)")
+        print(
+            f"\n== 100 read-only calls sleeping 10 ms, concurrency {concurrency}: {turn * 1000:.0f} ms; ideal {ideal * 1000:.0f} ms; ratio {turn / ideal:.2f} (goal <= 1.3)"
+        )
         latencies, orphans = await kill_latency(config, workspace, 20)
-        print(f"\n== timeout kill, 20 runs: beyond the deadline p50 {statistics.median(latencies) * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms; surviving descendants: {orphans}")
+        print(
+            f"\n== timeout kill, 20 runs: beyond the deadline p50 {statistics.median(latencies) * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms; surviving descendants: {orphans}"
+        )
 
     asyncio.run(run_all())
     if "--big" in sys.argv:

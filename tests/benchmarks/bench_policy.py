@@ -50,9 +50,14 @@ spec:
 
 
 def config(rules: str, directory: Path) -> Path:
-    docs = [TOOL.format(name="target", extra="", required="path"), TOOL.format(name="shell", extra="command_line: line", required="line")]
+    docs = [
+        TOOL.format(name="target", extra="", required="path"),
+        TOOL.format(name="shell", extra="command_line: line", required="line"),
+    ]
     docs += [TOOL.format(name=f"other{i}", extra="", required="path") for i in range(20)]
-    docs.append(f"apiVersion: toolrt/v1\nkind: Policy\nmetadata: {{name: bench}}\nspec:\n  rules:\n{rules or '    []'}\n")
+    docs.append(
+        f"apiVersion: toolrt/v1\nkind: Policy\nmetadata: {{name: bench}}\nspec:\n  rules:\n{rules or '    []'}\n"
+    )
     (directory / "c.yaml").write_text("---\n".join(docs))
     return directory
 
@@ -67,7 +72,10 @@ def cel_rules(count: int, tools: str) -> str:
 
 def command_rules(count: int) -> str:
     words = ("git", "npm", "ls", "cat", "grep", "make", "pytest", "rm", "curl", "python")
-    return "".join(f"    - {{name: c{i}, effect: {'deny' if i % 2 else 'allow'}, tools: [shell], commands: ['{words[i % 10]} {'push' if i % 3 else '*'} *']}}\n" for i in range(count))
+    return "".join(
+        f"    - {{name: c{i}, effect: {'deny' if i % 2 else 'allow'}, tools: [shell], commands: ['{words[i % 10]} {'push' if i % 3 else '*'} *']}}\n"
+        for i in range(count)
+    )
 
 
 def validated(snapshot: Any, name: str, args: dict[str, Any]) -> ValidatedCall:
@@ -107,7 +115,10 @@ def main() -> int:
             snapshot = load_snapshot([config(rules, directory)], settings)
             cases[label] = (snapshot, validated(snapshot, tool, call_args))
         engine = next(iter(cases.values()))[0].cel_engine
-        results = {label: statistics.median(per_call_us(snapshot, call, 20_000 if label != "200 matching" else 2_000)) for label, (snapshot, call) in cases.items()}
+        results = {
+            label: statistics.median(per_call_us(snapshot, call, 20_000 if label != "200 matching" else 2_000))
+            for label, (snapshot, call) in cases.items()
+        }
         # The same line as the Runtime judges it: placed in a workspace (paths resolved,
         # toolrt's own files protected), remembered while its paths resolve the same.
         workspace = root / "workspace"

@@ -169,7 +169,9 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return statistics.median(times), result
 
 
-def bench(label: str, text: str, profiles: tuple[CompiledRedaction, ...], redactor: Redactor, repeat: int, python_repeat: int) -> None:
+def bench(
+    label: str, text: str, profiles: tuple[CompiledRedaction, ...], redactor: Redactor, repeat: int, python_repeat: int
+) -> None:
     megabytes = len(text.encode("utf-8")) / 1_000_000
     print(f"== {label}: {megabytes:.1f} MB, {text.count(chr(10)) + 1:,} lines")
     redactor.redact(text[:100_000])  # warm the DFA cache once, as a long-running process has
@@ -191,11 +193,17 @@ def bench(label: str, text: str, profiles: tuple[CompiledRedaction, ...], redact
     print("-" * (width + 50))
     base = rows[0][1]
     for name, seconds, counts in rows:
-        print(f"{name:{width}}  {seconds * 1000:>7.0f}ms  {megabytes / seconds:>8.1f}  {seconds / base:>6.1f}x  {sum(counts.values()):,}")
+        print(
+            f"{name:{width}}  {seconds * 1000:>7.0f}ms  {megabytes / seconds:>8.1f}  {seconds / base:>6.1f}x  {sum(counts.values()):,}"
+        )
     same = python_out == reference
     print(
         f"Python re output identical to RE2: {same}"
-        + ("" if same else " (Python's re.sub resumes after a rejected candidate; the Redactor retries from the next character, so it also finds a card number glued to a preceding number)")
+        + (
+            ""
+            if same
+            else " (Python's re.sub resumes after a rejected candidate; the Redactor retries from the next character, so it also finds a card number glued to a preceding number)"
+        )
     )
     print()
 
@@ -213,18 +221,31 @@ def main() -> int:
     print(f"profiles secrets + pii ({patterns} patterns)\n")
     started = time.perf_counter()
     redactor = Redactor(profiles)
-    print(f"Redactor build (once per snapshot, shared by tools with the same profiles): {(time.perf_counter() - started) * 1000:.1f} ms\n")
+    print(
+        f"Redactor build (once per snapshot, shared by tools with the same profiles): {(time.perf_counter() - started) * 1000:.1f} ms\n"
+    )
 
     size = int(args.mb * 1_000_000)
     with_ids = make_log(size, order_ids=True)
-    bench("logs with 16-digit order ids (Luhn candidates)", with_ids, profiles, redactor, args.repeat, args.python_repeat)
-    bench("logs without card-shaped numbers", make_log(size, order_ids=False), profiles, redactor, args.repeat, args.python_repeat)
+    bench(
+        "logs with 16-digit order ids (Luhn candidates)", with_ids, profiles, redactor, args.repeat, args.python_repeat
+    )
+    bench(
+        "logs without card-shaped numbers",
+        make_log(size, order_ids=False),
+        profiles,
+        redactor,
+        args.repeat,
+        args.python_repeat,
+    )
 
     small = with_ids[:4096]
     t_re2, _ = timed(lambda: [redactor.redact(small) for _ in range(100)], 5)
     combined = python_combined(profiles)
     t_py, _ = timed(lambda: [combined(small) for _ in range(10)], 3)
-    print(f"one 4 KB output: RE2 {t_re2 / 100 * 1e6:.0f} us, Python re (combined) {t_py / 10 * 1e6:.0f} us ({t_py / 10 / (t_re2 / 100):.0f}x)")
+    print(
+        f"one 4 KB output: RE2 {t_re2 / 100 * 1e6:.0f} us, Python re (combined) {t_py / 10 * 1e6:.0f} us ({t_py / 10 / (t_re2 / 100):.0f}x)"
+    )
     print()
     default_on_cost(with_ids, args.repeat)
     return 0

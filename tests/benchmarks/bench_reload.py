@@ -59,7 +59,10 @@ spec:
 
 
 def file_text(start: int, count: int, edition: int = 0) -> str:
-    return "".join(TOOL.format(i=i, edition=edition if i == start else 0, limit=10 + i % 40) for i in range(start, min(count, start + TOOLS_PER_FILE)))
+    return "".join(
+        TOOL.format(i=i, edition=edition if i == start else 0, limit=10 + i % 40)
+        for i in range(start, min(count, start + TOOLS_PER_FILE))
+    )
 
 
 def write_config(root: Path, count: int) -> list[Path]:
@@ -157,7 +160,12 @@ def reload_1000(repeat: int) -> dict[str, float]:
             started = time.perf_counter()
             runtime.reload()
             unchanged.append(time.perf_counter() - started)
-    return {"cold": statistics.median(cold), "one_changed": statistics.median(one_changed), "unchanged": statistics.median(unchanged), "diff": statistics.median(diffs)}
+    return {
+        "cold": statistics.median(cold),
+        "one_changed": statistics.median(one_changed),
+        "unchanged": statistics.median(unchanged),
+        "diff": statistics.median(diffs),
+    }
 
 
 def describe(label: str, samples: list[float]) -> str:
@@ -168,18 +176,26 @@ def describe(label: str, samples: list[float]) -> str:
 
 def main() -> int:
     logger.disable("runtime")  # a reload logs a line each time; keep the figures readable
-    print(f"write -> new snapshot serving calls (debounce {DEFAULT_DEBOUNCE_MS} ms, save by rename, runtime.snapshot polled every 1 ms):")
+    print(
+        f"write -> new snapshot serving calls (debounce {DEFAULT_DEBOUNCE_MS} ms, save by rename, runtime.snapshot polled every 1 ms):"
+    )
     small, small_builds = write_to_serving_ms(20, 20)
     print(describe("20 tools", small))
     large, large_builds = write_to_serving_ms(1000, 10)
     print(describe("1,000 tools", large))
-    print(f"  (of which the reload itself: median {statistics.median(small_builds):.1f} ms for 20 tools, {statistics.median(large_builds):.1f} ms for 1,000)")
-    print(f"  goal: median < {GOAL_MS} ms -> 20 tools {statistics.median(small):.0f} ms, 1,000 tools {statistics.median(large):.0f} ms")
+    print(
+        f"  (of which the reload itself: median {statistics.median(small_builds):.1f} ms for 20 tools, {statistics.median(large_builds):.1f} ms for 1,000)"
+    )
+    print(
+        f"  goal: median < {GOAL_MS} ms -> 20 tools {statistics.median(small):.0f} ms, 1,000 tools {statistics.median(large):.0f} ms"
+    )
     print()
     r = reload_1000(5)
     print("one reload of 1,000 tools (median of 5):")
     print(f"  cold build (fresh compile cache)   {r['cold'] * 1000:8.0f} ms")
-    print(f"  Runtime.reload, one tool changed   {r['one_changed'] * 1000:8.1f} ms   ({r['one_changed'] / r['cold']:.3f}x cold)")
+    print(
+        f"  Runtime.reload, one tool changed   {r['one_changed'] * 1000:8.1f} ms   ({r['one_changed'] / r['cold']:.3f}x cold)"
+    )
     print(f"  Runtime.reload, nothing changed    {r['unchanged'] * 1000:8.1f} ms")
     print(f"  diff_tools over the two snapshots  {r['diff'] * 1000:8.2f} ms")
     return 0

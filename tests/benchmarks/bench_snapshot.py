@@ -63,7 +63,12 @@ def write_config(root: Path, count: int) -> list[Path]:
     files = []
     for start in range(0, count, TOOLS_PER_FILE):
         path = root / f"tools_{start // TOOLS_PER_FILE:04d}.yaml"
-        path.write_text("".join(TOOL.format(i=i, team=i % 7, ro=str(i % 2 == 0).lower(), limit=100 + i, suffix="") for i in range(start, min(count, start + TOOLS_PER_FILE))))
+        path.write_text(
+            "".join(
+                TOOL.format(i=i, team=i % 7, ro=str(i % 2 == 0).lower(), limit=100 + i, suffix="")
+                for i in range(start, min(count, start + TOOLS_PER_FILE))
+            )
+        )
         files.append(path)
     return files
 
@@ -127,14 +132,18 @@ def main() -> int:
     for count, repeat in ((10, 5), (100, 3), (1000, 1)):
         for engine in engines:
             r = results[(engine, count)] = bench(engine, count, repeat)
-            print(f"{engine:9} {count:>6} {r['cold'] * 1000:>9.0f}ms {r['cold'] / count * 1e6:>7.0f}us {r['lint'] * 1000:>7.0f}ms {r['rebuild'] * 1000:>8.1f}ms {r['rebuild'] / r['cold']:>12.3f}x")
+            print(
+                f"{engine:9} {count:>6} {r['cold'] * 1000:>9.0f}ms {r['cold'] / count * 1e6:>7.0f}us {r['lint'] * 1000:>7.0f}ms {r['rebuild'] * 1000:>8.1f}ms {r['rebuild'] / r['cold']:>12.3f}x"
+            )
     if "fast" in engines:
         print()
         for count in (10, 100, 1000):
             ratio = results[("portable", count)]["cold"] / results[("fast", count)]["cold"]
             print(f"{count:>5} tools: portable cold build takes {ratio:.1f}x the fast one")
         fast_1000 = results[("fast", 1000)]
-        print(f"goals (fast, 1,000 tools): cold build < 3 s -> {fast_1000['cold']:.2f} s; rebuild after one change < 100 ms -> {fast_1000['rebuild'] * 1000:.0f} ms")
+        print(
+            f"goals (fast, 1,000 tools): cold build < 3 s -> {fast_1000['cold']:.2f} s; rebuild after one change < 100 ms -> {fast_1000['rebuild'] * 1000:.0f} ms"
+        )
     return 0
 
 

@@ -92,10 +92,18 @@ def main() -> int:
         config.mkdir()
         (root / "ws").mkdir()
         (config / "benchmod.py").write_text(MODULE)
-        steps = ["    - {id: s0, tool: noop, args: {n: \"${input.n}\"}}"]
-        steps += [f"    - {{id: s{i}, tool: noop, depends_on: [s{i - 1}], args: {{n: \"${{steps.s{i - 1}.data.n}}\"}}}}" for i in range(1, CHAIN)]
+        steps = ['    - {id: s0, tool: noop, args: {n: "${input.n}"}}']
+        steps += [
+            f'    - {{id: s{i}, tool: noop, depends_on: [s{i - 1}], args: {{n: "${{steps.s{i - 1}.data.n}}"}}}}'
+            for i in range(1, CHAIN)
+        ]
         (config / "tools.yaml").write_text(CONFIG + "\n".join(steps) + "\n")
-        runtime = Runtime([config], workspace_root=root / "ws", settings=Settings(state_dir=root / "state", audit_sink="off"), watch=False)
+        runtime = Runtime(
+            [config],
+            workspace_root=root / "ws",
+            settings=Settings(state_dir=root / "state", audit_sink="off"),
+            watch=False,
+        )
         try:
             asyncio.run(measure(runtime, 2, 50))  # warm up
             samples = asyncio.run(measure(runtime, 15, 200))

@@ -62,7 +62,12 @@ WORDS = (
 def source_text(lines: int, seed: int = 7) -> str:
     """``lines`` lines of Python-like source (classes, methods, comments); every def is unique."""
     rng = random.Random(seed)
-    out: list[str] = ['"""Generated module for the workspace benchmark."""', "", "from __future__ import annotations", ""]
+    out: list[str] = [
+        '"""Generated module for the workspace benchmark."""',
+        "",
+        "from __future__ import annotations",
+        "",
+    ]
     n = 0
     while len(out) < lines:
         a, b, c, d = rng.sample(WORDS, 4)
@@ -107,7 +112,9 @@ def percentile(samples: list[float], q: float) -> float:
 Contender = tuple[Callable[[], object] | None, Callable[[], object]]  # (untimed setup, timed call)
 
 
-def interleaved(contenders: dict[str, Contender], calls: int, rounds: int = 10, warmup: int = 3) -> dict[str, list[float]]:
+def interleaved(
+    contenders: dict[str, Contender], calls: int, rounds: int = 10, warmup: int = 3
+) -> dict[str, list[float]]:
     """Per-call seconds of each contender: ``rounds`` rounds of ``calls / rounds`` calls each, in turns."""
     samples: dict[str, list[float]] = {name: [] for name in contenders}
     for setup, call in contenders.values():
@@ -176,7 +183,11 @@ def bench_reads(reader: FileReader, cache: ReadCache, big: Path, text: str) -> N
         calls=100,
         rounds=20,
     )
-    report(f"file_read of a {len(text.encode()) / 1e6:.2f} MB, {BIG_LINES:,}-line file, 100 calls each in 20 rounds", results, "baseline: open().read() + sha256")
+    report(
+        f"file_read of a {len(text.encode()) / 1e6:.2f} MB, {BIG_LINES:,}-line file, 100 calls each in 20 rounds",
+        results,
+        "baseline: open().read() + sha256",
+    )
 
 
 def bench_edits(editor: FileEditor, plain_dir: Path, texts: tuple[bytes, bytes]) -> None:
@@ -237,7 +248,11 @@ def bench_edits(editor: FileEditor, plain_dir: Path, texts: tuple[bytes, bytes])
     )
     if editor.conflicts:
         raise SystemExit(f"benchmark broken: {editor.conflicts} edit conflicts")
-    report("file_edit of one line of the same file (each call writes the whole file), 100 calls each in 20 rounds", results, "baseline: write + fsync + os.replace")
+    report(
+        "file_edit of one line of the same file (each call writes the whole file), 100 calls each in 20 rounds",
+        results,
+        "baseline: write + fsync + os.replace",
+    )
 
 
 def bench_small(reader: FileReader, cache: ReadCache, small: Path) -> None:
@@ -259,7 +274,11 @@ def bench_small(reader: FileReader, cache: ReadCache, small: Path) -> None:
         warmup=50,
     )
     size = small.stat().st_size
-    report(f"file_read of line 1 of a {SMALL_LINES}-line ({size:,} bytes) file: fixed per-call cost, 4,000 calls each in 20 rounds", results, "baseline: open().read() + sha256")
+    report(
+        f"file_read of line 1 of a {SMALL_LINES}-line ({size:,} bytes) file: fixed per-call cost, 4,000 calls each in 20 rounds",
+        results,
+        "baseline: open().read() + sha256",
+    )
 
 
 def main() -> int:

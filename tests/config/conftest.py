@@ -24,7 +24,9 @@ def lint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lint:
     config.mkdir()
     monkeypatch.chdir(config)
 
-    def run(files: Mapping[str, str | bytes], settings: Settings = FAST, extra_paths: tuple[str, ...] = ()) -> BuildResult:
+    def run(
+        files: Mapping[str, str | bytes], settings: Settings = FAST, extra_paths: tuple[str, ...] = ()
+    ) -> BuildResult:
         for name, content in files.items():
             target = config / name
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,9 @@ spec:
 """
 
 
-def write_tool(root: Path, file: str, name: str = "reader", description: str = "Reads.", output: str = "{}", version: str = "") -> Path:
+def write_tool(
+    root: Path, file: str, name: str = "reader", description: str = "Reads.", output: str = "{}", version: str = ""
+) -> Path:
     path = root / file
     version_text = f", version: '{version}'" if version else ""
     path.write_text(TOOL.format(name=name, description=description, output=output, version=version_text))
@@ -84,7 +86,9 @@ def test_cache_forgets_documents_that_are_gone(tmp_path, settings):
 
 
 def test_output_limits_follow_tool_then_profile_then_default(tmp_path, settings):
-    (tmp_path / "profile.yaml").write_text("apiVersion: toolrt/v1\nkind: OutputProfile\nmetadata: {name: small}\nspec: {max_chars: 100, preview_chars: 10, on_success: head}\n")
+    (tmp_path / "profile.yaml").write_text(
+        "apiVersion: toolrt/v1\nkind: OutputProfile\nmetadata: {name: small}\nspec: {max_chars: 100, preview_chars: 10, on_success: head}\n"
+    )
     write_tool(tmp_path, "a.yaml", output="{profile: small, max_chars: 50}")
     output = load_snapshot([tmp_path], settings).tools["reader"].output
     assert output.max_chars == 50  # the tool's own value
@@ -143,7 +147,9 @@ def test_policy_rules_are_compiled_with_glob_matchers(settings):
 
 def test_load_snapshot_raises_config_error_with_every_problem(tmp_path, settings):
     write_tool(tmp_path, "a.yaml", output="{profile: missing}")
-    (tmp_path / "b.yaml").write_text("apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: b}\nspec: {description: x, handler: 'builtin:nope'}\n")
+    (tmp_path / "b.yaml").write_text(
+        "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: b}\nspec: {description: x, handler: 'builtin:nope'}\n"
+    )
     with pytest.raises(ConfigError) as caught:
         load_snapshot([tmp_path], settings)
     codes = sorted(p.code for p in caught.value.problems)

@@ -33,14 +33,31 @@ def test_shipped_config_lints_clean(folder: str, files: int, documents: int, set
 
 
 def test_coding_agent_example_compiles_its_tools_and_packs() -> None:
-    snapshot = build_snapshot([REPO / "examples" / "coding-agent"], Settings(cel_engine="fast", schema_engine="fast")).snapshot
+    snapshot = build_snapshot(
+        [REPO / "examples" / "coding-agent"], Settings(cel_engine="fast", schema_engine="fast")
+    ).snapshot
     assert snapshot is not None
-    assert sorted(snapshot.tools) == ["artifact_read", "collect_tests", "file_edit", "file_read", "git_push", "glob", "grep", "job_status", "list_dir", "run_command", "run_tests", "tool_search"]
+    assert sorted(snapshot.tools) == [
+        "artifact_read",
+        "collect_tests",
+        "file_edit",
+        "file_read",
+        "git_push",
+        "glob",
+        "grep",
+        "job_status",
+        "list_dir",
+        "run_command",
+        "run_tests",
+        "tool_search",
+    ]
     assert {"secrets", "pii"} <= set(snapshot.redaction_profiles)
     assert {"inline-large", "test-output"} <= set(snapshot.output_profiles)
 
 
-@pytest.mark.parametrize("folder", ["examples/coding-agent", "examples/customer-service", "examples/warehouse", "policies"])
+@pytest.mark.parametrize(
+    "folder", ["examples/coding-agent", "examples/customer-service", "examples/warehouse", "policies"]
+)
 def test_each_folder_lints_clean_on_its_own_as_make_lint_runs_them(folder: str) -> None:
     result = build_snapshot([REPO / folder], Settings(cel_engine="fast", schema_engine="fast"))
     assert [str(p) for p in result.problems] == []

@@ -104,7 +104,15 @@ class Case:
     extra_paths: tuple[str, ...] = ()
 
 
-def case(id_: str, files: dict[str, Any] | str, expected: list[tuple[Any, ...]] | tuple[Any, ...], hint: str, *, marks: Any = (), **options: Any) -> Any:
+def case(
+    id_: str,
+    files: dict[str, Any] | str,
+    expected: list[tuple[Any, ...]] | tuple[Any, ...],
+    hint: str,
+    *,
+    marks: Any = (),
+    **options: Any,
+) -> Any:
     """One table row. ``expected`` items are (line, col, code) in c.yaml or (file, line, col, code)."""
     files = {"c.yaml": files} if isinstance(files, str) else files
     rows = [expected] if isinstance(expected, tuple) else expected
@@ -116,58 +124,223 @@ BLOCK_MORE_INDENTED = POLICY_BLOCK.replace('        sesion.user == "x"', '      
 
 CASES = [
     # -- files ------------------------------------------------------------------
-    case("path-not-found", {}, ("missing.yaml", 0, 0, "path-not-found"), "pass a config directory or a YAML file", extra_paths=("missing.yaml",)),
-    case("file-too-large", "# " + "x" * 2000 + "\n", (0, 0, "file-too-large"), "Split it into several files", settings={"max_config_file_bytes": 1024}),
+    case(
+        "path-not-found",
+        {},
+        ("missing.yaml", 0, 0, "path-not-found"),
+        "pass a config directory or a YAML file",
+        extra_paths=("missing.yaml",),
+    ),
+    case(
+        "file-too-large",
+        "# " + "x" * 2000 + "\n",
+        (0, 0, "file-too-large"),
+        "Split it into several files",
+        settings={"max_config_file_bytes": 1024},
+    ),
     case("file-unreadable", {"c.yaml": Dangling()}, (0, 0, "file-unreadable"), "cannot read the file"),
-    case("file-encoding", {"c.yaml": b"apiVersion: toolrt/v1\nkind: \xff\xfeTool\n"}, (2, 1, "file-encoding"), "save it as UTF-8"),
+    case(
+        "file-encoding",
+        {"c.yaml": b"apiVersion: toolrt/v1\nkind: \xff\xfeTool\n"},
+        (2, 1, "file-encoding"),
+        "save it as UTF-8",
+    ),
     # -- YAML -------------------------------------------------------------------
-    case("yaml-syntax", tool("  handler: builtin:file_read", "   handler: builtin:file_read"), (7, 11, "yaml-syntax"), "Fix the YAML at this position"),
-    case("yaml-tag", tool("description: d", "description: !!python/object/apply:os.system [ls]"), (6, 16, "yaml-tag"), "Remove the tag"),
+    case(
+        "yaml-syntax",
+        tool("  handler: builtin:file_read", "   handler: builtin:file_read"),
+        (7, 11, "yaml-syntax"),
+        "Fix the YAML at this position",
+    ),
+    case(
+        "yaml-tag",
+        tool("description: d", "description: !!python/object/apply:os.system [ls]"),
+        (6, 16, "yaml-tag"),
+        "Remove the tag",
+    ),
     case("yaml-duplicate-key", TOOL + "  description: again\n", (13, 3, "yaml-duplicate-key"), "Remove one of them"),
-    case("yaml-alias-bomb", TOOL + "  x1: &a [" + ",".join(["x"] * 10) + "]\n" + "".join(f"  x{i + 2}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 10) + "]\n" for i in range(5)), (13, 23, "yaml-alias-bomb"), "reduce the use of YAML aliases"),
-    case("yaml-too-deep", tool("      path: {type: string}", "      path: " + "[" * 70 + "]" * 70), (12, 74, "yaml-too-deep"), "flatten the document"),
-    case("yaml-value", tool("path: {type: string}", "path: {type: string, maxLength: .inf}"), (12, 39, "yaml-value"), "Use a finite number"),
+    case(
+        "yaml-alias-bomb",
+        TOOL
+        + "  x1: &a ["
+        + ",".join(["x"] * 10)
+        + "]\n"
+        + "".join(f"  x{i + 2}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 10) + "]\n" for i in range(5)),
+        (13, 23, "yaml-alias-bomb"),
+        "reduce the use of YAML aliases",
+    ),
+    case(
+        "yaml-too-deep",
+        tool("      path: {type: string}", "      path: " + "[" * 70 + "]" * 70),
+        (12, 74, "yaml-too-deep"),
+        "flatten the document",
+    ),
+    case(
+        "yaml-value",
+        tool("path: {type: string}", "path: {type: string, maxLength: .inf}"),
+        (12, 39, "yaml-value"),
+        "Use a finite number",
+    ),
     case("yaml-key", tool("  description: d", "  [description]: d"), (6, 3, "yaml-key"), "keys must be plain strings"),
     case("yaml-merge", TOOL + "  <<: 5\n", (13, 3, "yaml-merge"), "needs a mapping"),
     # -- structure --------------------------------------------------------------
-    case("doc-not-mapping", "- apiVersion: toolrt/v1\n- kind: Tool\n", (1, 1, "doc-not-mapping"), "must be a mapping with apiVersion, kind, metadata and spec"),
+    case(
+        "doc-not-mapping",
+        "- apiVersion: toolrt/v1\n- kind: Tool\n",
+        (1, 1, "doc-not-mapping"),
+        "must be a mapping with apiVersion, kind, metadata and spec",
+    ),
     case("missing-key", tool("  description: d\n", ""), (6, 3, "missing-key"), "add `description`"),
     case("unknown-api-version", tool("toolrt/v1", "toolrt/v2"), (1, 13, "unknown-api-version"), "use `toolrt/v1`"),
     case("unknown-kind", tool("kind: Tool", "kind: Toool"), (2, 7, "unknown-kind"), "Did you mean `Tool`?"),
-    case("unknown-key", tool("  handler:", "  timeout:\n    timout_s: 5\n  handler:"), (8, 5, "unknown-key"), "Did you mean `total_s`?"),
+    case(
+        "unknown-key",
+        tool("  handler:", "  timeout:\n    timout_s: 5\n  handler:"),
+        (8, 5, "unknown-key"),
+        "Did you mean `total_s`?",
+    ),
     case("wrong-type", TOOL + "  read_only: yes please\n", (13, 14, "wrong-type"), "must be true or false"),
-    case("invalid-value", TOOL + "  risk: extreme\n", (13, 9, "invalid-value"), 'must be one of "low", "medium", "high", "critical"'),
+    case(
+        "invalid-value",
+        TOOL + "  risk: extreme\n",
+        (13, 9, "invalid-value"),
+        'must be one of "low", "medium", "high", "critical"',
+    ),
     # -- cross-document -----------------------------------------------------------
-    case("duplicate-name", {"a.yaml": TOOL, "b.yaml": "# the same tool again\n" + TOOL}, [("a.yaml", 4, 9, "duplicate-name"), ("b.yaml", 5, 9, "duplicate-name")], "Rename or remove one"),
-    case("unknown-profile", TOOL + "  output: {profile: inline-larg}\n" + INCLUDE_OUTPUT, (13, 21, "unknown-profile"), "Did you mean `inline-large`?"),
-    case("unknown-pack", "apiVersion: toolrt/v1\nkind: Include\nmetadata: {name: inc}\nspec:\n  packs: [redaction-defualt]\n", (5, 11, "unknown-pack"), "Did you mean `redaction-default`?"),
-    case("unknown-builtin", tool("builtin:file_read", "builtin:file_raed"), (7, 12, "unknown-builtin"), "Did you mean `file_read`?"),
+    case(
+        "duplicate-name",
+        {"a.yaml": TOOL, "b.yaml": "# the same tool again\n" + TOOL},
+        [("a.yaml", 4, 9, "duplicate-name"), ("b.yaml", 5, 9, "duplicate-name")],
+        "Rename or remove one",
+    ),
+    case(
+        "unknown-profile",
+        TOOL + "  output: {profile: inline-larg}\n" + INCLUDE_OUTPUT,
+        (13, 21, "unknown-profile"),
+        "Did you mean `inline-large`?",
+    ),
+    case(
+        "unknown-pack",
+        "apiVersion: toolrt/v1\nkind: Include\nmetadata: {name: inc}\nspec:\n  packs: [redaction-defualt]\n",
+        (5, 11, "unknown-pack"),
+        "Did you mean `redaction-default`?",
+    ),
+    case(
+        "unknown-builtin",
+        tool("builtin:file_read", "builtin:file_raed"),
+        (7, 12, "unknown-builtin"),
+        "Did you mean `file_read`?",
+    ),
     case(
         "unknown-mcp-server",
-        tool("builtin:file_read", "mcp:gitub/create_issue") + "---\napiVersion: toolrt/v1\nkind: McpServer\nmetadata: {name: github}\nspec: {transport: stdio, command: [gh-mcp]}\n",
+        tool("builtin:file_read", "mcp:gitub/create_issue")
+        + "---\napiVersion: toolrt/v1\nkind: McpServer\nmetadata: {name: github}\nspec: {transport: stdio, command: [gh-mcp]}\n",
         (7, 12, "unknown-mcp-server"),
         "Did you mean `github`?",
     ),
-    case("handler-unresolved", tool("builtin:file_read", "python:toolrt_no_such_module:run"), (7, 12, "handler-unresolved"), "put it beside the config files"),
-    case("handler-template", tool("  handler: builtin:file_read", "  handler:\n    command:\n      argv: [cat, '{pth}']"), (9, 19, "handler-template"), "Did you mean `path`?"),
-    case("unknown-tool", {"t.yaml": TOOL, "c.yaml": WORKFLOW.replace("      tool: t\n    - id: test", "      tool: tt\n    - id: test")}, (7, 13, "unknown-tool"), "Did you mean `t`?"),
-    case("unknown-step", {"t.yaml": TOOL, "c.yaml": WORKFLOW.replace("[build]", "[tset]")}, (10, 20, "unknown-step"), "Did you mean `test`?"),
-    case("workflow-cycle", {"t.yaml": TOOL, "c.yaml": WORKFLOW.replace("      tool: t\n    - id: test", "      tool: t\n      depends_on: [test]\n    - id: test")}, (8, 19, "workflow-cycle"), "Remove one of these dependencies"),
+    case(
+        "handler-unresolved",
+        tool("builtin:file_read", "python:toolrt_no_such_module:run"),
+        (7, 12, "handler-unresolved"),
+        "put it beside the config files",
+    ),
+    case(
+        "handler-template",
+        tool("  handler: builtin:file_read", "  handler:\n    command:\n      argv: [cat, '{pth}']"),
+        (9, 19, "handler-template"),
+        "Did you mean `path`?",
+    ),
+    case(
+        "unknown-tool",
+        {"t.yaml": TOOL, "c.yaml": WORKFLOW.replace("      tool: t\n    - id: test", "      tool: tt\n    - id: test")},
+        (7, 13, "unknown-tool"),
+        "Did you mean `t`?",
+    ),
+    case(
+        "unknown-step",
+        {"t.yaml": TOOL, "c.yaml": WORKFLOW.replace("[build]", "[tset]")},
+        (10, 20, "unknown-step"),
+        "Did you mean `test`?",
+    ),
+    case(
+        "workflow-cycle",
+        {
+            "t.yaml": TOOL,
+            "c.yaml": WORKFLOW.replace(
+                "      tool: t\n    - id: test", "      tool: t\n      depends_on: [test]\n    - id: test"
+            ),
+        },
+        (8, 19, "workflow-cycle"),
+        "Remove one of these dependencies",
+    ),
     # -- input_schema ---------------------------------------------------------------
-    case("schema-invalid", tool("      path: {type: string}", "      path:\n        type: object\n        properties:\n          inner: {type: strng}"), (15, 25, "schema-invalid"), "Did you mean `string`?"),
-    case("schema-not-object", tool("    type: object\n    additionalProperties: false\n    properties:\n      path: {type: string}\n", "    type: array\n"), (9, 5, "schema-not-object"), "must have `type: object`"),
-    case("schema-unknown-keyword", tool("{type: string}", "{type: string, maxLenght: 5}"), (12, 39, "schema-unknown-keyword"), "Did you mean `maxLength`?", warning=True),
-    case("schema-default-invalid", tool("{type: string}", "{type: string, default: 5}"), (12, 37, "schema-default-invalid"), "Change the default or the schema"),
-    case("schema-enum-invalid", tool("{type: string}", "{type: string, enum: [a, 3]}"), (12, 38, "schema-enum-invalid"), "Remove it or widen the schema"),
-    case("schema-required-undeclared", tool("    properties:", "    required: [pth]\n    properties:"), (11, 16, "schema-required-undeclared"), "Did you mean `path`?"),
-    case("schema-remote-ref", tool("{type: string}", "{$ref: 'https://example.com/s.json'}"), (12, 20, "schema-remote-ref"), "Inline it under `$defs`"),
+    case(
+        "schema-invalid",
+        tool(
+            "      path: {type: string}",
+            "      path:\n        type: object\n        properties:\n          inner: {type: strng}",
+        ),
+        (15, 25, "schema-invalid"),
+        "Did you mean `string`?",
+    ),
+    case(
+        "schema-not-object",
+        tool(
+            "    type: object\n    additionalProperties: false\n    properties:\n      path: {type: string}\n",
+            "    type: array\n",
+        ),
+        (9, 5, "schema-not-object"),
+        "must have `type: object`",
+    ),
+    case(
+        "schema-unknown-keyword",
+        tool("{type: string}", "{type: string, maxLenght: 5}"),
+        (12, 39, "schema-unknown-keyword"),
+        "Did you mean `maxLength`?",
+        warning=True,
+    ),
+    case(
+        "schema-default-invalid",
+        tool("{type: string}", "{type: string, default: 5}"),
+        (12, 37, "schema-default-invalid"),
+        "Change the default or the schema",
+    ),
+    case(
+        "schema-enum-invalid",
+        tool("{type: string}", "{type: string, enum: [a, 3]}"),
+        (12, 38, "schema-enum-invalid"),
+        "Remove it or widen the schema",
+    ),
+    case(
+        "schema-required-undeclared",
+        tool("    properties:", "    required: [pth]\n    properties:"),
+        (11, 16, "schema-required-undeclared"),
+        "Did you mean `path`?",
+    ),
+    case(
+        "schema-remote-ref",
+        tool("{type: string}", "{$ref: 'https://example.com/s.json'}"),
+        (12, 20, "schema-remote-ref"),
+        "Inline it under `$defs`",
+    ),
     # -- CEL ------------------------------------------------------------------------
     case("cel-syntax", rule("'args.path && && true'"), (15, 33, "cel-syntax"), "Fix the expression"),
     case("cel-type", rule("'1 + \"a\" == 2'"), (15, 22, "cel-type"), "Convert one side"),
     case("cel-undeclared", rule("'arg.path == \"x\"'"), (15, 20, "cel-undeclared"), "Did you mean `args`?"),
     case("cel-unknown-arg", rule("'args.pth == \"x\"'"), (15, 25, "cel-unknown-arg"), "Did you mean `path`?"),
-    case("cel-unknown-arg-open-schema", rule("'args.pth == \"x\"'").replace("    additionalProperties: false\n", ""), (14, 25, "cel-unknown-arg"), "Did you mean `path`?", warning=True),
-    case("cel-too-complex", rule("'" + "(" * 30 + "true" + ")" * 30 + "'"), (15, 19, "cel-too-complex"), "Split it into several rules"),
+    case(
+        "cel-unknown-arg-open-schema",
+        rule("'args.pth == \"x\"'").replace("    additionalProperties: false\n", ""),
+        (14, 25, "cel-unknown-arg"),
+        "Did you mean `path`?",
+        warning=True,
+    ),
+    case(
+        "cel-too-complex",
+        rule("'" + "(" * 30 + "true" + ")" * 30 + "'"),
+        (15, 19, "cel-too-complex"),
+        "Split it into several rules",
+    ),
     case("cel-in-block-scalar", POLICY_BLOCK, (11, 9, "cel-undeclared"), "Did you mean `session`?"),
     case(
         "cel-in-block-scalar-more-indented",
@@ -178,8 +351,18 @@ CASES = [
     # -- regexes ----------------------------------------------------------------------
     case("regex-invalid", redaction("'[a-'"), (7, 14, "regex-invalid"), "Fix the pattern"),
     case("regex-unsupported", redaction("'(?<=a)b'"), (7, 14, "regex-unsupported"), "Rewrite the pattern without it"),
-    case("regex-unsupported-backref", rule("'args.path.matches(\"(a)\\\\1\")'"), (15, 38, "regex-unsupported"), "Rewrite the pattern without them"),
-    case("regex-catastrophic", tool("{type: string}", "{type: string, pattern: '(a+)+'}"), (12, 37, "regex-catastrophic"), "`(a+)+` -> `a+`"),
+    case(
+        "regex-unsupported-backref",
+        rule("'args.path.matches(\"(a)\\\\1\")'"),
+        (15, 38, "regex-unsupported"),
+        "Rewrite the pattern without them",
+    ),
+    case(
+        "regex-catastrophic",
+        tool("{type: string}", "{type: string, pattern: '(a+)+'}"),
+        (12, 37, "regex-catastrophic"),
+        "`(a+)+` -> `a+`",
+    ),
 ]
 
 
@@ -195,7 +378,9 @@ def _materialise(case_: Case, lint: Lint) -> BuildResult:
 @pytest.mark.parametrize("case_", CASES)
 def test_each_error_class_is_reported_at_its_position(case_: Case, lint: Lint) -> None:
     result = _materialise(case_, lint)
-    assert [(p.location.file, p.location.line, p.location.col, p.code) for p in result.problems] == case_.expected, "\n".join(map(str, result.problems))
+    assert [(p.location.file, p.location.line, p.location.col, p.code) for p in result.problems] == case_.expected, (
+        "\n".join(map(str, result.problems))
+    )
     first = result.problems[0]
     assert first.severity is (Severity.warning if case_.warning else Severity.error)
     assert first.message.strip()
@@ -243,7 +428,10 @@ def test_cel_syntax_error_is_reported_the_same_way_by_both_engines(settings: Set
 
 
 def test_cel_syntax_error_in_a_block_scalar_is_located_on_its_line_by_both_engines(lint: Lint) -> None:
-    text = TOOL + "  rules:\n    - name: r\n      expression: |\n        has(args.path) &&\n        args.path ==\n        == 3\n      message: m\n"
+    text = (
+        TOOL
+        + "  rules:\n    - name: r\n      expression: |\n        has(args.path) &&\n        args.path ==\n        == 3\n      message: m\n"
+    )
     fast = lint({"c.yaml": text}, FAST)
     portable = lint({"c.yaml": text}, PORTABLE)
     expected = [("c.yaml", 18, 9, "cel-syntax")]
@@ -260,7 +448,7 @@ def test_both_engines_type_check_literals(lint: Lint) -> None:
 
 
 def test_engine_independent_checks_agree_between_engines(lint: Lint) -> None:
-    text = rule("'arg.path == \"x\" && args.pth == \"y\"'")
+    text = rule('\'arg.path == "x" && args.pth == "y"\'')
     fast = [(str(p.location), p.code, p.message) for p in lint({"c.yaml": text}, FAST).problems]
     portable = [(str(p.location), p.code, p.message) for p in lint({"c.yaml": text}, PORTABLE).problems]
     assert fast == portable
@@ -272,7 +460,10 @@ def test_engine_independent_checks_agree_between_engines(lint: Lint) -> None:
 
 
 def test_three_independent_errors_in_one_tool_are_all_reported(lint: Lint) -> None:
-    text = tool("builtin:file_read", "builtin:file_raed").replace("{type: string}", "{type: string, default: 5}") + "  output: {profile: nope}\n"
+    text = (
+        tool("builtin:file_read", "builtin:file_raed").replace("{type: string}", "{type: string, default: 5}")
+        + "  output: {profile: nope}\n"
+    )
     result = lint({"c.yaml": text})
     assert [(p.location.line, p.location.col, p.code) for p in result.problems] == [
         (7, 12, "unknown-builtin"),
@@ -296,10 +487,18 @@ def test_errors_in_different_documents_and_files_are_all_reported(lint: Lint) ->
 
 
 def test_load_snapshot_raises_config_error_with_every_problem(lint: Lint) -> None:
-    lint({"c.yaml": tool("builtin:file_read", "builtin:file_raed"), "d.yaml": tool("name: t", "name: u").replace("toolrt/v1", "toolrt/v2")})
+    lint(
+        {
+            "c.yaml": tool("builtin:file_read", "builtin:file_raed"),
+            "d.yaml": tool("name: t", "name: u").replace("toolrt/v1", "toolrt/v2"),
+        }
+    )
     with pytest.raises(ConfigError) as raised:
         load_snapshot(["."], FAST)
-    assert [(p.location.file, p.code) for p in raised.value.problems] == [("c.yaml", "unknown-builtin"), ("d.yaml", "unknown-api-version")]
+    assert [(p.location.file, p.code) for p in raised.value.problems] == [
+        ("c.yaml", "unknown-builtin"),
+        ("d.yaml", "unknown-api-version"),
+    ]
     assert "2 config error(s)" in str(raised.value)
     assert "c.yaml:7:12: error[unknown-builtin]" in str(raised.value)
 

@@ -22,7 +22,9 @@ from runtime.settings import Settings
 
 FAST = Settings(cel_engine="fast", schema_engine="fast")
 PORTABLE = Settings(cel_engine="portable", schema_engine="portable")
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 # Words that steer random documents into the deeper checks (handlers, schemas, CEL, regexes, references).
 KEYS = [
@@ -46,7 +48,11 @@ scalars = st.one_of(
     st.sampled_from(WORDS),
 )
 keys = st.one_of(st.sampled_from(KEYS), st.text(max_size=8))
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=5)), max_leaves=25)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=5)),
+    max_leaves=25,
+)
 documents = st.fixed_dictionaries(
     {
         "apiVersion": st.sampled_from(["toolrt/v1", "toolrt/v1", "toolrt/v2"]),

@@ -14,7 +14,9 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_the_readme_carries_the_current_reference() -> None:
-    assert between_markers(README.read_text(encoding="utf-8")) == reference_markdown().strip("\n"), "the README's YAML reference is stale: run `make schemas`"
+    assert between_markers(README.read_text(encoding="utf-8")) == reference_markdown().strip("\n"), (
+        "the README's YAML reference is stale: run `make schemas`"
+    )
 
 
 def test_every_kind_and_every_spec_field_is_in_the_reference() -> None:
@@ -31,7 +33,7 @@ def test_nested_objects_get_their_own_table_with_defaults_and_required_fields() 
     text = reference_markdown()
     assert "`spec.timeout`" in text and "| `total_s` | number | `60.0` | Wall-clock limit for one call. |" in text
     assert "| `expression` | string | required |" in text
-    assert "| `risk` | `low` \\| `medium` \\| `high` \\| `critical` | `\"medium\"` |" in text
+    assert '| `risk` | `low` \\| `medium` \\| `high` \\| `critical` | `"medium"` |' in text
 
 
 def test_update_rewrites_only_the_part_between_the_markers(tmp_path: Path) -> None:

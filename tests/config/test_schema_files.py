@@ -20,7 +20,9 @@ def test_checked_in_schema_matches_the_models(name):
 
 
 def test_there_is_one_schema_per_kind_plus_a_combined_one():
-    assert sorted(p.name for p in SCHEMAS.glob("*.json")) == sorted([kind_file(k) for k in KINDS] + ["toolrt.schema.json"])
+    assert sorted(p.name for p in SCHEMAS.glob("*.json")) == sorted(
+        [kind_file(k) for k in KINDS] + ["toolrt.schema.json"]
+    )
 
 
 @pytest.mark.parametrize("name", sorted(all_schemas()))
@@ -32,7 +34,12 @@ def test_every_schema_is_valid_draft_2020_12(name):
 
 def test_combined_schema_accepts_a_tool_and_rejects_an_unknown_kind():
     validator = jsonschema.Draft202012Validator(all_schemas()["toolrt.schema.json"])
-    tool = {"apiVersion": "toolrt/v1", "kind": "Tool", "metadata": {"name": "t"}, "spec": {"description": "d", "handler": "builtin:file_read"}}
+    tool = {
+        "apiVersion": "toolrt/v1",
+        "kind": "Tool",
+        "metadata": {"name": "t"},
+        "spec": {"description": "d", "handler": "builtin:file_read"},
+    }
     assert validator.is_valid(tool)
     assert not validator.is_valid({**tool, "kind": "Tol"})
     assert not validator.is_valid({**tool, "spec": {**tool["spec"], "timout": 1}})

@@ -21,7 +21,9 @@ from runtime.policy.cel import fast_available
 from runtime.settings import Settings
 from tests.config.conftest import Lint
 
-ENGINES = [Settings(cel_engine="portable", schema_engine="portable")] + ([Settings(cel_engine="fast", schema_engine="fast")] if fast_available() else [])
+ENGINES = [Settings(cel_engine="portable", schema_engine="portable")] + (
+    [Settings(cel_engine="fast", schema_engine="fast")] if fast_available() else []
+)
 
 SCHEMA = """\
     type: object
@@ -79,7 +81,13 @@ RULES = [
     Case("unknown-field", "args.cnt > 50", "cel-unknown-arg", ("`args.cnt` does not exist", "Did you mean `count`"), 6),
     Case("unknown-nested-field", "args.filter.dept > 1", "cel-unknown-arg", ("`args.filter.dept`", "depth"), 13, True),
     Case("unknown-field-in-list-item", "args.rows.all(r, r.idx > 0)", "cel-unknown-arg", ("`r.idx`", "id"), 20, True),
-    Case("int-ordered-with-string", 'args.count <= "100"', "cel-type", ("cannot order", "int", "string", "without quotes: 100"), 12),
+    Case(
+        "int-ordered-with-string",
+        'args.count <= "100"',
+        "cel-type",
+        ("cannot order", "int", "string", "without quotes: 100"),
+        12,
+    ),
     Case("int-equal-to-string", 'args.count == "5"', "cel-type", ("never equal", "always false"), 12),
     Case("string-equal-to-int", "args.path == 5", "cel-type", ("always false",), 11),
     Case("bool-equal-to-string", 'args.flag == "true"', "cel-type", ("true or false without quotes",), 11),
@@ -88,7 +96,7 @@ RULES = [
     Case("size-is-not-a-bool", "size(args.path)", "cel-result-type", ("is int, not a bool", "fail-open", "Compare it")),
     Case("string-is-not-a-bool", "args.path", "cel-result-type", ("is string, not a bool",)),
     Case("int-is-not-a-bool", "args.count", "cel-result-type", ("is int, not a bool", "Compare it")),
-    Case("list-is-not-a-bool", "args.items.filter(i, i != \"\")", "cel-result-type", ("not a bool",)),
+    Case("list-is-not-a-bool", 'args.items.filter(i, i != "")', "cel-result-type", ("not a bool",)),
     Case("ternary-of-strings", 'args.flag ? "a" : "b"', "cel-result-type", ("not a bool",)),
     Case("number-in-arithmetic", "args.ratio * 2.0 > 1.0", "cel-type", ("JSON number", "double(args.ratio)"), 12),
     Case("int-plus-double", "args.count + 1.5 > 2.0", "cel-type", ("does not mix int, uint and double",), 12),
@@ -99,25 +107,55 @@ RULES = [
     Case("negated-string", "!args.path", "cel-type", ("needs a bool",), 2),
     Case("and-with-int", "args.count && true", "cel-type", ("needs a bool",), 1),
     Case("size-of-int", "size(args.count) > 0", "cel-type", ("size() takes",), 1),
-    Case("unknown-function", 'args.path.lowerAscii() == "a"', "cel-type", ("not a function both CEL engines know",), 11),
+    Case(
+        "unknown-function", 'args.path.lowerAscii() == "a"', "cel-type", ("not a function both CEL engines know",), 11
+    ),
     Case("in-on-a-string", 'args.count in "abc"', "cel-type", ("needs a list or a map", ".contains"), 12),
     Case("map-values-are-ints", '"a" in args.labels && args.labels.a == "x"', "cel-type", ("always false",), 37),
     Case("list-items-are-strings", "args.items.exists(i, i > 5)", "cel-type", ("cannot order",), 24),
     Case("list-member-of-wrong-type", "5 in args.items", "cel-type", ("never found",), 3),
-    Case("field-of-a-string", "args.path.name == \"x\"", "cel-type", ("has no fields",), 11),
-    Case("has-of-a-typo", "has(args.pth) && args.path != \"\"", "cel-unknown-arg", ("`args.pth` does not exist", "Did you mean `path`"), 10),
-    Case("optional-read", 'args.note == "x"', "cel-optional", ("optional", "has(args.note)", "deny or ask rule"), 6, True),
+    Case("field-of-a-string", 'args.path.name == "x"', "cel-type", ("has no fields",), 11),
+    Case(
+        "has-of-a-typo",
+        'has(args.pth) && args.path != ""',
+        "cel-unknown-arg",
+        ("`args.pth` does not exist", "Did you mean `path`"),
+        10,
+    ),
+    Case(
+        "optional-read", 'args.note == "x"', "cel-optional", ("optional", "has(args.note)", "deny or ask rule"), 6, True
+    ),
     Case("optional-nested-read", 'args.filter.name == "x"', "cel-optional", ("has(args.filter.name)",), 13, True),
     Case("optional-read-in-macro", "args.few.all(x, x > 0)", "cel-optional", ("has(args.few)",), 6, True),
     Case("map-key-read-unguarded", "args.labels.team > 1", "cel-optional", ('"team" in args.labels',), 13, True),
     Case("nullable-compared", "args.maybe > 5", "cel-nullable", ("may be null", "args.maybe != null"), 6, True),
     Case("required-field-tested-for-null", "args.path != null", "cel-type", ("never null", "has(args.path)"), 11, True),
-    Case("nested-comprehension-over-bounded-lists", "args.few.all(x, args.few.all(y, x != y || x == y))", "cel-cost", ("maxItems", "properties.few", "cel_cost_limit")),
-    Case("comprehension-over-unbounded-list", 'args.items.all(i, i.startsWith("a"))', "cel-cost", ("add `maxItems` at input_schema properties.items",)),
+    Case(
+        "nested-comprehension-over-bounded-lists",
+        "args.few.all(x, args.few.all(y, x != y || x == y))",
+        "cel-cost",
+        ("maxItems", "properties.few", "cel_cost_limit"),
+    ),
+    Case(
+        "comprehension-over-unbounded-list",
+        'args.items.all(i, i.startsWith("a"))',
+        "cel-cost",
+        ("add `maxItems` at input_schema properties.items",),
+    ),
     Case("map-over-unbounded-list", "args.items.map(i, i + i).size() > 0", "cel-cost", ("maxItems",)),
     Case("regex-per-item-of-unbounded-list", 'args.items.exists(i, i.matches("^a+$"))', "cel-cost", ("maxItems",)),
-    Case("rows-times-unbounded-items", "args.rows.all(a, args.items.exists(i, i == string(a.id)))", "cel-cost", ("add `maxItems` at input_schema properties.items",)),
-    Case("string-repeated-per-item", 'args.items.map(i, args.path + args.path + args.path).exists(s, s.contains("x"))', "cel-cost", ("maxItems",)),
+    Case(
+        "rows-times-unbounded-items",
+        "args.rows.all(a, args.items.exists(i, i == string(a.id)))",
+        "cel-cost",
+        ("add `maxItems` at input_schema properties.items",),
+    ),
+    Case(
+        "string-repeated-per-item",
+        'args.items.map(i, args.path + args.path + args.path).exists(s, s.contains("x"))',
+        "cel-cost",
+        ("maxItems",),
+    ),
 ]
 
 
@@ -142,19 +180,19 @@ def test_a_rule_that_would_fail_at_run_time_fails_lint(lint: Lint, case: Case, s
 
 GOOD = [
     "args.count > 2",
-    "has(args.note) && args.note == \"x\"",
+    'has(args.note) && args.note == "x"',
     "!has(args.note) || args.note.size() < 5",
     "args.note.size() < 5 || !has(args.note)",
-    "has(args.filter.name) ? args.filter.name == \"n\" : true",
-    "\"team\" in args.labels && args.labels.team > 1",
+    'has(args.filter.name) ? args.filter.name == "n" : true',
+    '"team" in args.labels && args.labels.team > 1',
     "args.maybe != null && args.maybe > 5",
     "args.maybe == null || args.maybe > 5",
     "args.ratio > 1",
     "double(args.ratio) * 2.0 > 1.0",
     "args.rows.all(r, r.id > 0 && (!has(r.tags) || r.tags.all(t, size(t) < 10)))",
     "args.rows.all(a, args.rows.exists(b, a.id == b.id))",
-    "args.path.matches(\"^src/\") && !args.path.contains(\"..\")",
-    "args.mode == \"fast\"",
+    'args.path.matches("^src/") && !args.path.contains("..")',
+    'args.mode == "fast"',
     "args.flag",
     "tool.read_only && size(args.items) < 10",
 ]
@@ -174,27 +212,45 @@ def test_both_engines_give_the_same_findings(lint: Lint) -> None:
     for case in RULES:
         text = tool(case.expression.replace("'", "''"))
         portable, fast = (lint({"c.yaml": text}, settings) for settings in ENGINES)
-        assert [(str(p.location), p.code) for p in portable.problems if p.code != "cel-type"] == [(str(p.location), p.code) for p in fast.problems if p.code != "cel-type"], case.id
+        assert [(str(p.location), p.code) for p in portable.problems if p.code != "cel-type"] == [
+            (str(p.location), p.code) for p in fast.problems if p.code != "cel-type"
+        ], case.id
         assert [p.is_error for p in portable.problems] == [p.is_error for p in fast.problems], case.id
 
 
 # ---------------------------------------------------------------------------
 # policy rules: typed against every tool their globs match
 
-TOOL_A = tool("true", schema="    type: object\n    additionalProperties: false\n    required: [count]\n    properties:\n      count: {type: integer}\n", name="tool_a")
-TOOL_B = tool("true", schema="    type: object\n    additionalProperties: false\n    required: [count]\n    properties:\n      count: {type: string, maxLength: 10}\n", name="tool_b")
-TOOL_C = tool("true", schema="    type: object\n    additionalProperties: false\n    required: [path]\n    properties:\n      path: {type: string, maxLength: 100}\n", name="other_c")
+TOOL_A = tool(
+    "true",
+    schema="    type: object\n    additionalProperties: false\n    required: [count]\n    properties:\n      count: {type: integer}\n",
+    name="tool_a",
+)
+TOOL_B = tool(
+    "true",
+    schema="    type: object\n    additionalProperties: false\n    required: [count]\n    properties:\n      count: {type: string, maxLength: 10}\n",
+    name="tool_b",
+)
+TOOL_C = tool(
+    "true",
+    schema="    type: object\n    additionalProperties: false\n    required: [path]\n    properties:\n      path: {type: string, maxLength: 100}\n",
+    name="other_c",
+)
 TOOLS = {"a.yaml": TOOL_A, "b.yaml": TOOL_B, "c.yaml": TOOL_C}
 
 POLICIES = [
     Case("glob-over-tools-with-different-types", "args.count > 5", "cel-type", ("for tool `tool_b`", "cannot order")),
-    Case("glob-field-missing-in-one-tool", "args.count > 5 || args.path == \"x\"", "cel-unknown-arg", ("does not exist",)),
+    Case(
+        "glob-field-missing-in-one-tool", 'args.count > 5 || args.path == "x"', "cel-unknown-arg", ("does not exist",)
+    ),
     Case("when-not-a-bool", "size(tool.name)", "cel-result-type", ("not a bool", "fail-open")),
     Case("tool-attribute-typo", "tool.readonly", "cel-unknown-arg", ("Did you mean `read_only`",)),
     Case("tool-risk-enum", 'tool.risk == "severe"', "cel-type", ("'low', 'medium', 'high', 'critical'",)),
     Case("session-mode-enum", 'session.mode == "admin"', "cel-type", ("'default', 'plan', 'accept_edits', 'bypass'",)),
     Case("session-label-unguarded", 'session.labels.team == "x"', "cel-optional", ("session.labels",), warning=True),
-    Case("tool-label-compared-with-int", '"tier" in tool.labels && tool.labels.tier > 1', "cel-type", ("cannot order",)),
+    Case(
+        "tool-label-compared-with-int", '"tier" in tool.labels && tool.labels.tier > 1', "cel-type", ("cannot order",)
+    ),
     Case("commands-compared-with-string", 'commands.exists(c, c == "rm")', "cel-type", ("always false",)),
     Case("call-index-compared-with-string", 'call.index == "0"', "cel-type", ("always false",)),
     Case("unknown-field-of-session", 'session.role == "admin"', "cel-unknown-arg", ("`session.role` does not exist",)),
@@ -204,7 +260,9 @@ POLICIES = [
 @pytest.mark.parametrize("settings", ENGINES, ids=lambda s: s.cel_engine)
 @pytest.mark.parametrize("case", POLICIES, ids=lambda c: c.id)
 def test_a_policy_condition_is_typed_against_each_tool_it_matches(lint: Lint, case: Case, settings: Settings) -> None:
-    result = lint({**TOOLS, "p.yaml": policy(case.expression.replace("'", "''"), tools='["tool_*", "other_*"]')}, settings)
+    result = lint(
+        {**TOOLS, "p.yaml": policy(case.expression.replace("'", "''"), tools='["tool_*", "other_*"]')}, settings
+    )
     found = [p for p in result.problems if p.code == case.code and p.location.file == "p.yaml"]
     assert found, "\n".join(map(str, result.problems)) or "lint found nothing"
     for words in case.words:
@@ -226,17 +284,23 @@ def test_a_policy_finding_names_the_tools_it_holds_for(lint: Lint) -> None:
 
 
 def test_a_reason_expression_must_be_a_string(lint: Lint) -> None:
-    result = lint({**TOOLS, "p.yaml": policy("true", tools='["tool_a"]', extra="      reason_expression: 'args.count'\n")})
+    result = lint(
+        {**TOOLS, "p.yaml": policy("true", tools='["tool_a"]', extra="      reason_expression: 'args.count'\n")}
+    )
     (problem,) = result.problems
     assert problem.code == "cel-result-type" and "not a string" in problem.message
     assert (problem.location.line, problem.is_error) == (11, True)
 
 
 def test_a_command_rule_over_a_line_without_max_length_is_rejected_with_the_bound_to_add(lint: Lint) -> None:
-    shell = tool("true", name="shell", schema="    type: object\n    required: [line]\n    properties:\n      line: {type: string}\n").replace(
-        "  rules:", "  command_line: line\n  rules:"
+    shell = tool(
+        "true",
+        name="shell",
+        schema="    type: object\n    required: [line]\n    properties:\n      line: {type: string}\n",
+    ).replace("  rules:", "  command_line: line\n  rules:")
+    result = lint(
+        {"s.yaml": shell, "p.yaml": policy("commands.exists(c, commands.exists(d, c == d))", tools='["shell"]')}
     )
-    result = lint({"s.yaml": shell, "p.yaml": policy("commands.exists(c, commands.exists(d, c == d))", tools='["shell"]')})
     (problem,) = [p for p in result.problems if p.code == "cel-cost"]
     assert "maxLength" in problem.message and "properties.line" in problem.message
 
@@ -246,7 +310,11 @@ def test_the_cost_limit_is_a_setting(lint: Lint) -> None:
     assert lint({"c.yaml": text}).problems == ()
     tight = Settings(cel_engine="portable", schema_engine="portable", cel_cost_limit=50)
     (problem,) = lint({"c.yaml": text}, tight).problems
-    assert problem.code == "cel-cost" and "limit of 50" in problem.message and "maxItems at properties.rows" in problem.message
+    assert (
+        problem.code == "cel-cost"
+        and "limit of 50" in problem.message
+        and "maxItems at properties.rows" in problem.message
+    )
 
 
 def test_lint_strict_exits_1_on_each_class(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -277,7 +345,12 @@ def _plain_tool(extra: str, schema: str) -> str:
 
 @pytest.mark.parametrize(
     ("extra", "warned"),
-    [("  retry: {attempts: 2}\n", True), ("  retry: {attempts: 2}\n  read_only: true\n", False), ("  retry: {attempts: 2}\n  idempotent: true\n", False), ("", False)],
+    [
+        ("  retry: {attempts: 2}\n", True),
+        ("  retry: {attempts: 2}\n  read_only: true\n", False),
+        ("  retry: {attempts: 2}\n  idempotent: true\n", False),
+        ("", False),
+    ],
     ids=["write-tool", "read-only", "idempotent", "no-retry"],
 )
 def test_retry_on_a_tool_that_is_never_retried_is_a_warning(lint: Lint, extra: str, warned: bool) -> None:
@@ -318,5 +391,7 @@ def test_a_broken_tool_is_not_reported_again_by_every_rule_and_test_naming_it(li
 
 
 def test_a_tool_that_does_not_exist_is_still_reported_where_it_is_named(lint: Lint) -> None:
-    result = lint({"t.yaml": BROKEN_TOOL.replace("descripton", "description") + NAMING_IT.replace("mytool", "othertool")})
+    result = lint(
+        {"t.yaml": BROKEN_TOOL.replace("descripton", "description") + NAMING_IT.replace("mytool", "othertool")}
+    )
     assert sorted(p.code for p in result.problems) == ["unknown-tool", "unknown-tool"]

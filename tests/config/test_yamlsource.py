@@ -63,10 +63,16 @@ def _bomb() -> str:
         pytest.param("a:\n  - -.inf\n", (2, 5, "yaml-value"), id="negative-infinity"),
         pytest.param("a: .inf\n", (1, 4, "yaml-value"), id="infinity"),
         pytest.param("a: 1\n b: 2\n", (2, 3, "yaml-syntax"), id="bad-indentation"),
-        pytest.param("a: [1, 2\n", (1, 4, "yaml-syntax"), id="unclosed-flow-sequence"),  # where it opened, not where the file ends
+        pytest.param(
+            "a: [1, 2\n", (1, 4, "yaml-syntax"), id="unclosed-flow-sequence"
+        ),  # where it opened, not where the file ends
         pytest.param("a: {b: 1\nc: 2\n", (1, 4, "yaml-syntax"), id="unclosed-flow-mapping"),
         pytest.param('a: 1\nb: "never closed\nc: 2\nd: 3\n', (2, 4, "yaml-syntax"), id="unterminated-double-quote"),
-        pytest.param("a: 1\nb: 'never closed\nc: 2\n---\nd: 3\n", (2, 4, "yaml-syntax"), id="unterminated-single-quote-before-a-document"),
+        pytest.param(
+            "a: 1\nb: 'never closed\nc: 2\n---\nd: 3\n",
+            (2, 4, "yaml-syntax"),
+            id="unterminated-single-quote-before-a-document",
+        ),
         pytest.param("? [1, 2]\n: x\n", (1, 3, "yaml-key"), id="sequence-key"),
         pytest.param("{a: 1}: x\n", (1, 1, "yaml-key"), id="mapping-key"),
         pytest.param("a: &x 1\nb:\n  <<: *x\n", (3, 3, "yaml-merge"), id="merge-of-scalar"),
@@ -135,7 +141,17 @@ def test_scalars_become_json_compatible_values() -> None:
         date: 2001-12-14
         """
     )
-    assert doc.data == {"s": "text", "i": 31, "o": 15, "neg": -1000, "f": 1500.0, "t": True, "n": None, "tilde": None, "date": "2001-12-14"}
+    assert doc.data == {
+        "s": "text",
+        "i": 31,
+        "o": 15,
+        "neg": -1000,
+        "f": 1500.0,
+        "t": True,
+        "n": None,
+        "tilde": None,
+        "date": "2001-12-14",
+    }
 
 
 def test_non_string_scalar_keys_become_strings() -> None:
@@ -217,12 +233,16 @@ spec:
         pytest.param(("kind",), (2, 7), (2, 1), id="top-level"),
         pytest.param(("spec",), (4, 3), (3, 1), id="block-mapping-value"),
         pytest.param(("spec", "input_schema", "properties", "path"), (6, 13), (6, 7), id="flow-mapping"),
-        pytest.param(("spec", "input_schema", "properties", "path", "maxLength"), (6, 39), (6, 28), id="inside-flow-mapping"),
+        pytest.param(
+            ("spec", "input_schema", "properties", "path", "maxLength"), (6, 39), (6, 28), id="inside-flow-mapping"
+        ),
         pytest.param(("spec", "list", 1), (9, 7), (9, 7), id="sequence-item"),
         pytest.param(("spec", "list", 1, "c", 1), (10, 14), (10, 14), id="flow-sequence-item"),
     ],
 )
-def test_locate_gives_value_and_key_positions(path: tuple[str | int, ...], value_at: tuple[int, int], key_at: tuple[int, int]) -> None:
+def test_locate_gives_value_and_key_positions(
+    path: tuple[str | int, ...], value_at: tuple[int, int], key_at: tuple[int, int]
+) -> None:
     doc = only_document(NESTED)
     assert doc.locate(path) == Location(F, *value_at)
     assert doc.locate(path, key=True) == Location(F, *key_at)
@@ -273,7 +293,9 @@ spec:
         pytest.param("nested", (1, 5), (12, 9), id="literal-block-first-line-of-indented-text"),
     ],
 )
-def test_locate_in_scalar_maps_a_position_in_the_text_to_the_file(key: str, inner: tuple[int, int], expected: tuple[int, int]) -> None:
+def test_locate_in_scalar_maps_a_position_in_the_text_to_the_file(
+    key: str, inner: tuple[int, int], expected: tuple[int, int]
+) -> None:
     doc = only_document(SCALARS)
     assert doc.locate_in_scalar(("spec", key), *inner) == Location(F, *expected)
 

@@ -46,7 +46,15 @@ def runtime(tmp_path: Path) -> Iterator[Runtime]:
 
 
 def test_app_without_api_keys_replays_the_scripted_session_end_to_end(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(APP)], cwd=tmp_path, env=keyless_env(), capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, str(APP)],
+        cwd=tmp_path,
+        env=keyless_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "model: the scripted session of `toolrt demo` (no API key is set)" in out
@@ -62,35 +70,69 @@ def test_app_without_api_keys_replays_the_scripted_session_end_to_end(tmp_path: 
 
 
 def test_app_without_api_keys_refuses_a_workspace_of_its_own(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(APP), "--workspace", str(tmp_path)], env=keyless_env(), capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, str(APP), "--workspace", str(tmp_path)],
+        env=keyless_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 2
     assert "only the scripted session can run" in done.stderr
 
 
 def test_anthropic_loop_runs_each_turn_and_returns_the_final_text(app: ModuleType, runtime: Runtime) -> None:
-    client = ScriptedAnthropic([
-        {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "toolu_1", "name": "grep", "input": {"pattern": "def needs_reorder"}},
-            {"type": "tool_use", "id": "toolu_2", "name": "file_read", "input": {"path": ".env"}},
-        ]},
-        {"role": "assistant", "content": [{"type": "text", "text": "Found it."}]},
-    ])
+    client = ScriptedAnthropic(
+        [
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "grep", "input": {"pattern": "def needs_reorder"}},
+                    {"type": "tool_use", "id": "toolu_2", "name": "file_read", "input": {"path": ".env"}},
+                ],
+            },
+            {"role": "assistant", "content": [{"type": "text", "text": "Found it."}]},
+        ]
+    )
     assert app.anthropic_loop(client, runtime, "Where is the reorder check?", Session(id="t")) == "Found it."
     first, second = client.requests
     assert {tool["name"] for tool in first["tools"]} >= {"file_read", "file_edit", "run_tests"}
     results = second["messages"][-1]
     assert results["role"] == "user"
-    assert [(b["tool_use_id"], b.get("is_error", False)) for b in results["content"]] == [("toolu_1", False), ("toolu_2", True)]
+    assert [(b["tool_use_id"], b.get("is_error", False)) for b in results["content"]] == [
+        ("toolu_1", False),
+        ("toolu_2", True),
+    ]
     assert "src/inventory.py" in results["content"][0]["content"]
 
 
 def test_openai_loop_runs_each_turn_and_returns_the_final_text(app: ModuleType, runtime: Runtime) -> None:
-    client = ScriptedOpenAI([
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "file_read", "arguments": json.dumps({"path": "src/inventory.py", "offset": None, "limit": 3})}}]},
-        {"role": "assistant", "content": "It is a dataclass module."},
-    ])
-    assert app.openai_loop(client, runtime, "What is in src/inventory.py?", Session(id="t")) == "It is a dataclass module."
+    client = ScriptedOpenAI(
+        [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {
+                            "name": "file_read",
+                            "arguments": json.dumps({"path": "src/inventory.py", "offset": None, "limit": 3}),
+                        },
+                    }
+                ],
+            },
+            {"role": "assistant", "content": "It is a dataclass module."},
+        ]
+    )
+    assert (
+        app.openai_loop(client, runtime, "What is in src/inventory.py?", Session(id="t")) == "It is a dataclass module."
+    )
     tool_messages = [m for m in client.requests[1]["messages"] if isinstance(m, dict) and m.get("role") == "tool"]
     assert [m["tool_call_id"] for m in tool_messages] == ["call_1"]
-    assert "Stock levels and the reorder check" in tool_messages[0]["content"]  # strict mode's null offset read as "not given"
+    assert (
+        "Stock levels and the reorder check" in tool_messages[0]["content"]
+    )  # strict mode's null offset read as "not given"
     assert all(tool["function"]["strict"] in (True, False) for tool in client.requests[0]["tools"])

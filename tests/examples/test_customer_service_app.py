@@ -20,7 +20,14 @@ def conversation(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     workspace = tmp_path_factory.mktemp("support-desk")
     env = {k: v for k, v in os.environ.items() if k != "SUPPORT_DESK_DB"}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    done = subprocess.run([sys.executable, str(APP), "--workspace", str(workspace)], env=env, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, str(APP), "--workspace", str(workspace)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout, workspace / "support_desk.sqlite3"
 
@@ -31,13 +38,20 @@ def outcome(out: str, call_id: str) -> str:
 
 
 def test_the_session_acts_for_one_customer_whose_ids_are_in_its_labels(conversation: tuple[str, Path]) -> None:
-    assert "session support-C-42 acts for C-42: {'customer_id': 'C-42', 'tickets': 'T-1001,T-1003', 'orders': 'O-555'}" in conversation[0]
+    assert (
+        "session support-C-42 acts for C-42: {'customer_id': 'C-42', 'tickets': 'T-1001,T-1003', 'orders': 'O-555'}"
+        in conversation[0]
+    )
 
 
 def test_lookups_and_a_reply_in_one_turn_all_succeed_in_call_order(conversation: tuple[str, Path]) -> None:
     out = conversation[0]
     first_turn = out[: out.index("(3 calls in")]
-    assert [line.split()[1] for line in first_turn.splitlines() if line.startswith("  <- ")] == ["toolu_01", "toolu_02", "toolu_03"]
+    assert [line.split()[1] for line in first_turn.splitlines() if line.startswith("  <- ")] == [
+        "toolu_01",
+        "toolu_02",
+        "toolu_03",
+    ]
     assert [outcome(out, f"toolu_0{i}") for i in (1, 2, 3, 4)] == ["ok", "ok", "ok", "ok"]
     assert '"subject": "Parcel has not arrived"' in out and '"title": "Late deliveries"' in out
 
@@ -61,7 +75,13 @@ def test_a_reply_promising_a_refund_is_refused_and_never_sent(conversation: tupl
 def test_replies_and_closing_the_ticket_ask_and_run_once_approved(conversation: tuple[str, Path]) -> None:
     out, database = conversation
     assert out.count("approval asked for reply_customer") == 2  # the refused reply never got that far
-    assert "approval asked for close_ticket {'ticket_id': 'T-1001', 'resolution': 'solved'} (rule `customer-service/closing-needs-approval`): approved by the script" in out
+    assert (
+        "approval asked for close_ticket {'ticket_id': 'T-1001', 'resolution': 'solved'} (rule `customer-service/closing-needs-approval`): approved by the script"
+        in out
+    )
     assert outcome(out, "toolu_08") == "ok"
     with sqlite3.connect(database) as conn:
-        assert conn.execute("SELECT status, resolution FROM tickets WHERE id = 'T-1001'").fetchone() == ("closed", "solved")
+        assert conn.execute("SELECT status, resolution FROM tickets WHERE id = 'T-1001'").fetchone() == (
+            "closed",
+            "solved",
+        )

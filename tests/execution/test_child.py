@@ -9,7 +9,7 @@ import pytest
 
 from runtime import Call, Runtime, Session
 
-HANDLERS = '''
+HANDLERS = """
 import os, time
 from runtime.errors import ToolError, TransientError
 
@@ -34,7 +34,7 @@ def crash(args):
 
 def vanish(args):
     os._exit(3)
-'''
+"""
 
 TOOLS = """
 apiVersion: toolrt/v1
@@ -54,7 +54,17 @@ def runtime(tmp_path: Path) -> Runtime:
     config = tmp_path / "config"
     config.mkdir()
     (config / "iso_handlers.py").write_text(HANDLERS)
-    docs = [TOOLS.format(name=n, read_only=ro, total_s=t) for n, ro, t in (("stuck", "true", 2.5), ("fine", "true", 20), ("later", "true", 20), ("refuse", "false", 20), ("crash", "false", 20), ("vanish", "true", 20))]
+    docs = [
+        TOOLS.format(name=n, read_only=ro, total_s=t)
+        for n, ro, t in (
+            ("stuck", "true", 2.5),
+            ("fine", "true", 20),
+            ("later", "true", 20),
+            ("refuse", "false", 20),
+            ("crash", "false", 20),
+            ("vanish", "true", 20),
+        )
+    ]
     (config / "tools.yaml").write_text("---".join(docs))
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -99,7 +109,11 @@ def test_a_child_that_exits_without_a_result_is_reported(runtime: Runtime) -> No
 def test_no_child_process_is_left_behind(runtime: Runtime, tmp_path: Path) -> None:
     runtime.run_turn_sync([Call("1", "stuck", {"pidfile": str(tmp_path / "p")}), Call("2", "fine", {"a": 0, "b": 0})])
     mine = str(os.getpid())
-    children = [p for p in os.listdir("/proc") if p.isdigit() and _parent(p) == mine and "runtime.execution.child" in _cmdline(p)]
+    children = [
+        p
+        for p in os.listdir("/proc")
+        if p.isdigit() and _parent(p) == mine and "runtime.execution.child" in _cmdline(p)
+    ]
     assert children == []
 
 

@@ -45,7 +45,9 @@ def runtime(tmp_path: Path) -> Runtime:
     return Runtime([config], workspace_root=tmp_path)
 
 
-async def test_a_command_past_its_limit_goes_on_as_a_job_and_reports_when_done(runtime: Runtime, tmp_path: Path) -> None:
+async def test_a_command_past_its_limit_goes_on_as_a_job_and_reports_when_done(
+    runtime: Runtime, tmp_path: Path
+) -> None:
     (first,) = await runtime.run_turn([Call("1", "build", {})])
     assert first.status.value == "background"
     assert not first.is_error

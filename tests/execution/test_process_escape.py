@@ -27,13 +27,19 @@ PY_DAEMON = (
 
 # Each shape writes the pid of every process that must not survive to the file `pids`.
 SHAPES = {
-    "env-i-setsid-ignores-term": "env -i /bin/sh -c 'setsid /bin/sh -c \"trap \\\"\\\" TERM; echo \\$\\$ >> pids; exec sleep 300\" & ' ; sleep 300",
-    "python-double-fork-env-i": f"env -i {sys.executable} -c \"$DAEMON\" pids; sleep 300",
-    "exits-leaving-a-daemon": f"env -i {sys.executable} -c \"$DAEMON\" pids; while [ ! -s pids ]; do sleep 0.01; done; exit 0",
-    "nested-three-deep-ignoring-term": "trap '' TERM; echo $$ >> pids; sh -c 'trap \"\" TERM; echo $$ >> pids; env -i sh -c \"trap \\\"\\\" TERM; echo \\$\\$ >> pids; sleep 300\" & sleep 300' & sleep 300",
+    "env-i-setsid-ignores-term": 'env -i /bin/sh -c \'setsid /bin/sh -c "trap \\"\\" TERM; echo \\$\\$ >> pids; exec sleep 300" & \' ; sleep 300',
+    "python-double-fork-env-i": f'env -i {sys.executable} -c "$DAEMON" pids; sleep 300',
+    "exits-leaving-a-daemon": f'env -i {sys.executable} -c "$DAEMON" pids; while [ ! -s pids ]; do sleep 0.01; done; exit 0',
+    "nested-three-deep-ignoring-term": 'trap \'\' TERM; echo $$ >> pids; sh -c \'trap "" TERM; echo $$ >> pids; env -i sh -c "trap \\"\\" TERM; echo \\$\\$ >> pids; sleep 300" & sleep 300\' & sleep 300',
     "nohup-setsid-fork": "nohup setsid sh -c 'trap \"\" TERM HUP; echo $$ >> pids; sleep 300' >/dev/null 2>&1 & sleep 300",
 }
-EXPECTED = {"env-i-setsid-ignores-term": 1, "python-double-fork-env-i": 1, "exits-leaving-a-daemon": 1, "nested-three-deep-ignoring-term": 3, "nohup-setsid-fork": 1}
+EXPECTED = {
+    "env-i-setsid-ignores-term": 1,
+    "python-double-fork-env-i": 1,
+    "exits-leaving-a-daemon": 1,
+    "nested-three-deep-ignoring-term": 3,
+    "nohup-setsid-fork": 1,
+}
 RUNS = 6
 
 
@@ -53,7 +59,15 @@ async def _run(tmp_path: Path, shape: str) -> tuple[list[int], str | None]:
     script = SHAPES[shape]
     # The limit is a moment after every process has written its pid (a condition, polled).
     wait = f"( {script} ) & while [ $(wc -l < pids 2>/dev/null || echo 0) -lt {EXPECTED[shape]} ]; do sleep 0.01; done; wait"
-    result = await run_process(["sh", "-c", wait], cwd=tmp_path, env=env, total_s=60 if shape == "exits-leaving-a-daemon" else 3.0, idle_s=None, grace_s=0.2, on_output=lambda _t: None)
+    result = await run_process(
+        ["sh", "-c", wait],
+        cwd=tmp_path,
+        env=env,
+        total_s=60 if shape == "exits-leaving-a-daemon" else 3.0,
+        idle_s=None,
+        grace_s=0.2,
+        on_output=lambda _t: None,
+    )
     listed = [int(line) for line in pids.read_text().split()] if pids.exists() else []
     return listed, result.timed_out
 
@@ -78,7 +92,17 @@ async def test_no_process_of_an_escaping_tree_survives(tmp_path: Path, shape: st
 async def test_a_cancelled_call_takes_the_escaped_daemon_down_too(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     env = {"PATH": os.environ["PATH"], "DAEMON": PY_DAEMON}
-    task = asyncio.ensure_future(run_process(["sh", "-c", SHAPES["python-double-fork-env-i"]], cwd=tmp_path, env=env, total_s=60, idle_s=None, grace_s=0.2, on_output=lambda _t: None))
+    task = asyncio.ensure_future(
+        run_process(
+            ["sh", "-c", SHAPES["python-double-fork-env-i"]],
+            cwd=tmp_path,
+            env=env,
+            total_s=60,
+            idle_s=None,
+            grace_s=0.2,
+            on_output=lambda _t: None,
+        )
+    )
     deadline = time.monotonic() + 30
     while not (pids.exists() and pids.read_text().strip()):
         assert time.monotonic() < deadline
@@ -96,10 +120,34 @@ async def test_a_cancelled_call_takes_the_escaped_daemon_down_too(tmp_path: Path
 
 async def test_exit_codes_and_output_pass_through_the_supervisor(tmp_path: Path) -> None:
     seen: list[str] = []
-    result = await run_process(["sh", "-c", "echo out; echo err >&2; exit 7"], cwd=tmp_path, env={"PATH": os.environ["PATH"]}, total_s=30, idle_s=None, grace_s=0.2, on_output=seen.append)
+    result = await run_process(
+        ["sh", "-c", "echo out; echo err >&2; exit 7"],
+        cwd=tmp_path,
+        env={"PATH": os.environ["PATH"]},
+        total_s=30,
+        idle_s=None,
+        grace_s=0.2,
+        on_output=seen.append,
+    )
     assert result.exit_code == 7 and result.timed_out is None
     assert "out" in "".join(seen) and "err" in "".join(seen)
-    killed = await run_process(["sh", "-c", "kill -9 $$"], cwd=tmp_path, env={"PATH": os.environ["PATH"]}, total_s=30, idle_s=None, grace_s=0.2, on_output=seen.append)
+    killed = await run_process(
+        ["sh", "-c", "kill -9 $$"],
+        cwd=tmp_path,
+        env={"PATH": os.environ["PATH"]},
+        total_s=30,
+        idle_s=None,
+        grace_s=0.2,
+        on_output=seen.append,
+    )
     assert killed.exit_code == -9
     with pytest.raises(FileNotFoundError):
-        await run_process(["no-such-program-here"], cwd=tmp_path, env={"PATH": os.environ["PATH"]}, total_s=30, idle_s=None, grace_s=0.2, on_output=seen.append)
+        await run_process(
+            ["no-such-program-here"],
+            cwd=tmp_path,
+            env={"PATH": os.environ["PATH"]},
+            total_s=30,
+            idle_s=None,
+            grace_s=0.2,
+            on_output=seen.append,
+        )

@@ -28,10 +28,26 @@ def marker() -> str:
     return f"TOOLRT_TEST_MARK={uuid.uuid4().hex}"
 
 
-async def run(script: str, mark: str, *, total_s: float = 5.0, idle_s: float | None = None, grace_s: float = 0.1, cwd: Path | None = None) -> tuple[ProcessResult, str]:
+async def run(
+    script: str,
+    mark: str,
+    *,
+    total_s: float = 5.0,
+    idle_s: float | None = None,
+    grace_s: float = 0.1,
+    cwd: Path | None = None,
+) -> tuple[ProcessResult, str]:
     name, value = mark.split("=", 1)
     chunks: list[str] = []
-    result = await run_process(["/bin/sh", "-c", script], cwd=cwd or Path("/tmp"), env={"PATH": os.environ["PATH"], name: value}, total_s=total_s, idle_s=idle_s, grace_s=grace_s, on_output=chunks.append)
+    result = await run_process(
+        ["/bin/sh", "-c", script],
+        cwd=cwd or Path("/tmp"),
+        env={"PATH": os.environ["PATH"], name: value},
+        total_s=total_s,
+        idle_s=idle_s,
+        grace_s=grace_s,
+        on_output=chunks.append,
+    )
     return result, "".join(chunks)
 
 
@@ -77,7 +93,9 @@ async def test_idle_timeout_fires_after_output_stops_and_stops_the_tree() -> Non
 
 
 async def test_steady_output_keeps_a_long_command_under_a_short_idle_limit_alive() -> None:
-    result, output = await run("for i in 1 2 3 4 5 6 7 8; do echo $i; sleep 0.1; done", marker(), total_s=5.0, idle_s=0.3)
+    result, output = await run(
+        "for i in 1 2 3 4 5 6 7 8; do echo $i; sleep 0.1; done", marker(), total_s=5.0, idle_s=0.3
+    )
     assert result.timed_out is None and result.exit_code == 0
     assert output.split() == [str(i) for i in range(1, 9)]
 
@@ -91,7 +109,9 @@ async def test_a_sigterm_ignoring_leader_is_killed_after_the_grace_period() -> N
     mark = marker()
     started = time.monotonic()
     async with Watcher(mark) as watcher:
-        result, _ = await run("trap '' TERM; echo ready; while true; do sleep 0.05; done", mark, total_s=0.3, grace_s=0.3)
+        result, _ = await run(
+            "trap '' TERM; echo ready; while true; do sleep 0.05; done", mark, total_s=0.3, grace_s=0.3
+        )
     elapsed = time.monotonic() - started
     left, _ = await settle(watcher, 0.5)
     kill_all(left)
@@ -175,7 +195,15 @@ async def test_no_killed_descendant_is_still_alive_when_run_process_returns() ->
     name, value = mark.split("=", 1)
     chunks: list[str] = []
     async with Watcher(mark) as watcher:
-        result = await run_process(["/bin/sh", "-c", script], cwd=Path("/tmp"), env={"PATH": os.environ["PATH"], name: value, "CODE": code}, total_s=30.0, idle_s=1.0, grace_s=0.05, on_output=chunks.append)
+        result = await run_process(
+            ["/bin/sh", "-c", script],
+            cwd=Path("/tmp"),
+            env={"PATH": os.environ["PATH"], name: value, "CODE": code},
+            total_s=30.0,
+            idle_s=1.0,
+            grace_s=0.05,
+            on_output=chunks.append,
+        )
     alive = {pid for pid in watcher.seen if is_alive(pid)}
     left, _ = await settle(watcher, 2.0)
     kill_all(left)

@@ -73,7 +73,9 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.parametrize("jobs", [1, 3])
-def test_a_job_started_from_sync_code_goes_on_after_the_turn_returns(runtime: Runtime, tmp_path: Path, jobs: int) -> None:
+def test_a_job_started_from_sync_code_goes_on_after_the_turn_returns(
+    runtime: Runtime, tmp_path: Path, jobs: int
+) -> None:
     try:
         ids = []
         for n in range(jobs):
@@ -99,7 +101,10 @@ def test_close_sync_stops_a_sync_callers_jobs_their_trees_and_the_loop(runtime: 
     assert result.status.value == "background"
     job = runtime.jobs.get(result.metadata["job_id"])
     assert job is not None and job.running
-    _until(lambda: (tmp_path / "grandchild.pid").exists() and (tmp_path / "grandchild.pid").read_text().strip(), "the grandchild started")
+    _until(
+        lambda: (tmp_path / "grandchild.pid").exists() and (tmp_path / "grandchild.pid").read_text().strip(),
+        "the grandchild started",
+    )
     grandchild = int((tmp_path / "grandchild.pid").read_text())
     assert _alive(grandchild)
     loop = runtime._loop

@@ -20,7 +20,9 @@ import time
 from pathlib import Path
 
 REDIS_MISSING = "redis-server is not installed (Debian/Ubuntu: apt-get install -y redis-server)"
-POSTGRES_MISSING = "PostgreSQL server binaries (initdb, pg_ctl) are not installed (Debian/Ubuntu: apt-get install -y postgresql)"
+POSTGRES_MISSING = (
+    "PostgreSQL server binaries (initdb, pg_ctl) are not installed (Debian/Ubuntu: apt-get install -y postgresql)"
+)
 
 
 def free_port() -> int:
@@ -63,7 +65,22 @@ class RedisServer:
         self.url = f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
-        argv = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(self.dir), "--protected-mode", "no", *self.extra]
+        argv = [
+            self.binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(self.dir),
+            "--protected-mode",
+            "no",
+            *self.extra,
+        ]
         self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(lambda: self._pings(), what=f"redis-server on port {self.port}")
         return self
@@ -118,7 +135,9 @@ class RedisServer:
 def _pg_bindir() -> Path | None:
     pg_config = shutil.which("pg_config")
     if pg_config is not None:
-        found = Path(subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, check=False).stdout.strip())
+        found = Path(
+            subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, check=False).stdout.strip()
+        )
         if (found / "initdb").exists():
             return found
     initdb = shutil.which("initdb")
@@ -151,17 +170,40 @@ class PostgresServer:
         self.dsn = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
     def _run(self, *argv: str) -> None:
-        done = subprocess.run([*self.as_user, *argv], capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [*self.as_user, *argv], capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL
+        )
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(argv[:2])} failed ({done.returncode}): {done.stdout}{done.stderr}")
 
     def init(self) -> PostgresServer:
-        self._run(str(self.bindir / "initdb"), "-D", str(self.data), "--auth=trust", "--username=postgres", "--no-sync", "-E", "UTF8")
+        self._run(
+            str(self.bindir / "initdb"),
+            "-D",
+            str(self.data),
+            "--auth=trust",
+            "--username=postgres",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        )
         return self.start()
 
     def start(self) -> PostgresServer:
         options = f"-p {self.port} -k {self.socket_dir} -h 127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200"
-        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "-t", "60", "start")
+        self._run(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.root / "log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
         return self
 
     def kill(self) -> None:

@@ -36,7 +36,11 @@ def write_config(root: Path, policy: dict[str, Any], *, extra: list[dict[str, An
     root.mkdir(parents=True, exist_ok=True)
     module = f"toolrt_fleet_h_{uuid.uuid4().hex[:10]}"
     (root / f"{module}.py").write_text(textwrap.dedent(HANDLERS), encoding="utf-8")
-    schema_hold = {"type": "object", "properties": {"release": {"type": "string"}, "started": {"type": "string"}}, "required": ["release", "started"]}
+    schema_hold = {
+        "type": "object",
+        "properties": {"release": {"type": "string"}, "started": {"type": "string"}},
+        "required": ["release", "started"],
+    }
     docs: list[dict[str, Any]] = []
     for name, spec in (
         ("ping", {"read_only": True}),
@@ -45,7 +49,14 @@ def write_config(root: Path, policy: dict[str, Any], *, extra: list[dict[str, An
         ("ask_me", {"read_only": False}),
     ):
         handler = f"python:{module}:{'ping' if name == 'ask_me' else name}"
-        docs.append({"apiVersion": API, "kind": "Tool", "metadata": {"name": name}, "spec": {"description": f"{name} tool.", "handler": handler, **spec}})
+        docs.append(
+            {
+                "apiVersion": API,
+                "kind": "Tool",
+                "metadata": {"name": name},
+                "spec": {"description": f"{name} tool.", "handler": handler, **spec},
+            }
+        )
     docs.append({"apiVersion": API, "kind": "Policy", "metadata": {"name": "fleet"}, "spec": policy})
     docs.extend(extra or [])
     (root / "tools.yaml").write_text("\n---\n".join(json.dumps(d) for d in docs) + "\n", encoding="utf-8")

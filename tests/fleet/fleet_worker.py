@@ -19,7 +19,17 @@ def _runtime(config: str, workspace: str, settings: dict[str, Any], approver: An
     return Runtime([Path(config)], workspace_root=Path(workspace), settings=Settings(**settings), approver=approver)
 
 
-def calls(config: str, workspace: str, settings: dict[str, Any], go: Any, session: str, tool: str, count: int, results: Any, skew_s: float = 0.0) -> None:
+def calls(
+    config: str,
+    workspace: str,
+    settings: dict[str, Any],
+    go: Any,
+    session: str,
+    tool: str,
+    count: int,
+    results: Any,
+    skew_s: float = 0.0,
+) -> None:
     """Make ``count`` calls of ``tool`` in ``session`` once ``go`` is set; put (pid, [(status, code)...])."""
     if skew_s:
         # This worker's wall clock is off: nothing shared may depend on it.
@@ -39,7 +49,15 @@ def calls(config: str, workspace: str, settings: dict[str, Any], go: Any, sessio
         runtime.close_sync()
 
 
-def sessions(config: str, workspace: str, settings: dict[str, Any], go: Any, session_ids: list[str], per_session: int, results: Any) -> None:
+def sessions(
+    config: str,
+    workspace: str,
+    settings: dict[str, Any],
+    go: Any,
+    session_ids: list[str],
+    per_session: int,
+    results: Any,
+) -> None:
     """Interleave ``per_session`` calls of ``ping`` in each of ``session_ids`` once ``go`` is set;
     put (pid, [(session, call id, status, code)...]) after the audit log is flushed."""
     from runtime.records import Session

@@ -72,15 +72,21 @@ async def test_a_job_of_another_session_is_unknown_on_every_worker(tmp_path: Pat
         job_id = first.metadata["job_id"]
         for runtime in (here, there):
             (other,) = await runtime.run_turn([Call("s", "job_status", {"id": job_id})], Session(id="intruder"))
-            (never,) = await runtime.run_turn([Call("s", "job_status", {"id": "job_abcdef" + "1" * 30})], Session(id="intruder"))
-            assert other.is_error and other.content.replace(job_id, "X") == never.content.replace("job_abcdef" + "1" * 30, "X")
+            (never,) = await runtime.run_turn(
+                [Call("s", "job_status", {"id": "job_abcdef" + "1" * 30})], Session(id="intruder")
+            )
+            assert other.is_error and other.content.replace(job_id, "X") == never.content.replace(
+                "job_abcdef" + "1" * 30, "X"
+            )
         (tmp_path / "release").touch()
     finally:
         await here.close()
         await there.close()
 
 
-async def test_jobs_keep_running_and_answer_locally_when_redis_is_down(tmp_path: Path, fresh_redis: RedisServer) -> None:
+async def test_jobs_keep_running_and_answer_locally_when_redis_is_down(
+    tmp_path: Path, fresh_redis: RedisServer
+) -> None:
     here = _runtime(tmp_path, fresh_redis.url, "a")
     try:
         fresh_redis.kill()
@@ -93,7 +99,9 @@ async def test_jobs_keep_running_and_answer_locally_when_redis_is_down(tmp_path:
         await here.close()
 
 
-@pytest.mark.parametrize("raw", [{}, {"session": "owner"}, {"session": "owner", "tool": "t", "host": "h", "pid": "x", "started": "1"}])
+@pytest.mark.parametrize(
+    "raw", [{}, {"session": "owner"}, {"session": "owner", "tool": "t", "host": "h", "pid": "x", "started": "1"}]
+)
 def test_a_job_entry_that_is_not_one_is_no_job(redis_url: str, raw: dict[str, str]) -> None:
     from runtime.fleet.jobs import RedisJobIndex
 

@@ -28,11 +28,31 @@ def _start(target: Any, *args: Any) -> Any:
     return process
 
 
-def _race(config: Path, workspace: Path, settings: dict[str, Any], workers: int, per_worker: int, session_of: Any, tool: str = "ping", skews: Any = None) -> list[tuple[int, list[tuple[str, str | None]]]]:
+def _race(
+    config: Path,
+    workspace: Path,
+    settings: dict[str, Any],
+    workers: int,
+    per_worker: int,
+    session_of: Any,
+    tool: str = "ping",
+    skews: Any = None,
+) -> list[tuple[int, list[tuple[str, str | None]]]]:
     go = SPAWN.Event()
     results = SPAWN.Queue()
     processes = [
-        _start(fleet_worker.calls, str(config), str(workspace), settings, go, session_of(i), tool, per_worker, results, (skews or (lambda _: 0.0))(i))
+        _start(
+            fleet_worker.calls,
+            str(config),
+            str(workspace),
+            settings,
+            go,
+            session_of(i),
+            tool,
+            per_worker,
+            results,
+            (skews or (lambda _: 0.0))(i),
+        )
         for i in range(workers)
     ]
     go.set()
@@ -43,9 +63,18 @@ def _race(config: Path, workspace: Path, settings: dict[str, Any], workers: int,
     return collected
 
 
-def test_twenty_workers_racing_on_one_session_admit_exactly_the_quota(tmp_path: Path, workspace: Path, redis_url: str) -> None:
+def test_twenty_workers_racing_on_one_session_admit_exactly_the_quota(
+    tmp_path: Path, workspace: Path, redis_url: str
+) -> None:
     config = write_config(tmp_path / "config", {"quotas": {"calls_per_session": 37, "calls_per_tool": {"ping": 1000}}})
-    collected = _race(config, workspace, {"limit_store": redis_url, "audit_sink": "off"}, workers=20, per_worker=5, session_of=lambda _: "shared")
+    collected = _race(
+        config,
+        workspace,
+        {"limit_store": redis_url, "audit_sink": "off"},
+        workers=20,
+        per_worker=5,
+        session_of=lambda _: "shared",
+    )
     outcomes = [outcome for _, worker in collected for outcome in worker]
     assert len(outcomes) == 100
     admitted = [o for o in outcomes if o[0] == "ok"]
@@ -59,16 +88,35 @@ def test_twenty_workers_racing_on_one_session_admit_exactly_the_quota(tmp_path: 
 def test_per_tool_quotas_are_exact_per_session_across_workers(tmp_path: Path, workspace: Path, redis_url: str) -> None:
     config = write_config(tmp_path / "config", {"quotas": {"calls_per_tool": {"ping": 3}}})
     # 8 workers, 4 sessions (two workers each), 4 calls each: 3 admitted per session.
-    collected = _race(config, workspace, {"limit_store": redis_url, "audit_sink": "off"}, workers=8, per_worker=4, session_of=lambda i: f"s{i % 4}")
+    collected = _race(
+        config,
+        workspace,
+        {"limit_store": redis_url, "audit_sink": "off"},
+        workers=8,
+        per_worker=4,
+        session_of=lambda i: f"s{i % 4}",
+    )
     outcomes = [outcome for _, worker in collected for outcome in worker]
     assert sum(1 for status, _ in outcomes if status == "ok") == 4 * 3
     assert sum(1 for _, code in outcomes if code == "quota_exceeded") == 32 - 12
 
 
 def test_workers_with_skewed_wall_clocks_share_one_breaker(tmp_path: Path, workspace: Path, redis_url: str) -> None:
-    config = write_config(tmp_path / "config", {"circuit_breakers": [{"tools": ["boom"], "failures": 3, "window_s": 60, "cooldown_s": 600}]})
+    config = write_config(
+        tmp_path / "config",
+        {"circuit_breakers": [{"tools": ["boom"], "failures": 3, "window_s": 60, "cooldown_s": 600}]},
+    )
     # Three workers fail once each; their wall clocks are an hour apart.
-    collected = _race(config, workspace, {"limit_store": redis_url, "audit_sink": "off"}, workers=3, per_worker=1, session_of=lambda i: f"w{i}", tool="boom", skews=lambda i: (i - 1) * 3600.0)
+    collected = _race(
+        config,
+        workspace,
+        {"limit_store": redis_url, "audit_sink": "off"},
+        workers=3,
+        per_worker=1,
+        session_of=lambda i: f"w{i}",
+        tool="boom",
+        skews=lambda i: (i - 1) * 3600.0,
+    )
     assert sorted(code for _, worker in collected for _, code in worker) == ["handler_error"] * 3
     # A fourth worker, in this process, sees the breaker open at its very first call.
     runtime = Runtime([config], workspace_root=workspace, settings=Settings(limit_store=redis_url, audit_sink="off"))
@@ -81,7 +129,12 @@ def test_workers_with_skewed_wall_clocks_share_one_breaker(tmp_path: Path, works
 
 
 def test_a_grant_made_on_one_worker_is_honoured_on_another(tmp_path: Path, workspace: Path, redis_url: str) -> None:
-    policy = {"rules": [{"name": "ask-me", "effect": "ask", "tools": ["ask_me"]}, {"name": "rest", "effect": "allow", "tools": ["*"]}]}
+    policy = {
+        "rules": [
+            {"name": "ask-me", "effect": "ask", "tools": ["ask_me"]},
+            {"name": "rest", "effect": "allow", "tools": ["*"]},
+        ]
+    }
     config = write_config(tmp_path / "config", policy)
     settings = {"limit_store": redis_url, "audit_sink": "off"}
     results = SPAWN.Queue()
@@ -100,7 +153,9 @@ def test_a_grant_made_on_one_worker_is_honoured_on_another(tmp_path: Path, works
         runtime.close_sync()
 
 
-def test_a_killed_worker_frees_its_concurrency_slot_within_the_lease(tmp_path: Path, workspace: Path, redis_url: str) -> None:
+def test_a_killed_worker_frees_its_concurrency_slot_within_the_lease(
+    tmp_path: Path, workspace: Path, redis_url: str
+) -> None:
     config = write_config(tmp_path / "config", {"quotas": {"max_concurrent_per_tool": {"hold": 1}}})
     settings = {"limit_store": redis_url, "audit_sink": "off", "limit_lease_s": 1.5}
     started, release = tmp_path / "started", tmp_path / "release"
@@ -125,7 +180,9 @@ def test_a_killed_worker_frees_its_concurrency_slot_within_the_lease(tmp_path: P
         runtime.close_sync()
 
 
-def test_a_live_worker_keeps_its_slot_past_the_lease_by_renewing_it(tmp_path: Path, workspace: Path, redis_url: str) -> None:
+def test_a_live_worker_keeps_its_slot_past_the_lease_by_renewing_it(
+    tmp_path: Path, workspace: Path, redis_url: str
+) -> None:
     config = write_config(tmp_path / "config", {"quotas": {"max_concurrent_per_tool": {"hold": 1}}})
     settings = {"limit_store": redis_url, "audit_sink": "off", "limit_lease_s": 0.6}
     started, release = tmp_path / "started", tmp_path / "release"
@@ -136,14 +193,20 @@ def test_a_live_worker_keeps_its_slot_past_the_lease_by_renewing_it(tmp_path: Pa
         # Past several leases, the slot is still held: a renewal moved its expiry each time.
         first = client.zrange("toolrt:l:running:hold", 0, -1, withscores=True)
         assert len(first) == 1
-        wait_for(lambda: client.zrange("toolrt:l:running:hold", 0, -1, withscores=True)[0][1] > first[0][1] + 1.2, 30, "the lease to be renewed past two lease periods")
+        wait_for(
+            lambda: client.zrange("toolrt:l:running:hold", 0, -1, withscores=True)[0][1] > first[0][1] + 1.2,
+            30,
+            "the lease to be renewed past two lease periods",
+        )
         assert client.zcard("toolrt:l:running:hold") == 1
     finally:
         os.kill(worker.pid, signal.SIGKILL)
         worker.join(10)
 
 
-def test_eight_workers_twenty_sessions_exact_quotas_and_one_audit_chain(tmp_path: Path, workspace: Path, redis_url: str, postgres_dsn: str) -> None:
+def test_eight_workers_twenty_sessions_exact_quotas_and_one_audit_chain(
+    tmp_path: Path, workspace: Path, redis_url: str, postgres_dsn: str
+) -> None:
     from runtime.audit.pgread import query_postgres, verify_postgres
 
     config = write_config(tmp_path / "config", {"quotas": {"calls_per_session": 5}})
@@ -151,7 +214,9 @@ def test_eight_workers_twenty_sessions_exact_quotas_and_one_audit_chain(tmp_path
     sessions = [f"session-{i}" for i in range(20)]
     go, results = SPAWN.Event(), SPAWN.Queue()
     # Every worker makes 2 calls in every session: 16 attempts per session, 5 admitted.
-    processes = [_start(fleet_worker.sessions, str(config), str(workspace), settings, go, sessions, 2, results) for _ in range(8)]
+    processes = [
+        _start(fleet_worker.sessions, str(config), str(workspace), settings, go, sessions, 2, results) for _ in range(8)
+    ]
     go.set()
     collected = [results.get(timeout=300) for _ in processes]
     for process in processes:

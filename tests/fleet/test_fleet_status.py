@@ -23,7 +23,9 @@ def _status(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_status_lists_each_worker_and_says_when_the_fleet_has_converged(tmp_path: Path, workspace: Path, redis_url: str) -> None:
+def test_status_lists_each_worker_and_says_when_the_fleet_has_converged(
+    tmp_path: Path, workspace: Path, redis_url: str
+) -> None:
     first_config = write_config(tmp_path / "a", {"quotas": {"calls_per_session": 5}})
     second_config = tmp_path / "b"
     shutil.copytree(first_config, second_config)
@@ -36,7 +38,10 @@ def test_status_lists_each_worker_and_says_when_the_fleet_has_converged(tmp_path
         second.presence.beat()  # type: ignore[union-attr]
         code, out, _ = _status("--limit-store", redis_url)
         assert code == 0, out
-        assert out.count("serves snapshot") == 2 and f"converged: all 2 worker(s) serve snapshot {first.snapshot.version}" in out
+        assert (
+            out.count("serves snapshot") == 2
+            and f"converged: all 2 worker(s) serve snapshot {first.snapshot.version}" in out
+        )
         # A config change reaches one worker only.
         text = (second_config / "tools.yaml").read_text().replace('"calls_per_session": 5', '"calls_per_session": 6')
         (second_config / "tools.yaml").write_text(text)
@@ -45,7 +50,9 @@ def test_status_lists_each_worker_and_says_when_the_fleet_has_converged(tmp_path
         code, out, _ = _status("--limit-store", redis_url)
         assert code == 1 and "not converged: 2 snapshots are served" in out
         code, out, _ = _status("--limit-store", redis_url, "--format", "json")
-        assert sorted(w["snapshot"] for w in json.loads(out)) == sorted([first.snapshot.version, second.snapshot.version])
+        assert sorted(w["snapshot"] for w in json.loads(out)) == sorted(
+            [first.snapshot.version, second.snapshot.version]
+        )
         assert f'toolrt_snapshot_info{{version="{second.snapshot.version}"}} 1' in second.metrics.prometheus()
         assert second.metrics.snapshot()["info"]["snapshot"] == {"version": second.snapshot.version}
     finally:

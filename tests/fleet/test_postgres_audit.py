@@ -57,10 +57,22 @@ def _sink(dsn: str, tmp_path: Path, chain: str = "w", **options: Any) -> Postgre
 
 
 def _records(count: int, **fields: Any) -> list[AuditRecord]:
-    return [AuditRecord(ts=time.time(), session_id=fields.get("session", "s"), call_id=f"c{i}-{uuid.uuid4().hex[:6]}", tool="t", status="ok", args=fields.get("args", {"i": i})) for i in range(count)]
+    return [
+        AuditRecord(
+            ts=time.time(),
+            session_id=fields.get("session", "s"),
+            call_id=f"c{i}-{uuid.uuid4().hex[:6]}",
+            tool="t",
+            status="ok",
+            args=fields.get("args", {"i": i}),
+        )
+        for i in range(count)
+    ]
 
 
-def test_a_runtime_records_every_call_in_postgres_as_one_intact_chain(tmp_path: Path, workspace: Path, postgres_dsn: str) -> None:
+def test_a_runtime_records_every_call_in_postgres_as_one_intact_chain(
+    tmp_path: Path, workspace: Path, postgres_dsn: str
+) -> None:
     runtime = _runtime(write_config(tmp_path / "c", {}), workspace, postgres_dsn)
     try:
         ids = _calls(runtime, 5, session="a") + _calls(runtime, 3, session="b", tool="boom")
@@ -76,7 +88,9 @@ def test_a_runtime_records_every_call_in_postgres_as_one_intact_chain(tmp_path: 
     assert query_postgres(postgres_dsn, status=Status.ok, limit=2)[0]["session_id"] == "a"
 
 
-def test_the_audit_command_reads_and_verifies_a_postgres_log(tmp_path: Path, workspace: Path, postgres_dsn: str) -> None:
+def test_the_audit_command_reads_and_verifies_a_postgres_log(
+    tmp_path: Path, workspace: Path, postgres_dsn: str
+) -> None:
     sink = _sink(postgres_dsn, tmp_path)
     sink.write_batch(_records(4, session="cli"))
     sink.close()
@@ -88,7 +102,9 @@ def test_the_audit_command_reads_and_verifies_a_postgres_log(tmp_path: Path, wor
     assert code == 0 and "intact: 4 records chained" in out and "chain w" in out
     head = verify_postgres(postgres_dsn)[0].head
     assert head is not None
-    code, out, err = _cli("audit", "verify", "--dsn", postgres_dsn, "--chain", "w", "--anchor", f"{head.seq}:{head.hash}")
+    code, out, err = _cli(
+        "audit", "verify", "--dsn", postgres_dsn, "--chain", "w", "--anchor", f"{head.seq}:{head.hash}"
+    )
     assert code == 0, err
     code, _, err = _cli("audit", "verify", "--dsn", postgres_dsn, "--chain", "elsewhere")
     assert code == 2 and "no chain 'elsewhere'" in err and "chains: w" in err
@@ -128,11 +144,21 @@ def test_each_workspace_has_a_chain_of_its_own(tmp_path: Path, postgres_dsn: str
 
 @pytest.mark.parametrize(
     "value",
-    ["nul \x00 inside", "lone \udc80 surrogate", "emoji \U0001f600 and \u2028 separators", "x" * 200_000, "", "quote \" and \\ backslash", "tab\tnew\nline"],
+    [
+        "nul \x00 inside",
+        "lone \udc80 surrogate",
+        "emoji \U0001f600 and \u2028 separators",
+        "x" * 200_000,
+        "",
+        'quote " and \\ backslash',
+        "tab\tnew\nline",
+    ],
 )
 def test_odd_text_is_stored_and_still_verifies(tmp_path: Path, postgres_dsn: str, value: str) -> None:
     sink = _sink(postgres_dsn, tmp_path)
-    record = AuditRecord(ts=time.time(), session_id=value, call_id="c", tool=value, status="ok", args={"v": value}, path=value)
+    record = AuditRecord(
+        ts=time.time(), session_id=value, call_id="c", tool=value, status="ok", args={"v": value}, path=value
+    )
     sink.write_batch([record])
     sink.close()
     (report,) = verify_postgres(postgres_dsn)
@@ -152,8 +178,14 @@ def _tamper(dsn: str, sql: str) -> None:
         (f"UPDATE {TABLE} SET ts = ts + 1 WHERE seq = 1", "altered"),
         (f"DELETE FROM {TABLE} WHERE seq = 4", "deleted"),
         (f"DELETE FROM {TABLE} WHERE seq >= 5", "truncated"),
-        (f"INSERT INTO {TABLE} (chain, ts, truncated, seq, prev_hash, hash, batch) VALUES ('w', 1, 0, 7, 'x', 'y', 'z')", "altered"),
-        (f"INSERT INTO {TABLE} (chain, {_COLUMNS}, seq, prev_hash, hash, batch) SELECT chain, {_COLUMNS}, seq, prev_hash, hash, batch FROM {TABLE} WHERE seq = 3", "inserted"),
+        (
+            f"INSERT INTO {TABLE} (chain, ts, truncated, seq, prev_hash, hash, batch) VALUES ('w', 1, 0, 7, 'x', 'y', 'z')",
+            "altered",
+        ),
+        (
+            f"INSERT INTO {TABLE} (chain, {_COLUMNS}, seq, prev_hash, hash, batch) SELECT chain, {_COLUMNS}, seq, prev_hash, hash, batch FROM {TABLE} WHERE seq = 3",
+            "inserted",
+        ),
         ("UPDATE toolrt_audit_head SET seq = 9", "truncated"),
     ],
 )
@@ -182,7 +214,9 @@ def test_a_batch_sent_twice_is_stored_once(tmp_path: Path, postgres_dsn: str) ->
     assert verify_postgres(postgres_dsn)[0].ok
 
 
-def test_postgres_killed_and_restarted_mid_run_loses_and_duplicates_nothing(tmp_path: Path, workspace: Path, fresh_postgres: PostgresServer) -> None:
+def test_postgres_killed_and_restarted_mid_run_loses_and_duplicates_nothing(
+    tmp_path: Path, workspace: Path, fresh_postgres: PostgresServer
+) -> None:
     dsn = fresh_postgres.create_database("audit")
     runtime = _runtime(write_config(tmp_path / "c", {}), workspace, dsn)
     try:
@@ -190,7 +224,11 @@ def test_postgres_killed_and_restarted_mid_run_loses_and_duplicates_nothing(tmp_
         assert runtime.audit is not None and runtime.audit.flush(10)
         fresh_postgres.kill()
         during = _calls(runtime, 7)
-        wait_for(lambda: runtime.metrics.snapshot()["sources"].get("audit", {}).get("spooled", 0) >= 7, 30, "the records made during the outage to be spooled")
+        wait_for(
+            lambda: runtime.metrics.snapshot()["sources"].get("audit", {}).get("spooled", 0) >= 7,
+            30,
+            "the records made during the outage to be spooled",
+        )
         gauges = runtime.metrics.snapshot()["sources"]["audit"]
         assert gauges["postgres_up"] == 0 and gauges["spool_lost"] == 0
         fresh_postgres.start()
@@ -206,17 +244,27 @@ def test_postgres_killed_and_restarted_mid_run_loses_and_duplicates_nothing(tmp_
     assert report.ok and report.chained == 16
 
 
-def test_a_runtime_started_while_postgres_is_down_spools_then_delivers(tmp_path: Path, workspace: Path, fresh_postgres: PostgresServer) -> None:
+def test_a_runtime_started_while_postgres_is_down_spools_then_delivers(
+    tmp_path: Path, workspace: Path, fresh_postgres: PostgresServer
+) -> None:
     dsn = fresh_postgres.create_database("audit")
     fresh_postgres.kill()
     runtime = _runtime(write_config(tmp_path / "c", {}), workspace, dsn)
     try:
         ids = _calls(runtime, 3)
-        assert runtime.run_turn_sync([Call("x", "ping", {})], Session(id="s"))[0].status is Status.ok  # calls never wait for the log
+        assert (
+            runtime.run_turn_sync([Call("x", "ping", {})], Session(id="s"))[0].status is Status.ok
+        )  # calls never wait for the log
         ids.append("x")
-        wait_for(lambda: runtime.metrics.snapshot()["sources"]["audit"]["spooled"] >= 4, 30, "the records to be spooled")
+        wait_for(
+            lambda: runtime.metrics.snapshot()["sources"]["audit"]["spooled"] >= 4, 30, "the records to be spooled"
+        )
         fresh_postgres.start()
-        wait_for(lambda: len(_stored_ids(dsn)) == 4 if _reachable(dsn) else False, 30, "the spool to be replayed by the retry thread")
+        wait_for(
+            lambda: len(_stored_ids(dsn)) == 4 if _reachable(dsn) else False,
+            30,
+            "the spool to be replayed by the retry thread",
+        )
     finally:
         runtime.close_sync()
     assert sorted(_stored_ids(dsn)) == sorted(ids)
@@ -230,7 +278,9 @@ def _reachable(dsn: str) -> bool:
         return False
 
 
-def test_a_spool_left_by_a_closed_sink_is_replayed_by_the_next_one(tmp_path: Path, fresh_postgres: PostgresServer) -> None:
+def test_a_spool_left_by_a_closed_sink_is_replayed_by_the_next_one(
+    tmp_path: Path, fresh_postgres: PostgresServer
+) -> None:
     dsn = fresh_postgres.create_database("audit")
     fresh_postgres.kill()
     first = _sink(dsn, tmp_path, connect_timeout_s=1)

@@ -57,7 +57,9 @@ def test_tools_without_limits_run_while_the_store_is_down(tmp_path: Path, worksp
         runtime.close_sync()
 
 
-def test_a_restarted_server_is_used_again_without_restarting_the_runtime(tmp_path: Path, workspace: Path, fresh_redis: RedisServer) -> None:
+def test_a_restarted_server_is_used_again_without_restarting_the_runtime(
+    tmp_path: Path, workspace: Path, fresh_redis: RedisServer
+) -> None:
     runtime = _runtime(write_config(tmp_path / "c", {"quotas": {"calls_per_session": 3}}), workspace, fresh_redis.url)
     try:
         assert _ping(runtime).status is Status.ok
@@ -71,7 +73,9 @@ def test_a_restarted_server_is_used_again_without_restarting_the_runtime(tmp_pat
         runtime.close_sync()
 
 
-def test_a_server_restarted_between_admit_and_finish_loses_no_call(tmp_path: Path, workspace: Path, fresh_redis: RedisServer) -> None:
+def test_a_server_restarted_between_admit_and_finish_loses_no_call(
+    tmp_path: Path, workspace: Path, fresh_redis: RedisServer
+) -> None:
     store = RedisLimitStore(fresh_redis.url, lease_s=0.5)
     try:
         assert store.try_acquire(None, "running:x", 1, 1) == (True, 1.0)
@@ -83,7 +87,9 @@ def test_a_server_restarted_between_admit_and_finish_loses_no_call(tmp_path: Pat
         store.close()
 
 
-def test_a_server_that_stops_answering_refuses_within_the_timeout_then_recovers(tmp_path: Path, workspace: Path, fresh_redis: RedisServer) -> None:
+def test_a_server_that_stops_answering_refuses_within_the_timeout_then_recovers(
+    tmp_path: Path, workspace: Path, fresh_redis: RedisServer
+) -> None:
     runtime = _runtime(write_config(tmp_path / "c", QUOTA), workspace, fresh_redis.url, limit_store_timeout_s=0.2)
     try:
         assert _ping(runtime).status is Status.ok
@@ -120,7 +126,9 @@ def test_a_full_server_that_refuses_writes_fails_closed(tmp_path: Path, workspac
         server.stop()
 
 
-def test_an_evicted_session_count_starts_over_and_nothing_else_breaks(tmp_path: Path, workspace: Path, redis_url: str) -> None:
+def test_an_evicted_session_count_starts_over_and_nothing_else_breaks(
+    tmp_path: Path, workspace: Path, redis_url: str
+) -> None:
     runtime = _runtime(write_config(tmp_path / "c", {"quotas": {"calls_per_session": 2}}), workspace, redis_url)
     try:
         assert [_ping(runtime).status for _ in range(3)] == [Status.ok, Status.ok, Status.denied]
@@ -140,9 +148,19 @@ def test_grants_fail_closed_when_the_store_is_down(tmp_path: Path, workspace: Pa
         asked.append("asked")
         return Approval(approved=True, scope="session")
 
-    policy = {"rules": [{"name": "ask-me", "effect": "ask", "tools": ["ask_me"]}, {"name": "rest", "effect": "allow", "tools": ["*"]}]}
+    policy = {
+        "rules": [
+            {"name": "ask-me", "effect": "ask", "tools": ["ask_me"]},
+            {"name": "rest", "effect": "allow", "tools": ["*"]},
+        ]
+    }
     config = write_config(tmp_path / "c", policy)
-    runtime = Runtime([config], workspace_root=workspace, settings=Settings(limit_store=fresh_redis.url, audit_sink="off"), approver=approver)
+    runtime = Runtime(
+        [config],
+        workspace_root=workspace,
+        settings=Settings(limit_store=fresh_redis.url, audit_sink="off"),
+        approver=approver,
+    )
     try:
         call = [Call("c", "ask_me", {})]
         assert runtime.run_turn_sync(call, Session(id="g"))[0].status is Status.ok

@@ -63,7 +63,11 @@ def test_a_slot_not_renewed_expires_on_the_server_clock(redis_url: str) -> None:
         assert short.try_acquire(None, "running:t", 1.0, 1)[0]
         short._stop.set()  # this "worker" stops renewing, as a dead one would
         short._renewer.join(2)  # type: ignore[union-attr]
-        wait_for(lambda: short.try_acquire(None, "running:t", 1.0, 1)[0] if short.get(None, "running:t") == 0 else False, 10, "the lease to expire")
+        wait_for(
+            lambda: short.try_acquire(None, "running:t", 1.0, 1)[0] if short.get(None, "running:t") == 0 else False,
+            10,
+            "the lease to expire",
+        )
     finally:
         short.close()
 
@@ -96,7 +100,12 @@ def test_breaker_compare_and_set_lets_exactly_one_racer_win(store: RedisLimitSto
 
 @pytest.mark.parametrize(
     "state",
-    [BreakerState(), BreakerState("closed", failures=(1.5, 2.25)), BreakerState("open", since=1e9 + 0.123456, opened_by=5), BreakerState("half_open", since=3.0, trials=2, opened_by=0)],
+    [
+        BreakerState(),
+        BreakerState("closed", failures=(1.5, 2.25)),
+        BreakerState("open", since=1e9 + 0.123456, opened_by=5),
+        BreakerState("half_open", since=3.0, trials=2, opened_by=0),
+    ],
 )
 def test_breaker_states_survive_the_round_trip_exactly(state: BreakerState) -> None:
     raw = encode_breaker(state)
@@ -104,13 +113,17 @@ def test_breaker_states_survive_the_round_trip_exactly(state: BreakerState) -> N
     assert encode_breaker(decode_breaker(raw)) == raw
 
 
-@pytest.mark.parametrize("raw", [b"", b"garbage", b"[1,2]", b'["weird",[],0,0,0]', b'{"phase":"open"}', b'["open","x",0,0,0]'])
+@pytest.mark.parametrize(
+    "raw", [b"", b"garbage", b"[1,2]", b'["weird",[],0,0,0]', b'{"phase":"open"}', b'["open","x",0,0,0]']
+)
 def test_a_breaker_value_that_is_no_state_reads_as_closed(raw: bytes) -> None:
     assert decode_breaker(raw) is None
 
 
 def _limits(store: RedisLimitStore, **quotas: object) -> Limits:
-    return Limits([Quotas(**quotas)], [CircuitBreaker(tools=["t"], failures=2, window_s=60, cooldown_s=60)], store=store)  # type: ignore[arg-type]
+    return Limits(
+        [Quotas(**quotas)], [CircuitBreaker(tools=["t"], failures=2, window_s=60, cooldown_s=60)], store=store
+    )  # type: ignore[arg-type]
 
 
 def test_a_refused_admission_counts_nothing(store: RedisLimitStore) -> None:
@@ -163,7 +176,16 @@ def test_grants_survive_the_round_trip_exactly(grant: Grant) -> None:
     assert encode_grant(back) == encode_grant(grant)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("raw", [b"", b"[]", b'{"tool": 1, "pattern": null, "rule": null, "commands": null}', b'{"tool": "t"}', b'{"tool":"t","pattern":null,"rule":null,"commands":{"set":[{"bad":1}]}}'])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"[]",
+        b'{"tool": 1, "pattern": null, "rule": null, "commands": null}',
+        b'{"tool": "t"}',
+        b'{"tool":"t","pattern":null,"rule":null,"commands":{"set":[{"bad":1}]}}',
+    ],
+)
 def test_a_stored_grant_that_is_no_grant_covers_nothing(raw: bytes) -> None:
     assert decode_grant(raw) is None
 

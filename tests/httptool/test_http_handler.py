@@ -29,7 +29,9 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet server
         return
 
-    def _send(self, status: int, body: bytes, content_type: str = "application/json", extra: dict[str, str] | None = None) -> None:
+    def _send(
+        self, status: int, body: bytes, content_type: str = "application/json", extra: dict[str, str] | None = None
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -44,7 +46,13 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        record = {"method": self.command, "path": parts.path, "query": query, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body.decode()}
+        record = {
+            "method": self.command,
+            "path": parts.path,
+            "query": query,
+            "headers": {k.lower(): v for k, v in self.headers.items()},
+            "body": body.decode(),
+        }
         type(self).seen.append(record)
         route = parts.path
         if route == "/echo" or route.startswith("/echo/"):
@@ -94,7 +102,13 @@ def server() -> Iterator[str]:
         httpd.server_close()
 
 
-def tool(name: str, http: str, *, schema: str = "{type: object, properties: {q: {type: string}, n: {type: integer}, who: {type: string}}}", extra: str = "") -> str:
+def tool(
+    name: str,
+    http: str,
+    *,
+    schema: str = "{type: object, properties: {q: {type: string}, n: {type: integer}, who: {type: string}}}",
+    extra: str = "",
+) -> str:
     return f"""
 apiVersion: toolrt/v1
 kind: Tool
@@ -118,7 +132,9 @@ def make(tmp_path: Path) -> Iterator[Callable[[str], Runtime]]:
         (config / "tools.yaml").write_text(documents)
         (config / "policy.yaml").write_text(ALLOW_ALL)
         (tmp_path / "ws").mkdir(exist_ok=True)
-        runtime = Runtime([config], workspace_root=tmp_path / "ws", settings=Settings(state_dir=tmp_path / "state", audit_sink="off"))
+        runtime = Runtime(
+            [config], workspace_root=tmp_path / "ws", settings=Settings(state_dir=tmp_path / "state", audit_sink="off")
+        )
         made.append(runtime)
         return runtime
 
@@ -149,7 +165,9 @@ async def test_an_argument_cannot_change_the_host_or_the_path(server: str, make:
     assert result.status is Status.ok and _Handler.seen[-1]["path"].startswith("/echo/%40evil")  # type: ignore[union-attr]
 
 
-async def test_secrets_come_from_the_environment_and_are_redacted_from_the_response(server: str, make: Callable[[str], Runtime], monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_secrets_come_from_the_environment_and_are_redacted_from_the_response(
+    server: str, make: Callable[[str], Runtime], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("WF_TEST_TOKEN", "s3cr3t-token-value")
     http = f'{{url: "http://{server}/echo", headers: {{Authorization: "Bearer {{token}}", X-Echo: "id {{token}}"}}, secrets: {{token: WF_TEST_TOKEN}}, {LOOPBACK}}}'
     runtime = make(tool("echo", http))
@@ -160,7 +178,9 @@ async def test_secrets_come_from_the_environment_and_are_redacted_from_the_respo
     assert result.structured["body"]["headers"]["x-echo"] == "id [REDACTED:secret]"
 
 
-async def test_a_missing_secret_is_a_clear_error_and_nothing_is_sent(server: str, make: Callable[[str], Runtime], monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_missing_secret_is_a_clear_error_and_nothing_is_sent(
+    server: str, make: Callable[[str], Runtime], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("WF_TEST_MISSING", raising=False)
     http = f'{{url: "http://{server}/echo", headers: {{X-Api-Key: "{{key}}"}}, secrets: {{key: WF_TEST_MISSING}}, {LOOPBACK}}}'
     runtime = make(tool("echo", http))
@@ -187,7 +207,11 @@ async def test_a_header_value_with_a_line_break_is_refused(server: str, make: Ca
 
 
 async def test_a_text_response_is_text_and_binary_is_described(server: str, make: Callable[[str], Runtime]) -> None:
-    runtime = make(tool("text", f'{{url: "http://{server}/text", {LOOPBACK}}}') + "---" + tool("bin", f'{{url: "http://{server}/binary", {LOOPBACK}}}'))
+    runtime = make(
+        tool("text", f'{{url: "http://{server}/text", {LOOPBACK}}}')
+        + "---"
+        + tool("bin", f'{{url: "http://{server}/binary", {LOOPBACK}}}')
+    )
     text = await runtime.call("text", {})
     assert text.structured["body"] == "plain words\n"
     binary = await runtime.call("bin", {})
@@ -195,21 +219,35 @@ async def test_a_text_response_is_text_and_binary_is_described(server: str, make
 
 
 @pytest.mark.parametrize("code", [400, 403, 404, 500])
-async def test_an_http_error_status_is_an_error_result_with_the_body(server: str, make: Callable[[str], Runtime], code: int) -> None:
+async def test_an_http_error_status_is_an_error_result_with_the_body(
+    server: str, make: Callable[[str], Runtime], code: int
+) -> None:
     runtime = make(tool("st", f'{{url: "http://{server}/status/{code}", {LOOPBACK}}}'))
     result = await runtime.call("st", {})
     assert result.is_error and f"HTTP {code}" in result.content and "nope" in result.content
 
 
 async def test_a_transient_status_is_retried_for_a_get(server: str, make: Callable[[str], Runtime]) -> None:
-    runtime = make(tool("busy", f'{{url: "http://{server}/status/503", {LOOPBACK}}}', extra="  retry: {attempts: 2, backoff_s: 0.01}"))
+    runtime = make(
+        tool(
+            "busy",
+            f'{{url: "http://{server}/status/503", {LOOPBACK}}}',
+            extra="  retry: {attempts: 2, backoff_s: 0.01}",
+        )
+    )
     result = await runtime.call("busy", {})
     assert result.is_error and result.metadata.get("attempts") == 3
     assert len(_Handler.seen) == 3
 
 
-async def test_a_post_to_a_tool_that_is_not_idempotent_is_not_retried(server: str, make: Callable[[str], Runtime]) -> None:
-    doc = tool("busy", f'{{method: POST, url: "http://{server}/status/503", {LOOPBACK}}}', extra="  retry: {attempts: 2, backoff_s: 0.01}").replace("read_only: true", "read_only: false")
+async def test_a_post_to_a_tool_that_is_not_idempotent_is_not_retried(
+    server: str, make: Callable[[str], Runtime]
+) -> None:
+    doc = tool(
+        "busy",
+        f'{{method: POST, url: "http://{server}/status/503", {LOOPBACK}}}',
+        extra="  retry: {attempts: 2, backoff_s: 0.01}",
+    ).replace("read_only: true", "read_only: false")
     runtime = make(doc)
     result = await runtime.call("busy", {})
     assert result.is_error and len(_Handler.seen) == 1
@@ -221,21 +259,29 @@ async def test_a_huge_response_is_refused_past_the_limit(server: str, make: Call
     assert result.is_error and result.code == "response_too_large" and "100,000" in result.content
 
 
-async def test_a_huge_response_without_a_length_is_cut_while_reading(server: str, make: Callable[[str], Runtime]) -> None:
+async def test_a_huge_response_without_a_length_is_cut_while_reading(
+    server: str, make: Callable[[str], Runtime]
+) -> None:
     runtime = make(tool("big", f'{{url: "http://{server}/big-chunked", max_response_bytes: 200000, {LOOPBACK}}}'))
     result = await runtime.call("big", {})
     assert result.is_error and result.code == "response_too_large"
 
 
-async def test_a_large_response_under_the_limit_spills_to_an_artifact(server: str, make: Callable[[str], Runtime]) -> None:
-    runtime = make(tool("big", f'{{url: "http://{server}/big?n=300000", {LOOPBACK}}}', extra="  output: {max_chars: 5000}"))
+async def test_a_large_response_under_the_limit_spills_to_an_artifact(
+    server: str, make: Callable[[str], Runtime]
+) -> None:
+    runtime = make(
+        tool("big", f'{{url: "http://{server}/big?n=300000", {LOOPBACK}}}', extra="  output: {max_chars: 5000}")
+    )
     result = await runtime.call("big", {})
     assert result.status is Status.ok and result.metadata.get("truncated") is True
     assert "artifact_read" in result.content
 
 
 async def test_a_slow_response_hits_the_idle_timeout(server: str, make: Callable[[str], Runtime]) -> None:
-    runtime = make(tool("slow", f'{{url: "http://{server}/slow?s=5", {LOOPBACK}}}', extra="  timeout: {total_s: 20, idle_s: 0.3}"))
+    runtime = make(
+        tool("slow", f'{{url: "http://{server}/slow?s=5", {LOOPBACK}}}', extra="  timeout: {total_s: 20, idle_s: 0.3}")
+    )
     result = await runtime.call("slow", {})
     assert result.status is Status.timeout and "idle" in result.content
 
@@ -247,7 +293,9 @@ async def test_a_slow_response_hits_the_total_timeout(server: str, make: Callabl
 
 
 async def test_a_write_that_times_out_is_result_unknown(server: str, make: Callable[[str], Runtime]) -> None:
-    doc = tool("slowpost", f'{{method: POST, url: "http://{server}/slow?s=5", {LOOPBACK}}}', extra="  timeout: {total_s: 0.3}").replace("read_only: true", "read_only: false")
+    doc = tool(
+        "slowpost", f'{{method: POST, url: "http://{server}/slow?s=5", {LOOPBACK}}}', extra="  timeout: {total_s: 0.3}"
+    ).replace("read_only: true", "read_only: false")
     runtime = make(doc)
     result = await runtime.call("slowpost", {})
     assert result.status is Status.unknown and "unknown" in result.content.lower()
@@ -256,7 +304,11 @@ async def test_a_write_that_times_out_is_result_unknown(server: str, make: Calla
 async def test_redirects_are_followed_and_counted(server: str, make: Callable[[str], Runtime]) -> None:
     runtime = make(tool("hop", f'{{url: "http://{server}/redirect?to=/echo", {LOOPBACK}}}'))
     result = await runtime.call("hop", {})
-    assert result.status is Status.ok and result.metadata["redirects"] == 1 and result.structured["body"]["path"] == "/echo"
+    assert (
+        result.status is Status.ok
+        and result.metadata["redirects"] == 1
+        and result.structured["body"]["path"] == "/echo"
+    )
 
 
 async def test_a_303_after_a_post_becomes_a_get_without_body(server: str, make: Callable[[str], Runtime]) -> None:
@@ -282,10 +334,14 @@ async def test_a_303_after_a_post_becomes_a_get_without_body(server: str, make: 
         "gopher://127.0.0.1:70/",
     ],
 )
-async def test_a_redirect_to_a_private_address_or_another_scheme_is_refused(server: str, make: Callable[[str], Runtime], target: str) -> None:
+async def test_a_redirect_to_a_private_address_or_another_scheme_is_refused(
+    server: str, make: Callable[[str], Runtime], target: str
+) -> None:
     from urllib.parse import quote
 
-    runtime = make(tool("hop", f'{{url: "http://{server}/redirect?to={quote(target, safe="")}", allow_networks: [127.0.0.1/32]}}'))
+    runtime = make(
+        tool("hop", f'{{url: "http://{server}/redirect?to={quote(target, safe="")}", allow_networks: [127.0.0.1/32]}}')
+    )
     result = await runtime.call("hop", {})
     assert result.status is Status.denied and result.code == "address_refused", result.content
     assert len(_Handler.seen) == 1
@@ -297,7 +353,9 @@ async def test_a_redirect_loop_stops_at_the_limit(server: str, make: Callable[[s
     assert result.is_error and len(_Handler.seen) == 4
 
 
-async def test_secret_headers_are_dropped_on_a_redirect_to_another_host(server: str, make: Callable[[str], Runtime], monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_secret_headers_are_dropped_on_a_redirect_to_another_host(
+    server: str, make: Callable[[str], Runtime], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("WF_TEST_TOKEN", "s3cr3t-token-value")
     port = server.rsplit(":", 1)[1]
     http = f'{{url: "http://{server}/redirect?to=http%3A%2F%2F%5B%3A%3Affff%3A127.0.0.1%5D%3A{port}%2Fecho", headers: {{Authorization: "Bearer {{token}}", X-Plain: ok}}, secrets: {{token: WF_TEST_TOKEN}}, {LOOPBACK}}}'
@@ -308,8 +366,12 @@ async def test_secret_headers_are_dropped_on_a_redirect_to_another_host(server: 
     assert "authorization" not in headers and headers["x-plain"] == "ok"  # type: ignore[operator,index]
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "2130706433", "0x7f000001", "0177.0.0.1", "127.1", "[::ffff:127.0.0.1]"])
-async def test_the_local_server_is_refused_without_allow_networks(server: str, make: Callable[[str], Runtime], host: str) -> None:
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "localhost", "2130706433", "0x7f000001", "0177.0.0.1", "127.1", "[::ffff:127.0.0.1]"]
+)
+async def test_the_local_server_is_refused_without_allow_networks(
+    server: str, make: Callable[[str], Runtime], host: str
+) -> None:
     port = server.rsplit(":", 1)[1]
     runtime = make(tool("local", f'{{url: "http://{host}:{port}/echo"}}'))
     result = await runtime.call("local", {})
@@ -347,6 +409,8 @@ def test_a_broken_http_handler_is_a_lint_error(tmp_path: Path, http: str, code: 
 
 
 def test_a_literal_credential_in_a_header_is_a_lint_warning(tmp_path: Path) -> None:
-    (tmp_path / "t.yaml").write_text(tool("leaky", '{url: "https://example.com/", headers: {Authorization: "Bearer abc123"}}'))
+    (tmp_path / "t.yaml").write_text(
+        tool("leaky", '{url: "https://example.com/", headers: {Authorization: "Bearer abc123"}}')
+    )
     result = build_snapshot([tmp_path])
     assert [p.code for p in result.problems] == ["handler-secret"]

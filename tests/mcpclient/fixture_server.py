@@ -24,16 +24,56 @@ def _schema(properties: dict[str, Any] | None = None, required: list[str] | None
 
 
 TOOLS = [
-    types.Tool(name="echo", description="Return the text.", input_schema=_schema({"text": {"type": "string"}}, ["text"]), annotations=types.ToolAnnotations(read_only_hint=True)),
-    types.Tool(name="structured", description="Return structured content.", input_schema=_schema({"name": {"type": "string"}}, ["name"]), annotations=types.ToolAnnotations(idempotent_hint=True, destructive_hint=False)),
+    types.Tool(
+        name="echo",
+        description="Return the text.",
+        input_schema=_schema({"text": {"type": "string"}}, ["text"]),
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    ),
+    types.Tool(
+        name="structured",
+        description="Return structured content.",
+        input_schema=_schema({"name": {"type": "string"}}, ["name"]),
+        annotations=types.ToolAnnotations(idempotent_hint=True, destructive_hint=False),
+    ),
     types.Tool(name="fail", description="Always report an error.", input_schema=_schema()),
-    types.Tool(name="hang", description="Sleep for a long time.", input_schema=_schema({"seconds": {"type": "number"}})),
-    types.Tool(name="crash", description="Make the server process exit.", input_schema=_schema(), annotations=types.ToolAnnotations(destructive_hint=True)),
-    types.Tool(name="progress", description="Report progress, then answer.", input_schema=_schema({"steps": {"type": "integer"}, "delay": {"type": "number"}})),
-    types.Tool(name="big", description="Return a long text.", input_schema=_schema({"chars": {"type": "integer"}}, ["chars"]), annotations=types.ToolAnnotations(read_only_hint=True)),
-    types.Tool(name="picture", description="Return an image and a resource.", input_schema=_schema(), annotations=types.ToolAnnotations(read_only_hint=True)),
-    types.Tool(name="pid", description="Return the server's process id.", input_schema=_schema(), annotations=types.ToolAnnotations(read_only_hint=True)),
-    types.Tool(name="broken.schema", description="Its input schema is not valid JSON Schema.", input_schema={"type": _OBJECT, "properties": {"n": {"type": "integr"}}}),
+    types.Tool(
+        name="hang", description="Sleep for a long time.", input_schema=_schema({"seconds": {"type": "number"}})
+    ),
+    types.Tool(
+        name="crash",
+        description="Make the server process exit.",
+        input_schema=_schema(),
+        annotations=types.ToolAnnotations(destructive_hint=True),
+    ),
+    types.Tool(
+        name="progress",
+        description="Report progress, then answer.",
+        input_schema=_schema({"steps": {"type": "integer"}, "delay": {"type": "number"}}),
+    ),
+    types.Tool(
+        name="big",
+        description="Return a long text.",
+        input_schema=_schema({"chars": {"type": "integer"}}, ["chars"]),
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    ),
+    types.Tool(
+        name="picture",
+        description="Return an image and a resource.",
+        input_schema=_schema(),
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    ),
+    types.Tool(
+        name="pid",
+        description="Return the server's process id.",
+        input_schema=_schema(),
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    ),
+    types.Tool(
+        name="broken.schema",
+        description="Its input schema is not valid JSON Schema.",
+        input_schema={"type": _OBJECT, "properties": {"n": {"type": "integr"}}},
+    ),
 ]
 
 
@@ -41,7 +81,9 @@ def _text(text: str) -> list[types.ContentBlock]:
     return [types.TextContent(type="text", text=text)]
 
 
-async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+async def list_tools(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
     return types.ListToolsResult(tools=TOOLS)
 
 
@@ -70,7 +112,10 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
         return types.CallToolResult(content=_text("x" * int(args["chars"])))
     if name == "picture":
         image = types.ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png")
-        resource = types.EmbeddedResource(type="resource", resource=types.TextResourceContents(uri="file:///notes.txt", text="some notes", mime_type="text/plain"))
+        resource = types.EmbeddedResource(
+            type="resource",
+            resource=types.TextResourceContents(uri="file:///notes.txt", text="some notes", mime_type="text/plain"),
+        )
         return types.CallToolResult(content=[*_text("a picture:"), image, resource])
     if name == "pid":
         return types.CallToolResult(content=_text(str(os.getpid())))

@@ -36,7 +36,12 @@ def server_doc(name: str = "fx", **spec: Any) -> dict[str, Any]:
 
 def mcp_tool(name: str, target: str, schema: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
     """A declared Tool with handler ``mcp:<target>``."""
-    body = {"description": f"The {name} tool.", "handler": f"mcp:{target}", "input_schema": schema or {"type": "object", "properties": {}}, **spec}
+    body = {
+        "description": f"The {name} tool.",
+        "handler": f"mcp:{target}",
+        "input_schema": schema or {"type": "object", "properties": {}},
+        **spec,
+    }
     return doc("Tool", name, body)
 
 
@@ -69,7 +74,9 @@ def free_port() -> int:
 def http_server() -> Iterator[str]:
     """The fixture server over streamable HTTP on 127.0.0.1."""
     port = free_port()
-    process = subprocess.Popen([*SERVER_COMMAND, "--http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [*SERVER_COMMAND, "--http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + CONNECT_S
         while True:

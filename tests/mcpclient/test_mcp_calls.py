@@ -15,7 +15,12 @@ from runtime.records import Call, Stage, Status
 from runtime.runtime import Runtime
 from runtime.settings import Settings
 
-TEXT = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 50}}, "required": ["text"], "additionalProperties": False}
+TEXT = {
+    "type": "object",
+    "properties": {"text": {"type": "string", "maxLength": 50}},
+    "required": ["text"],
+    "additionalProperties": False,
+}
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 CHARS = {"type": "object", "properties": {"chars": {"type": "integer"}}, "required": ["chars"]}
 STEPS = {"type": "object", "properties": {"steps": {"type": "integer"}, "delay": {"type": "number"}}}
@@ -27,11 +32,26 @@ DOCUMENTS = [
     mcp_tool("remote_echo", "fx/echo", TEXT, read_only=True, rules=NO_SECRET_WORDS),
     mcp_tool("remote_structured", "fx/structured", NAME, redaction=["secrets"], trust="untrusted"),
     mcp_tool("remote_fail", "fx/fail"),
-    mcp_tool("remote_big", "fx/big", CHARS, read_only=True, output={"max_chars": 500, "preview_chars": 100, "on_success": "artifact"}),
+    mcp_tool(
+        "remote_big",
+        "fx/big",
+        CHARS,
+        read_only=True,
+        output={"max_chars": 500, "preview_chars": 100, "on_success": "artifact"},
+    ),
     mcp_tool("remote_picture", "fx/picture", read_only=True),
     mcp_tool("remote_progress", "fx/progress", STEPS, read_only=True, timeout={"total_s": 60, "idle_s": 2}),
     mcp_tool("remote_denied", "fx/echo", TEXT, read_only=True),
-    doc("Policy", "test-policy", {"rules": [*ALLOW_ALL["spec"]["rules"], {"name": "no-denied", "effect": "deny", "tools": ["remote_denied"], "reason": "Not this one."}]}),
+    doc(
+        "Policy",
+        "test-policy",
+        {
+            "rules": [
+                *ALLOW_ALL["spec"]["rules"],
+                {"name": "no-denied", "effect": "deny", "tools": ["remote_denied"], "reason": "Not this one."},
+            ]
+        },
+    ),
 ]
 
 
@@ -109,9 +129,13 @@ def test_one_session_serves_turns_on_fresh_event_loops(runtime: Runtime) -> None
 
 
 def test_mcp_calls_are_in_the_audit_trail(tmp_path: Path) -> None:
-    config = write_config(tmp_path / "config", server_doc(include=[]), mcp_tool("remote_echo", "fx/echo", TEXT, read_only=True), ALLOW_ALL)
+    config = write_config(
+        tmp_path / "config", server_doc(include=[]), mcp_tool("remote_echo", "fx/echo", TEXT, read_only=True), ALLOW_ALL
+    )
     audit = tmp_path / "audit.jsonl"
-    rt = Runtime([config], settings=Settings(audit_sink="jsonl", audit_store=audit), workspace_root=tmp_path, watch=False)
+    rt = Runtime(
+        [config], settings=Settings(audit_sink="jsonl", audit_store=audit), workspace_root=tmp_path, watch=False
+    )
     try:
         result = rt.run_turn_sync([Call("call-audited", "remote_echo", {"text": "for the record"})])[0]
     finally:

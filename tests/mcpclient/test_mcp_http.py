@@ -18,7 +18,17 @@ SECONDS = {"type": "object", "properties": {"seconds": {"type": "number"}}}
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory, http_url: str) -> Iterator[Runtime]:
     root = tmp_path_factory.mktemp("mcp-http")
-    server = doc("McpServer", "web", {"transport": "http", "url": http_url, "connect_timeout_s": 60, "call_timeout_s": 3, "include": ["echo", "fail", "structured"]})
+    server = doc(
+        "McpServer",
+        "web",
+        {
+            "transport": "http",
+            "url": http_url,
+            "connect_timeout_s": 60,
+            "call_timeout_s": 3,
+            "include": ["echo", "fail", "structured"],
+        },
+    )
     config = write_config(root / "config", server, mcp_tool("web_hang", "web/hang", SECONDS, read_only=True), ALLOW_ALL)
     rt = Runtime([config], workspace_root=root, watch=False)
     yield rt
@@ -47,7 +57,9 @@ async def test_hung_http_call_times_out_and_a_new_session_serves_the_next_call(r
 
 def test_reload_keeps_the_mounted_tools_of_a_server_that_went_away(tmp_path: Path) -> None:
     with http_server() as url:
-        server = doc("McpServer", "web", {"transport": "http", "url": url, "connect_timeout_s": 10, "include": ["echo"]})
+        server = doc(
+            "McpServer", "web", {"transport": "http", "url": url, "connect_timeout_s": 10, "include": ["echo"]}
+        )
         config = write_config(tmp_path / "config", server, ALLOW_ALL)
         rt = Runtime([config], workspace_root=tmp_path, watch=False)
     try:

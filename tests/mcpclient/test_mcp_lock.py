@@ -19,10 +19,25 @@ from runtime.mcpclient.lock import LOCK_FILE, drift
 from runtime.mcpclient.mount import ListedTool
 from runtime.runtime import Runtime
 
-DENY_ECHO = doc("Policy", "p", {"rules": [{"name": "no-echo", "effect": "deny", "tools": ["fx__echo"], "when": 'args.text == "secret"'}]})
-CASES = doc("PolicyTest", "t", {"cases": [
-    {"name": "secret echo denied", "tool": "fx__echo", "args": {"text": "secret"}, "expect": {"decision": "deny", "rule": "no-echo"}},
-]})
+DENY_ECHO = doc(
+    "Policy",
+    "p",
+    {"rules": [{"name": "no-echo", "effect": "deny", "tools": ["fx__echo"], "when": 'args.text == "secret"'}]},
+)
+CASES = doc(
+    "PolicyTest",
+    "t",
+    {
+        "cases": [
+            {
+                "name": "secret echo denied",
+                "tool": "fx__echo",
+                "args": {"text": "secret"},
+                "expect": {"decision": "deny", "rule": "no-echo"},
+            },
+        ]
+    },
+)
 
 
 def cli(*argv: str) -> tuple[int, str, str]:
@@ -37,7 +52,9 @@ def test_a_locked_server_s_tools_are_checked_by_lint_test_explain_and_tools_offl
     code, out, err = cli("mcp", "lock", "--config", str(config))
     assert code == 0, err
     lock = json.loads((config / LOCK_FILE).read_text(encoding="utf-8"))
-    (echo,) = [tool for tool in lock["servers"]["fx"] if tool["name"] == "echo"]  # every listed tool: include applies when mounting
+    (echo,) = [
+        tool for tool in lock["servers"]["fx"] if tool["name"] == "echo"
+    ]  # every listed tool: include applies when mounting
     assert echo["input_schema"]["required"] == ["text"] and echo["annotations"]["readOnlyHint"] is True
     # From here on no server may start: a command that would leave a marker if run.
     marker = tmp_path / "started"
@@ -57,7 +74,9 @@ def test_a_locked_server_s_tools_are_checked_by_lint_test_explain_and_tools_offl
 
 
 def test_a_typed_rule_over_a_locked_tool_is_checked_against_its_schema(tmp_path: Path) -> None:
-    wrong = doc("Policy", "p", {"rules": [{"name": "typo", "effect": "deny", "tools": ["fx__*"], "when": 'args.txt == "x"'}]})
+    wrong = doc(
+        "Policy", "p", {"rules": [{"name": "typo", "effect": "deny", "tools": ["fx__*"], "when": 'args.txt == "x"'}]}
+    )
     config = write_config(tmp_path / "config", server_doc(include=["echo"]), wrong)
     assert cli("mcp", "lock", "--config", str(config))[0] == 0
     code, out, _ = cli("lint", "--strict", str(config))

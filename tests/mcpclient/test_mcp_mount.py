@@ -66,7 +66,9 @@ def test_overrides_and_the_mcp_output_profile_apply(runtime: Runtime) -> None:
     assert pid.spec.trust is Trust.trusted
     assert pid.spec.timeout.total_s == 7
     assert pid.output.max_chars == 1234  # the override...
-    assert pid.output.preview_chars == 4000 and pid.output.on_success is TruncationMode.artifact  # ...over the mcp-25k-tokens profile
+    assert (
+        pid.output.preview_chars == 4000 and pid.output.on_success is TruncationMode.artifact
+    )  # ...over the mcp-25k-tokens profile
     echo = runtime.snapshot.tools["fx__echo"]
     assert echo.output.max_chars == 100_000
     assert echo.spec.timeout.total_s == 60  # the server's call_timeout_s
@@ -107,9 +109,13 @@ def test_a_declared_tool_wins_over_a_mounted_one(tmp_path: Path) -> None:
     ],
     ids=["missing-program", "exits-at-once", "nothing-listening"],
 )
-def test_unreachable_server_at_startup_mounts_nothing_and_the_runtime_starts(tmp_path: Path, unreachable: dict[str, object]) -> None:
+def test_unreachable_server_at_startup_mounts_nothing_and_the_runtime_starts(
+    tmp_path: Path, unreachable: dict[str, object]
+) -> None:
     folder = tmp_path / "config"
-    config = write_config(folder, server_doc("gone", connect_timeout_s=10, **unreachable), native_tool(folder), ALLOW_ALL, native=True)
+    config = write_config(
+        folder, server_doc("gone", connect_timeout_s=10, **unreachable), native_tool(folder), ALLOW_ALL, native=True
+    )
     rt = Runtime([config], workspace_root=tmp_path, watch=False)
     try:
         assert list(rt.snapshot.tools) == ["hello"]
@@ -121,7 +127,9 @@ def test_unreachable_server_at_startup_mounts_nothing_and_the_runtime_starts(tmp
 def test_lint_and_plain_builds_never_start_a_server(tmp_path: Path) -> None:
     marker = tmp_path / "started"
     command = [sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"]
-    config = write_config(tmp_path / "config", server_doc(command=command), mcp_tool("remote_echo", "fx/echo"), ALLOW_ALL)
+    config = write_config(
+        tmp_path / "config", server_doc(command=command), mcp_tool("remote_echo", "fx/echo"), ALLOW_ALL
+    )
     result = build_snapshot([config])
     assert result.snapshot is not None and list(result.snapshot.tools) == ["remote_echo"]
     assert main(["lint", str(config)], stdout=io.StringIO(), stderr=io.StringIO()) == 0
@@ -138,7 +146,9 @@ def test_mounted_names_are_safe_for_model_apis() -> None:
 
 
 def test_tools_whose_names_collide_after_shortening_mount_once() -> None:
-    tools = [ListedTool(name="t" * 80 + suffix, description="d", input_schema={"type": "object"}) for suffix in ("a", "b")]
+    tools = [
+        ListedTool(name="t" * 80 + suffix, description="d", input_schema={"type": "object"}) for suffix in ("a", "b")
+    ]
     mounted = mount_server("s", SPEC, tools, FACTS)
     assert [d.model.metadata.name for d in mounted] == [mounted_name("s", "t" * 80)]
 

@@ -83,7 +83,11 @@ async def test_server_killed_while_idle_is_restarted_without_an_error(runtime: R
     before = await pid_of(runtime)
     noticed: list[str] = []
     logger.enable("runtime")  # toolrt's records are off until an app turns them on
-    sink = logger.add(lambda message: noticed.append(str(message)), level="WARNING", filter=lambda record: "ended the connection" in record["message"])
+    sink = logger.add(
+        lambda message: noticed.append(str(message)),
+        level="WARNING",
+        filter=lambda record: "ended the connection" in record["message"],
+    )
     try:
         os.kill(before, signal.SIGKILL)
         # The next call must not find the dead session: wait (bounded) until the pool has
@@ -116,7 +120,9 @@ async def test_dead_server_does_not_affect_native_tools_in_the_same_turn(runtime
 
 async def test_closing_the_pool_while_a_call_waits_answers_that_call_instead_of_cancelling_its_caller() -> None:
     # A server that never completes the handshake: the call is still waiting to connect.
-    silent = McpServerSpec(transport="stdio", command=[sys.executable, "-c", "import time; time.sleep(120)"], connect_timeout_s=60)
+    silent = McpServerSpec(
+        transport="stdio", command=[sys.executable, "-c", "import time; time.sleep(120)"], connect_timeout_s=60
+    )
     pool = McpPool()
     call = asyncio.ensure_future(pool.call_tool("silent", silent, "echo", {}, total_s=60))
     await asyncio.sleep(0)  # the call is handed to the pool's loop
@@ -126,7 +132,9 @@ async def test_closing_the_pool_while_a_call_waits_answers_that_call_instead_of_
 
 
 def test_close_stops_the_server_process(tmp_path: Path) -> None:
-    config = write_config(tmp_path / "config", server_doc(include=[]), mcp_tool("remote_pid", "fx/pid", read_only=True), ALLOW_ALL)
+    config = write_config(
+        tmp_path / "config", server_doc(include=[]), mcp_tool("remote_pid", "fx/pid", read_only=True), ALLOW_ALL
+    )
     rt = Runtime([config], workspace_root=tmp_path, watch=False)
     pid = int(rt.run_turn_sync([Call("p", "remote_pid", {})])[0].content)
     rt.close_sync()

@@ -28,7 +28,11 @@ def text(value: str) -> types.TextContent:
         (types.CallToolResult(content=[text("a"), text("b")]), "a\n\nb", None),
         (types.CallToolResult(content=[text("{}")], structured_content={"k": [1]}), {"k": [1]}, None),
         (types.CallToolResult(content=[text("nope")], is_error=True), None, "nope"),
-        (types.CallToolResult(content=[], is_error=True), None, "The tool reported an error without saying what it was."),
+        (
+            types.CallToolResult(content=[], is_error=True),
+            None,
+            "The tool reported an error without saying what it was.",
+        ),
         (types.CallToolResult(content=[]), "", None),
     ],
     ids=["text", "joined", "structured", "is-error", "silent-error", "empty"],
@@ -43,8 +47,13 @@ def test_non_text_blocks_are_described() -> None:
     blocks: list[types.ContentBlock] = [
         types.ImageContent(type="image", data="AAAA", mime_type="image/png"),
         types.AudioContent(type="audio", data="AAAAAAAA", mime_type="audio/wav"),
-        types.ResourceLink(type="resource_link", name="report", uri="https://example.com/r.pdf", mime_type="application/pdf"),
-        types.EmbeddedResource(type="resource", resource=types.BlobResourceContents(uri="file:///x.bin", blob="AAAA", mime_type="application/octet-stream")),
+        types.ResourceLink(
+            type="resource_link", name="report", uri="https://example.com/r.pdf", mime_type="application/pdf"
+        ),
+        types.EmbeddedResource(
+            type="resource",
+            resource=types.BlobResourceContents(uri="file:///x.bin", blob="AAAA", mime_type="application/octet-stream"),
+        ),
     ]
     described = outcome_of(types.CallToolResult(content=blocks)).value.split("\n\n")
     assert described == [
@@ -70,7 +79,10 @@ def test_a_result_with_more_text_than_the_ceiling_is_cut_and_says_so(is_error: b
     assert isinstance(kept, str)
     first, second, *notes = kept.split("\n\n")
     assert len(first) + len(second) + 2 == MAX_CHARS and set(second) == {"b"}
-    assert notes == [f"[cut at {MAX_CHARS:,} characters: the MCP server sent more, which is not kept]", "[1 more content block(s) from the MCP server not kept]"]
+    assert notes == [
+        f"[cut at {MAX_CHARS:,} characters: the MCP server sent more, which is not kept]",
+        "[1 more content block(s) from the MCP server not kept]",
+    ]
 
 
 def test_a_result_exactly_at_the_ceiling_is_kept_whole() -> None:
@@ -79,7 +91,9 @@ def test_a_result_exactly_at_the_ceiling_is_kept_whole() -> None:
 
 
 def test_without_the_sdk_an_mcp_tool_says_how_to_install_it(tmp_path: Path) -> None:
-    config = write_config(tmp_path / "config", server_doc(), mcp_tool("remote_echo", "fx/echo", read_only=True), ALLOW_ALL)
+    config = write_config(
+        tmp_path / "config", server_doc(), mcp_tool("remote_echo", "fx/echo", read_only=True), ALLOW_ALL
+    )
     # A fresh interpreter in which `import mcp` fails, as when the extra is not installed.
     script = textwrap.dedent(
         f"""
@@ -93,7 +107,9 @@ def test_without_the_sdk_an_mcp_tool_says_how_to_install_it(tmp_path: Path) -> N
         print(result.status.value, list(rt.snapshot.tools), result.content)
         """
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[2])
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[2]
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("error ['remote_echo']")
     assert "pip install 'toolrt[mcp]'" in done.stdout

@@ -39,7 +39,17 @@ spec:
 
 def serve_argv(config: Path, workspace: Path, *extra: str) -> list[str]:
     """``toolrt serve`` as the outside world runs it (the module form of the console script)."""
-    return [sys.executable, "-m", "runtime.cli", "serve", "--config", str(config), "--workspace", str(workspace), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "runtime.cli",
+        "serve",
+        "--config",
+        str(config),
+        "--workspace",
+        str(workspace),
+        *extra,
+    ]
 
 
 def copy_config(tmp_path: Path) -> Path:
@@ -110,25 +120,39 @@ class StreamsOpened(logging.Handler):
 
 @asynccontextmanager
 async def stdio_session(
-    workspace: Path, *, config: Path = CONFIG, extra: tuple[str, ...] = (), env: dict[str, str] | None = None, **client: Any
+    workspace: Path,
+    *,
+    config: Path = CONFIG,
+    extra: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    **client: Any,
 ) -> AsyncIterator[ClientSession]:
     """An initialized client session with a ``toolrt serve`` child on stdio (``env``: extra variables)."""
     argv = serve_argv(config, workspace, *extra)
     params = StdioServerParameters(command=argv[0], args=argv[1:], env={**os.environ, **(env or {})}, cwd=str(REPO))
     with open(workspace / "serve.stderr", "w", encoding="utf-8") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write, read_timeout_seconds=TIMEOUT_S, **client) as session:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write, read_timeout_seconds=TIMEOUT_S, **client) as session,
+        ):
             await session.initialize()
             yield session
 
 
 @contextmanager
-def http_server(workspace: Path, *, config: Path = CONFIG, extra: tuple[str, ...] = ()) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def http_server(
+    workspace: Path, *, config: Path = CONFIG, extra: tuple[str, ...] = ()
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """A ``toolrt serve --transport http --port 0`` child: its URL (from stderr) and process."""
     stderr_path = workspace / "serve.stderr"
     with open(stderr_path, "wb") as stderr:
         process = subprocess.Popen(
             serve_argv(config, workspace, "--transport", "http", "--port", "0", *extra),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, cwd=REPO, env=dict(os.environ),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            cwd=REPO,
+            env=dict(os.environ),
         )
     try:
         yield wait_for_url(process, stderr_path), process
@@ -172,6 +196,9 @@ def stop(process: subprocess.Popen[Any]) -> int:
 @asynccontextmanager
 async def http_session(url: str, **client: Any) -> AsyncIterator[ClientSession]:
     """An initialized client session over streamable HTTP."""
-    async with streamable_http_client(url) as (read, write), ClientSession(read, write, read_timeout_seconds=TIMEOUT_S, **client) as session:
+    async with (
+        streamable_http_client(url) as (read, write),
+        ClientSession(read, write, read_timeout_seconds=TIMEOUT_S, **client) as session,
+    ):
         await session.initialize()
         yield session

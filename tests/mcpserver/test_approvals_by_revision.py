@@ -59,8 +59,12 @@ async def test_an_accepted_question_runs_the_call_once(tmp_path: Path, mode: str
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize(("action", "said"), [("decline", "declined in the MCP client"), ("cancel", "dismissed in the MCP client")])
-async def test_a_declined_or_dismissed_question_denies_the_call(tmp_path: Path, mode: str, action: str, said: str) -> None:
+@pytest.mark.parametrize(
+    ("action", "said"), [("decline", "declined in the MCP client"), ("cancel", "dismissed in the MCP client")]
+)
+async def test_a_declined_or_dismissed_question_denies_the_call(
+    tmp_path: Path, mode: str, action: str, said: str
+) -> None:
     async with official(tmp_path, mode, answering(action)) as client:
         result = await client.call_tool("deploy", {"service": "web"})
     assert result.is_error is True and said in text_of(result)
@@ -69,10 +73,19 @@ async def test_a_declined_or_dismissed_question_denies_the_call(tmp_path: Path, 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(
     "content",
-    [{"allow_for_session": "yes"}, {"allow_for_session": 1}, {"allow_for_session": "true"}, {"allow_for_session": None}, {"approve": True}, {"allow_for_session": False, "extra": 1}],
+    [
+        {"allow_for_session": "yes"},
+        {"allow_for_session": 1},
+        {"allow_for_session": "true"},
+        {"allow_for_session": None},
+        {"approve": True},
+        {"allow_for_session": False, "extra": 1},
+    ],
     ids=["word-yes", "one", "string-true", "null", "other-field", "extra-field"],
 )
-async def test_an_answer_that_does_not_match_the_requested_type_denies(tmp_path: Path, mode: str, content: dict[str, Any]) -> None:
+async def test_an_answer_that_does_not_match_the_requested_type_denies(
+    tmp_path: Path, mode: str, content: dict[str, Any]
+) -> None:
     async with official(tmp_path, mode, answering("accept", content)) as client:
         result = await client.call_tool("deploy", {"service": "web"})
     assert result.is_error is True
@@ -107,14 +120,18 @@ async def test_on_the_stateless_revision_nothing_runs_before_the_answer(tmp_path
         assert first.request_state  # sealed by the MCP SDK, opaque to the client
         assert "toolrt-approval" not in first.request_state
         answer = {"toolrt_approval": types.ElicitResult(action="accept", content={})}
-        second = await client.session.call_tool("deploy", {"service": "web"}, input_responses=answer, request_state=first.request_state)
+        second = await client.session.call_tool(
+            "deploy", {"service": "web"}, input_responses=answer, request_state=first.request_state
+        )
     assert isinstance(second, types.CallToolResult) and second.is_error is False
 
 
 async def test_an_answer_without_the_servers_state_is_not_taken(tmp_path: Path) -> None:
     answer = {"toolrt_approval": types.ElicitResult(action="accept", content={})}
     async with official(tmp_path, "auto", answering("accept")) as client:
-        unsolicited = await client.session.call_tool("deploy", {"service": "web"}, input_responses=answer, allow_input_required=True)
+        unsolicited = await client.session.call_tool(
+            "deploy", {"service": "web"}, input_responses=answer, allow_input_required=True
+        )
     assert isinstance(unsolicited, types.InputRequiredResult)  # asked, not run
 
 
@@ -123,7 +140,9 @@ async def test_a_forged_request_state_is_refused(tmp_path: Path, state: str) -> 
     answer = {"toolrt_approval": types.ElicitResult(action="accept", content={})}
     async with official(tmp_path, "auto", answering("accept")) as client:
         with pytest.raises(MCPError):
-            await client.session.call_tool("deploy", {"service": "web"}, input_responses=answer, request_state=state, allow_input_required=True)
+            await client.session.call_tool(
+                "deploy", {"service": "web"}, input_responses=answer, request_state=state, allow_input_required=True
+            )
 
 
 async def test_an_answer_given_for_other_arguments_is_refused(tmp_path: Path) -> None:
@@ -132,7 +151,13 @@ async def test_an_answer_given_for_other_arguments_is_refused(tmp_path: Path) ->
         assert isinstance(first, types.InputRequiredResult)
         answer = {"toolrt_approval": types.ElicitResult(action="accept", content={})}
         with pytest.raises(MCPError):
-            await client.session.call_tool("deploy", {"service": "prod-db"}, input_responses=answer, request_state=first.request_state, allow_input_required=True)
+            await client.session.call_tool(
+                "deploy",
+                {"service": "prod-db"},
+                input_responses=answer,
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
 
 
 async def test_a_denied_tool_is_denied_without_a_question_on_the_stateless_revision(tmp_path: Path) -> None:
@@ -155,7 +180,9 @@ async def test_fastmcps_client_gets_the_question_and_its_answer_counts(tmp_path:
         return types.ElicitResult(action=action, content={"allow_for_session": False} if action == "accept" else None)
 
     argv = serve_argv(CONFIG, tmp_path)
-    client = fastmcp.Client(StdioTransport(command=argv[0], args=argv[1:], env=dict(os.environ), cwd=str(REPO)), elicitation_handler=handler)
+    client = fastmcp.Client(
+        StdioTransport(command=argv[0], args=argv[1:], env=dict(os.environ), cwd=str(REPO)), elicitation_handler=handler
+    )
     async with client:
         result = await client.call_tool("deploy", {"service": "web"}, raise_on_error=False)
     assert len(asked) == 1 and "Allow `deploy` to run?" in asked[0]

@@ -15,8 +15,15 @@ async def test_run_turn_hands_every_progress_message_to_the_listener_with_its_ca
     runtime = Runtime([CONFIG], settings=Settings(audit_sink="off"), workspace_root=tmp_path, watch=False)
     heard: list[tuple[str, str | None, bool]] = []
     try:
-        (result,) = await runtime.run_turn([Call("c-7", "count_up", {"n": 2})], on_progress=lambda call_id, message: heard.append((call_id, message, threading.current_thread() is threading.main_thread())))
-        quiet = await runtime.run_turn([Call("c-8", "count_up", {"n": 1})])  # no listener: progress only resets the idle timer
+        (result,) = await runtime.run_turn(
+            [Call("c-7", "count_up", {"n": 2})],
+            on_progress=lambda call_id, message: heard.append(
+                (call_id, message, threading.current_thread() is threading.main_thread())
+            ),
+        )
+        quiet = await runtime.run_turn(
+            [Call("c-8", "count_up", {"n": 1})]
+        )  # no listener: progress only resets the idle timer
     finally:
         await runtime.close()
     assert result.is_error is False and quiet[0].is_error is False

@@ -31,7 +31,9 @@ async def test_progress_is_sent_in_order_with_growing_numbers() -> None:
     assert client.sent == [(1, "step 0"), (2, "step 1"), (3, "step 2"), (4, "step 3"), (5, "step 4")]
 
 
-async def test_a_handler_reporting_faster_than_the_client_reads_keeps_a_bounded_backlog_and_the_latest_message() -> None:
+async def test_a_handler_reporting_faster_than_the_client_reads_keeps_a_bounded_backlog_and_the_latest_message() -> (
+    None
+):
     client = SlowClient()
     relay = ProgressRelay(client)  # type: ignore[arg-type]
     reporter = threading.Thread(target=lambda: [relay.listener("c", f"step {n}") for n in range(20_000)])

@@ -15,7 +15,9 @@ from runtime.cli import main
 
 
 def run(argv: list[str], **options: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=dict(os.environ), timeout=TIMEOUT_S, check=False, **options)  # type: ignore[call-overload, no-any-return]
+    return subprocess.run(
+        argv, capture_output=True, text=True, cwd=REPO, env=dict(os.environ), timeout=TIMEOUT_S, check=False, **options
+    )  # type: ignore[call-overload, no-any-return]
 
 
 def test_serve_with_a_broken_config_exits_1_and_prints_every_problem_on_stderr(tmp_path: Path) -> None:
@@ -52,9 +54,21 @@ def test_serve_without_the_mcp_sdk_says_how_to_install_it_and_exits_2(tmp_path: 
 
 
 def test_sigterm_stops_a_stdio_server_whose_client_is_still_connected(tmp_path: Path) -> None:
-    process = subprocess.Popen(serve_argv(CONFIG, tmp_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO, env=dict(os.environ))
+    process = subprocess.Popen(
+        serve_argv(CONFIG, tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+        env=dict(os.environ),
+    )
     assert process.stdin is not None and process.stdout is not None
-    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
     process.stdin.write((json.dumps(initialize) + "\n").encode())
     process.stdin.flush()
     answer = json.loads(process.stdout.readline())  # the server is up and serving; stdin stays open

@@ -7,7 +7,18 @@ import re
 from pathlib import Path
 
 import httpx2
-from mcpserver_support import EXTRA_TOOL, TIMEOUT_S, Notifications, StreamsOpened, answering, copy_config, http_server, http_session, stop, text_of
+from mcpserver_support import (
+    EXTRA_TOOL,
+    TIMEOUT_S,
+    Notifications,
+    StreamsOpened,
+    answering,
+    copy_config,
+    http_server,
+    http_session,
+    stop,
+    text_of,
+)
 
 from runtime.audit import query, store_path
 
@@ -70,10 +81,19 @@ async def test_http_tells_every_connected_client_when_a_reload_changes_the_tools
 
 
 async def test_http_refuses_requests_whose_host_is_not_loopback(tmp_path: Path) -> None:
-    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
     with http_server(tmp_path) as (url, _):
         async with httpx2.AsyncClient(timeout=TIMEOUT_S) as http:
-            response = await http.post(url, json=initialize, headers={"Host": "attacker.example", "Accept": "application/json, text/event-stream"})
+            response = await http.post(
+                url,
+                json=initialize,
+                headers={"Host": "attacker.example", "Accept": "application/json, text/event-stream"},
+            )
     assert response.status_code in (403, 421)
 
 

@@ -54,9 +54,14 @@ async def test_without_the_flag_there_is_no_metrics_endpoint(tmp_path: Path) -> 
 
 async def test_serve_reads_its_config_from_toolrt_config_dir(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "runtime.cli", "serve", "--workspace", str(tmp_path)]
-    params = StdioServerParameters(command=argv[0], args=argv[1:], env={**os.environ, "TOOLRT_CONFIG_DIR": str(CONFIG)}, cwd=str(REPO))
+    params = StdioServerParameters(
+        command=argv[0], args=argv[1:], env={**os.environ, "TOOLRT_CONFIG_DIR": str(CONFIG)}, cwd=str(REPO)
+    )
     with open(tmp_path / "serve.stderr", "w", encoding="utf-8") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write, read_timeout_seconds=TIMEOUT_S) as session:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write, read_timeout_seconds=TIMEOUT_S) as session,
+        ):
             await session.initialize()
             result = await session.call_tool("lookup_city", {"city": "Oslo"})
     assert result.is_error is False and "Oslo" in text_of(result)

@@ -7,7 +7,16 @@ import asyncio
 from pathlib import Path
 
 import mcp_types as types
-from mcpserver_support import EXTRA_TOOL, TIMEOUT_S, Notifications, answering, copy_config, stdio_session, text_of, wait_for_text
+from mcpserver_support import (
+    EXTRA_TOOL,
+    TIMEOUT_S,
+    Notifications,
+    answering,
+    copy_config,
+    stdio_session,
+    text_of,
+    wait_for_text,
+)
 
 
 async def test_tools_list_has_every_tool_with_annotations_from_its_attributes(tmp_path: Path) -> None:
@@ -21,7 +30,12 @@ async def test_tools_list_has_every_tool_with_annotations_from_its_attributes(tm
     assert lookup.title == "Look up a city"
     assert lookup.input_schema["required"] == ["city"]
     assert lookup.annotations is not None
-    assert (lookup.annotations.read_only_hint, lookup.annotations.destructive_hint, lookup.annotations.idempotent_hint, lookup.annotations.open_world_hint) == (True, False, True, False)
+    assert (
+        lookup.annotations.read_only_hint,
+        lookup.annotations.destructive_hint,
+        lookup.annotations.idempotent_hint,
+        lookup.annotations.open_world_hint,
+    ) == (True, False, True, False)
     deploy = tools["deploy"].annotations
     assert deploy is not None and (deploy.read_only_hint, deploy.destructive_hint) == (False, True)
     assert capabilities.tools is not None and capabilities.tools.list_changed is True
@@ -55,7 +69,10 @@ async def test_a_call_denied_by_policy_is_an_error_result_with_the_reason_and_ne
     async with stdio_session(tmp_path) as client:
         result = await client.call_tool("erase_disk", {})
     assert result.is_error is True
-    assert "Permission denied for `erase_disk` (rule `mcp-tests/no-erasing`): erasing disks is never allowed" in text_of(result)
+    assert (
+        "Permission denied for `erase_disk` (rule `mcp-tests/no-erasing`): erasing disks is never allowed"
+        in text_of(result)
+    )
 
 
 async def test_an_ask_decision_runs_the_call_when_the_user_accepts_the_elicitation(tmp_path: Path) -> None:
@@ -99,7 +116,9 @@ async def test_an_ask_decision_without_an_answer_within_the_approval_timeout_is_
         await asyncio.sleep(TIMEOUT_S)
         return types.ElicitResult(action="accept", content={})
 
-    async with stdio_session(tmp_path, env={"TOOLRT_APPROVAL_TIMEOUT_S": "1"}, elicitation_callback=never_answers) as client:
+    async with stdio_session(
+        tmp_path, env={"TOOLRT_APPROVAL_TIMEOUT_S": "1"}, elicitation_callback=never_answers
+    ) as client:
         result = await client.call_tool("deploy", {"service": "billing"})
     assert result.is_error is True and "approval did not arrive within 1 s" in text_of(result)
 
@@ -146,7 +165,9 @@ async def test_a_broken_edit_keeps_the_tools_serving_and_sends_no_notification(t
     workspace.mkdir()
     notifications = Notifications()
     async with stdio_session(workspace, config=config, extra=("--watch",), message_handler=notifications) as client:
-        (config / "broken.yaml").write_text("apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: half}\nspec: {handler: 12}\n", encoding="utf-8")
+        (config / "broken.yaml").write_text(
+            "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: half}\nspec: {handler: 12}\n", encoding="utf-8"
+        )
         # Wait for the server to have tried the reload (it says so on stderr), however
         # long that takes: only then does the absence of a notification mean anything.
         await wait_for_text(workspace / "serve.stderr", "config reload failed")

@@ -52,14 +52,38 @@ class ConfigDir:
     def py(self, function: str) -> str:
         return f"python:{self.module}:{function}"
 
-    def tool(self, name: str, handler: str | Mapping[str, Any], *, version: str | None = None, description: str = "A test tool.", **spec: Any) -> ConfigDir:
+    def tool(
+        self,
+        name: str,
+        handler: str | Mapping[str, Any],
+        *,
+        version: str | None = None,
+        description: str = "A test tool.",
+        **spec: Any,
+    ) -> ConfigDir:
         metadata: dict[str, Any] = {"name": name}
         if version is not None:
             metadata["version"] = version
-        self.documents.append({"apiVersion": API, "kind": "Tool", "metadata": metadata, "spec": {"description": description, "handler": handler, **spec}})
+        self.documents.append(
+            {
+                "apiVersion": API,
+                "kind": "Tool",
+                "metadata": metadata,
+                "spec": {"description": description, "handler": handler, **spec},
+            }
+        )
         return self
 
-    def command_tool(self, name: str, argv: Sequence[str], *, properties: Mapping[str, Any] | None = None, required: Sequence[str] = (), command: Mapping[str, Any] | None = None, **spec: Any) -> ConfigDir:
+    def command_tool(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        properties: Mapping[str, Any] | None = None,
+        required: Sequence[str] = (),
+        command: Mapping[str, Any] | None = None,
+        **spec: Any,
+    ) -> ConfigDir:
         schema = {"type": "object", "properties": dict(properties or {}), "required": list(required)}
         return self.tool(name, {"command": {"argv": list(argv), **(command or {})}}, input_schema=schema, **spec)
 
@@ -117,8 +141,21 @@ def make_env(
     )
 
 
-def call(name: str, args: Mapping[str, Any] | None = None, *, id: str | None = None, index: int = 0, parse_error: str | None = None) -> Call:  # noqa: A002 - mirrors Call.id
-    return Call(id=id or f"call_{uuid.uuid4().hex[:8]}", name=name, args=dict(args) if args is not None else (None if parse_error is not None else {}), index=index, parse_error=parse_error)
+def call(
+    name: str,
+    args: Mapping[str, Any] | None = None,
+    *,
+    id: str | None = None,
+    index: int = 0,
+    parse_error: str | None = None,
+) -> Call:  # noqa: A002 - mirrors Call.id
+    return Call(
+        id=id or f"call_{uuid.uuid4().hex[:8]}",
+        name=name,
+        args=dict(args) if args is not None else (None if parse_error is not None else {}),
+        index=index,
+        parse_error=parse_error,
+    )
 
 
 @dataclass

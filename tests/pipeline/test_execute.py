@@ -30,7 +30,9 @@ BYPASS = Session(mode="bypass")
 STR = {"type": "string"}
 
 
-async def run_one(snapshot: Snapshot, workspace: Path, name: str, args: dict | None = None, *, session: Session = BYPASS) -> ToolResult:
+async def run_one(
+    snapshot: Snapshot, workspace: Path, name: str, args: dict | None = None, *, session: Session = BYPASS
+) -> ToolResult:
     (result,) = await run_turn([call(name, args or {})], make_env(snapshot, workspace, session=session))
     return result
 
@@ -41,13 +43,41 @@ async def run_one(snapshot: Snapshot, workspace: Path, name: str, args: dict | N
 
 @pytest.fixture
 def commands(config: ConfigDir) -> ConfigDir:
-    argv_props = {"a": STR, "b": STR, "files": {"type": "array", "items": STR}, "n": {"type": "integer"}, "flag": {"type": "boolean"}}
-    config.command_tool("argv", [PY, "-c", PRINT_ARGV, "{a}", "--b", "{b}", "{files}", "{n}", "{flag}"], properties=argv_props, read_only=True)
-    config.command_tool("argv_inline", [PY, "-c", PRINT_ARGV, "--a={a}", "--b={b}"], properties=argv_props, read_only=True)
-    config.command_tool("shell_echo", ["echo", "{msg}"], properties={"msg": STR}, command={"shell": True}, read_only=True)
-    config.command_tool("shell_list", ["printf '[%s]'", "{items}"], properties={"items": {"type": "array", "items": STR}}, command={"shell": True}, read_only=True)
-    config.command_tool("env", ["env"], command={"env": ["TOOLRT_TEST_ALLOWED"], "set_env": {"TOOLRT_TEST_SET": "from-config"}}, read_only=True)
-    config.command_tool("stdin", ["sh", "-c", "cat; read x; echo read-status=$?"], read_only=True, timeout={"total_s": 5})
+    argv_props = {
+        "a": STR,
+        "b": STR,
+        "files": {"type": "array", "items": STR},
+        "n": {"type": "integer"},
+        "flag": {"type": "boolean"},
+    }
+    config.command_tool(
+        "argv",
+        [PY, "-c", PRINT_ARGV, "{a}", "--b", "{b}", "{files}", "{n}", "{flag}"],
+        properties=argv_props,
+        read_only=True,
+    )
+    config.command_tool(
+        "argv_inline", [PY, "-c", PRINT_ARGV, "--a={a}", "--b={b}"], properties=argv_props, read_only=True
+    )
+    config.command_tool(
+        "shell_echo", ["echo", "{msg}"], properties={"msg": STR}, command={"shell": True}, read_only=True
+    )
+    config.command_tool(
+        "shell_list",
+        ["printf '[%s]'", "{items}"],
+        properties={"items": {"type": "array", "items": STR}},
+        command={"shell": True},
+        read_only=True,
+    )
+    config.command_tool(
+        "env",
+        ["env"],
+        command={"env": ["TOOLRT_TEST_ALLOWED"], "set_env": {"TOOLRT_TEST_SET": "from-config"}},
+        read_only=True,
+    )
+    config.command_tool(
+        "stdin", ["sh", "-c", "cat; read x; echo read-status=$?"], read_only=True, timeout={"total_s": 5}
+    )
     config.command_tool("pwd", ["pwd"], read_only=True)
     config.command_tool("pwd_sub", ["pwd"], command={"cwd": "sub"}, read_only=True)
     config.command_tool("pwd_escape", ["pwd"], command={"cwd": "../outside"}, read_only=True)
@@ -57,8 +87,12 @@ def commands(config: ConfigDir) -> ConfigDir:
     return config
 
 
-async def test_argv_whole_item_placeholders_drop_missing_optionals_and_splice_lists(commands: ConfigDir, workspace: Path) -> None:
-    result = await run_one(commands.snapshot(), workspace, "argv", {"a": "x y", "files": ["f 1", "f2"], "n": 3, "flag": True})
+async def test_argv_whole_item_placeholders_drop_missing_optionals_and_splice_lists(
+    commands: ConfigDir, workspace: Path
+) -> None:
+    result = await run_one(
+        commands.snapshot(), workspace, "argv", {"a": "x y", "files": ["f 1", "f2"], "n": 3, "flag": True}
+    )
     assert result.status is Status.ok, result.content
     assert json.loads(result.content) == ["x y", "--b", "f 1", "f2", "3", "true"]
 
@@ -96,7 +130,9 @@ async def test_shell_true_quotes_each_list_item(commands: ConfigDir, workspace: 
     assert result.content == "[a b][; rm -rf /][c]"
 
 
-async def test_environment_is_an_allow_list_with_non_interactive_defaults(commands: ConfigDir, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_environment_is_an_allow_list_with_non_interactive_defaults(
+    commands: ConfigDir, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TOOLRT_TEST_SECRET", "s3cr3t-value")
     monkeypatch.setenv("TOOLRT_TEST_ALLOWED", "allowed-value")
     monkeypatch.setenv("PAGER", "less")
@@ -159,9 +195,17 @@ TREE = "sleep 30 & setsid sleep 30 & ( (sleep 30 &) & ) ; (trap '' TERM; sleep 3
 
 def tree_tools(config: ConfigDir, mark: str) -> ConfigDir:
     marker = {"set_env": {"TOOLRT_TEST_MARK": mark}}
-    config.command_tool("tree_ro", ["sh", "-c", TREE], command=marker, read_only=True, timeout={"total_s": 0.3, "grace_s": 0.1})
+    config.command_tool(
+        "tree_ro", ["sh", "-c", TREE], command=marker, read_only=True, timeout={"total_s": 0.3, "grace_s": 0.1}
+    )
     config.command_tool("tree_write", ["sh", "-c", TREE], command=marker, timeout={"total_s": 0.3, "grace_s": 0.1})
-    config.command_tool("ticker", ["sh", "-c", "sleep 30 & for i in 1 2 3 4 5; do echo tick; sleep 0.1; done; sleep 30"], command=marker, read_only=True, timeout={"total_s": 10, "idle_s": 0.3, "grace_s": 0.1})
+    config.command_tool(
+        "ticker",
+        ["sh", "-c", "sleep 30 & for i in 1 2 3 4 5; do echo tick; sleep 0.1; done; sleep 30"],
+        command=marker,
+        read_only=True,
+        timeout={"total_s": 10, "idle_s": 0.3, "grace_s": 0.1},
+    )
     return config
 
 
@@ -253,7 +297,9 @@ def _reset_peak_rss() -> bool:
     return True
 
 
-async def test_a_50mb_output_is_spilled_to_an_artifact_holding_the_whole_redacted_text(config: ConfigDir, workspace: Path) -> None:
+async def test_a_50mb_output_is_spilled_to_an_artifact_holding_the_whole_redacted_text(
+    config: ConfigDir, workspace: Path
+) -> None:
     (workspace / "gen.py").write_text(GENERATOR)
     config.include("redaction-default", "builtin-tools")
     config.command_tool("big", [PY, "gen.py"], read_only=True, redaction=["secrets"], timeout={"total_s": 30})
@@ -295,7 +341,9 @@ async def test_a_50mb_output_is_spilled_to_an_artifact_holding_the_whole_redacte
         assert after - before < 100_000, f"peak RSS grew by {after - before} kB while streaming 50 MB"
 
 
-async def test_the_artifact_of_a_spilled_command_output_can_be_paged_to_the_end(config: ConfigDir, workspace: Path) -> None:
+async def test_the_artifact_of_a_spilled_command_output_can_be_paged_to_the_end(
+    config: ConfigDir, workspace: Path
+) -> None:
     config.include("builtin-tools")
     script = "for i in $(seq 1 3000); do echo line-$i; done"
     config.command_tool("lines", ["sh", "-c", script], read_only=True, output={"max_chars": 1000, "preview_chars": 100})
@@ -422,8 +470,16 @@ def py_tools(config: ConfigDir) -> Snapshot:
     c.tool("sync_sleeper_ro", c.py("sync_sleeper"), read_only=True, input_schema=log, timeout={"total_s": 0.3})
     c.tool("sync_sleeper_write", c.py("sync_sleeper"), input_schema=log, timeout={"total_s": 0.3})
     c.tool("sync_steps", c.py("sync_steps"), read_only=True, input_schema=STEPS, timeout={"total_s": 3, "idle_s": 0.25})
-    c.tool("async_steps", c.py("async_steps"), read_only=True, input_schema=STEPS, timeout={"total_s": 3, "idle_s": 0.25})
-    c.tool("sync_steps_total", c.py("sync_steps"), read_only=True, input_schema=STEPS, timeout={"total_s": 0.35, "idle_s": 0.25})
+    c.tool(
+        "async_steps", c.py("async_steps"), read_only=True, input_schema=STEPS, timeout={"total_s": 3, "idle_s": 0.25}
+    )
+    c.tool(
+        "sync_steps_total",
+        c.py("sync_steps"),
+        read_only=True,
+        input_schema=STEPS,
+        timeout={"total_s": 0.35, "idle_s": 0.25},
+    )
     c.tool("flaky_ro", c.py("flaky"), read_only=True, input_schema=FLAKY, retry=RETRY)
     c.tool("flaky_idempotent", c.py("flaky"), idempotent=True, input_schema=FLAKY, retry=RETRY)
     c.tool("flaky_write", c.py("flaky"), input_schema=FLAKY, retry=RETRY)
@@ -432,7 +488,9 @@ def py_tools(config: ConfigDir) -> Snapshot:
 
 
 @pytest.mark.parametrize("name", ["add", "async_add"])
-async def test_sync_and_async_handlers_return_structured_results(py_tools: Snapshot, workspace: Path, name: str) -> None:
+async def test_sync_and_async_handlers_return_structured_results(
+    py_tools: Snapshot, workspace: Path, name: str
+) -> None:
     result = await run_one(py_tools, workspace, name, {"a": 2, "b": 3})
     assert result.status is Status.ok
     assert result.structured == {"sum": 5}
@@ -452,7 +510,9 @@ async def test_tool_error_is_a_plain_error_even_for_a_write_tool(py_tools: Snaps
 
 
 @pytest.mark.parametrize("name", ["boom_write", "async_boom_write"])
-async def test_another_exception_in_a_write_tool_is_result_unknown(py_tools: Snapshot, workspace: Path, name: str) -> None:
+async def test_another_exception_in_a_write_tool_is_result_unknown(
+    py_tools: Snapshot, workspace: Path, name: str
+) -> None:
     result = await run_one(py_tools, workspace, name)
     assert (result.status, result.code) == (Status.unknown, "handler_error")
     assert result.content.startswith(f"Result unknown: `{name}` failed with ")
@@ -475,7 +535,9 @@ async def test_an_async_write_handler_past_its_timeout_is_result_unknown(py_tool
     assert (workspace / "w.log").read_text() == "cancelled"
 
 
-async def test_a_sync_handler_past_its_timeout_is_abandoned_still_running_and_told_to_stop(py_tools: Snapshot, workspace: Path) -> None:
+async def test_a_sync_handler_past_its_timeout_is_abandoned_still_running_and_told_to_stop(
+    py_tools: Snapshot, workspace: Path
+) -> None:
     started = time.monotonic()
     result = await run_one(py_tools, workspace, "sync_sleeper_ro", {"log": "s.log"})
     assert time.monotonic() - started < 1.5
@@ -519,7 +581,9 @@ def _attempt_times(path: Path) -> list[float]:
     return [float(x) for x in path.read_text().split()]
 
 
-async def test_transient_errors_are_retried_with_backoff_for_read_only_tools(py_tools: Snapshot, workspace: Path) -> None:
+async def test_transient_errors_are_retried_with_backoff_for_read_only_tools(
+    py_tools: Snapshot, workspace: Path
+) -> None:
     result = await run_one(py_tools, workspace, "flaky_ro", {"log": "ro.log", "fail": 2})
     assert result.status is Status.ok
     assert result.content == "ok on attempt 3"
@@ -545,7 +609,9 @@ async def test_transient_errors_are_retried_for_idempotent_write_tools(py_tools:
     assert len(_attempt_times(workspace / "idem.log")) == 2
 
 
-async def test_transient_errors_are_not_retried_for_non_idempotent_write_tools(py_tools: Snapshot, workspace: Path) -> None:
+async def test_transient_errors_are_not_retried_for_non_idempotent_write_tools(
+    py_tools: Snapshot, workspace: Path
+) -> None:
     result = await run_one(py_tools, workspace, "flaky_write", {"log": "w.log", "fail": 1})
     assert (result.status, result.code) == (Status.error, "tool_error")
     assert result.content == "busy (attempt 1)"

@@ -24,7 +24,9 @@ KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(LINES) + "\n-----END O
 def env(config: ConfigDir, workspace: Path) -> TurnEnv:
     (workspace / "deploy").mkdir()
     (workspace / "deploy" / "id_backup").write_text(KEY, encoding="utf-8")
-    (workspace / "settings.py").write_text('DEBUG = True\nDB_PASSWORD = "hunter2-prod"\nAPI_KEY = os.environ["API_KEY"]\n', encoding="utf-8")
+    (workspace / "settings.py").write_text(
+        'DEBUG = True\nDB_PASSWORD = "hunter2-prod"\nAPI_KEY = os.environ["API_KEY"]\n', encoding="utf-8"
+    )
     config.include("workspace-tools", "output-default")
     return make_env(config.snapshot(), workspace, session=Session(mode="bypass"))
 
@@ -47,13 +49,28 @@ async def test_grep_hits_inside_a_key_show_no_key_body(env: TurnEnv, pattern: st
 
 
 async def test_file_edit_diff_is_redacted(env: TurnEnv) -> None:
-    (result,) = await run_turn([call("file_edit", {"path": "settings.py", "old_string": "DEBUG = True", "new_string": "DEBUG = False\nSECRET = 'n3w-s3cret-value'"})], env)
+    (result,) = await run_turn(
+        [
+            call(
+                "file_edit",
+                {
+                    "path": "settings.py",
+                    "old_string": "DEBUG = True",
+                    "new_string": "DEBUG = False\nSECRET = 'n3w-s3cret-value'",
+                },
+            )
+        ],
+        env,
+    )
     assert not result.is_error, result.content
     assert "n3w-s3cret-value" not in result.content
     assert 'API_KEY = os.environ["API_KEY"]' in (Path(env.workspace_root) / "settings.py").read_text()
 
 
 async def test_file_edit_closest_lines_hint_is_redacted(env: TurnEnv) -> None:
-    (result,) = await run_turn([call("file_edit", {"path": "settings.py", "old_string": 'DB_PASSWORD = "hunter2-pro"', "new_string": "x"})], env)
+    (result,) = await run_turn(
+        [call("file_edit", {"path": "settings.py", "old_string": 'DB_PASSWORD = "hunter2-pro"', "new_string": "x"})],
+        env,
+    )
     assert result.is_error
     assert "hunter2-prod" not in result.content

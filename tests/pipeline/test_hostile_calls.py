@@ -40,12 +40,30 @@ def build(config: ConfigDir) -> Path:
     typed_schema = {
         "type": "object",
         "additionalProperties": False,
-        "properties": {"text": {"type": "string", "maxLength": 1000}, "n": {"type": "integer", "maximum": 100}, "items": {"type": "array", "items": {"type": "string"}}},
+        "properties": {
+            "text": {"type": "string", "maxLength": 1000},
+            "n": {"type": "integer", "maximum": 100},
+            "items": {"type": "array", "items": {"type": "string"}},
+        },
     }
     c.tool("typed", c.py("echo"), read_only=True, input_schema=typed_schema)
-    c.tool("ruled", c.py("first_chars"), read_only=True, input_schema={"type": "object"}, rules=[{"name": "not-x", "expression": '!has(args.text) || args.text != "x"', "message": "Pass a text other than x."}])
+    c.tool(
+        "ruled",
+        c.py("first_chars"),
+        read_only=True,
+        input_schema={"type": "object"},
+        rules=[
+            {
+                "name": "not-x",
+                "expression": '!has(args.text) || args.text != "x"',
+                "message": "Pass a text other than x.",
+            }
+        ],
+    )
     c.command_tool("cmd", ["printf", "%s", "{text}"], properties={"text": {}}, read_only=True)
-    c.command_tool("shell_cmd", ["printf", "%s", "{text}"], properties={"text": {}}, command={"shell": True}, read_only=True)
+    c.command_tool(
+        "shell_cmd", ["printf", "%s", "{text}"], properties={"text": {}}, command={"shell": True}, read_only=True
+    )
     c.tool("write", c.py("echo"))
     return c.write()
 
@@ -72,8 +90,6 @@ def deep_list(depth: int) -> list[Any]:
 
 TEN_MB = "x" * 10_000_000
 HUGE_INT = 10**5000  # more digits than int->str allows by default (4300)
-
-
 
 
 CASES = [
@@ -140,7 +156,14 @@ async def test_a_hostile_call_gets_one_well_formed_result(runtime: Runtime, name
 async def test_the_whole_corpus_in_one_turn_answers_every_call_in_order(runtime: Runtime) -> None:
     # The cases known to fail on their own are left out: this checks the scheduling.
     calls = [Call(id=f"c{i}", name=p.values[0], args=p.values[1], index=i) for i, p in enumerate(CASES) if not p.marks]
-    calls.append(Call(id="bad-json", name="echo", args=None, parse_error="Arguments are not valid JSON: Unterminated string at char 12."))
+    calls.append(
+        Call(
+            id="bad-json",
+            name="echo",
+            args=None,
+            parse_error="Arguments are not valid JSON: Unterminated string at char 12.",
+        )
+    )
     calls.append(Call(id="no-args", name="echo", args=None))
     results = await runtime.run_turn(calls, Session(mode="default"))
     assert [r.call_id for r in results] == [c.id for c in calls]
@@ -169,7 +192,9 @@ async def test_deeply_nested_arguments_are_refused_before_any_validator_recurses
 
 
 async def test_a_deep_argument_through_a_portable_cel_rule_is_refused(tmp_path: Path) -> None:
-    runtime = Runtime([build(ConfigDir(tmp_path / "config"))], workspace_root=tmp_path, settings=Settings(cel_engine="portable"))
+    runtime = Runtime(
+        [build(ConfigDir(tmp_path / "config"))], workspace_root=tmp_path, settings=Settings(cel_engine="portable")
+    )
     call = Call(id="d", name="ruled", args=deep_dict(10_000))
     (result,) = await runtime.run_turn([call])
     assert_well_formed(result, call)
@@ -200,7 +225,13 @@ print(json.dumps({"status": result.status.value, "code": result.code, "content":
 def run_in_child(config: Path, workspace: Path, engine: str, case: str) -> subprocess.CompletedProcess[str]:
     script = workspace / "child.py"
     script.write_text(textwrap.dedent(CHILD))
-    return subprocess.run([sys.executable, str(script), str(config), str(workspace), engine, case], capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
+    return subprocess.run(
+        [sys.executable, str(script), str(config), str(workspace), engine, case],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
 
 
 @pytest.mark.parametrize(

@@ -78,7 +78,9 @@ async def test_output_bytes_budget_refuses_once_spent(config: ConfigDir, workspa
     assert statuses == [Status.ok, Status.ok, Status.denied]
 
 
-async def test_max_concurrent_executions_per_tool_refuses_the_excess_in_a_parallel_turn(config: ConfigDir, workspace: Path) -> None:
+async def test_max_concurrent_executions_per_tool_refuses_the_excess_in_a_parallel_turn(
+    config: ConfigDir, workspace: Path
+) -> None:
     runtime = runtime_with(config, workspace, {"quotas": {"max_concurrent_per_tool": {"slow": 2}}})
     results = await runtime.run_turn([call("slow", {}, id=f"c{i}") for i in range(4)])
     assert sorted(r.status.value for r in results) == ["denied", "denied", "ok", "ok"]
@@ -89,8 +91,12 @@ async def test_max_concurrent_executions_per_tool_refuses_the_excess_in_a_parall
     assert (await runtime.call("slow", {})).status is Status.ok
 
 
-async def test_a_breaker_opens_after_repeated_crashes_and_refuses_without_running(config: ConfigDir, workspace: Path) -> None:
-    runtime = runtime_with(config, workspace, {"circuit_breakers": [{"tools": ["boom"], "failures": 2, "window_s": 60, "cooldown_s": 60}]})
+async def test_a_breaker_opens_after_repeated_crashes_and_refuses_without_running(
+    config: ConfigDir, workspace: Path
+) -> None:
+    runtime = runtime_with(
+        config, workspace, {"circuit_breakers": [{"tools": ["boom"], "failures": 2, "window_s": 60, "cooldown_s": 60}]}
+    )
     first, second, third = [await runtime.call("boom", {}) for _ in range(3)]
     assert first.code == second.code == "handler_error"
     assert (third.status, third.code) == (Status.denied, "circuit_open")
@@ -99,7 +105,10 @@ async def test_a_breaker_opens_after_repeated_crashes_and_refuses_without_runnin
 
 
 async def test_tool_errors_on_purpose_do_not_trip_a_breaker(config: ConfigDir, workspace: Path) -> None:
-    config.handlers(HANDLERS + "\nfrom runtime.errors import ToolError\ndef missing(args):\n    raise ToolError('ticket not found')\n")
+    config.handlers(
+        HANDLERS
+        + "\nfrom runtime.errors import ToolError\ndef missing(args):\n    raise ToolError('ticket not found')\n"
+    )
     config.tool("missing", config.py("missing"), read_only=True)
     config.document("Policy", "limits", {"circuit_breakers": [{"failures": 1, "window_s": 60, "cooldown_s": 60}]})
     config.write()
@@ -128,7 +137,9 @@ async def test_a_cancelled_call_gives_its_concurrency_slot_back(config: ConfigDi
     assert (await runtime.call("slow", {})).status is Status.ok
 
 
-async def test_a_call_gone_to_the_background_keeps_its_concurrency_slot_until_it_ends(config: ConfigDir, workspace: Path) -> None:
+async def test_a_call_gone_to_the_background_keeps_its_concurrency_slot_until_it_ends(
+    config: ConfigDir, workspace: Path
+) -> None:
     config.command_tool("build", ["sleep", "1.5"], read_only=True, timeout={"total_s": 0.2, "on_timeout": "background"})
     config.document("Policy", "limits", {"quotas": {"max_concurrent_per_tool": {"build": 1}}})
     config.write()

@@ -112,7 +112,9 @@ async def test_a_slow_approver_times_out_as_denied(snapshot: Snapshot, workspace
 
 async def test_plan_mode_denies_writes_without_asking(snapshot: Snapshot, workspace: Path) -> None:
     approver = FakeApprover()
-    result = await run_one(snapshot, workspace, "touch", {"file": "a.txt"}, approver=approver, session=Session(mode="plan"))
+    result = await run_one(
+        snapshot, workspace, "touch", {"file": "a.txt"}, approver=approver, session=Session(mode="plan")
+    )
     assert_denied(result, "plan mode")
     assert approver.asked == []
     assert not (workspace / "a.txt").exists()
@@ -139,14 +141,19 @@ async def test_each_write_in_a_turn_is_asked_separately(snapshot: Snapshot, work
             return next(answers)
 
     approver = Alternating()
-    results = await run_turn([call("touch", {"file": "1.txt"}), call("touch", {"file": "2.txt"})], make_env(snapshot, workspace, approver=approver))
+    results = await run_turn(
+        [call("touch", {"file": "1.txt"}), call("touch", {"file": "2.txt"})],
+        make_env(snapshot, workspace, approver=approver),
+    )
     assert [r.status for r in results] == [Status.ok, Status.denied]
     assert len(approver.asked) == 2
     assert (workspace / "1.txt").exists() and not (workspace / "2.txt").exists()
 
 
 @pytest.mark.parametrize("answer", [True, None, "yes"])
-async def test_an_approver_returning_something_else_than_an_approval_counts_as_no(snapshot: Snapshot, workspace: Path, answer: object) -> None:
+async def test_an_approver_returning_something_else_than_an_approval_counts_as_no(
+    snapshot: Snapshot, workspace: Path, answer: object
+) -> None:
     async def sloppy(call, session, decision):  # noqa: ANN001, ANN202 - an embedder's approver, not typed
         return answer
 
@@ -161,9 +168,28 @@ async def test_an_approver_returning_something_else_than_an_approval_counts_as_n
 @pytest.fixture
 def editing(config: ConfigDir) -> Snapshot:
     config.handlers(HANDLERS)
-    config.tool("touch", config.py("touch"), input_schema={**FILE_SCHEMA, "properties": {"file": {"type": "string", "pattern": "^[a-z0-9.]+$"}}}, edits_workspace=True)
+    config.tool(
+        "touch",
+        config.py("touch"),
+        input_schema={**FILE_SCHEMA, "properties": {"file": {"type": "string", "pattern": "^[a-z0-9.]+$"}}},
+        edits_workspace=True,
+    )
     config.tool("launch", config.py("touch"), input_schema=FILE_SCHEMA, risk="critical")
-    config.document("Policy", "p", {"rules": [{"name": "no-env", "effect": "deny", "tools": ["touch"], "when": "args.file == 'env'", "reason": "never touch env"}]})
+    config.document(
+        "Policy",
+        "p",
+        {
+            "rules": [
+                {
+                    "name": "no-env",
+                    "effect": "deny",
+                    "tools": ["touch"],
+                    "when": "args.file == 'env'",
+                    "reason": "never touch env",
+                }
+            ]
+        },
+    )
     return config.snapshot()
 
 
@@ -179,27 +205,51 @@ async def test_allow_for_session_is_not_asked_again_for_the_same_tool(editing: S
 
 async def test_a_session_grant_does_not_leak_into_other_sessions(editing: Snapshot, workspace: Path) -> None:
     grants = SessionGrants()
-    await run_turn([call("touch", {"file": "1.txt"})], make_env(editing, workspace, approver=FakeApprover(Approval(True, scope="session")), grants=grants, session=Session(id="s1")))
+    await run_turn(
+        [call("touch", {"file": "1.txt"})],
+        make_env(
+            editing,
+            workspace,
+            approver=FakeApprover(Approval(True, scope="session")),
+            grants=grants,
+            session=Session(id="s1"),
+        ),
+    )
     other = FakeApprover(Approval(False, "no"))
-    (result,) = await run_turn([call("touch", {"file": "2.txt"})], make_env(editing, workspace, approver=other, grants=grants, session=Session(id="s2")))
+    (result,) = await run_turn(
+        [call("touch", {"file": "2.txt"})],
+        make_env(editing, workspace, approver=other, grants=grants, session=Session(id="s2")),
+    )
     assert result.status is Status.denied and len(other.asked) == 1
 
 
-async def test_a_session_grant_with_a_pattern_covers_only_matching_arguments(editing: Snapshot, workspace: Path) -> None:
+async def test_a_session_grant_with_a_pattern_covers_only_matching_arguments(
+    editing: Snapshot, workspace: Path
+) -> None:
     approver = FakeApprover(Approval(True, scope="session", pattern={"file": "*.txt"}))
     env = make_env(editing, workspace, approver=approver, grants=SessionGrants(), session=Session(id="s1"))
-    await run_turn([call("touch", {"file": "1.txt"}), call("touch", {"file": "2.txt"}), call("touch", {"file": "3.md"})], env)
+    await run_turn(
+        [call("touch", {"file": "1.txt"}), call("touch", {"file": "2.txt"}), call("touch", {"file": "3.md"})], env
+    )
     assert [dict(c.args)["file"] for c, _, _ in approver.asked] == ["1.txt", "3.md"]
 
 
 async def test_a_session_grant_never_overrides_a_deny_rule(editing: Snapshot, workspace: Path) -> None:
-    env = make_env(editing, workspace, approver=FakeApprover(Approval(True, scope="session")), grants=SessionGrants(), session=Session(id="s1"))
+    env = make_env(
+        editing,
+        workspace,
+        approver=FakeApprover(Approval(True, scope="session")),
+        grants=SessionGrants(),
+        session=Session(id="s1"),
+    )
     results = await run_turn([call("touch", {"file": "1.txt"}), call("touch", {"file": "env"})], env)
     assert results[1].status is Status.denied and "never touch env" in results[1].content
     assert not (workspace / "env").exists()
 
 
-async def test_critical_tools_are_asked_every_time_despite_allow_for_session(editing: Snapshot, workspace: Path) -> None:
+async def test_critical_tools_are_asked_every_time_despite_allow_for_session(
+    editing: Snapshot, workspace: Path
+) -> None:
     approver = FakeApprover(Approval(True, scope="session"))
     env = make_env(editing, workspace, approver=approver, grants=SessionGrants(), session=Session(id="s1"))
     results = await run_turn([call("launch", {"file": "1.txt"}), call("launch", {"file": "2.txt"})], env)
@@ -226,42 +276,79 @@ async def test_edited_arguments_that_fail_validation_are_not_run(editing: Snapsh
 async def test_edited_arguments_that_a_deny_rule_catches_are_denied(editing: Snapshot, workspace: Path) -> None:
     approver = FakeApprover(Approval(True, args={"file": "env"}))
     (result,) = await run_turn([call("touch", {"file": "ok.txt"})], make_env(editing, workspace, approver=approver))
-    assert result.status is Status.denied and "edited arguments" in result.content and "never touch env" in result.content
+    assert (
+        result.status is Status.denied and "edited arguments" in result.content and "never touch env" in result.content
+    )
     assert not (workspace / "env").exists()
 
 
 async def test_accept_edits_mode_runs_workspace_edits_without_asking(editing: Snapshot, workspace: Path) -> None:
     approver = FakeApprover(Approval(False, "should not be asked"))
-    (result,) = await run_turn([call("touch", {"file": "a.txt"})], make_env(editing, workspace, approver=approver, session=Session(mode="accept_edits")))
+    (result,) = await run_turn(
+        [call("touch", {"file": "a.txt"})],
+        make_env(editing, workspace, approver=approver, session=Session(mode="accept_edits")),
+    )
     assert result.status is Status.ok and approver.asked == []
     assert result.metadata["decision"] == "allow"
 
 
-async def test_accept_edits_mode_still_asks_for_tools_that_do_not_edit_the_workspace(snapshot: Snapshot, workspace: Path) -> None:
+async def test_accept_edits_mode_still_asks_for_tools_that_do_not_edit_the_workspace(
+    snapshot: Snapshot, workspace: Path
+) -> None:
     approver = FakeApprover(Approval(False, "no"))
-    (result,) = await run_turn([call("touch", {"file": "a.txt"})], make_env(snapshot, workspace, approver=approver, session=Session(mode="accept_edits")))
+    (result,) = await run_turn(
+        [call("touch", {"file": "a.txt"})],
+        make_env(snapshot, workspace, approver=approver, session=Session(mode="accept_edits")),
+    )
     assert result.status is Status.denied and len(approver.asked) == 1
 
 
 async def test_accept_edits_mode_does_not_override_a_deny_rule(editing: Snapshot, workspace: Path) -> None:
-    (result,) = await run_turn([call("touch", {"file": "env"})], make_env(editing, workspace, session=Session(mode="accept_edits")))
+    (result,) = await run_turn(
+        [call("touch", {"file": "env"})], make_env(editing, workspace, session=Session(mode="accept_edits"))
+    )
     assert result.status is Status.denied
 
 
 async def test_plan_mode_denies_an_asked_write_even_with_a_session_grant(editing: Snapshot, workspace: Path) -> None:
     grants = SessionGrants()
-    await run_turn([call("touch", {"file": "1.txt"})], make_env(editing, workspace, approver=FakeApprover(Approval(True, scope="session")), grants=grants, session=Session(id="s1")))
-    (result,) = await run_turn([call("touch", {"file": "2.txt"})], make_env(editing, workspace, grants=grants, session=Session(id="s1", mode="plan")))
+    await run_turn(
+        [call("touch", {"file": "1.txt"})],
+        make_env(
+            editing,
+            workspace,
+            approver=FakeApprover(Approval(True, scope="session")),
+            grants=grants,
+            session=Session(id="s1"),
+        ),
+    )
+    (result,) = await run_turn(
+        [call("touch", {"file": "2.txt"})],
+        make_env(editing, workspace, grants=grants, session=Session(id="s1", mode="plan")),
+    )
     assert result.status is Status.denied and "plan mode" in result.content
     assert not (workspace / "2.txt").exists()
 
 
-async def test_a_path_pattern_grant_does_not_cover_a_path_that_climbs_out_of_it(snapshot: Snapshot, workspace: Path) -> None:
+async def test_a_path_pattern_grant_does_not_cover_a_path_that_climbs_out_of_it(
+    snapshot: Snapshot, workspace: Path
+) -> None:
     (workspace / "src" / "x").mkdir(parents=True)
     approver = FakeApprover(Approval(True, scope="session", pattern={"file": "src/*"}))
     env = make_env(snapshot, workspace, approver=approver, grants=SessionGrants(), session=Session(id="s1"))
-    await run_turn([call("touch", {"file": "src/a.txt"}), call("touch", {"file": "src/../b.txt"}), call("touch", {"file": "src/x/c.txt"})], env)
-    assert [dict(c.args)["file"] for c, _, _ in approver.asked] == ["src/a.txt", "src/../b.txt", "src/x/c.txt"]  # a.txt granted the rest: none covered
+    await run_turn(
+        [
+            call("touch", {"file": "src/a.txt"}),
+            call("touch", {"file": "src/../b.txt"}),
+            call("touch", {"file": "src/x/c.txt"}),
+        ],
+        env,
+    )
+    assert [dict(c.args)["file"] for c, _, _ in approver.asked] == [
+        "src/a.txt",
+        "src/../b.txt",
+        "src/x/c.txt",
+    ]  # a.txt granted the rest: none covered
     (again,) = await run_turn([call("touch", {"file": "src/d.txt"})], env)
     assert again.metadata["approved"] == "session-grant"
 
@@ -269,6 +356,9 @@ async def test_a_path_pattern_grant_does_not_cover_a_path_that_climbs_out_of_it(
 async def test_a_rejected_edit_of_the_arguments_leaves_no_session_grant(editing: Snapshot, workspace: Path) -> None:
     grants = SessionGrants()
     approver = FakeApprover(Approval(True, scope="session", args={"file": "env"}))  # caught by the deny rule
-    (result,) = await run_turn([call("touch", {"file": "ok.txt"})], make_env(editing, workspace, approver=approver, grants=grants, session=Session(id="s1")))
+    (result,) = await run_turn(
+        [call("touch", {"file": "ok.txt"})],
+        make_env(editing, workspace, approver=approver, grants=grants, session=Session(id="s1")),
+    )
     assert result.status is Status.denied
     assert grants.of("s1") == ()

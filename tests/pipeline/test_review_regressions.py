@@ -53,14 +53,14 @@ spec:
   handler: python:review_handlers:broken
 """
 
-HANDLERS = '''
+HANDLERS = """
 class Unprintable(Exception):
     def __str__(self):
         raise RuntimeError("no text")
 
 def broken(args):
     raise Unprintable()
-'''
+"""
 
 
 @pytest.fixture
@@ -100,7 +100,9 @@ def test_lint_rejects_templates_that_cannot_work(tmp_path: Path, argv: str, shel
 
 async def test_a_command_that_closes_its_output_early_still_runs_to_completion(runtime: Runtime) -> None:
     marker = runtime.workspace_root / "done"
-    (result,) = await runtime.run_turn([Call("1", "run", {"script": f"exec >/dev/null 2>&1; sleep 0.5; touch {marker}"})])
+    (result,) = await runtime.run_turn(
+        [Call("1", "run", {"script": f"exec >/dev/null 2>&1; sleep 0.5; touch {marker}"})]
+    )
     assert (result.status.value, result.metadata["exit_code"]) == ("ok", 0)
     assert marker.exists()
 

@@ -67,7 +67,15 @@ def env(config: ConfigDir, workspace: Path) -> TurnEnv:
     c = config.handlers(HANDLERS)
     c.include("redaction-default", "builtin-tools")
     for mode in ("artifact", "head", "tail", "head_tail"):
-        c.output_profile(f"small-{mode.replace('_', '-')}", max_chars=200, preview_chars=50, head_chars=60, tail_chars=40, on_success=mode, on_error="head_tail")
+        c.output_profile(
+            f"small-{mode.replace('_', '-')}",
+            max_chars=200,
+            preview_chars=50,
+            head_chars=60,
+            tail_chars=40,
+            on_success=mode,
+            on_error="head_tail",
+        )
     secrets = {"redaction": ["secrets"]}
     c.tool("text_secret", c.py("text_secret"), read_only=True, **secrets)
     c.tool("dict_secret", c.py("dict_secret"), read_only=True, **secrets)
@@ -76,11 +84,25 @@ def env(config: ConfigDir, workspace: Path) -> TurnEnv:
     c.tool("raise_secret", c.py("raise_secret"), read_only=True, **secrets)
     c.tool("crash_secret", c.py("crash_secret"), read_only=True, **secrets)
     c.tool("crash_secret_write", c.py("crash_secret"), **secrets)
-    c.tool("secret_arg", c.py("text_secret"), read_only=True, input_schema={"type": "object", "additionalProperties": False, "properties": {"mode": {"enum": ["a", "b"]}}}, **secrets)
+    c.tool(
+        "secret_arg",
+        c.py("text_secret"),
+        read_only=True,
+        input_schema={"type": "object", "additionalProperties": False, "properties": {"mode": {"enum": ["a", "b"]}}},
+        **secrets,
+    )
     for mode in ("artifact", "head", "tail", "head_tail"):
-        c.tool(f"lines_{mode}", c.py("lines"), read_only=True, input_schema=LINES, output={"profile": f"small-{mode.replace('_', '-')}"})
+        c.tool(
+            f"lines_{mode}",
+            c.py("lines"),
+            read_only=True,
+            input_schema=LINES,
+            output={"profile": f"small-{mode.replace('_', '-')}"},
+        )
     c.tool("lines_inline", c.py("lines"), read_only=True, input_schema=LINES)
-    c.tool("lines_big", c.py("lines"), read_only=True, input_schema=LINES, output={"max_chars": 1000, "preview_chars": 300})
+    c.tool(
+        "lines_big", c.py("lines"), read_only=True, input_schema=LINES, output={"max_chars": 1000, "preview_chars": 300}
+    )
     c.tool("secret_lines", c.py("secret_lines"), read_only=True, output={"max_chars": 500}, **secrets)
     c.tool("long_crash", c.py("long_crash"), read_only=True, input_schema=LINES, output={"profile": "small-head-tail"})
     c.tool("web_page", c.py("injected"), read_only=True, trust="untrusted")
@@ -106,7 +128,12 @@ async def test_text_results_are_redacted_and_counted(env: TurnEnv) -> None:
 
 async def test_dict_results_are_structured_and_redacted_in_both_forms(env: TurnEnv) -> None:
     result = await run_one(env, "dict_secret")
-    assert result.structured == {"user": "bob", "key": "[REDACTED:aws_access_key]", "nested": [{"token": "[REDACTED:github_token]"}], "count": 3}
+    assert result.structured == {
+        "user": "bob",
+        "key": "[REDACTED:aws_access_key]",
+        "nested": [{"token": "[REDACTED:github_token]"}],
+        "count": 3,
+    }
     assert json.loads(result.content) == result.structured
     assert AWS not in result.content and GITHUB not in result.content
     assert AWS not in json.dumps(result.structured) and GITHUB not in json.dumps(result.structured)
@@ -155,7 +182,9 @@ async def test_artifact_mode_saves_the_text_and_names_the_artifact_and_the_call_
     artifact_id = meta["artifact_id"]
     assert (meta["truncated"], meta["mode"], meta["original_chars"]) == (True, "artifact", len(full))
     notice, _, preview = result.content.partition("\n")
-    assert notice.startswith(f"[Output truncated: {len(full):,} characters in total; the first {len(preview):,} are shown below.")
+    assert notice.startswith(
+        f"[Output truncated: {len(full):,} characters in total; the first {len(preview):,} are shown below."
+    )
     assert f"The full output is saved as artifact {artifact_id}." in notice
     assert f'artifact_read(id="{artifact_id}", offset={len(preview)})' in notice
     assert 0 < len(preview) <= 50 and full.startswith(preview)
@@ -167,7 +196,9 @@ async def test_artifact_mode_without_a_store_falls_back_to_head_and_tail(env: Tu
     bare = dataclasses.replace(env, artifacts=None)
     full = expected_lines(100)
     result = await run_one(bare, "lines_artifact", {"n": 100})
-    assert result.content.startswith(f"[The full output ({len(full):,} characters) could not be kept (no artifact store is configured)")
+    assert result.content.startswith(
+        f"[The full output ({len(full):,} characters) could not be kept (no artifact store is configured)"
+    )
     assert result.metadata["mode"] == "head_tail"
     assert "line-0\n" in result.content and result.content.endswith("line-99\n")
 
@@ -177,7 +208,9 @@ async def test_head_mode_keeps_the_start_and_says_what_was_cut(env: TurnEnv) -> 
     result = await run_one(env, "lines_head", {"n": 100})
     kept, _, notice = result.content.rpartition("[... output truncated: ")
     assert full.startswith(kept) and 0 < len(kept) <= 60
-    assert notice.startswith(f"the first {len(kept):,} of {len(full):,} characters are shown above; the remaining {len(full) - len(kept):,} characters were cut and are not kept.")
+    assert notice.startswith(
+        f"the first {len(kept):,} of {len(full):,} characters are shown above; the remaining {len(full) - len(kept):,} characters were cut and are not kept."
+    )
     assert result.metadata["mode"] == "head"
 
 
@@ -186,7 +219,10 @@ async def test_tail_mode_keeps_the_end_and_says_what_was_cut(env: TurnEnv) -> No
     result = await run_one(env, "lines_tail", {"n": 100})
     notice, _, kept = result.content.partition("\n")
     assert full.endswith(kept) and 0 < len(kept) <= 40
-    assert notice == f"[... output truncated: the first {len(full) - len(kept):,} of {len(full):,} characters were cut and are not kept; the last {len(kept):,} are shown below.]"
+    assert (
+        notice
+        == f"[... output truncated: the first {len(full) - len(kept):,} of {len(full):,} characters were cut and are not kept; the last {len(kept):,} are shown below.]"
+    )
 
 
 async def test_head_tail_mode_keeps_both_ends_and_counts_the_omitted_middle(env: TurnEnv) -> None:
@@ -258,7 +294,10 @@ async def test_artifact_read_pages_through_a_saved_artifact_to_the_end(env: Turn
         if footer.startswith("[end of artifact"):
             assert footer == f"[end of artifact: {len(full):,} characters in all]"
             break
-        match = re.fullmatch(rf'\[characters ([\d,]+)-([\d,]+) of {len(full):,}; continue with artifact_read\(id="{artifact_id}", offset=(\d+)\)\]', footer)
+        match = re.fullmatch(
+            rf'\[characters ([\d,]+)-([\d,]+) of {len(full):,}; continue with artifact_read\(id="{artifact_id}", offset=(\d+)\)\]',
+            footer,
+        )
         assert match, footer
         assert int(match.group(1).replace(",", "")) == offset
         offset = int(match.group(3))
@@ -281,7 +320,9 @@ async def test_artifact_read_with_a_pattern_returns_only_matching_lines(env: Tur
         ("../../etc/passwd", "invalid_arguments", "must match"),
     ],
 )
-async def test_artifact_read_of_an_unknown_or_malformed_id_is_an_error_saying_so(env: TurnEnv, artifact_id: str, code: str, phrase: str) -> None:
+async def test_artifact_read_of_an_unknown_or_malformed_id_is_an_error_saying_so(
+    env: TurnEnv, artifact_id: str, code: str, phrase: str
+) -> None:
     page = await run_one(env, "artifact_read", {"id": artifact_id})
     assert page.is_error and page.code == code
     assert phrase in page.content, page.content

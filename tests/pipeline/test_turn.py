@@ -115,8 +115,12 @@ class Turn:
         self.workspace = workspace
         self.module.reset()
 
-    async def run(self, calls: list[Call], *, session: Session = BYPASS, settings: Settings | None = None, **options: Any):
-        return await run_turn(calls, make_env(self.snapshot, self.workspace, session=session, settings=settings), **options)
+    async def run(
+        self, calls: list[Call], *, session: Session = BYPASS, settings: Settings | None = None, **options: Any
+    ):
+        return await run_turn(
+            calls, make_env(self.snapshot, self.workspace, session=session, settings=settings), **options
+        )
 
     @property
     def max_in_flight(self) -> int:
@@ -140,7 +144,14 @@ def nap(tag: str, s: float = 0.3, *, tool: str = "nap", id: str | None = None) -
 
 
 async def test_results_come_back_in_call_order_paired_by_id(turn: Turn) -> None:
-    calls = [nap("a", 0.2), call("quick", {"tag": "b"}, id="b"), call("quick_write", {"tag": "c"}, id="c"), call("nope", id="d"), call("quick", {"tag": 5}, id="e"), nap("f", 0.05)]
+    calls = [
+        nap("a", 0.2),
+        call("quick", {"tag": "b"}, id="b"),
+        call("quick_write", {"tag": "c"}, id="c"),
+        call("nope", id="d"),
+        call("quick", {"tag": 5}, id="e"),
+        nap("f", 0.05),
+    ]
     results = await turn.run(calls)
     assert [r.call_id for r in results] == ["a", "b", "c", "d", "e", "f"]
     assert [r.name for r in results] == [c.name for c in calls]
@@ -158,7 +169,9 @@ async def test_consecutive_read_only_calls_run_concurrently(turn: Turn) -> None:
 
 
 async def test_a_write_call_splits_read_only_calls_into_batches(turn: Turn) -> None:
-    results = await turn.run([nap("a", 0.2), nap("b", 0.2), nap("w", 0.2, tool="nap_write"), nap("d", 0.2), nap("e", 0.2)])
+    results = await turn.run(
+        [nap("a", 0.2), nap("b", 0.2), nap("w", 0.2, tool="nap_write"), nap("d", 0.2), nap("e", 0.2)]
+    )
     assert all(r.status is Status.ok for r in results)
     (a0, a1), (b0, b1), (w0, w1), (d0, d1), (e0, e1) = (turn.times(t) for t in "abwde")
     assert max(a0, b0) < min(a1, b1)  # a and b overlapped
@@ -183,7 +196,12 @@ async def test_max_concurrency_bounds_a_read_only_batch(turn: Turn) -> None:
 
 
 async def test_duplicate_ids_are_answered_not_executed_for_the_later_calls(turn: Turn) -> None:
-    calls = [nap("first", 0.01, id="same"), nap("second", 0.01, id="same"), nap("other", 0.01, id="other"), nap("third", 0.01, id="same")]
+    calls = [
+        nap("first", 0.01, id="same"),
+        nap("second", 0.01, id="same"),
+        nap("other", 0.01, id="other"),
+        nap("third", 0.01, id="same"),
+    ]
     results = await turn.run(calls)
     assert [r.call_id for r in results] == ["same", "same", "other", "same"]
     assert [r.status for r in results] == [Status.ok, Status.not_executed, Status.ok, Status.not_executed]
@@ -195,7 +213,12 @@ async def test_duplicate_ids_are_answered_not_executed_for_the_later_calls(turn:
 
 
 async def test_stop_on_error_answers_the_rest_not_executed(turn: Turn) -> None:
-    calls = [call("quick", {"tag": "a"}, id="a"), call("fail", {"tag": "b"}, id="b"), nap("c", 0.01), nap("d", 0.01, tool="nap_write")]
+    calls = [
+        call("quick", {"tag": "a"}, id="a"),
+        call("fail", {"tag": "b"}, id="b"),
+        nap("c", 0.01),
+        nap("d", 0.01, tool="nap_write"),
+    ]
     results = await turn.run(calls, parallel=False, stop_on_error=True)
     assert [r.status for r in results] == [Status.ok, Status.error, Status.not_executed, Status.not_executed]
     assert [r.code for r in results[2:]] == ["stopped_on_error", "stopped_on_error"]
@@ -209,7 +232,12 @@ async def test_without_stop_on_error_later_calls_still_run(turn: Turn) -> None:
 
 
 async def test_deadline_cuts_a_running_write_short_as_unknown_and_skips_the_rest(turn: Turn, workspace: Path) -> None:
-    calls = [nap("a", 0.05), call("slow_write", {"tag": "w", "s": 3}, id="w"), nap("c", 0.01), call("quick_write", {"tag": "d"}, id="d")]
+    calls = [
+        nap("a", 0.05),
+        call("slow_write", {"tag": "w", "s": 3}, id="w"),
+        nap("c", 0.01),
+        call("quick_write", {"tag": "d"}, id="d"),
+    ]
     started = time.monotonic()
     results = await turn.run(calls, deadline_s=0.4)
     elapsed = time.monotonic() - started
@@ -217,7 +245,9 @@ async def test_deadline_cuts_a_running_write_short_as_unknown_and_skips_the_rest
     assert [r.call_id for r in results] == ["a", "w", "c", "d"]
     assert results[0].status is Status.ok
     assert (results[1].status, results[1].code) == (Status.unknown, "turn_deadline")
-    assert results[1].content.startswith("Result unknown: the turn's time limit passed while it ran, so `slow_write` was stopped")
+    assert results[1].content.startswith(
+        "Result unknown: the turn's time limit passed while it ran, so `slow_write` was stopped"
+    )
     assert "Check whether it did before retrying." in results[1].content
     for skipped in results[2:]:
         assert (skipped.status, skipped.code) == (Status.not_executed, "turn_deadline")
@@ -263,7 +293,9 @@ async def test_an_interrupt_set_before_the_turn_runs_nothing(turn: Turn) -> None
     assert turn.started() == []
 
 
-@pytest.mark.parametrize("between", [call("no_such_tool", id="x"), Call(id="x", name="nap", args=None, parse_error="bad JSON")])
+@pytest.mark.parametrize(
+    "between", [call("no_such_tool", id="x"), Call(id="x", name="nap", args=None, parse_error="bad JSON")]
+)
 async def test_unknown_and_unparsable_calls_count_as_not_read_only(turn: Turn, between: Call) -> None:
     results = await turn.run([nap("a", 0.15), between, nap("b", 0.15)])
     assert results[1].status is Status.invalid
@@ -272,7 +304,9 @@ async def test_unknown_and_unparsable_calls_count_as_not_read_only(turn: Turn, b
 
 
 async def test_a_failing_call_never_loses_its_siblings_results(turn: Turn) -> None:
-    results = await turn.run([nap("a", 0.1), call("fail", {"tag": "f"}, id="f"), call("quick", {"tag": 1}, id="bad"), nap("b", 0.1)])
+    results = await turn.run(
+        [nap("a", 0.1), call("fail", {"tag": "f"}, id="f"), call("quick", {"tag": 1}, id="bad"), nap("b", 0.1)]
+    )
     assert [r.status for r in results] == [Status.ok, Status.error, Status.invalid, Status.ok]
     assert [r.content for r in (results[0], results[3])] == ["tag=a", "tag=b"]
 
@@ -299,7 +333,13 @@ def test_a_handler_raising_system_exit_becomes_an_error_result(turn: Turn, confi
     # run later by the GC, trip CPython 3.11's AST recursion check in this process.
     script = turn.workspace / "child.py"
     script.write_text(SYSTEM_EXIT_CHILD)
-    child = subprocess.run([sys.executable, str(script), str(config.path), str(turn.workspace), tool], capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
+    child = subprocess.run(
+        [sys.executable, str(script), str(config.path), str(turn.workspace), tool],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     outcome = json.loads(child.stdout.strip().splitlines()[-1])
     assert "raised" not in outcome, f"run_turn raised {outcome.get('raised')}"
     (x_id, x_status, _), (y_id, y_status, _) = outcome["results"]
@@ -334,23 +374,44 @@ async def test_a_swallowed_timeout_leaves_no_cancel_request_on_the_callers_task(
 # property: whatever the model sends, one well-formed result per call, in order
 
 NAMES = ["quick", "quick_write", "fail", "fail_write", "nap", "nope", "", "quick@2", "nap_write"]
-ARG_VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=20), st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(), max_size=3))
+ARG_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.text(max_size=20),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+)
 ARGS = st.one_of(
     st.none(),
-    st.fixed_dictionaries({}, optional={"tag": st.one_of(st.text(max_size=10), ARG_VALUES), "s": st.sampled_from([0, 0.001, 0.002]), "junk": ARG_VALUES}),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "tag": st.one_of(st.text(max_size=10), ARG_VALUES),
+            "s": st.sampled_from([0, 0.001, 0.002]),
+            "junk": ARG_VALUES,
+        },
+    ),
 )
 CALL = st.tuples(st.sampled_from(NAMES), st.sampled_from(["a", "b", "c", "d", "e", "f", "g"]), ARGS, st.booleans())
-OPTIONS = st.fixed_dictionaries({"parallel": st.booleans(), "stop_on_error": st.booleans(), "deadline_s": st.sampled_from([None, None, 5.0, 0.0])})
+OPTIONS = st.fixed_dictionaries(
+    {"parallel": st.booleans(), "stop_on_error": st.booleans(), "deadline_s": st.sampled_from([None, None, 5.0, 0.0])}
+)
 SESSIONS = st.sampled_from([BYPASS, Session(), Session(mode="plan")])
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(specs=st.lists(CALL, max_size=12), options=OPTIONS, session=SESSIONS, interrupted=st.booleans())
-def test_any_list_of_calls_gets_one_result_per_call_in_order(turn: Turn, specs: list[tuple[str, str, Any, bool]], options: dict[str, Any], session: Session, interrupted: bool) -> None:
+def test_any_list_of_calls_gets_one_result_per_call_in_order(
+    turn: Turn, specs: list[tuple[str, str, Any, bool]], options: dict[str, Any], session: Session, interrupted: bool
+) -> None:
     calls = []
     for index, (name, call_id, args, bad_json) in enumerate(specs):
         if args is None and bad_json:
-            calls.append(Call(id=call_id, name=name, args=None, index=index, parse_error="Arguments are not valid JSON."))
+            calls.append(
+                Call(id=call_id, name=name, args=None, index=index, parse_error="Arguments are not valid JSON.")
+            )
         else:
             calls.append(Call(id=call_id, name=name, args=args, index=index))
 

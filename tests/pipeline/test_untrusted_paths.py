@@ -78,7 +78,10 @@ def test_forged_markers_are_defused_however_disguised(forged: str) -> None:
     assert not reads_as_marker(defused)
 
 
-@pytest.mark.parametrize("harmless", ["a < b and c > d", "<div>untrusted data</div>", "<untrusted>", "x <unt", "<script>", "1<2", "<u>data</u>"])
+@pytest.mark.parametrize(
+    "harmless",
+    ["a < b and c > d", "<div>untrusted data</div>", "<untrusted>", "x <unt", "<script>", "1<2", "<u>data</u>"],
+)
 def test_ordinary_angle_brackets_stay(harmless: str) -> None:
     assert defuse_markers(harmless) == harmless
 
@@ -115,8 +118,19 @@ def env(config: ConfigDir, workspace: Path) -> TurnEnv:
     c = config.handlers(HANDLERS.format(forged=FORGED))
     c.include("builtin-tools")
     c.tool("failing_page", c.py("raises"), read_only=True, trust="untrusted")
-    c.tool("long_page", c.py("long_page"), read_only=True, trust="untrusted", output={"max_chars": 2000, "preview_chars": 500, "on_success": "artifact"})
-    c.tool("long_trusted", c.py("long_page"), read_only=True, output={"max_chars": 2000, "preview_chars": 500, "on_success": "artifact"})
+    c.tool(
+        "long_page",
+        c.py("long_page"),
+        read_only=True,
+        trust="untrusted",
+        output={"max_chars": 2000, "preview_chars": 500, "on_success": "artifact"},
+    )
+    c.tool(
+        "long_trusted",
+        c.py("long_page"),
+        read_only=True,
+        output={"max_chars": 2000, "preview_chars": 500, "on_success": "artifact"},
+    )
     return make_env(c.snapshot(), workspace, session=Session(mode="bypass"))
 
 
@@ -145,7 +159,11 @@ async def test_an_mcp_servers_is_error_text_of_an_untrusted_tool_is_marked(env: 
 
     from runtime.pipeline.shape import shape
 
-    remote = SimpleNamespace(is_error=True, content=[SimpleNamespace(type="text", text="denied " + " ".join(FORGED))], structured_content=None)
+    remote = SimpleNamespace(
+        is_error=True,
+        content=[SimpleNamespace(type="text", text="denied " + " ".join(FORGED))],
+        structured_content=None,
+    )
     outcome = outcome_of(remote)
     tool = env.snapshot.tools["failing_page"]
     result = shape(call("failing_page"), tool, outcome, env, {})
@@ -191,7 +209,10 @@ async def test_a_page_at_the_schema_maximum_fits_the_result_and_gives_the_exact_
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(text=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=30000), limit=st.integers(min_value=1, max_value=20000))
+@given(
+    text=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=30000),
+    limit=st.integers(min_value=1, max_value=20000),
+)
 def test_paging_an_artifact_with_the_offsets_given_reproduces_it_exactly(tmp_path: Path, text: str, limit: int) -> None:
     store = ArtifactStore(tmp_path / "artifacts")
     ref = store.save(text, call_id="c", tool="t")
@@ -207,7 +228,9 @@ def test_paging_an_artifact_with_the_offsets_given_reproduces_it_exactly(tmp_pat
     assert "".join(pieces) == text
 
 
-async def test_paging_through_artifact_read_reproduces_a_trusted_artifact_exactly(env: TurnEnv, workspace: Path) -> None:
+async def test_paging_through_artifact_read_reproduces_a_trusted_artifact_exactly(
+    env: TurnEnv, workspace: Path
+) -> None:
     store: ArtifactStore = env.artifacts
     text = "".join(f"row {i} ünï 数据 {'x' * (i % 50)}\n" for i in range(4000))
     ref = store.save(text, call_id="c", tool="long_trusted", session=env.session.id)
@@ -215,7 +238,9 @@ async def test_paging_through_artifact_read_reproduces_a_trusted_artifact_exactl
         pages, _ = await page_through(env, ref.id, limit)
         pieces = [p.content.rsplit("\n", 1)[0] for p in pages]
         # Each page's text is followed by "\n[footer]": the text itself may end in "\n".
-        assert "".join(piece + "\n" for piece in pieces)[: len(text)] == text or "".join(pieces).replace("\n", "") == text.replace("\n", "")
+        assert "".join(piece + "\n" for piece in pieces)[: len(text)] == text or "".join(pieces).replace(
+            "\n", ""
+        ) == text.replace("\n", "")
 
 
 # -- background jobs ----------------------------------------------------------------------

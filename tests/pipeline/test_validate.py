@@ -40,21 +40,36 @@ def snapshot(config: ConfigDir) -> Snapshot:
         config.py("echo"),
         read_only=True,
         input_schema=SCHEMA,
-        rules=[{"name": "not-admin", "expression": 'args.name != "admin"', "message": "Pick a user other than admin; admin is reserved."}],
+        rules=[
+            {
+                "name": "not-admin",
+                "expression": 'args.name != "admin"',
+                "message": "Pick a user other than admin; admin is reserved.",
+            }
+        ],
     )
     config.tool(
         "strict_rule",
         config.py("echo"),
         read_only=True,
         input_schema=SCHEMA,
-        rules=[{"name": "path-in-src", "expression": 'args.path.startsWith("src/")', "message": "Pass a path under src/."}],
+        rules=[
+            {"name": "path-in-src", "expression": 'args.path.startsWith("src/")', "message": "Pass a path under src/."}
+        ],
     )
     config.tool(
         "lenient_rule",
         config.py("echo"),
         read_only=True,
         input_schema=SCHEMA,
-        rules=[{"name": "path-in-src", "expression": 'args.path.startsWith("src/")', "message": "Pass a path under src/.", "on_error": "ignore"}],
+        rules=[
+            {
+                "name": "path-in-src",
+                "expression": 'args.path.startsWith("src/")',
+                "message": "Pass a path under src/.",
+                "on_error": "ignore",
+            }
+        ],
     )
     config.tool(
         "two_rules",
@@ -85,7 +100,9 @@ async def test_schema_problems_are_all_listed_with_pointers(snapshot: Snapshot, 
     assert "Fix the arguments and call `echo` again." in result.content
 
 
-async def test_many_schema_problems_are_capped_in_the_text_but_all_kept_in_metadata(config: ConfigDir, workspace: Path) -> None:
+async def test_many_schema_problems_are_capped_in_the_text_but_all_kept_in_metadata(
+    config: ConfigDir, workspace: Path
+) -> None:
     config.handlers(HANDLERS)
     props = {f"f{i:02d}": {"type": "integer"} for i in range(30)}
     config.tool("wide", config.py("echo"), read_only=True, input_schema={"type": "object", "properties": props})
@@ -146,22 +163,32 @@ async def test_on_error_ignore_still_enforces_a_rule_that_evaluates_false(snapsh
     assert "could not be checked" not in result.content
 
 
-async def test_unparsable_arguments_end_at_the_parse_stage_with_the_parse_error(snapshot: Snapshot, workspace: Path) -> None:
-    result = await run_one(snapshot, workspace, "echo", None, parse_error="Arguments are not valid JSON: Expecting value at char 0.")
+async def test_unparsable_arguments_end_at_the_parse_stage_with_the_parse_error(
+    snapshot: Snapshot, workspace: Path
+) -> None:
+    result = await run_one(
+        snapshot, workspace, "echo", None, parse_error="Arguments are not valid JSON: Expecting value at char 0."
+    )
     assert (result.status, result.code, result.stage) == (Status.invalid, "parse_error", Stage.parse)
     assert result.content == "Arguments are not valid JSON: Expecting value at char 0."
 
 
-async def test_missing_arguments_without_a_parse_error_are_reported_by_validate(snapshot: Snapshot, workspace: Path) -> None:
+async def test_missing_arguments_without_a_parse_error_are_reported_by_validate(
+    snapshot: Snapshot, workspace: Path
+) -> None:
     (result,) = await run_turn([Call(id="c1", name="echo", args=None)], make_env(snapshot, workspace))
     assert (result.status, result.code, result.stage) == (Status.invalid, "bad_arguments", Stage.validate)
     assert "could not be read: missing" in result.content
 
 
-async def test_validation_runs_before_permission_so_a_bad_write_call_never_asks(config: ConfigDir, workspace: Path) -> None:
+async def test_validation_runs_before_permission_so_a_bad_write_call_never_asks(
+    config: ConfigDir, workspace: Path
+) -> None:
     config.handlers(HANDLERS)
     config.tool("writer", config.py("echo"), input_schema=SCHEMA)
     approver = FakeApprover()
-    (result,) = await run_turn([call("writer", {"count": 0})], make_env(config.snapshot(), workspace, approver=approver))
+    (result,) = await run_turn(
+        [call("writer", {"count": 0})], make_env(config.snapshot(), workspace, approver=approver)
+    )
     assert result.code == "invalid_arguments"
     assert approver.asked == []

@@ -26,7 +26,18 @@ from runtime.snapshot import Snapshot
 
 #: The read-style allow rule the guarantees are stated for.
 READ_ONLY = (
-    "ls *", "cat *", "git status *", "git diff *", "grep *", "sort *", "head *", "wc *", "find *", "sed *", "awk *", "tar *",
+    "ls *",
+    "cat *",
+    "git status *",
+    "git diff *",
+    "grep *",
+    "sort *",
+    "head *",
+    "wc *",
+    "find *",
+    "sed *",
+    "awk *",
+    "tar *",
     "curl *",
 )
 
@@ -34,9 +45,38 @@ READ_ONLY = (
 #: only thing between such a line and `allow` is the word under test.
 WIDE = (
     *READ_ONLY,
-    "git *", "git grep *", "git log *", "git show *", "git fetch *", "rg *", "python *", "python3 *", "node *", "make *",
-    "pytest *", "dd *", "cp *", "mv *", "rm *", "ln *", "echo *", "printf *", "cd *", "gawk *", "shopt *", "set *",
-    "export *", "read *", "true", "touch *", "mkdir *", "chmod *", "tail *", "uniq *", "xargs *", "env *",
+    "git *",
+    "git grep *",
+    "git log *",
+    "git show *",
+    "git fetch *",
+    "rg *",
+    "python *",
+    "python3 *",
+    "node *",
+    "make *",
+    "pytest *",
+    "dd *",
+    "cp *",
+    "mv *",
+    "rm *",
+    "ln *",
+    "echo *",
+    "printf *",
+    "cd *",
+    "gawk *",
+    "shopt *",
+    "set *",
+    "export *",
+    "read *",
+    "true",
+    "touch *",
+    "mkdir *",
+    "chmod *",
+    "tail *",
+    "uniq *",
+    "xargs *",
+    "env *",
 )
 
 INCLUDE = """\
@@ -123,7 +163,11 @@ def make_place(base: Path) -> Place:
 
 
 def validated(
-    snapshot: Snapshot, line: str, mode: str = "default", cwd: str | None = None, session_id: str = "s1",
+    snapshot: Snapshot,
+    line: str,
+    mode: str = "default",
+    cwd: str | None = None,
+    session_id: str = "s1",
 ) -> ValidatedCall:
     args: dict[str, object] = {"command": line}
     if cwd is not None:
@@ -136,7 +180,12 @@ def validated(
 
 
 def judge(
-    snapshot: Snapshot, line: str, *, mode: str = "default", where: Where | None = None, cwd: str | None = None,
+    snapshot: Snapshot,
+    line: str,
+    *,
+    mode: str = "default",
+    where: Where | None = None,
+    cwd: str | None = None,
 ) -> Decision:
     """The permission decision for ``line`` run by run_command in ``mode``, placed in ``where``."""
     call = validated(snapshot, line, mode, cwd)

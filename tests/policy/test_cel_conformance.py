@@ -57,7 +57,9 @@ def both(source: str, data: dict[str, Any], variables: tuple[str, ...] = RULE_VA
 
 def divergence(reason: str) -> pytest.MarkDecorator:
     """xfail(strict) for a known difference; a reason starting with "bug:" names a runtime bug instead."""
-    return pytest.mark.xfail(strict=True, reason=reason if reason.startswith("bug:") else f"engine divergence: {reason}")
+    return pytest.mark.xfail(
+        strict=True, reason=reason if reason.startswith("bug:") else f"engine divergence: {reason}"
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -92,7 +94,9 @@ def config_expressions() -> dict[str, dict[str, Any]]:
     return found
 
 
-def case(label: str, expected: str, args: dict[str, Any] | None = None, reason: str | None = None, **other: Any) -> tuple[str, str, dict[str, Any], str | None]:
+def case(
+    label: str, expected: str, args: dict[str, Any] | None = None, reason: str | None = None, **other: Any
+) -> tuple[str, str, dict[str, Any], str | None]:
     data = {"args": args if args is not None else {}, "tool": TOOL, "session": SESSION, "call": CALL, "commands": []}
     data.update(other)
     return label, expected, data, reason
@@ -102,7 +106,9 @@ def case(label: str, expected: str, args: dict[str, Any] | None = None, reason: 
 CUSTOMER = {"id": "s", "labels": {"customer_id": "C-42", "tickets": "T-1001,T-1003", "orders": "O-555,O-556"}}
 
 
-def own_id_cases(field: str, own: str, other: str, prefix: str, any_id: str) -> list[tuple[str, str, dict[str, Any], str | None]]:
+def own_id_cases(
+    field: str, own: str, other: str, prefix: str, any_id: str
+) -> list[tuple[str, str, dict[str, Any], str | None]]:
     """The customer-service ownership rules: the id must be a whole item of the session's list."""
     return [
         case("satisfies: one of the customer's ids", "true", {field: own}, session=CUSTOMER),
@@ -114,7 +120,12 @@ def own_id_cases(field: str, own: str, other: str, prefix: str, any_id: str) -> 
         case("wrong type: int id", "error", {field: 1001}, session=CUSTOMER),
         # An "id" that is the whole list would pass: the input schema's id pattern
         # (no commas) refuses it before any rule runs.
-        case("an id holding commas (refused by the schema first)", "true", {field: CUSTOMER["labels"][field.replace("_id", "s")]}, session=CUSTOMER),
+        case(
+            "an id holding commas (refused by the schema first)",
+            "true",
+            {field: CUSTOMER["labels"][field.replace("_id", "s")]},
+            session=CUSTOMER,
+        ),
     ]
 
 
@@ -129,7 +140,11 @@ CONFIG_CASES: dict[str, list[tuple[str, str, dict[str, Any], str | None]]] = {
         case("wrong type: list without ..", "error", {"path": ["a"]}),
     ],
     "tool:file_edit/str-replace-needs-strings": [
-        case("satisfies: str_replace with both strings", "true", {"path": "a", "mode": "str_replace", "old_string": "x", "new_string": "y"}),
+        case(
+            "satisfies: str_replace with both strings",
+            "true",
+            {"path": "a", "mode": "str_replace", "old_string": "x", "new_string": "y"},
+        ),
         case("satisfies: another mode", "true", {"path": "a", "mode": "append", "content": "x"}),
         case("violates: new_string missing", "false", {"path": "a", "mode": "str_replace", "old_string": "x"}),
         case("empty args", "error", {}),
@@ -174,7 +189,9 @@ CONFIG_CASES: dict[str, list[tuple[str, str, dict[str, Any], str | None]]] = {
         case("violates: a component starting with -", "false", {"path": "tests/-pevil"}),
         case("violates: a backslash", "false", {"path": "tests\\..\\x"}),
         case(
-            "violates: a NUL byte", "false", {"path": "tests/x\x00"},
+            "violates: a NUL byte",
+            "false",
+            {"path": "tests/x\x00"},
             "the fast engine cannot read a NUL (its binding cuts the string there), so it reports an error, which fails closed; "
             "the pipeline evaluates this rule in Python (celdirect), where the NUL is refused",
         ),
@@ -192,10 +209,15 @@ CONFIG_CASES: dict[str, list[tuple[str, str, dict[str, Any], str | None]]] = {
         case("wrong type: int", "error", {"path": 3}),
         case("wrong type: null (present, so has() is true)", "error", {"path": None}),
     ],
-    **{f"tool:{tool}/own-ticket": own_id_cases("ticket_id", "T-1003", "T-1002", "T-100", "T-1001") for tool in ("query_ticket", "reply_customer", "close_ticket")},
+    **{
+        f"tool:{tool}/own-ticket": own_id_cases("ticket_id", "T-1003", "T-1002", "T-100", "T-1001")
+        for tool in ("query_ticket", "reply_customer", "close_ticket")
+    },
     "tool:query_order/own-order": own_id_cases("order_id", "O-555", "O-777", "O-55", "O-555"),
     "tool:reply_customer/no-refund-promises": [
-        case("satisfies: no promise", "true", {"ticket_id": "T-1", "body": "The refunds team will review your request."}),
+        case(
+            "satisfies: no promise", "true", {"ticket_id": "T-1", "body": "The refunds team will review your request."}
+        ),
         case("violates: promise in another case", "false", {"body": "This is a GUARANTEED Refund."}),
         case("violates: promise with a no-break space", "false", {"body": "a guaranteed\u00a0refund"}),
         case("violates: promise with words in between", "false", {"body": "We guarantee you a full refund."}),
@@ -257,7 +279,9 @@ CONFIG_CASES: dict[str, list[tuple[str, str, dict[str, Any], str | None]]] = {
     ],
     "policy:default-permissions/deny-secret-files-in-commands": [
         case("matches: cat .env", "true", commands=[["ls"], ["cat", "./.env"]]),
-        case("matches: a key behind sudo", "true", commands=[["sudo", "cp", "id_rsa", "/tmp"], ["cp", "id_rsa", "/tmp"]]),
+        case(
+            "matches: a key behind sudo", "true", commands=[["sudo", "cp", "id_rsa", "/tmp"], ["cp", "id_rsa", "/tmp"]]
+        ),
         case("matches: .git internals", "true", commands=[["cat", ".git/config"]]),
         case("matches: .git itself", "true", commands=[["tar", "czf", "r.tgz", ".git"]]),
         case("matches: .netrc", "true", commands=[["cat", "~/.netrc"]]),
@@ -284,16 +308,32 @@ CONFIG_CASES: dict[str, list[tuple[str, str, dict[str, Any], str | None]]] = {
         case("no match: .gitignore", "false", commands=[["cat", ".gitignore"]]),
         case("no match: a glob over source files", "false", commands=[["cat", "src/*.py"]]),
         case("no match: --exclude-dir=.git", "false", commands=[["grep", "-r", "--exclude-dir=.git", "x", "."]]),
-        case("no match: jq filters", "false", commands=[["jq", ".[0]", "a.json"], ["jq", "-r", ".items[].name", "a.json"]]),
+        case(
+            "no match: jq filters",
+            "false",
+            commands=[["jq", ".[0]", "a.json"], ["jq", "-r", ".items[].name", "a.json"]],
+        ),
         case("no match: a glob under .github", "false", commands=[["ls", ".github/*"]]),
         case("no match: ordinary brace expansion", "false", commands=[["cp", "app.{py,bak}", "/tmp"]]),
         case("wrong type: an int argument", "error", commands=[["cat", 1]]),
     ],
     "policy:default-permissions/ask-network": [
-        case("matches: http handler that writes", "true", tool={"name": "x", "read_only": False, "handler": "http", "labels": {}}),
-        case("matches: labelled network tool", "true", tool={"name": "x", "read_only": False, "handler": "python", "labels": {"network": "true"}}),
-        case("no match: read-only http", "false", tool={"name": "x", "read_only": True, "handler": "http", "labels": {}}),
-        case("no match: local tool", "false", tool={"name": "x", "read_only": False, "handler": "python", "labels": {}}),
+        case(
+            "matches: http handler that writes",
+            "true",
+            tool={"name": "x", "read_only": False, "handler": "http", "labels": {}},
+        ),
+        case(
+            "matches: labelled network tool",
+            "true",
+            tool={"name": "x", "read_only": False, "handler": "python", "labels": {"network": "true"}},
+        ),
+        case(
+            "no match: read-only http", "false", tool={"name": "x", "read_only": True, "handler": "http", "labels": {}}
+        ),
+        case(
+            "no match: local tool", "false", tool={"name": "x", "read_only": False, "handler": "python", "labels": {}}
+        ),
         case("tool without labels", "error", tool={"name": "x", "read_only": False, "handler": "python"}),
     ],
     "policy:default-permissions/ask-high-risk": [
@@ -339,7 +379,9 @@ def test_config_cases_include_a_passing_and_a_failing_case() -> None:
 
 
 @pytest.mark.parametrize(("key", "data", "expected"), _config_case_params())
-def test_config_expression_gives_the_same_verdict_in_both_engines(key: str, data: dict[str, Any], expected: str) -> None:
+def test_config_expression_gives_the_same_verdict_in_both_engines(
+    key: str, data: dict[str, Any], expected: str
+) -> None:
     entry = config_expressions()[key]
     verdicts = tuple(run(engine, entry["programs"][engine], data, entry["variables"]) for engine in ENGINES)
     assert verdicts == (expected, expected), f"{entry['source']!r} on {data}"
@@ -351,14 +393,26 @@ def test_arguments_that_pass_validation_are_evaluated_without_raising(engine: st
     tool = snapshot.tools["file_edit"]
     args = {"path": "a.py", "mode": "insert", "content": "x", "line": 2**70}
     assert tool.arguments.validate(args) == ()
-    activation = get_engine(engine).activation({"args": args, "tool": TOOL, "session": SESSION, "call": CALL}, RULE_VARIABLES)
+    activation = get_engine(engine).activation(
+        {"args": args, "tool": TOOL, "session": SESSION, "call": CALL}, RULE_VARIABLES
+    )
     outcomes = [rule.program.evaluate(activation) for rule in tool.rules]
     assert not all(outcome.is_true for outcome in outcomes)  # fails closed: the value cannot be represented
 
 
 # A generic sweep: every args field any config expression reads (and every tool/session/call
 # field) set to one value of each JSON type; only agreement is asserted.
-SWEEP_VALUES = {"int": 1, "double": 2.5, "bool": True, "null": None, "list": ["main"], "map": {"a": 1}, "string": "main", "dotenv": ".env", "huge-int": 2**70}
+SWEEP_VALUES = {
+    "int": 1,
+    "double": 2.5,
+    "bool": True,
+    "null": None,
+    "list": ["main"],
+    "map": {"a": 1},
+    "string": "main",
+    "dotenv": ".env",
+    "huge-int": 2**70,
+}
 # (key, kind) -> reason for a known divergence; none at present: the engines agree on every config
 # expression for every JSON type.
 SWEEP_DIVERGENCES: dict[tuple[str, str], str] = {
@@ -366,7 +420,10 @@ SWEEP_DIVERGENCES: dict[tuple[str, str], str] = {
     # integer beyond 64 bits, even in fields the expression never reads; the fast
     # engine converts lazily. Unreachable in the pipeline: validation refuses such
     # integers before any rule runs.
-    ("policy:default-permissions/deny-secret-files-in-commands", "huge-int"): "portable converts unread fields too and errors on a 2**70 it never reads",
+    (
+        "policy:default-permissions/deny-secret-files-in-commands",
+        "huge-int",
+    ): "portable converts unread fields too and errors on a 2**70 it never reads",
 }
 
 
@@ -375,7 +432,9 @@ def _sweep_params() -> list[Any]:
     for key in sorted(CONFIG_CASES):
         for kind in SWEEP_VALUES:
             reason = SWEEP_DIVERGENCES.get((key, kind))
-            params.append(pytest.param(key, kind, id=f"{key} | all fields {kind}", marks=[divergence(reason)] if reason else []))
+            params.append(
+                pytest.param(key, kind, id=f"{key} | all fields {kind}", marks=[divergence(reason)] if reason else [])
+            )
     return params
 
 
@@ -405,20 +464,53 @@ def test_config_expression_agrees_on_every_json_type(key: str, kind: str) -> Non
 
 ACTIVATIONS: dict[str, dict[str, Any]] = {
     "good": {
-        "args": {"n": 5, "d": 2.5, "s": "hello", "l": [1, 2, 3], "ls": ["a", "b"], "m": {"k": "v", "x": {"y": 1}}, "b": True, "z": None, "u": 0, "path": "src/app.py"},
+        "args": {
+            "n": 5,
+            "d": 2.5,
+            "s": "hello",
+            "l": [1, 2, 3],
+            "ls": ["a", "b"],
+            "m": {"k": "v", "x": {"y": 1}},
+            "b": True,
+            "z": None,
+            "u": 0,
+            "path": "src/app.py",
+        },
         "tool": {"name": "x", "read_only": True, "risk": "low"},
         "session": {"id": "s", "labels": {"customer_id": "C-42"}},
         "call": {"id": "c1"},
     },
     "other": {
-        "args": {"n": 2, "d": -1.5, "s": "world", "l": [0, 7], "ls": ["c"], "m": {"k": "w", "x": {"y": 0}}, "b": False, "z": "set", "u": 3, "path": "../etc/passwd"},
+        "args": {
+            "n": 2,
+            "d": -1.5,
+            "s": "world",
+            "l": [0, 7],
+            "ls": ["c"],
+            "m": {"k": "w", "x": {"y": 0}},
+            "b": False,
+            "z": "set",
+            "u": 3,
+            "path": "../etc/passwd",
+        },
         "tool": {"name": "y", "read_only": False, "risk": "high"},
         "session": {"id": "s2", "labels": {"customer_id": "C-7"}},
         "call": {"id": "c2"},
     },
     "empty": {"args": {}, "tool": {}, "session": {}, "call": {}},
     "wrong": {
-        "args": {"n": "5", "d": "x", "s": 7, "l": "abc", "ls": [1, 2], "m": [1], "b": "true", "z": 0, "u": -1, "path": 42},
+        "args": {
+            "n": "5",
+            "d": "x",
+            "s": 7,
+            "l": "abc",
+            "ls": [1, 2],
+            "m": [1],
+            "b": "true",
+            "z": 0,
+            "u": -1,
+            "path": 42,
+        },
         "tool": {"name": 1, "read_only": "yes", "risk": 3},
         "session": {"id": 1, "labels": "x"},
         "call": {"id": None},
@@ -548,9 +640,19 @@ CORPUS: list[tuple[str, str]] = [
 
 HAS_INTERMEDIATE = "has() whose operand's receiver is missing or not a map: fast=error (CEL spec), portable=false"
 CORPUS_DIVERGENCES: dict[tuple[str, str], str] = {
-    **{(expr, act): HAS_INTERMEDIATE for expr in ("has(args.m.k)", "has(args.m.nope)", "has(args.m.x.y)", "has(session.labels.customer_id)") for act in ("empty", "wrong")},
-    ("args.s.all(c, true)", "good"): "fast=error portable=true: cel-python iterates a string's characters in comprehensions",
-    ("args.s.all(c, true)", "other"): "fast=error portable=true: cel-python iterates a string's characters in comprehensions",
+    **{
+        (expr, act): HAS_INTERMEDIATE
+        for expr in ("has(args.m.k)", "has(args.m.nope)", "has(args.m.x.y)", "has(session.labels.customer_id)")
+        for act in ("empty", "wrong")
+    },
+    (
+        "args.s.all(c, true)",
+        "good",
+    ): "fast=error portable=true: cel-python iterates a string's characters in comprehensions",
+    (
+        "args.s.all(c, true)",
+        "other",
+    ): "fast=error portable=true: cel-python iterates a string's characters in comprehensions",
 }
 
 
@@ -559,7 +661,9 @@ def _corpus_params() -> list[Any]:
     for expr, codes in CORPUS:
         for act, code in zip(ACTIVATIONS, codes, strict=True):
             reason = CORPUS_DIVERGENCES.get((expr, act))
-            params.append(pytest.param(expr, act, CODES[code], id=f"{expr} @{act}", marks=[divergence(reason)] if reason else []))
+            params.append(
+                pytest.param(expr, act, CODES[code], id=f"{expr} @{act}", marks=[divergence(reason)] if reason else [])
+            )
     return params
 
 
@@ -613,9 +717,15 @@ EXTRA: list[tuple[str, str, dict[str, Any], str, str | None]] = [
     ("bool is not a number (ordering with double)", "args.b > 0.5", {"b": True}, "error", None),
     ("bool is not a number (arithmetic)", "args.b + 1 == 2", {"b": True}, "error", None),
     ("int 1 is not bool true", "args.n == true", {"n": 1}, "false", None),
-    ("strings are not iterable (exists)", 'args.s.exists(c, c == "b")', {"s": "abc"}, "error", "fast=error portable=false: cel-python iterates a string's characters"),
-    ("mixed list compared with ==", "[1, \"a\"].all(x, x == 1)", {}, "false", None),
-    ("mixed list: exists stops at the first true", 'args.l.exists(x, x == 2)', {"l": ["a", 2]}, "true", None),
+    (
+        "strings are not iterable (exists)",
+        'args.s.exists(c, c == "b")',
+        {"s": "abc"},
+        "error",
+        "fast=error portable=false: cel-python iterates a string's characters",
+    ),
+    ("mixed list compared with ==", '[1, "a"].all(x, x == 1)', {}, "false", None),
+    ("mixed list: exists stops at the first true", "args.l.exists(x, x == 2)", {"l": ["a", 2]}, "true", None),
     ("exists: an error is absorbed by a true element", "[0, 1].exists(x, 1 / x > 0)", {}, "true", None),
     ("all: an error is absorbed by a false element", "[1, 0].all(x, 1 / x < 0)", {}, "false", None),
     ("all: an error with no false element is an error", "[0, 1].all(x, 1 / x > 0)", {}, "error", None),
@@ -637,7 +747,13 @@ EXTRA: list[tuple[str, str, dict[str, Any], str, str | None]] = [
     ("concatenated string orders", 'args.s + "x" < "z"', {"s": "a"}, "true", None),
     ("double product orders", "args.d * 2.0 > 4.0", {"d": 2.5}, "true", None),
     ("doubles computed in map() compared with a list", "args.l.map(x, x + 0.5) == [1.5]", {"l": [1.0]}, "true", None),
-    ("concatenated strings compared in a comprehension", 'args.l.exists(x, x + "" == "b")', {"l": ["a", "b"]}, "true", None),
+    (
+        "concatenated strings compared in a comprehension",
+        'args.l.exists(x, x + "" == "b")',
+        {"l": ["a", "b"]},
+        "true",
+        None,
+    ),
 ]
 
 POLICY_EXTRA: list[tuple[str, str, list[list[str]], str]] = [
@@ -650,17 +766,26 @@ POLICY_EXTRA: list[tuple[str, str, list[list[str]], str]] = [
 
 
 def _extra_params() -> list[Any]:
-    return [pytest.param(expr, args, expected, id=label, marks=[divergence(reason)] if reason else []) for label, expr, args, expected, reason in EXTRA]
+    return [
+        pytest.param(expr, args, expected, id=label, marks=[divergence(reason)] if reason else [])
+        for label, expr, args, expected, reason in EXTRA
+    ]
 
 
 @pytest.mark.parametrize(("expr", "args", "expected"), _extra_params())
-def test_extra_expression_gives_the_same_verdict_in_both_engines(expr: str, args: dict[str, Any], expected: str) -> None:
+def test_extra_expression_gives_the_same_verdict_in_both_engines(
+    expr: str, args: dict[str, Any], expected: str
+) -> None:
     data = {"args": args, "tool": TOOL, "session": SESSION, "call": CALL}
     assert both(expr, data) == (expected, expected)
 
 
-@pytest.mark.parametrize(("expr", "commands", "expected"), [pytest.param(e, c, v, id=label) for label, e, c, v in POLICY_EXTRA])
-def test_policy_commands_variable_gives_the_same_verdict_in_both_engines(expr: str, commands: list[list[str]], expected: str) -> None:
+@pytest.mark.parametrize(
+    ("expr", "commands", "expected"), [pytest.param(e, c, v, id=label) for label, e, c, v in POLICY_EXTRA]
+)
+def test_policy_commands_variable_gives_the_same_verdict_in_both_engines(
+    expr: str, commands: list[list[str]], expected: str
+) -> None:
     data = {"args": {}, "tool": TOOL, "session": SESSION, "call": CALL, "commands": commands}
     assert both(expr, data, POLICY_VARIABLES) == (expected, expected)
 
@@ -676,7 +801,9 @@ def test_a_variable_missing_from_the_activation_is_an_error(engine: str) -> None
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("expr", ["args.missing == 1", "args.n / 0 == 0", "args.l[9] == 1", 'args.s.matches("(")', "args.n > args.s"])
+@pytest.mark.parametrize(
+    "expr", ["args.missing == 1", "args.n / 0 == 0", "args.l[9] == 1", 'args.s.matches("(")', "args.n > args.s"]
+)
 def test_a_rule_whose_evaluation_errors_never_counts_as_passing(engine: str, expr: str) -> None:
     data = {"args": {"n": 1, "s": "x", "l": [1]}, "tool": TOOL, "session": SESSION, "call": CALL}
     outcome = compiled(engine, expr).evaluate(get_engine(engine).activation(data, RULE_VARIABLES))
@@ -686,7 +813,18 @@ def test_a_rule_whose_evaluation_errors_never_counts_as_passing(engine: str, exp
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize(("expr", "value"), [("args.t", "true"), ('"true"', "true"), ("1", 1), ("args.n", 1), ("[true]", [True]), ("args.z", None), ('{"ok": true}', {"ok": True})])
+@pytest.mark.parametrize(
+    ("expr", "value"),
+    [
+        ("args.t", "true"),
+        ('"true"', "true"),
+        ("1", 1),
+        ("args.n", 1),
+        ("[true]", [True]),
+        ("args.z", None),
+        ('{"ok": true}', {"ok": True}),
+    ],
+)
 def test_a_non_boolean_result_never_counts_as_passing(engine: str, expr: str, value: Any) -> None:
     data = {"args": {"t": "true", "n": 1, "z": None}, "tool": TOOL, "session": SESSION, "call": CALL}
     outcome = compiled(engine, expr).evaluate(get_engine(engine).activation(data, RULE_VARIABLES))
@@ -702,14 +840,27 @@ def test_cel_expr_python_reports_an_error_as_a_truthy_value() -> None:
     result = env.compile("args.missing == 1").eval(env.Activation({"args": {}}))
     assert result.type() == cel.Type.ERROR
     assert isinstance(result.value(), str) and bool(result.value())
-    wrapped = get_engine("fast").compile("args.missing == 1", ("args",)).evaluate(get_engine("fast").activation({"args": {}}, ("args",)))
+    wrapped = (
+        get_engine("fast")
+        .compile("args.missing == 1", ("args",))
+        .evaluate(get_engine("fast").activation({"args": {}}, ("args",)))
+    )
     assert wrapped.error == result.value()
     assert not wrapped.is_true
 
 
 @pytest.mark.parametrize(
     ("outcome", "is_true"),
-    [(Outcome(value=True), True), (Outcome(value=False), False), (Outcome(value="true"), False), (Outcome(value=1), False), (Outcome(value=[True]), False), (Outcome(value=True, error="boom"), False), (Outcome(error="boom"), False), (Outcome(), False)],
+    [
+        (Outcome(value=True), True),
+        (Outcome(value=False), False),
+        (Outcome(value="true"), False),
+        (Outcome(value=1), False),
+        (Outcome(value=[True]), False),
+        (Outcome(value=True, error="boom"), False),
+        (Outcome(error="boom"), False),
+        (Outcome(), False),
+    ],
 )
 def test_outcome_is_true_only_for_boolean_true_without_error(outcome: Outcome, is_true: bool) -> None:
     assert outcome.is_true is is_true
@@ -740,7 +891,9 @@ def test_a_syntax_error_raises_with_a_one_based_position(engine: str, source: st
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize(("source", "line"), [("args.n >", 1), ("(args.n", 1), ("args.n == 1 &&\n  args.m ==", 2), ("args.n == 1 ? 2", 1)])
+@pytest.mark.parametrize(
+    ("source", "line"), [("args.n >", 1), ("(args.n", 1), ("args.n == 1 &&\n  args.m ==", 2), ("args.n == 1 ? 2", 1)]
+)
 def test_an_expression_that_ends_too_early_raises_on_its_last_line(engine: str, source: str, line: int) -> None:
     with pytest.raises(CelCompileError) as caught:
         get_engine(engine).compile(source, RULE_VARIABLES)
@@ -750,7 +903,10 @@ def test_an_expression_that_ends_too_early_raises_on_its_last_line(engine: str, 
     assert caught.value.col in (last_token_col, len(last) + 1)  # the last token (portable) or just past it (fast)
 
 
-@pytest.mark.xfail(strict=True, reason="engine divergence: at the end of input fast reports the column after the last character (1:9), portable the last character (1:8)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine divergence: at the end of input fast reports the column after the last character (1:9), portable the last character (1:8)",
+)
 def test_an_expression_that_ends_too_early_has_the_same_position_in_both_engines() -> None:
     positions = set()
     for engine in ENGINES:
@@ -769,7 +925,9 @@ def test_an_expression_that_ends_too_early_has_the_same_position_in_both_engines
         ("nosuch(args.n)", RULE_VARIABLES, "nosuch", None),
     ],
 )
-def test_the_fast_engine_rejects_undeclared_identifiers_at_compile_time(source: str, variables: tuple[str, ...], name: str, col: int | None) -> None:
+def test_the_fast_engine_rejects_undeclared_identifiers_at_compile_time(
+    source: str, variables: tuple[str, ...], name: str, col: int | None
+) -> None:
     with pytest.raises(CelCompileError) as caught:
         get_engine("fast").compile(source, variables)
     assert f"undeclared reference to '{name}'" in caught.value.message
@@ -843,7 +1001,10 @@ def test_portable_program_is_safe_to_evaluate_from_several_threads() -> None:
 @pytest.mark.parametrize("source", ["nosuchfn(args.x) == 1", "args.x.nosuch()"])
 def test_an_evaluation_error_names_the_problem_without_dumping_the_arguments_or_session(source: str) -> None:
     engine = get_engine("portable")  # cel-python appends its whole activation to such messages
-    data = {"args": {"x": "value-of-x"}, "session": {"id": "s", "user": "", "mode": "default", "labels": {"tickets": "T-1,T-2"}}}
+    data = {
+        "args": {"x": "value-of-x"},
+        "session": {"id": "s", "user": "", "mode": "default", "labels": {"tickets": "T-1,T-2"}},
+    }
     outcome = engine.compile(source, RULE_VARIABLES).evaluate(engine.activation(data, RULE_VARIABLES))
     assert outcome.error is not None and "nosuch" in outcome.error
     assert "value-of-x" not in outcome.error and "T-1" not in outcome.error and len(outcome.error) <= 500

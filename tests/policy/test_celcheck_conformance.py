@@ -28,21 +28,57 @@ SCHEMA: dict[str, Any] = {
         "ratio": {"type": "number"},
         "mode": {"type": "string", "enum": ["fast", "full"]},
         "limit": {"type": "integer"},
-        "filter": {"type": "object", "required": ["depth"], "properties": {"depth": {"type": "integer"}, "name": {"type": "string"}}, "additionalProperties": False},
+        "filter": {
+            "type": "object",
+            "required": ["depth"],
+            "properties": {"depth": {"type": "integer"}, "name": {"type": "string"}},
+            "additionalProperties": False,
+        },
         "labels": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 50}, "maxProperties": 10},
         "flag": {"type": "boolean"},
         "maybe": {"type": ["integer", "null"]},
-        "rows": {"type": "array", "maxItems": 10, "items": {"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}, "note": {"type": "string"}}}},
+        "rows": {
+            "type": "array",
+            "maxItems": 10,
+            "items": {
+                "type": "object",
+                "required": ["id"],
+                "properties": {"id": {"type": "integer"}, "note": {"type": "string"}},
+            },
+        },
         "extra": {"type": "string", "maxLength": 10},
     },
 }
 
 # Arguments valid under SCHEMA, chosen to exercise each field (numbers both as int and double).
 SAMPLES: list[dict[str, Any]] = [
-    {"count": 3, "path": "src/a.py", "tags": ["x", "y"], "ratio": 0.5, "mode": "fast", "limit": 10, "filter": {"depth": 2, "name": "n"},
-     "labels": {"team": "a"}, "flag": True, "maybe": 4, "rows": [{"id": 1, "note": "a"}], "extra": "e"},
-    {"count": 0, "path": "", "tags": [], "ratio": 2, "mode": "full", "limit": -1, "filter": {"depth": 0},
-     "labels": {}, "flag": False, "maybe": 0, "rows": []},
+    {
+        "count": 3,
+        "path": "src/a.py",
+        "tags": ["x", "y"],
+        "ratio": 0.5,
+        "mode": "fast",
+        "limit": 10,
+        "filter": {"depth": 2, "name": "n"},
+        "labels": {"team": "a"},
+        "flag": True,
+        "maybe": 4,
+        "rows": [{"id": 1, "note": "a"}],
+        "extra": "e",
+    },
+    {
+        "count": 0,
+        "path": "",
+        "tags": [],
+        "ratio": 2,
+        "mode": "full",
+        "limit": -1,
+        "filter": {"depth": 0},
+        "labels": {},
+        "flag": False,
+        "maybe": 0,
+        "rows": [],
+    },
 ]
 
 CLEAN = [
@@ -110,7 +146,13 @@ CONSTANT = [
 ]
 
 # Read without has(): fails on a call that leaves the field out.
-OPTIONAL = ["args.extra == 'e'", "args.extra.size() > 0", "args.filter.name == 'n'", "args.labels.team == 'a'", "args.rows.all(r, r.note == 'a')"]
+OPTIONAL = [
+    "args.extra == 'e'",
+    "args.extra.size() > 0",
+    "args.filter.name == 'n'",
+    "args.labels.team == 'a'",
+    "args.rows.all(r, r.note == 'a')",
+]
 
 ENGINES = ["portable", *(["fast"] if fast_available() else [])]
 
@@ -157,7 +199,9 @@ def test_an_expression_the_checker_rejects_fails_at_run_time_on_both_engines(exp
         # On some valid call (not always every one: an empty list runs no body, a double
         # is fine where an int is not) the engine errors, or gives no bool.
         outcomes = [_evaluate(name, expression, args) for args in SAMPLES]
-        assert any(o.error is not None or not isinstance(o.value, bool) for o in outcomes) or _engines_disagree(expression), (name, outcomes)
+        assert any(o.error is not None or not isinstance(o.value, bool) for o in outcomes) or _engines_disagree(
+            expression
+        ), (name, outcomes)
 
 
 def _engines_disagree(expression: str) -> bool:

@@ -12,8 +12,8 @@ from runtime.policy.cel import RULE_VARIABLES, get_engine
 from runtime.policy.celdirect import compile_direct
 
 DIRECT = [
-    'has(args.path)',
-    '!has(args.path)',
+    "has(args.path)",
+    "!has(args.path)",
     '!args.path.contains("..")',
     "args.path.startsWith('/etc') || args.path.endsWith('.sh')",
     "has(args.path) && args.path.matches('(?i)(^|/)\\\\.env$')",
@@ -116,8 +116,10 @@ def _holds_nul(value: Any) -> bool:
 def test_the_fast_engine_fails_closed_on_a_nul_character_instead_of_cutting_the_string(value: str) -> None:
     pytest.importorskip("cel_expr_python")
     engine = get_engine("fast")
-    for source in ('args.path.contains(".env")', 'size(args.path) > 0', '!args.path.startsWith("a")'):
-        outcome = engine.compile(source, RULE_VARIABLES).evaluate(engine.activation({"args": {"path": value}}, RULE_VARIABLES))
+    for source in ('args.path.contains(".env")', "size(args.path) > 0", '!args.path.startsWith("a")'):
+        outcome = engine.compile(source, RULE_VARIABLES).evaluate(
+            engine.activation({"args": {"path": value}}, RULE_VARIABLES)
+        )
         assert outcome.error is not None and "NUL" in outcome.error, (source, outcome)
     nested = engine.activation({"args": {"path": "ok", "meta": {"k": [value]}}}, RULE_VARIABLES)
     assert engine.compile('args.path == "ok"', RULE_VARIABLES).evaluate(nested).error is not None

@@ -35,7 +35,7 @@ def paths(source: str) -> list[tuple[str, ...]]:
         ("true && false || null == null", []),
         ('"a" in args', ["args"]),
         ("foo == 1", ["foo"]),
-        ("commands.exists(c, c[0] == \"rm\")", ["commands"]),
+        ('commands.exists(c, c[0] == "rm")', ["commands"]),
     ],
 )
 def test_roots_are_the_free_names_read(source: str, expected: list[str]) -> None:
@@ -93,7 +93,10 @@ def test_args_paths(source: str, expected: list[tuple[str, ...]]) -> None:
     assert paths(source) == expected
 
 
-@pytest.mark.parametrize(("source", "offset"), [("args.limit > 1", 5), ('args["limit"] > 1', 5), ('"limit" in args', 0), ("  size(args.limit)", 12)])
+@pytest.mark.parametrize(
+    ("source", "offset"),
+    [("args.limit > 1", 5), ('args["limit"] > 1', 5), ('"limit" in args', 0), ("  size(args.limit)", 12)],
+)
 def test_args_path_offset_is_where_the_first_field_starts(source: str, offset: int) -> None:
     (path,) = analyse(source).args_paths
     assert path.fields == ("limit",)
@@ -142,7 +145,15 @@ def test_raw_string_keeps_backslashes() -> None:
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [('"a"', "a"), ("'a'", "a"), ('"a\\"b"', 'a"b'), ("'''a\nb'''", "a\nb"), ('b"x"', None), ('rb"x"', None), ('R"\\w"', "\\w")],
+    [
+        ('"a"', "a"),
+        ("'a'", "a"),
+        ('"a\\"b"', 'a"b'),
+        ("'''a\nb'''", "a\nb"),
+        ('b"x"', None),
+        ('rb"x"', None),
+        ('R"\\w"', "\\w"),
+    ],
 )
 def test_string_value(text: str, value: str | None) -> None:
     (token,) = tokenize(text)
@@ -205,7 +216,7 @@ def test_regex_literals_are_the_patterns_passed_to_matches(source: str, literals
 def test_regex_literal_offset_points_at_the_string() -> None:
     source = 'args.p.matches("(a+)+")'
     (literal,) = analyse(source).regex_literals
-    assert source[literal.offset:].startswith('"(a+)+"')
+    assert source[literal.offset :].startswith('"(a+)+"')
 
 
 # ---------------------------------------------------------------------------
@@ -225,7 +236,9 @@ def test_tokenize_kinds_and_offsets() -> None:
     ]
 
 
-@pytest.mark.parametrize(("source", "offset"), [('"abc', 0), ("'abc", 0), ('"""abc', 0), ('args.a == "a\nb"', 10), ("r'abc", 1)])
+@pytest.mark.parametrize(
+    ("source", "offset"), [('"abc', 0), ("'abc", 0), ('"""abc', 0), ('args.a == "a\nb"', 10), ("r'abc", 1)]
+)
 def test_unterminated_string_raises_lex_error(source: str, offset: int) -> None:
     with pytest.raises(LexError, match="unterminated string literal") as caught:
         analyse(source)

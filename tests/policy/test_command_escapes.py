@@ -31,8 +31,16 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Place:
 def snapshots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Snapshot]:
     base = tmp_path_factory.mktemp("snapshots")
     literal = (
-        "git diff --output=* *", "sort -o * *", "sed -i *", "curl -o * *", "find src -name * -delete", "tar -cf * *",
-        "git -c core.pager=cat log *", "python -c *", "rg --pre *", "find . -exec *",
+        "git diff --output=* *",
+        "sort -o * *",
+        "sed -i *",
+        "curl -o * *",
+        "find src -name * -delete",
+        "tar -cf * *",
+        "git -c core.pager=cat log *",
+        "python -c *",
+        "rg --pre *",
+        "find . -exec *",
     )
     return {
         "read-only": build_snapshot(base / "read-only", READ_ONLY),
@@ -63,7 +71,10 @@ def hole(reason: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(reason=reason, strict=True)
 
 
-RULE_SETS = [pytest.param("read-only", id="the read-style rule"), pytest.param("wide", id="wide rules for every other program")]
+RULE_SETS = [
+    pytest.param("read-only", id="the read-style rule"),
+    pytest.param("wide", id="wide rules for every other program"),
+]
 EDIT_MODES = [pytest.param("default", id="default mode"), pytest.param("accept_edits", id="accept_edits mode")]
 
 
@@ -147,7 +158,11 @@ RUN_TIME_WORDS = [
 @pytest.mark.parametrize("mode", EDIT_MODES)
 @pytest.mark.parametrize(("line", "word"), RUN_TIME_WORDS)
 def test_a_word_known_only_at_run_time_is_never_allowed(
-    decided: Judge, rules: str, mode: str, line: str, word: str,
+    decided: Judge,
+    rules: str,
+    mode: str,
+    line: str,
+    word: str,
 ) -> None:
     decision = decided(line, rules=rules, mode=mode)
     assert decision.effect in ("ask", "deny"), decision
@@ -286,7 +301,7 @@ WRITE_OPTIONS = [
     pytest.param("sed -n -e 's/a/b/w out' a.txt", id="sed s///w flag given with -e"),
     pytest.param("awk '{print > \"x\"}' data.txt", id="awk print to a file"),
     pytest.param("awk '{print >> \"x\"}' data.txt", id="awk print appending to a file"),
-    pytest.param("awk '{printf \"%s\", $0 > \"x\"}' data.txt", id="awk printf to a file"),
+    pytest.param('awk \'{printf "%s", $0 > "x"}\' data.txt', id="awk printf to a file"),
     pytest.param("awk -v n=1 '{print > \"x\"}' data.txt", id="awk print to a file after -v"),
     pytest.param("awk -F: '{print $1 > \"x\"}' data.txt", id="awk print to a file after -F"),
     pytest.param("awk -o out '{print}' data.txt", id="awk -o writes the program out"),
@@ -332,7 +347,10 @@ WRITE_OPTIONS = [
 @pytest.mark.parametrize("mode", EDIT_MODES)
 @pytest.mark.parametrize("line", WRITE_OPTIONS)
 def test_an_option_that_writes_a_file_is_not_covered_by_a_read_style_rule(
-    decided: Judge, rules: str, mode: str, line: str,
+    decided: Judge,
+    rules: str,
+    mode: str,
+    line: str,
 ) -> None:
     assert decided(line, rules=rules, mode=mode).effect in ("ask", "deny")
 
@@ -457,7 +475,7 @@ CODE_OPTIONS = [
     pytest.param("awk '{print | \"sh\"}' data.txt", id="awk print to a pipe"),
     pytest.param("awk '{print |& \"sh\"}' data.txt", id="awk print to a coprocess"),
     pytest.param("awk 'BEGIN{\"id\" | getline x}'", id="awk command | getline"),
-    pytest.param("awk 'BEGIN{x=\"sh\"; print \"id\" | x}'", id="awk print to a pipe named by a variable"),
+    pytest.param('awk \'BEGIN{x="sh"; print "id" | x}\'', id="awk print to a pipe named by a variable"),
     pytest.param("awk -F: 'BEGIN{system(\"id\")}'", id="awk system() after -F"),
     pytest.param("awk -- 'BEGIN{system(\"id\")}'", id="awk system() after --"),
     pytest.param("awk -v x=1 'BEGIN{system(\"id\")}'", id="awk system() after -v"),
@@ -468,7 +486,7 @@ CODE_OPTIONS = [
     pytest.param("awk --file=prog.awk data.txt", id="awk --file="),
     pytest.param("awk -i ./prog.awk 'BEGIN{}'", id="gawk -i includes a program file"),
     pytest.param("awk -E prog.awk", id="gawk -E runs a program file"),
-    pytest.param("awk 'BEGIN{f=\"system\"; @f(\"id\")}'", id="gawk indirect call of system()"),
+    pytest.param('awk \'BEGIN{f="system"; @f("id")}\'', id="gawk indirect call of system()"),
     pytest.param("awk --source='BEGIN{system(\"id\")}'", id="gawk --source= with system()"),
     pytest.param("awk --sou='BEGIN{system(\"id\")}'", id="gawk abbreviated --source="),
     pytest.param(
@@ -534,7 +552,10 @@ CODE_OPTIONS = [
     pytest.param("HOME=. git status", id="HOME moved to load another git config"),
     pytest.param("XDG_CONFIG_HOME=. git status", id="XDG_CONFIG_HOME moved to load another git config"),
     pytest.param("GIT_DIR=x git status", id="a GIT_DIR prefix"),
-    pytest.param("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=id git log", id="git config through the environment"),
+    pytest.param(
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=id git log",
+        id="git config through the environment",
+    ),
     pytest.param("GIT_CONFIG_PARAMETERS=\"'core.pager'='id'\" git log", id="GIT_CONFIG_PARAMETERS"),
     pytest.param("PAGER=id git diff", id="a PAGER prefix"),
     pytest.param("GIT_PAGER=id git diff", id="a GIT_PAGER prefix"),
@@ -549,7 +570,10 @@ CODE_OPTIONS = [
 @pytest.mark.parametrize("mode", EDIT_MODES)
 @pytest.mark.parametrize("line", CODE_OPTIONS)
 def test_an_option_that_runs_code_is_not_covered_by_a_wildcard(
-    decided: Judge, rules: str, mode: str, line: str,
+    decided: Judge,
+    rules: str,
+    mode: str,
+    line: str,
 ) -> None:
     assert decided(line, rules=rules, mode=mode).effect in ("ask", "deny")
 
@@ -632,7 +656,9 @@ def test_a_path_outside_the_workspace_asks_under_a_wildcard_rule(decided: Judge,
 @pytest.mark.parametrize("mode", [pytest.param("default", id="default mode"), pytest.param("bypass", id="bypass mode")])
 @pytest.mark.parametrize("line", OUTSIDE + OUTSIDE_HOLES)
 def test_a_path_outside_the_workspace_is_denied_when_the_setting_says_deny(
-    decided: Judge, mode: str, line: str,
+    decided: Judge,
+    mode: str,
+    line: str,
 ) -> None:
     decision = decided(line, mode=mode, outside="deny")
     assert decision.effect == "deny", decision
@@ -651,10 +677,14 @@ def test_a_path_outside_the_workspace_runs_in_bypass_mode_when_the_setting_allow
 @pytest.mark.parametrize("outside", ["ask", "allow", "deny"])
 @pytest.mark.parametrize("mode", EDIT_MODES)
 @pytest.mark.parametrize(
-    "line", ["cat /proc/$PPID/environ", "cat /proc/$$/environ", "cat /proc/${PPID}/environ", "head -c 99 /proc/$PPID/environ"]
+    "line",
+    ["cat /proc/$PPID/environ", "cat /proc/$$/environ", "cat /proc/${PPID}/environ", "head -c 99 /proc/$PPID/environ"],
 )
 def test_another_process_environment_named_at_run_time_is_never_allowed(
-    decided: Judge, outside: str, mode: str, line: str,
+    decided: Judge,
+    outside: str,
+    mode: str,
+    line: str,
 ) -> None:
     assert decided(line, mode=mode, outside=outside).effect in ("ask", "deny")
 
@@ -685,7 +715,9 @@ def test_dev_null_is_not_outside_the_workspace(decided: Judge, outside: str, lin
 PROTECTED = [
     pytest.param("cat .toolrt/audit.sqlite3", id="reading the state folder"),
     pytest.param("cat toolrt.d/p.yaml", id="reading the config"),
-    pytest.param("git diff --no-index --output=.toolrt/audit.sqlite3 a.txt a.txt", id="git diff --output= over the state"),
+    pytest.param(
+        "git diff --no-index --output=.toolrt/audit.sqlite3 a.txt a.txt", id="git diff --output= over the state"
+    ),
     pytest.param("echo x > toolrt.d/policy.yaml", id="a redirection into the config"),
     pytest.param("echo x >> .toolrt/state", id="an appending redirection into the state"),
     pytest.param("sed -i s/deny/allow/ toolrt.d/p.yaml", id="sed -i on the config"),
@@ -762,9 +794,21 @@ PROTECTED = [
     pytest.param("find . -delete", id="find -delete from the root"),
     pytest.param("find . -name '*.yaml' -delete", id="find -delete of every yaml file"),
     pytest.param("git clean -fdx", id="git clean -fdx"),
-    pytest.param("cat $(echo toolrt.d/p.yaml)", marks=hole("a run-time word is allowed by bypass mode whatever it names"), id="the config named by a substitution"),
-    pytest.param("f=toolrt.d/p.yaml; cat $f", marks=hole("a run-time word is allowed by bypass mode whatever it names"), id="the config named by a variable"),
-    pytest.param("cat $PWD/toolrt.d/p.yaml", marks=hole("a run-time word is allowed by bypass mode whatever it names"), id="the config under $PWD"),
+    pytest.param(
+        "cat $(echo toolrt.d/p.yaml)",
+        marks=hole("a run-time word is allowed by bypass mode whatever it names"),
+        id="the config named by a substitution",
+    ),
+    pytest.param(
+        "f=toolrt.d/p.yaml; cat $f",
+        marks=hole("a run-time word is allowed by bypass mode whatever it names"),
+        id="the config named by a variable",
+    ),
+    pytest.param(
+        "cat $PWD/toolrt.d/p.yaml",
+        marks=hole("a run-time word is allowed by bypass mode whatever it names"),
+        id="the config under $PWD",
+    ),
     pytest.param(
         "shopt -s globstar; sed -i s/deny/allow/ **/*.yaml",
         marks=hole("a globstar glob cannot be expanded, and bypass mode allows it"),
@@ -836,7 +880,9 @@ def test_a_grant_covers_the_line_it_was_made_from(call: Callable[[str], Validate
     ],
 )
 def test_a_grant_for_git_status_covers_nothing_more(
-    call: Callable[[str], ValidatedCall], granted: SessionGrants, line: str,
+    call: Callable[[str], ValidatedCall],
+    granted: SessionGrants,
+    line: str,
 ) -> None:
     assert granted.covering("s1", call(line)) is None
 
@@ -882,12 +928,13 @@ def test_a_line_with_a_code_option_is_never_granted(call: Callable[[str], Valida
     ],
 )
 def test_a_grant_with_a_command_pattern_covers_only_what_the_pattern_covers(
-    call: Callable[[str], ValidatedCall], line: str, covered: bool,
+    call: Callable[[str], ValidatedCall],
+    line: str,
+    covered: bool,
 ) -> None:
     grants = SessionGrants()
     assert grants.add("s1", call("git status"), pattern={"command": "git status *"}) is not None
     assert (grants.covering("s1", call(line)) is not None) is covered
-
 
 
 # A brace word of plain words is spelled out before the line runs, as bash does: allow
@@ -905,5 +952,7 @@ def test_a_grant_with_a_command_pattern_covers_only_what_the_pattern_covers(
         pytest.param("cat {/etc/passwd,src/a.py}", ("ask", "deny"), id="a brace list reaching outside"),
     ],
 )
-def test_a_brace_word_of_plain_words_is_judged_word_by_word(decided: Judge, line: str, expected: tuple[str, ...]) -> None:
+def test_a_brace_word_of_plain_words_is_judged_word_by_word(
+    decided: Judge, line: str, expected: tuple[str, ...]
+) -> None:
     assert decided(line, rules="read-only", mode="default").effect in expected

@@ -107,7 +107,9 @@ TRICKY_LINES = [
 
 
 @pytest.mark.parametrize(("line", "effect", "rule"), TRICKY_LINES)
-def test_tricky_command_lines_are_judged_command_by_command(snapshot: Snapshot, line: str, effect: str, rule: str | None) -> None:
+def test_tricky_command_lines_are_judged_command_by_command(
+    snapshot: Snapshot, line: str, effect: str, rule: str | None
+) -> None:
     decision = decide(snapshot, line)
     assert decision.effect == effect, decision.reason
     if rule is not None:
@@ -149,7 +151,10 @@ def test_plan_mode_denies_even_an_allowed_command_line_of_a_write_tool(snapshot:
 
 def test_commands_are_visible_to_cel_as_argv_lists(tmp_path: Path) -> None:
     rules = "    - {name: c, effect: deny, tools: [sh], when: \"commands.exists(c, c[0] == 'git' && 'push' in c)\"}\n"
-    (tmp_path / "c.yaml").write_text(CONFIG.split("---\napiVersion: toolrt/v1\nkind: Policy")[0] + f"---\napiVersion: toolrt/v1\nkind: Policy\nmetadata: {{name: p}}\nspec:\n  rules:\n{rules}")
+    (tmp_path / "c.yaml").write_text(
+        CONFIG.split("---\napiVersion: toolrt/v1\nkind: Policy")[0]
+        + f"---\napiVersion: toolrt/v1\nkind: Policy\nmetadata: {{name: p}}\nspec:\n  rules:\n{rules}"
+    )
     snapshot = load_snapshot([tmp_path])
     assert decide(snapshot, "ls; git push origin main").effect == "deny"
     assert decide(snapshot, "ls; git status").effect == "ask"
@@ -176,7 +181,11 @@ def test_a_commands_rule_on_tools_without_a_command_line_is_a_lint_warning(tmp_p
 
 
 def test_a_critical_command_tool_needs_every_covering_rule_to_name_it(tmp_path: Path) -> None:
-    tool = CONFIG.split("---")[0].replace("name: sh}", "name: prod}").replace("  command_line: line\n", "  command_line: line\n  risk: critical\n")
+    tool = (
+        CONFIG.split("---")[0]
+        .replace("name: sh}", "name: prod}")
+        .replace("  command_line: line\n", "  command_line: line\n  risk: critical\n")
+    )
     policy = (
         "apiVersion: toolrt/v1\nkind: Policy\nmetadata: {name: p}\nspec:\n  rules:\n"
         "    - {name: named, effect: allow, tools: [prod], commands: ['git status *']}\n"

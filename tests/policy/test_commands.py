@@ -9,7 +9,9 @@ from runtime.policy.commands import CommandPatterns, split_cached
 from runtime.policy.shell import command_matches
 
 WORDS = st.sampled_from(["git", "push", "*", "rm", "-rf", "/", "a*", "?b", "[ab]c", "x", "origin", "te*st", "[!a]"])
-ITEMS = st.sampled_from(["git", "push", "rm", "-rf", "/", "ab", "bb", "ac", "bc", "x", "origin", "test", "teXst", "", "a"])
+ITEMS = st.sampled_from(
+    ["git", "push", "rm", "-rf", "/", "ab", "bb", "ac", "bc", "x", "origin", "test", "teXst", "", "a"]
+)
 
 
 @settings(max_examples=1500)
@@ -17,7 +19,6 @@ ITEMS = st.sampled_from(["git", "push", "rm", "-rf", "/", "ab", "bb", "ac", "bc"
 def test_compiled_patterns_match_exactly_like_command_matches(p: list[str], argv: list[str]) -> None:
     pattern = " ".join(p)
     assert CommandPatterns([pattern]).matches(tuple(argv)) == command_matches(tuple(argv), pattern), (pattern, argv)
-
 
 
 def test_a_blank_pattern_matches_nothing_and_the_index_falls_back_to_glob_first_words() -> None:

@@ -58,7 +58,9 @@ def rule(name: str, effect: str, tools: str = '["*"]', extra: str = "") -> str:
 
 
 def test_deny_wins_over_ask_and_allow(tmp_path: Path) -> None:
-    config = make(tmp_path, rule("a", "allow") + rule("q", "ask") + rule("d", "deny", '["writer"]', ", reason: no writing"))
+    config = make(
+        tmp_path, rule("a", "allow") + rule("q", "ask") + rule("d", "deny", '["writer"]', ", reason: no writing")
+    )
     decision = decide(config, "writer", {})
     assert (decision.effect, decision.rule, decision.reason) == ("deny", "p/d", "no writing")
 
@@ -89,7 +91,11 @@ def test_on_error_ignore_lets_a_failing_deny_condition_pass(tmp_path: Path) -> N
 
 
 def test_warn_rules_let_the_call_through_with_a_warning_and_audit_rules_change_nothing(tmp_path: Path) -> None:
-    config = make(tmp_path, rule("w", "deny", '["reader"]', ", enforce: warn, reason: soon forbidden") + rule("au", "deny", '["reader"]', ", enforce: audit"))
+    config = make(
+        tmp_path,
+        rule("w", "deny", '["reader"]', ", enforce: warn, reason: soon forbidden")
+        + rule("au", "deny", '["reader"]', ", enforce: audit"),
+    )
     decision = decide(config, "reader", {})
     assert decision.effect == "allow"
     assert decision.warnings == ("p/w would deny: soon forbidden",)
@@ -133,7 +139,9 @@ def test_toolrt_test_reports_a_failing_case_and_exits_1(tmp_path: Path) -> None:
 
 
 async def test_a_denied_call_says_which_rule_and_why(tmp_path: Path) -> None:
-    runtime = Runtime([make(tmp_path, rule("d", "deny", '["reader"]', ", reason: reading is off today"))], workspace_root=tmp_path)
+    runtime = Runtime(
+        [make(tmp_path, rule("d", "deny", '["reader"]', ", reason: reading is off today"))], workspace_root=tmp_path
+    )
     (result,) = await runtime.run_turn([Call("1", "reader", {})])
     assert result.status.value == "denied"
     assert "rule `p/d`" in result.content and "reading is off today" in result.content
@@ -159,7 +167,12 @@ def test_a_tools_conditions_are_evaluated_in_one_batch_that_falls_back_rule_by_r
     rules = (
         # size() keeps each condition out of the forms read straight from the arguments
         rule("d", "deny", '["writer"]', ", when: 'args.path.startsWith(\"/etc\") && size(args.path) > 0'")
-        + rule("q", "ask", '["writer"]', ", when: 'args.path.endsWith(\".sh\") && size(args.path) > 0 // a trailing comment'")
+        + rule(
+            "q",
+            "ask",
+            '["writer"]',
+            ", when: 'args.path.endsWith(\".sh\") && size(args.path) > 0 // a trailing comment'",
+        )
         + rule("a", "allow", '["writer"]', ", when: 'args.path.startsWith(\"/tmp\") && size(args.path) > 0'")
     )
     config = make(tmp_path, rules)
@@ -173,7 +186,9 @@ def test_a_tools_conditions_are_evaluated_in_one_batch_that_falls_back_rule_by_r
     assert (missing.effect, missing.rule) == ("deny", "p/d") and "could not be evaluated" in (missing.reason or "")
 
 
-@pytest.mark.parametrize("when", ['"path" in .args && .args.path.startsWith("/etc")', "0xe-args.size() < 14 && args.path.startsWith(\"/etc\")"])
+@pytest.mark.parametrize(
+    "when", ['"path" in .args && .args.path.startsWith("/etc")', '0xe-args.size() < 14 && args.path.startsWith("/etc")']
+)
 def test_a_condition_reading_args_in_unusual_forms_is_never_folded_at_build(tmp_path: Path, when: str) -> None:
     config = make(tmp_path, rule("d", "deny", '["writer"]', f", when: '{when}'") + rule("a", "allow"))
     assert decide(config, "writer", {"path": "/etc/passwd"}).effect == "deny"
@@ -201,7 +216,11 @@ def test_the_shortcut_walk_decides_exactly_as_the_traced_full_walk(tmp_path: Pat
                 call = ValidatedCall(Call("1", name, args), snapshot.tools[name], args)
                 quick = decide_with(call, Session(mode=mode), snapshot)
                 full = decide_with(call, Session(mode=mode), snapshot, trace=[])
-                assert (quick.effect, quick.rule, quick.reason) == (full.effect, full.rule, full.reason), (name, mode, path)
+                assert (quick.effect, quick.rule, quick.reason) == (full.effect, full.rule, full.reason), (
+                    name,
+                    mode,
+                    path,
+                )
 
 
 def test_a_policy_test_decided_by_the_mode_names_that_mode(tmp_path: Path) -> None:

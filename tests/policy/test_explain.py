@@ -50,7 +50,9 @@ spec:
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
-    (tmp_path / "c.yaml").write_text(CONFIG.replace("python:nowhere_module_that_must_not_run:write", "builtin:tool_search"))
+    (tmp_path / "c.yaml").write_text(
+        CONFIG.replace("python:nowhere_module_that_must_not_run:write", "builtin:tool_search")
+    )
     return tmp_path
 
 
@@ -92,7 +94,9 @@ def test_explain_shows_the_split_command_line(config: Path) -> None:
 
 
 def test_explain_uses_the_session_mode(config: Path) -> None:
-    _, out, _ = explain(config, "write_note", "--args", '{"path": "x.md", "text": "hi"}', "--session", '{"mode": "plan", "user": "u"}')
+    _, out, _ = explain(
+        config, "write_note", "--args", '{"path": "x.md", "text": "hi"}', "--session", '{"mode": "plan", "user": "u"}'
+    )
     assert "decision  DENY" in out and "plan mode" in out
 
 
@@ -109,7 +113,15 @@ def test_explain_of_an_unknown_tool_lists_the_close_names(config: Path) -> None:
     assert code == 0 and "write_note" in out and "stops at lookup" in out
 
 
-@pytest.mark.parametrize(("flag", "value", "phrase"), [("--args", "{bad", "must be JSON"), ("--session", '{"mode": "yolo"}', "mode must be one of"), ("--session", "[1]", "must be a JSON object"), ("--session", '{"who": 1}', "unknown keys")])
+@pytest.mark.parametrize(
+    ("flag", "value", "phrase"),
+    [
+        ("--args", "{bad", "must be JSON"),
+        ("--session", '{"mode": "yolo"}', "mode must be one of"),
+        ("--session", "[1]", "must be a JSON object"),
+        ("--session", '{"who": 1}', "unknown keys"),
+    ],
+)
 def test_explain_rejects_bad_flags_with_a_usage_error(config: Path, flag: str, value: str, phrase: str) -> None:
     code, _, err = explain(config, "write_note", flag, value)
     assert code == 2 and phrase in err
@@ -119,13 +131,17 @@ def test_explain_never_runs_the_handler(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     (tmp_path / "h.py").write_text(f"def write(args):\n    open({str(marker)!r}, 'w').write('ran')\n")
     (tmp_path / "c.yaml").write_text(CONFIG.replace("nowhere_module_that_must_not_run", "h"))
-    code, out, _ = explain(tmp_path, "write_note", "--args", '{"path": "notes/a", "text": "t"}', "--session", '{"mode": "bypass"}')
+    code, out, _ = explain(
+        tmp_path, "write_note", "--args", '{"path": "notes/a", "text": "t"}', "--session", '{"mode": "bypass"}'
+    )
     assert code == 0 and "ALLOW" in out
     assert not marker.exists()
 
 
 def test_explain_refuses_what_validation_refuses_before_any_rule(config: Path) -> None:
-    _, out, _ = explain(config, "write_note", "--args", '{"path": "notes/a", "text": "t", "n": 1000000000000000000000000000000}')
+    _, out, _ = explain(
+        config, "write_note", "--args", '{"path": "notes/a", "text": "t", "n": 1000000000000000000000000000000}'
+    )
     assert "64-bit" in out and "stops at validate" in out and "decision" not in out
 
 
@@ -142,10 +158,14 @@ ALLOW_READS = "    - {name: reads, effect: allow, tools: [sh], commands: ['cat *
         ("cat src/*.py", None),
     ],
 )
-def test_explain_names_the_word_or_option_no_wildcard_allow_covers(tmp_path: Path, line: str, shown: str | None) -> None:
+def test_explain_names_the_word_or_option_no_wildcard_allow_covers(
+    tmp_path: Path, line: str, shown: str | None
+) -> None:
     config = tmp_path / "config"
     config.mkdir()
-    (config / "c.yaml").write_text(CONFIG.replace("python:nowhere_module_that_must_not_run:write", "builtin:tool_search") + ALLOW_READS)
+    (config / "c.yaml").write_text(
+        CONFIG.replace("python:nowhere_module_that_must_not_run:write", "builtin:tool_search") + ALLOW_READS
+    )
     workspace = tmp_path / "ws"
     (workspace / "src").mkdir(parents=True)
     (workspace / "src" / "a.py").write_text("x")

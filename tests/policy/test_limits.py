@@ -102,7 +102,10 @@ def test_smallest_limit_wins_across_documents() -> None:
     )
     running = [admitted(limits.admit("run_tests", "a")) for _ in range(2)]
     refusal = refused(limits.admit("run_tests", "a"))
-    assert (refusal.quota, refusal.limit) == ("calls_per_tool", 2)  # run_* in one document beats run_tests: 4 in the other
+    assert (refusal.quota, refusal.limit) == (
+        "calls_per_tool",
+        2,
+    )  # run_* in one document beats run_tests: 4 in the other
     assert "`run_*`" in refusal.message
     for admission in running:
         admission.finish()
@@ -122,7 +125,10 @@ def test_max_concurrent_per_tool_refuses_while_slots_are_taken_across_sessions()
     admitted(limits.admit("run_tests", "s2"))
     refusal = refused(limits.admit("run_tests", "s3"))
     assert (refusal.quota, refusal.limit) == ("max_concurrent_per_tool", 2)
-    assert "at most 2 concurrent `run_tests` executions (max_concurrent_per_tool); wait for one to finish" in refusal.message
+    assert (
+        "at most 2 concurrent `run_tests` executions (max_concurrent_per_tool); wait for one to finish"
+        in refusal.message
+    )
     first.finish()
     admitted(limits.admit("run_tests", "s3"))
 
@@ -143,11 +149,15 @@ def test_output_bytes_budget_is_spent_after_finish_and_refuses_the_next_call() -
     admitted(limits.admit("read", "s")).finish(output_bytes=1)
     refusal = refused(limits.admit("read", "s"))
     assert (refusal.quota, refusal.limit) == ("output_bytes_per_session", 1_000_000)
-    assert "at most 1000000 bytes of output in total (output_bytes_per_session); 1000000 bytes are used" in refusal.message
+    assert (
+        "at most 1000000 bytes of output in total (output_bytes_per_session); 1000000 bytes are used" in refusal.message
+    )
 
 
 def test_a_refused_admit_leaves_no_counter_changed() -> None:
-    limits = Limits([Quotas(calls_per_session=10, calls_per_tool={"run_tests": 10}, max_concurrent_per_tool={"run_tests": 1})])
+    limits = Limits(
+        [Quotas(calls_per_session=10, calls_per_tool={"run_tests": 10}, max_concurrent_per_tool={"run_tests": 1})]
+    )
     running = admitted(limits.admit("run_tests", "s"))
     before = limits.usage("s", "run_tests")
     assert before == {**before, "calls_per_session": 1, "calls_per_tool": 1, "max_concurrent_per_tool": 1}
@@ -262,7 +272,9 @@ def test_breaker_opens_after_n_failures_within_the_window() -> None:
     fail(admitted(limits.admit("api", "s")))
     refusal = refused(limits.admit("api", "s"))
     assert (refusal.kind, refusal.quota, refusal.limit) == ("breaker", "ops.circuit_breakers[0]", 3)
-    assert refusal.message == ("`api` is failing: 3 failures in the last 60 s; it is paused for another 30 s (circuit breaker `ops.circuit_breakers[0]`). Try again later or use another tool.")
+    assert refusal.message == (
+        "`api` is failing: 3 failures in the last 60 s; it is paused for another 30 s (circuit breaker `ops.circuit_breakers[0]`). Try again later or use another tool."
+    )
 
 
 def test_failures_spread_beyond_the_window_do_not_open_it() -> None:
@@ -325,7 +337,10 @@ def test_a_failed_trial_reopens_for_another_cooldown() -> None:
     fail(admitted(limits.admit("api", "s")))
     clock.advance(29)
     refusal = refused(limits.admit("api", "s"))
-    assert "`api` is still failing: a trial call after its pause failed too; it is paused for another 1 s" in refusal.message
+    assert (
+        "`api` is still failing: a trial call after its pause failed too; it is paused for another 1 s"
+        in refusal.message
+    )
     clock.advance(1)
     admitted(limits.admit("api", "s"))
 
@@ -356,11 +371,17 @@ def test_breaker_applies_only_to_tools_its_globs_match() -> None:
 
 def test_a_breaker_refusal_counts_nothing() -> None:
     clock = Clock()
-    limits = Limits([Quotas(calls_per_session=2, max_concurrent_per_tool={"api": 1})], [CircuitBreaker(failures=1)], clock=clock)
+    limits = Limits(
+        [Quotas(calls_per_session=2, max_concurrent_per_tool={"api": 1})], [CircuitBreaker(failures=1)], clock=clock
+    )
     fail(admitted(limits.admit("api", "s")))
     for _ in range(3):
         assert refused(limits.admit("api", "s")).kind == "breaker"
-    assert limits.usage("s", "api") == {**limits.usage("s", "api"), "calls_per_session": 1, "max_concurrent_per_tool": 0}
+    assert limits.usage("s", "api") == {
+        **limits.usage("s", "api"),
+        "calls_per_session": 1,
+        "max_concurrent_per_tool": 0,
+    }
 
 
 def test_a_call_refused_by_one_breaker_gives_back_its_trial_in_another() -> None:
@@ -403,7 +424,9 @@ def test_a_failure_of_a_call_begun_before_the_breaker_opened_changes_nothing() -
 def test_state_survives_new_limits_on_the_same_store() -> None:
     clock = Clock()
     store = InMemoryLimitStore()
-    policies = [Policy("ops", PolicySpec(quotas=Quotas(calls_per_session=2), circuit_breakers=[CircuitBreaker(failures=1)]))]
+    policies = [
+        Policy("ops", PolicySpec(quotas=Quotas(calls_per_session=2), circuit_breakers=[CircuitBreaker(failures=1)]))
+    ]
     old = Limits.from_policies(policies, store=store, clock=clock)
     fail(admitted(old.admit("api", "s")))
     new = Limits.from_policies(policies, store=store, clock=clock)
@@ -453,7 +476,9 @@ def test_empty_limits_are_falsy_and_admit_everything() -> None:
     for limits in (Limits.empty(), Limits(), Limits([Quotas()]), Limits.from_policies([Policy("p")])):
         assert not limits
         for _ in range(3):
-            admitted(limits.admit("anything", "s")).finish(seconds=1e9, output_bytes=10**12, failed=True, counts_for_breaker=True)
+            admitted(limits.admit("anything", "s")).finish(
+                seconds=1e9, output_bytes=10**12, failed=True, counts_for_breaker=True
+            )
         assert limits.usage("s") == {}
     assert Limits([Quotas(calls_per_session=1)])
     assert Limits(breakers=[CircuitBreaker()])

@@ -17,8 +17,29 @@ from command_support import Place, build_snapshot, judge, make_place
 from runtime.snapshot import Snapshot
 
 RULES = (
-    "ls *", "cat *", "git status *", "git diff *", "git log *", "grep *", "head *", "tail *", "wc *", "sort *", "uniq *",
-    "find *", "sed *", "awk *", "tar *", "echo *", "pwd", "which *", "tree *", "du *", "file *", "stat *", "diff *",
+    "ls *",
+    "cat *",
+    "git status *",
+    "git diff *",
+    "git log *",
+    "grep *",
+    "head *",
+    "tail *",
+    "wc *",
+    "sort *",
+    "uniq *",
+    "find *",
+    "sed *",
+    "awk *",
+    "tar *",
+    "echo *",
+    "pwd",
+    "which *",
+    "tree *",
+    "du *",
+    "file *",
+    "stat *",
+    "diff *",
 )
 
 
@@ -189,7 +210,6 @@ ORDINARY = [
     line("head -3 src/a.py src/b.py"),
     line("tail -n +2 data.txt | sort"),
     line('echo "x" | grep x'),
-
 ]
 
 WITHOUT_GLOBS = [case for case in ORDINARY if not case.values[1]]
@@ -213,7 +233,10 @@ def test_the_table_is_large_enough() -> None:
 
 @pytest.mark.parametrize(("text", "has_glob"), ORDINARY)
 def test_an_ordinary_line_is_allowed_in_a_known_workspace(
-    snapshot: Snapshot, place: Place, text: str, has_glob: bool,
+    snapshot: Snapshot,
+    place: Place,
+    text: str,
+    has_glob: bool,
 ) -> None:
     decision = judge(snapshot, text, where=place.where())
     assert decision.effect == "allow", decision.reason
@@ -222,14 +245,19 @@ def test_an_ordinary_line_is_allowed_in_a_known_workspace(
 
 @pytest.mark.parametrize(("text", "has_glob"), ORDINARY)
 def test_an_ordinary_line_is_allowed_when_commands_outside_the_workspace_are_denied(
-    snapshot: Snapshot, place: Place, text: str, has_glob: bool,
+    snapshot: Snapshot,
+    place: Place,
+    text: str,
+    has_glob: bool,
 ) -> None:
     assert judge(snapshot, text, where=place.where("deny")).effect == "allow"
 
 
 @pytest.mark.parametrize(("text", "has_glob"), WITHOUT_GLOBS)
 def test_an_ordinary_line_without_globs_is_allowed_without_a_workspace(
-    snapshot: Snapshot, text: str, has_glob: bool,
+    snapshot: Snapshot,
+    text: str,
+    has_glob: bool,
 ) -> None:
     decision = judge(snapshot, text)
     assert decision.effect == "allow", decision.reason

@@ -46,7 +46,9 @@ def test_a_glob_skips_hidden_names_unless_the_line_can_turn_dotglob_on(workspace
 
 
 def test_deny_rules_see_both_the_glob_and_its_matches(workspace: Path) -> None:
-    argvs = place(split_command_line("GLOBIGNORE=x; cat *env"), Where.of(workspace), ".", "GLOBIGNORE=x; cat *env").argvs
+    argvs = place(
+        split_command_line("GLOBIGNORE=x; cat *env"), Where.of(workspace), ".", "GLOBIGNORE=x; cat *env"
+    ).argvs
     assert ("cat", "*env") in argvs and ("cat", ".env") in argvs
 
 
@@ -62,7 +64,18 @@ def test_a_glob_with_too_many_matches_is_a_run_time_word(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(
     "line",
-    ["cat $f", "cat ${IFS}.env", "cat $(echo .env)", "cat `echo x`", "cat ~/x", "cat {a,$b}", "cat {a,*}", "cat $((1+2))", "cat <(ls)", "cat \"$HOME\"/x"],
+    [
+        "cat $f",
+        "cat ${IFS}.env",
+        "cat $(echo .env)",
+        "cat `echo x`",
+        "cat ~/x",
+        "cat {a,$b}",
+        "cat {a,*}",
+        "cat $((1+2))",
+        "cat <(ls)",
+        'cat "$HOME"/x',
+    ],
 )
 def test_run_time_words_are_unknown(line: str, workspace: Path) -> None:
     commands = own(line, Where.of(workspace))
@@ -75,7 +88,19 @@ def test_a_brace_word_of_plain_words_is_spelled_out_for_allow_rules(workspace: P
 
 @pytest.mark.parametrize(
     "line",
-    ["cat /etc/passwd", "cat ../x", "cat src/../../x", "cat /proc/cpuinfo", "ls /sys", "cat /dev/sda", "cat escape/x", "ls escape", "cd ..", "cat x > /tmp/o", "git diff --output=/tmp/x"],
+    [
+        "cat /etc/passwd",
+        "cat ../x",
+        "cat src/../../x",
+        "cat /proc/cpuinfo",
+        "ls /sys",
+        "cat /dev/sda",
+        "cat escape/x",
+        "ls escape",
+        "cd ..",
+        "cat x > /tmp/o",
+        "git diff --output=/tmp/x",
+    ],
 )
 def test_paths_outside_the_workspace_need_a_literal_word(line: str, workspace: Path) -> None:
     result = place(split_command_line(line), Where.of(workspace), ".", line)
@@ -161,7 +186,15 @@ def test_a_symlink_into_protected_files_is_protected(workspace: Path) -> None:
 
 @pytest.mark.parametrize(
     "line",
-    ["cd / && cat etc/passwd", "(cd /; cat etc/passwd)", "bash -c 'cd / && cat etc/passwd'", "cd && cat .bashrc", "cd - && cat x", "CDPATH=/; cd etc && cat passwd", "pushd /etc && cat passwd"],
+    [
+        "cd / && cat etc/passwd",
+        "(cd /; cat etc/passwd)",
+        "bash -c 'cd / && cat etc/passwd'",
+        "cd && cat .bashrc",
+        "cd - && cat x",
+        "CDPATH=/; cd etc && cat passwd",
+        "pushd /etc && cat passwd",
+    ],
 )
 def test_paths_after_cd_are_placed_from_where_the_line_went(line: str, workspace: Path) -> None:
     result = place(split_command_line(line), Where.of(workspace), ".", line)
@@ -182,7 +215,9 @@ def test_a_glob_after_a_command_that_may_make_files_is_a_run_time_word(line: str
     assert UNKNOWN in commands[-1].guards.values(), commands
 
 
-@pytest.mark.parametrize("line", ["ls src && cat src/*.py", "git status && wc -l src/*.py", "shopt -s nullglob; cat src/*.py"])
+@pytest.mark.parametrize(
+    "line", ["ls src && cat src/*.py", "git status && wc -l src/*.py", "shopt -s nullglob; cat src/*.py"]
+)
 def test_a_glob_after_commands_that_make_no_files_is_expanded(line: str, workspace: Path) -> None:
     commands = place(split_command_line(line), Where.of(workspace), ".", line).commands
     assert commands[-1].argv[-2:] == ("src/a.py", "src/b.py"), commands

@@ -98,9 +98,13 @@ def build_place(base: Path) -> Place:
     os.symlink("..", root / "sub" / "up")  # sub/up is the workspace; sub/up/.. its parent
     # Relative links that stay inside where they are, and lead elsewhere once copied or
     # moved to another folder (a link keeps its text).
-    os.symlink("../outside", root / "sub" / "rel")  # the workspace's outside/ (none): the sibling outside/ from the root
+    os.symlink(
+        "../outside", root / "sub" / "rel"
+    )  # the workspace's outside/ (none): the sibling outside/ from the root
     os.symlink("../toolrt.d", root / "deep" / "a" / "cfg")  # deep/toolrt.d (none): the config from sub/
-    os.symlink("../../outside", root / "deep" / "a" / "b" / "rel")  # inside here; in a copy at the top, the sibling outside/
+    os.symlink(
+        "../../outside", root / "deep" / "a" / "b" / "rel"
+    )  # inside here; in a copy at the top, the sibling outside/
     os.symlink("../../toolrt.d", root / "deep" / "a" / "b" / "cfg")  # inside here; in a copy in sub/, the config
     # Hard links that already exist to toolrt's own files.
     os.link(root / "toolrt.d" / "p.yaml", root / "sub" / "hard.txt")
@@ -117,7 +121,20 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Place:
 
 
 #: Rules: none; WIDE (command_support's wildcards) plus the programs used below.
-MORE = (*WIDE, "rsync *", "unzip *", "bsdtar *", "cpio *", "gtar *", "patch *", "pushd *", "tee *", "chown *", "rmdir *", "truncate *")
+MORE = (
+    *WIDE,
+    "rsync *",
+    "unzip *",
+    "bsdtar *",
+    "cpio *",
+    "gtar *",
+    "patch *",
+    "pushd *",
+    "tee *",
+    "chown *",
+    "rmdir *",
+    "truncate *",
+)
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +164,15 @@ def _spelled(place: Place, line: str) -> str:
 
 @pytest.fixture(scope="module")
 def decided(snapshots: dict[str, Snapshot], place: Place) -> Judge:
-    def decided(line: str, *, rules: str = "none", mode: str = "bypass", outside: str = "ask", cwd: str | None = None, layout: str = "protected") -> Decision:
+    def decided(
+        line: str,
+        *,
+        rules: str = "none",
+        mode: str = "bypass",
+        outside: str = "ask",
+        cwd: str | None = None,
+        layout: str = "protected",
+    ) -> Decision:
         return judge(snapshots[rules], _spelled(place, line), mode=mode, where=_where(place, outside, layout), cwd=cwd)
 
     return decided
@@ -258,8 +283,12 @@ MADE_PROTECTED = [
     pytest.param("ln -sr src sub/o && cat sub/o/../toolrt.d/p.yaml", id="ln -sr then .. after the link"),
     pytest.param("ln -s -t sub ../src && cat sub/src/../toolrt.d/p.yaml", id="ln -s -t then .. after the link"),
     pytest.param("ln -sT ../src sub/o && cat sub/o/../toolrt.d/p.yaml", id="ln -sT then .. after the link"),
-    pytest.param("ln -s --target-directory=sub ../src && cat sub/src/../toolrt.d/p.yaml", id="ln --target-directory= then .."),
-    pytest.param("ln -s ../src sub/a && ln -s a sub/b && cat sub/b/../toolrt.d/p.yaml", id="a made link to a made link then .."),
+    pytest.param(
+        "ln -s --target-directory=sub ../src && cat sub/src/../toolrt.d/p.yaml", id="ln --target-directory= then .."
+    ),
+    pytest.param(
+        "ln -s ../src sub/a && ln -s a sub/b && cat sub/b/../toolrt.d/p.yaml", id="a made link to a made link then .."
+    ),
     pytest.param("ln -s docs d; cat d/lnk/../audit.sqlite3", id="a made link to a folder holding a link, then .."),
     pytest.param("cp -P docs/lnk sub/o && cat sub/o/../audit.sqlite3", id="cp -P of a link then .."),
     pytest.param("cp -d docs/in_src sub/o && cat sub/o/../toolrt.d/p.yaml", id="cp -d of a relative link then .."),
@@ -281,19 +310,31 @@ MADE_PROTECTED = [
     pytest.param("mv deep/a/cfg sub/c && cat sub/c/p.yaml", id="mv of a relative link to another depth"),
     pytest.param("mv -t sub deep/a/cfg && cat sub/cfg/p.yaml", id="mv -t of a relative link"),
     pytest.param("rsync -l deep/a/cfg sub/c && cat sub/c/p.yaml", id="rsync -l of a relative link"),
-    pytest.param("ln -s ../toolrt.d deep/a/new && mv deep/a/new sub/n && cat sub/n/p.yaml", id="a link made on the line, then moved"),
-    pytest.param("ln -s ../toolrt.d deep/a/new && cp -P deep/a/new sub/n && cat sub/n/p.yaml", id="a link made on the line, then copied"),
+    pytest.param(
+        "ln -s ../toolrt.d deep/a/new && mv deep/a/new sub/n && cat sub/n/p.yaml",
+        id="a link made on the line, then moved",
+    ),
+    pytest.param(
+        "ln -s ../toolrt.d deep/a/new && cp -P deep/a/new sub/n && cat sub/n/p.yaml",
+        id="a link made on the line, then copied",
+    ),
     pytest.param("ln --symbolic ../src sub/o && cat sub/o/../toolrt.d/p.yaml", id="ln --symbolic then .."),
     pytest.param("ln -s -- ../src sub/o && cat sub/o/../toolrt.d/p.yaml", id="ln -s -- then .."),
     pytest.param("ln -sfn ../src sub/o && cat sub/o/../toolrt.d/p.yaml", id="ln -sfn then .."),
-    pytest.param("cp --no-dereference deep/a/cfg sub/c && cat sub/c/p.yaml", id="cp --no-dereference of a relative link"),
+    pytest.param(
+        "cp --no-dereference deep/a/cfg sub/c && cat sub/c/p.yaml", id="cp --no-dereference of a relative link"
+    ),
     pytest.param("cp --archive deep/a/cfg sub/c && cat sub/c/p.yaml", id="cp --archive of a relative link"),
     pytest.param("cp -P -- deep/a/cfg sub/c && cat sub/c/p.yaml", id="cp -P -- of a relative link"),
     pytest.param("rsync --links deep/a/cfg sub/c && cat sub/c/p.yaml", id="rsync --links of a relative link"),
     pytest.param("mv -T deep/a/cfg sub/c && cat sub/c/p.yaml", id="mv -T of a relative link"),
-    pytest.param("mv --target-directory=sub deep/a/cfg && cat sub/cfg/p.yaml", id="mv --target-directory= of a relative link"),
+    pytest.param(
+        "mv --target-directory=sub deep/a/cfg && cat sub/cfg/p.yaml", id="mv --target-directory= of a relative link"
+    ),
     pytest.param("cp -P deep/a/cfg sub/ && cat sub/cfg/p.yaml", id="cp -P into a folder"),
-    pytest.param("cd deep/a && cp -P cfg ../../sub/c && cd ../.. && cat sub/c/p.yaml", id="cp -P after cd, read after cd back"),
+    pytest.param(
+        "cd deep/a && cp -P cfg ../../sub/c && cd ../.. && cat sub/c/p.yaml", id="cp -P after cd, read after cd back"
+    ),
     pytest.param("(cd deep/a && mv cfg ../../sub/c); cat sub/c/p.yaml", id="mv in a subshell after cd"),
     pytest.param("mv deep/a/cfg sub/c && cd sub/c && cat p.yaml", id="cd into the moved link"),
     pytest.param("mv deep/a/cfg sub/c && cat < sub/c/p.yaml", id="the moved link read by a redirection"),
@@ -302,7 +343,9 @@ MADE_PROTECTED = [
     pytest.param("cp -a deep/a/b sub/b3 && cat sub/b3/cfg/p.yaml", id="cp -a of a folder holding a relative link"),
     pytest.param("cp -r deep/a/b sub/b3; cat sub/b3/cfg/p.yaml", id="cp -r of a folder holding a relative link"),
     pytest.param("mv deep/a/b sub/b3 && cat sub/b3/cfg/p.yaml", id="mv of a folder holding a relative link"),
-    pytest.param("rsync -a deep/a/b/ sub/b3/ && cat sub/b3/cfg/p.yaml", id="rsync -a of a folder holding a relative link"),
+    pytest.param(
+        "rsync -a deep/a/b/ sub/b3/ && cat sub/b3/cfg/p.yaml", id="rsync -a of a folder holding a relative link"
+    ),
     pytest.param("mv deep/a/b sub/b3 && cd sub/b3/cfg && cat p.yaml", id="cd into a moved folder's relative link"),
     # A made name that is toolrt's files, or a folder holding them.
     pytest.param("mv sub/back_to_ws w; cat w/toolrt.d/p.yaml", id="mv of a link to the workspace"),
@@ -324,7 +367,9 @@ MADE_PROTECTED = [
 
 @pytest.mark.parametrize("outside", ["ask", "allow"])
 @pytest.mark.parametrize("line", MADE_PROTECTED)
-def test_a_name_made_earlier_on_the_line_that_reaches_toolrt_files_is_denied(decided: Judge, line: str, outside: str) -> None:
+def test_a_name_made_earlier_on_the_line_that_reaches_toolrt_files_is_denied(
+    decided: Judge, line: str, outside: str
+) -> None:
     _assert_protected(decided, line, outside)
 
 
@@ -482,7 +527,11 @@ HARD_LINKED = [
     pytest.param("cat sub/*.txt", id="matched by a glob"),
     pytest.param("cat sub/hard.{txt,md}", id="spelled with a brace list"),
     pytest.param("diff --from-file=sub/hard.txt a.txt", id="an option value"),
-    pytest.param("grep -r -v zzz sub", marks=hole("a folder operand is not walked: a hard link to the config inside it is read by grep -r"), id="grep -r over the folder"),
+    pytest.param(
+        "grep -r -v zzz sub",
+        marks=hole("a folder operand is not walked: a hard link to the config inside it is read by grep -r"),
+        id="grep -r over the folder",
+    ),
     pytest.param("cat docs/*", id="a glob of the folder"),
     pytest.param("cat docs/state.m?", id="a one-letter glob"),
 ]
@@ -521,8 +570,8 @@ BRACES_PROTECTED = [
     pytest.param("cat {root}/../audit.{q..u..2}qlite3", id="letters with a step that lands on it"),
     pytest.param("cat {toolrt.d,x}/p.yaml${x}", id="a brace before a parameter"),
     pytest.param("cat toolrt.d/${x}p.{yaml,x}", id="a brace after a parameter"),
-    pytest.param("cat \"toolrt.d\"{/p.yaml,x}", id="a quoted prefix"),
-    pytest.param("cat {\"toolrt.d/p.yaml\",x}", id="a quoted alternative"),
+    pytest.param('cat "toolrt.d"{/p.yaml,x}', id="a quoted prefix"),
+    pytest.param('cat {"toolrt.d/p.yaml",x}', id="a quoted alternative"),
     pytest.param("cat {'toolrt.d/p.yaml',x}", id="a single-quoted alternative"),
     pytest.param("cat {..,..}/{name}/toolrt.d/p.yaml", id="the workspace's parent"),
     pytest.param("cp {toolrt.d/p.yaml,x} && cat x", id="cp of two variants"),
@@ -580,17 +629,65 @@ def test_zero_padded_sequences_do_not_spell_the_unpadded_name(decided: Judge) ->
 
 # brace_variants against bash itself: each word is expanded by `printf '%s\n' WORD`.
 BASH_WORDS = [
-    "{a,b}", "x{a,b}y", "{a,b}{c,d}", "{{a,b},{c,d}}", "{a,{b,{c,d}}}", "{a,}", "{,a}", "{,,}x", "a{,}b", "{a,b,}{1,2}",
-    "{1..5}", "{5..1}", "{1..10..3}", "{10..1..3}", "{1..5..-2}", "{-3..3}", "{3..-3..2}", "{-5..-1}", "{00..3}", "{03..3}",
-    "{1..03}", "{-01..2}", "{007..10}", "{a..e}", "{e..a}", "{a..z..5}", "{W..Z}", "{Z..W..2}", "{x..x}", "{1..1}", "p.{yaml,yml}",
-    "{a..c}{1..2}", "x{1..3}y{a,b}", "${x}{a,b}", "{a,b}${x}", "a${x,y}b", "{a}", "{a..}", "{..b}", "{a,b", "a,b}",
-    "{a..b..c}", "{1..2..0}", "{{a,b}", "{a,b}}", "{a,{b}", "{a..e..-2}", "{9..11}", "{-1..1}", "{toolrt.d,x}/p.yaml", "{/,}etc",
+    "{a,b}",
+    "x{a,b}y",
+    "{a,b}{c,d}",
+    "{{a,b},{c,d}}",
+    "{a,{b,{c,d}}}",
+    "{a,}",
+    "{,a}",
+    "{,,}x",
+    "a{,}b",
+    "{a,b,}{1,2}",
+    "{1..5}",
+    "{5..1}",
+    "{1..10..3}",
+    "{10..1..3}",
+    "{1..5..-2}",
+    "{-3..3}",
+    "{3..-3..2}",
+    "{-5..-1}",
+    "{00..3}",
+    "{03..3}",
+    "{1..03}",
+    "{-01..2}",
+    "{007..10}",
+    "{a..e}",
+    "{e..a}",
+    "{a..z..5}",
+    "{W..Z}",
+    "{Z..W..2}",
+    "{x..x}",
+    "{1..1}",
+    "p.{yaml,yml}",
+    "{a..c}{1..2}",
+    "x{1..3}y{a,b}",
+    "${x}{a,b}",
+    "{a,b}${x}",
+    "a${x,y}b",
+    "{a}",
+    "{a..}",
+    "{..b}",
+    "{a,b",
+    "a,b}",
+    "{a..b..c}",
+    "{1..2..0}",
+    "{{a,b}",
+    "{a,b}}",
+    "{a,{b}",
+    "{a..e..-2}",
+    "{9..11}",
+    "{-1..1}",
+    "{toolrt.d,x}/p.yaml",
+    "{/,}etc",
 ]
 
 
 @pytest.mark.parametrize("word", BASH_WORDS)
 def test_brace_variants_expand_as_bash_does(word: str, tmp_path: Path) -> None:
-    ran = subprocess.run(["bash", "-c", f"x=; printf '%s\\n' {word}"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    ran = subprocess.run(
+        ["bash", "-c", f"x=; printf '%s\\n' {word}"], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
     expected = [item.replace("$", "") for item in ran.stdout.splitlines()]
     got = brace_variants(word)
     assert got is not None
@@ -644,7 +741,6 @@ def test_a_config_sub_folder_cannot_be_deleted_moved_or_locked(decided: Judge, l
     assert decision.effect == "deny", (line, decision.effect, decision.reason)
 
 
-
 CONFIG_ASKED = [
     pytest.param("cp -r templates toolrt.d/more/x", id="cp -r into a sub-folder"),
     pytest.param("cp -a templates toolrt.d/more/", id="cp -a into a sub-folder"),
@@ -660,7 +756,9 @@ CONFIG_ASKED = [
     pytest.param("bsdtar -xf a.tar -C toolrt.d/more", id="bsdtar -C"),
     pytest.param("cd toolrt.d/more && cpio -id < ../../a.cpio", id="cpio after cd"),
     pytest.param("find templates | cpio -pdm toolrt.d/more", id="cpio -p into a sub-folder"),
-    pytest.param("find templates | cpio --pass-through --make-directories toolrt.d", id="cpio --pass-through into the config"),
+    pytest.param(
+        "find templates | cpio --pass-through --make-directories toolrt.d", id="cpio --pass-through into the config"
+    ),
     pytest.param("unzip -d toolrt.d/more evil.zip", id="unzip -d first"),
     pytest.param("unzip evil.zip -d toolrt.d/more", id="unzip -d last"),
     pytest.param("patch -d toolrt.d/more -p0 < x.diff", id="patch -d"),
@@ -717,7 +815,9 @@ GIT_MADE = [
 
 
 @pytest.mark.parametrize(("line", "cwd"), GIT_MADE)
-def test_git_in_a_repository_the_agent_could_have_made_is_covered_by_no_allow_rule(decided: Judge, line: str, cwd: str | None) -> None:
+def test_git_in_a_repository_the_agent_could_have_made_is_covered_by_no_allow_rule(
+    decided: Judge, line: str, cwd: str | None
+) -> None:
     decision = decided(line, rules="wide", mode="default", cwd=cwd)
     assert decision.effect in ASKED, (line, decision.effect, decision.reason)
 
@@ -752,7 +852,9 @@ def fresh(tmp_path: Path, snapshots: dict[str, Snapshot]) -> tuple[Place, Where,
     return made, where, lambda line: judge(snapshots["wide"], line, mode="default", where=where)
 
 
-def test_a_remembered_line_is_judged_again_when_its_file_gains_a_toolrt_name(fresh: tuple[Place, Where, Callable[[str], Decision]]) -> None:
+def test_a_remembered_line_is_judged_again_when_its_file_gains_a_toolrt_name(
+    fresh: tuple[Place, Where, Callable[[str], Decision]],
+) -> None:
     made, where, decide = fresh
     (made.root / "sub" / "n.txt").write_text("n\n")
     assert decide("cat sub/n.txt").effect == "allow"
@@ -762,7 +864,9 @@ def test_a_remembered_line_is_judged_again_when_its_file_gains_a_toolrt_name(fre
     assert decide("cat sub/n.txt").effect == "deny"
 
 
-def test_a_remembered_line_is_judged_again_when_its_name_becomes_a_hard_link(fresh: tuple[Place, Where, Callable[[str], Decision]]) -> None:
+def test_a_remembered_line_is_judged_again_when_its_name_becomes_a_hard_link(
+    fresh: tuple[Place, Where, Callable[[str], Decision]],
+) -> None:
     made, _, decide = fresh
     (made.root / "sub" / "m.txt").write_text("m\n")
     assert decide("head sub/m.txt").effect == "allow"
@@ -771,14 +875,18 @@ def test_a_remembered_line_is_judged_again_when_its_name_becomes_a_hard_link(fre
     assert decide("head sub/m.txt").effect == "deny"
 
 
-def test_a_remembered_line_naming_a_missing_file_is_judged_again_once_it_is_a_hard_link(fresh: tuple[Place, Where, Callable[[str], Decision]]) -> None:
+def test_a_remembered_line_naming_a_missing_file_is_judged_again_once_it_is_a_hard_link(
+    fresh: tuple[Place, Where, Callable[[str], Decision]],
+) -> None:
     made, _, decide = fresh
     assert decide("cat sub/later.txt").effect == "allow"
     os.link(made.audit, made.root / "sub" / "later.txt")
     assert decide("cat sub/later.txt").effect == "deny"
 
 
-def test_a_remembered_line_is_judged_again_when_a_folder_on_its_path_becomes_a_link(fresh: tuple[Place, Where, Callable[[str], Decision]]) -> None:
+def test_a_remembered_line_is_judged_again_when_a_folder_on_its_path_becomes_a_link(
+    fresh: tuple[Place, Where, Callable[[str], Decision]],
+) -> None:
     made, _, decide = fresh
     (made.root / "sub" / "dir").mkdir()
     assert decide("cat sub/dir/../audit.sqlite3").effect == "allow"  # sub/audit.sqlite3, inside
@@ -789,7 +897,15 @@ def test_a_remembered_line_is_judged_again_when_a_folder_on_its_path_becomes_a_l
 
 def test_two_names_for_one_workspace_file_keep_working(fresh: tuple[Place, Where, Callable[[str], Decision]]) -> None:
     _, _, decide = fresh
-    for line in ("cat sub/a2.txt", "cat a.txt", "grep b sub/a2.txt", "head -n1 sub/a2.txt", "sed -n p sub/a2.txt", "cat sub/a*.txt", "cat sub/a2.txt"):
+    for line in (
+        "cat sub/a2.txt",
+        "cat a.txt",
+        "grep b sub/a2.txt",
+        "head -n1 sub/a2.txt",
+        "sed -n p sub/a2.txt",
+        "cat sub/a*.txt",
+        "cat sub/a2.txt",
+    ):
         assert decide(line).effect == "allow", line
 
 
@@ -799,9 +915,31 @@ def test_two_names_for_one_workspace_file_keep_working(fresh: tuple[Place, Where
 # =======================================================================================
 
 ORDINARY_RULES = (
-    "ls *", "cat *", "cp *", "mv *", "ln *", "rsync *", "tar *", "unzip *", "git *", "mkdir *", "touch *", "echo *", "cd *",
-    "pushd *", "patch *", "readlink *", "head *", "diff *", "grep *", "wc *", "rm *", "find *", "tar -cf *",
-    "unzip -o * -d *", "rsync -av --delete *",
+    "ls *",
+    "cat *",
+    "cp *",
+    "mv *",
+    "ln *",
+    "rsync *",
+    "tar *",
+    "unzip *",
+    "git *",
+    "mkdir *",
+    "touch *",
+    "echo *",
+    "cd *",
+    "pushd *",
+    "patch *",
+    "readlink *",
+    "head *",
+    "diff *",
+    "grep *",
+    "wc *",
+    "rm *",
+    "find *",
+    "tar -cf *",
+    "unzip -o * -d *",
+    "rsync -av --delete *",
 )
 
 
@@ -811,7 +949,17 @@ def ordinary(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Decisi
     root = base / "ws"
     for folder in ("src", "docs/api", "build", ".git/objects", ".git/refs", "vendor"):
         (root / folder).mkdir(parents=True)
-    for name in ("src/a.py", "src/b.py", "src/app.py", "docs/guide.md", "docs/api/x.md", "a.txt", "x.diff", "README.md", ".git/HEAD"):
+    for name in (
+        "src/a.py",
+        "src/b.py",
+        "src/app.py",
+        "docs/guide.md",
+        "docs/api/x.md",
+        "a.txt",
+        "x.diff",
+        "README.md",
+        ".git/HEAD",
+    ):
         (root / name).write_text("x\n")
     os.symlink("../src", root / "docs" / "code")  # a link that stays inside
     os.symlink("src/app.py", root / "app.py")
@@ -823,23 +971,74 @@ def ordinary(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Decisi
     return lambda line: judge(snapshot, line, mode="default", where=where)
 
 
-CD_BOTH = "after `cd DIR &&` the line is still judged from the starting folder too, where ../a.txt is outside the workspace"
+CD_BOTH = (
+    "after `cd DIR &&` the line is still judged from the starting folder too, where ../a.txt is outside the workspace"
+)
 
 ORDINARY = [
-    "ln -s src/a.py link.py", "ln -s ../src docs/srclink", "ln -sf src/app.py main.py", "ln -s src s && cat s/a.py",
-    "ln src/a.py hard.py && cat hard.py", "ln -sr src/a.py docs/a.py", "ln -s ../src/b.py docs/", "readlink docs/code",
-    "ls -l docs/code/", "cat docs/code/a.py", "cat docs/code/../src/a.py", "cat src/../a.txt", "cat ./src/./a.py",
-    "ls docs/api/..", "cd src && ls", "cd docs/code && ls", "pushd src && ls", "cd -P docs/code && ls", "cat app.py",
-    "cp -r src backup", "cp -a src backup && ls backup", "cp -R docs docs2", "cp src/a.py src/a2.py", "cp -p a.txt b.txt",
-    "cp -P app.py app2.py", "cp -rP docs docs3 && cat docs3/code/a.py", "mv a.txt b.txt", "mv src lib && ls lib",
-    "mkdir -p build && cp src/a.py build/", "rsync -a src/ backup/", "rsync -av --delete src/ mirror/",
-    "tar -cf out.tar src", "tar -xf a.tar -C build", "tar xf a.tar", "unzip -o x.zip -d vendor", "patch -p1 -i x.diff",
-    "diff -r src backup", "ln -sfn ../src docs/current", "cp -a docs/code docs/code2",
-    "git status", "git checkout -b x", "git checkout main", "git switch -c feat", "git stash", "git stash pop", "git stash list",
-    "git reset --hard HEAD", "git pull", "git merge feat", "git apply x.diff", "git log --oneline", "git diff HEAD~1",
-    "git add -A && git commit -m x", "git -C src log", "git clone https://example.com/r.git vendor/r", "git branch -a",
-    "git rebase main", "git restore src/a.py", "git checkout main && git log", "find src -type l", "rm -f link.py",
-    "rm -rf build", "ln -s src s && ls s",
+    "ln -s src/a.py link.py",
+    "ln -s ../src docs/srclink",
+    "ln -sf src/app.py main.py",
+    "ln -s src s && cat s/a.py",
+    "ln src/a.py hard.py && cat hard.py",
+    "ln -sr src/a.py docs/a.py",
+    "ln -s ../src/b.py docs/",
+    "readlink docs/code",
+    "ls -l docs/code/",
+    "cat docs/code/a.py",
+    "cat docs/code/../src/a.py",
+    "cat src/../a.txt",
+    "cat ./src/./a.py",
+    "ls docs/api/..",
+    "cd src && ls",
+    "cd docs/code && ls",
+    "pushd src && ls",
+    "cd -P docs/code && ls",
+    "cat app.py",
+    "cp -r src backup",
+    "cp -a src backup && ls backup",
+    "cp -R docs docs2",
+    "cp src/a.py src/a2.py",
+    "cp -p a.txt b.txt",
+    "cp -P app.py app2.py",
+    "cp -rP docs docs3 && cat docs3/code/a.py",
+    "mv a.txt b.txt",
+    "mv src lib && ls lib",
+    "mkdir -p build && cp src/a.py build/",
+    "rsync -a src/ backup/",
+    "rsync -av --delete src/ mirror/",
+    "tar -cf out.tar src",
+    "tar -xf a.tar -C build",
+    "tar xf a.tar",
+    "unzip -o x.zip -d vendor",
+    "patch -p1 -i x.diff",
+    "diff -r src backup",
+    "ln -sfn ../src docs/current",
+    "cp -a docs/code docs/code2",
+    "git status",
+    "git checkout -b x",
+    "git checkout main",
+    "git switch -c feat",
+    "git stash",
+    "git stash pop",
+    "git stash list",
+    "git reset --hard HEAD",
+    "git pull",
+    "git merge feat",
+    "git apply x.diff",
+    "git log --oneline",
+    "git diff HEAD~1",
+    "git add -A && git commit -m x",
+    "git -C src log",
+    "git clone https://example.com/r.git vendor/r",
+    "git branch -a",
+    "git rebase main",
+    "git restore src/a.py",
+    "git checkout main && git log",
+    "find src -type l",
+    "rm -f link.py",
+    "rm -rf build",
+    "ln -s src s && ls s",
 ]
 
 ORDINARY_HELD = [
@@ -852,7 +1051,9 @@ ORDINARY_HELD = [
 
 
 @pytest.mark.parametrize("line", [*ORDINARY, *ORDINARY_HELD])
-def test_an_ordinary_line_with_links_copies_git_or_braces_is_allowed(ordinary: Callable[[str], Decision], line: str) -> None:
+def test_an_ordinary_line_with_links_copies_git_or_braces_is_allowed(
+    ordinary: Callable[[str], Decision], line: str
+) -> None:
     decision = ordinary(line)
     assert decision.effect == "allow", (line, decision.effect, decision.reason)
 
@@ -880,7 +1081,9 @@ def made_repository(tmp_path: Path) -> tuple[Runtime, Path]:
     (repo / "config").write_text(
         f'[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = work\n\tfsmonitor = "touch {marker}; false"\n'
     )
-    runtime = Runtime([root / "toolrt.d"], workspace_root=root, settings=Settings(state_dir=tmp_path / "state", hot_reload=False))
+    runtime = Runtime(
+        [root / "toolrt.d"], workspace_root=root, settings=Settings(state_dir=tmp_path / "state", hot_reload=False)
+    )
     return runtime, root
 
 
@@ -893,7 +1096,9 @@ def test_the_made_repository_runs_its_fsmonitor_when_git_is_run_plainly(made_rep
 
 
 @pytest.mark.parametrize("line", ["git -C evil status", "cd evil && git status", "git -C evil/refs status"])
-async def test_a_command_run_by_the_runtime_does_not_run_a_made_repository_fsmonitor(made_repository: tuple[Runtime, Path], line: str) -> None:
+async def test_a_command_run_by_the_runtime_does_not_run_a_made_repository_fsmonitor(
+    made_repository: tuple[Runtime, Path], line: str
+) -> None:
     runtime, root = made_repository
     asked = await runtime.call("run_command", {"command": line}, Session(id="s", mode="default"))
     assert asked.status is not Status.ok  # covered by no allow rule: asked
@@ -903,7 +1108,25 @@ async def test_a_command_run_by_the_runtime_does_not_run_a_made_repository_fsmon
 
 def test_the_corpus_lines_split_without_a_problem() -> None:
     """A line that does not even split would be asked for that reason alone, proving nothing."""
-    lines = [p.values[0] for group in (DOTDOT_PROTECTED, DOTDOT_OUTSIDE, MADE_PROTECTED, MADE_OUTSIDE, UNPACKED, HARD_LINKED, BRACES_PROTECTED, CONFIG_DENIED, CONFIG_ASKED) for p in group]
-    lines += [p.values[0] for p in GIT_MADE if not p.values[0].startswith("GIT_DIR=")]  # a variable git reads: a problem of its own
-    problems = {line: split_command_line(line).problem for line in lines if split_command_line(line).problem is not None}
+    lines = [
+        p.values[0]
+        for group in (
+            DOTDOT_PROTECTED,
+            DOTDOT_OUTSIDE,
+            MADE_PROTECTED,
+            MADE_OUTSIDE,
+            UNPACKED,
+            HARD_LINKED,
+            BRACES_PROTECTED,
+            CONFIG_DENIED,
+            CONFIG_ASKED,
+        )
+        for p in group
+    ]
+    lines += [
+        p.values[0] for p in GIT_MADE if not p.values[0].startswith("GIT_DIR=")
+    ]  # a variable git reads: a problem of its own
+    problems = {
+        line: split_command_line(line).problem for line in lines if split_command_line(line).problem is not None
+    }
     assert not problems

@@ -105,7 +105,17 @@ def test_a_guarded_option_must_be_spelled_out_up_to_its_name() -> None:
 
 @pytest.mark.parametrize(
     ("line", "patterns"),
-    [("grep foo src", {1}), ("grep -e foo src", {2}), ("sort -k 2 f", {2}), ("git grep /x", {1, 2}), ("sed -e /x/d f", {2}), ("sed -n 1p f", {2}), ("awk {print} f", {1}), ("rg x .", {1}), ("cat x", set())],
+    [
+        ("grep foo src", {1}),
+        ("grep -e foo src", {2}),
+        ("sort -k 2 f", {2}),
+        ("git grep /x", {1, 2}),
+        ("sed -e /x/d f", {2}),
+        ("sed -n 1p f", {2}),
+        ("awk {print} f", {1}),
+        ("rg x .", {1}),
+        ("cat x", set()),
+    ],
 )
 def test_pattern_operands_are_not_taken_for_paths(line: str, patterns: set[int]) -> None:
     assert pattern_operands(line.split()) == patterns

@@ -62,7 +62,9 @@ def runtime(workspace: Path, tmp_path: Path) -> Runtime:
         "rm -rf .",
     ],
 )
-async def test_command_lines_never_touch_the_config_even_in_bypass_mode(runtime: Runtime, workspace: Path, line: str) -> None:
+async def test_command_lines_never_touch_the_config_even_in_bypass_mode(
+    runtime: Runtime, workspace: Path, line: str
+) -> None:
     before = (workspace / "toolrt.d" / "packs.yaml").read_text()
     result = await runtime.call("run_command", {"command": line}, BYPASS)
     assert result.status is Status.denied, (line, result.content)
@@ -71,14 +73,18 @@ async def test_command_lines_never_touch_the_config_even_in_bypass_mode(runtime:
     assert not (workspace / "toolrt.d" / "evil.yaml").exists()
 
 
-async def test_command_lines_never_touch_the_state_folder_outside_the_workspace(runtime: Runtime, tmp_path: Path) -> None:
+async def test_command_lines_never_touch_the_state_folder_outside_the_workspace(
+    runtime: Runtime, tmp_path: Path
+) -> None:
     state = tmp_path / "state"
     state.mkdir(exist_ok=True)
     result = await runtime.call("run_command", {"command": f"ls {state}"}, BYPASS)
     assert result.status is Status.denied and "toolrt's own files" in result.content
 
 
-@pytest.mark.parametrize("path", ["toolrt.d/packs.yaml", "./toolrt.d/packs.yaml", "src/../toolrt.d/packs.yaml", "toolrt.d/new.yaml"])
+@pytest.mark.parametrize(
+    "path", ["toolrt.d/packs.yaml", "./toolrt.d/packs.yaml", "src/../toolrt.d/packs.yaml", "toolrt.d/new.yaml"]
+)
 async def test_file_tools_never_touch_the_config(runtime: Runtime, workspace: Path, path: str) -> None:
     read = await runtime.call("file_read", {"path": path}, ACCEPT_EDITS)
     assert read.status is not Status.ok, read.content

@@ -77,7 +77,9 @@ def policy_text(n: int) -> str:
 def cut_points(text: str, rng: random.Random) -> list[int]:
     """Where a step-wise writer pauses: right after ``effect: deny``, ``handler:`` and
     ``tools:``, at a document boundary, at line ends and anywhere."""
-    points = {text.index(marker) + len(marker) for marker in ("effect: deny", "handler:", "tools:", "---") if marker in text}
+    points = {
+        text.index(marker) + len(marker) for marker in ("effect: deny", "handler:", "tools:", "---") if marker in text
+    }
     lines = [i + 1 for i, ch in enumerate(text) if ch == "\n"]
     chosen = rng.sample(sorted(points), k=min(2, len(points))) + rng.sample(lines, k=1) + [rng.randrange(1, len(text))]
     return sorted(set(chosen))
@@ -157,7 +159,10 @@ class CallLoad:
         n = 0
         while not self._stop.is_set():
             n += 1
-            calls = [Call(id=f"s{n}", name="secret_reader", args={"query": "x"}), Call(id=f"f{n}", name="finder", args={"query": "x"})]
+            calls = [
+                Call(id=f"s{n}", name="secret_reader", args={"query": "x"}),
+                Call(id=f"f{n}", name="finder", args={"query": "x"}),
+            ]
             self.results.extend(self.runtime.run_turn_sync(calls))
 
     def __enter__(self) -> CallLoad:

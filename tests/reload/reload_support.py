@@ -102,7 +102,9 @@ class EventLog:
         with self._changed:
             return self.events[mark:]
 
-    def wait_for(self, predicate: Callable[[ReloadEvent], bool], since: int = 0, timeout: float = WAIT_S) -> ReloadEvent:
+    def wait_for(
+        self, predicate: Callable[[ReloadEvent], bool], since: int = 0, timeout: float = WAIT_S
+    ) -> ReloadEvent:
         """The first event after ``since`` that satisfies ``predicate``; fails after ``timeout``."""
         deadline = time.monotonic() + timeout
         with self._changed:
@@ -112,7 +114,9 @@ class EventLog:
                         return event
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise AssertionError(f"no matching event within {timeout} s; got {[e.to_dict() for e in self.events[since:]]}")
+                    raise AssertionError(
+                        f"no matching event within {timeout} s; got {[e.to_dict() for e in self.events[since:]]}"
+                    )
                 self._changed.wait(left)
 
 

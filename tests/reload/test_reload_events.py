@@ -45,7 +45,9 @@ def test_a_clean_build_event_carries_versions_and_changed_tools(tmp_path: Path) 
 
     event = ReloadEvent.from_build(result, old, result.snapshot, 12.345)
 
-    assert event == ReloadEvent("reloaded", result.snapshot.version, old.version, ("one",), (), result.snapshot.version, 12.3)
+    assert event == ReloadEvent(
+        "reloaded", result.snapshot.version, old.version, ("one",), (), result.snapshot.version, 12.3
+    )
     assert ReloadEvent.from_build(result, None, result.snapshot, 1.0).event == "loaded"
 
 
@@ -56,13 +58,27 @@ def test_a_broken_build_event_lists_errors_with_locations_and_keeps_serving(tmp_
 
     event = ReloadEvent.from_build(result, old, old, 3.0)
 
-    assert (event.event, event.version, event.previous, event.serving, event.changed) == ("error", None, old.version, old.version, ())
+    assert (event.event, event.version, event.previous, event.serving, event.changed) == (
+        "error",
+        None,
+        old.version,
+        old.version,
+        (),
+    )
     (error,) = event.errors
     assert error["code"] == "yaml-syntax" and error["line"] > 0 and error["col"] > 0
 
 
 def test_to_json_is_one_line_with_exactly_the_contract_keys(tmp_path: Path) -> None:
-    event = ReloadEvent("error", None, "abc", (), ({"file": "t.yaml", "line": 2, "col": 3, "code": "yaml-syntax", "message": "bad\nnews {x}"},), "abc", 1.5)
+    event = ReloadEvent(
+        "error",
+        None,
+        "abc",
+        (),
+        ({"file": "t.yaml", "line": 2, "col": 3, "code": "yaml-syntax", "message": "bad\nnews {x}"},),
+        "abc",
+        1.5,
+    )
 
     line = event.to_json()
 

@@ -34,7 +34,9 @@ def _config(root: Path) -> Path:
 
 def _runtime(config: Path | list[Path], tmp_path: Path, events: EventLog, settle_ms: int = SETTLE_MS) -> Runtime:
     paths = config if isinstance(config, list) else [config]
-    runtime = Runtime(paths, workspace_root=tmp_path, settings=Settings(reload_settle_ms=settle_ms, audit_sink="off"), watch=False)
+    runtime = Runtime(
+        paths, workspace_root=tmp_path, settings=Settings(reload_settle_ms=settle_ms, audit_sink="off"), watch=False
+    )
     runtime.watch(on_event=events)
     assert runtime.watcher is not None and runtime.watcher.ready
     return runtime
@@ -44,7 +46,11 @@ def _serving(runtime: Runtime, tools_edit: int, policy_edit: int) -> bool:
     snapshot = runtime.snapshot
     finder = snapshot.tools.get("finder")
     reasons = {rule.name: rule.reason for rule in snapshot.policy_rules}
-    return finder is not None and finder.spec.description == f"Finds tools, edit {tools_edit}." and reasons.get("finder-ok") == f"Finding is fine, edit {policy_edit}."
+    return (
+        finder is not None
+        and finder.spec.description == f"Finds tools, edit {tools_edit}."
+        and reasons.get("finder-ok") == f"Finding is fine, edit {policy_edit}."
+    )
 
 
 def _assert_no_hole(load: CallLoad, runtime: Runtime) -> None:
@@ -58,7 +64,9 @@ def _assert_no_hole(load: CallLoad, runtime: Runtime) -> None:
 
 @pytest.mark.parametrize("writer", sorted(WRITERS))
 @pytest.mark.parametrize("target", ["policy", "tools", "both"])
-def test_step_wise_edits_under_load_never_run_a_denied_tool_nor_fail_a_call(tmp_path: Path, writer: str, target: str) -> None:
+def test_step_wise_edits_under_load_never_run_a_denied_tool_nor_fail_a_call(
+    tmp_path: Path, writer: str, target: str
+) -> None:
     config = _config(tmp_path)
     events = EventLog()
     runtime = _runtime(config, tmp_path, events)
@@ -72,11 +80,17 @@ def test_step_wise_edits_under_load_never_run_a_denied_tool_nor_fail_a_call(tmp_
                 if target in ("tools", "both"):
                     write(config / "tools" / "tools.yaml", tools_text(n), rng)
             last = EDITS_PER_WRITER
-            wait_until(lambda: _serving(runtime, last if target != "policy" else 0, last if target != "tools" else 0), timeout=30, what="the final state serving")
+            wait_until(
+                lambda: _serving(runtime, last if target != "policy" else 0, last if target != "tools" else 0),
+                timeout=30,
+                what="the final state serving",
+            )
         _assert_no_hole(load, runtime)
         assert runtime.watcher is not None
         published = [e for e in events.events if e.ok]
-        assert len(published) <= EDITS_PER_WRITER // 2, [e.to_dict() for e in published]  # stable views only, not every step
+        assert len(published) <= EDITS_PER_WRITER // 2, [
+            e.to_dict() for e in published
+        ]  # stable views only, not every step
     finally:
         runtime.close_sync()
 
@@ -119,7 +133,9 @@ def test_two_config_files_given_by_path_survive_one_being_deleted_and_recreated(
         runtime.close_sync()
 
 
-@pytest.mark.parametrize("cut_after", ["effect: deny\n", "effect: deny", "tools:\n", "tools:", "      tools:\n        - secret_reader\n"])
+@pytest.mark.parametrize(
+    "cut_after", ["effect: deny\n", "effect: deny", "tools:\n", "tools:", "      tools:\n        - secret_reader\n"]
+)
 def test_a_policy_file_left_cut_off_never_goes_live_in_a_weaker_form(tmp_path: Path, cut_after: str) -> None:
     config = _config(tmp_path)
     events = EventLog()
@@ -128,7 +144,9 @@ def test_a_policy_file_left_cut_off_never_goes_live_in_a_weaker_form(tmp_path: P
         before = runtime.snapshot.version
         text = policy_text(1)
         cut = text[: text.index(cut_after) + len(cut_after)]
-        if cut_after.startswith("      tools:"):  # cut before the rule's tools were all listed: drop the rule's last lines
+        if cut_after.startswith(
+            "      tools:"
+        ):  # cut before the rule's tools were all listed: drop the rule's last lines
             cut = text.replace("        - secret_reader\n", "        - nothing_real\n")
         mark = events.mark()
         (config / "policies" / "policy.yaml").write_text(cut, encoding="utf-8")
@@ -169,7 +187,9 @@ def test_a_tool_file_cut_right_after_handler_is_an_error(tmp_path: Path) -> None
     try:
         text = tools_text(1)
         mark = events.mark()
-        (config / "tools" / "tools.yaml").write_text(text[: text.index("handler:") + len("handler:")] + "\n", encoding="utf-8")
+        (config / "tools" / "tools.yaml").write_text(
+            text[: text.index("handler:") + len("handler:")] + "\n", encoding="utf-8"
+        )
         event = events.wait_for(lambda e: e.event == "error", since=mark)
         assert event.errors[0]["code"] in ("wrong-type", "missing-key")
     finally:
@@ -184,7 +204,9 @@ def test_a_deleted_policy_file_is_held_for_a_second_window_then_goes_live(tmp_pa
         mark = events.mark()
         (config / "policies" / "policy.yaml").unlink()
         held = events.wait_for(lambda e: e.event == "held", since=mark)
-        assert "Policy guard" in held.errors[0]["message"] and "deny rule guard/never-secrets" in held.errors[0]["message"]
+        assert (
+            "Policy guard" in held.errors[0]["message"] and "deny rule guard/never-secrets" in held.errors[0]["message"]
+        )
         assert held.serving == held.previous
         assert {r.name for r in runtime.snapshot.policy_rules} == {"finder-ok", "never-secrets"}  # not live yet
         live = events.wait_for(lambda e: e.event == "reloaded", since=mark)
@@ -197,7 +219,9 @@ def test_a_deleted_policy_file_is_held_for_a_second_window_then_goes_live(tmp_pa
 
 
 @pytest.mark.parametrize("gap_fraction", [0.2, 0.5])
-def test_a_policy_file_deleted_and_restored_within_the_hold_never_loses_its_deny_rule(tmp_path: Path, gap_fraction: float) -> None:
+def test_a_policy_file_deleted_and_restored_within_the_hold_never_loses_its_deny_rule(
+    tmp_path: Path, gap_fraction: float
+) -> None:
     config = _config(tmp_path)
     events = EventLog()
     runtime = _runtime(config, tmp_path, events, settle_ms=400)
@@ -206,10 +230,20 @@ def test_a_policy_file_deleted_and_restored_within_the_hold_never_loses_its_deny
         original = runtime.snapshot.version
         mark = events.mark()
         policy.unlink()
-        held = events.wait_for(lambda e: e.event == "held", since=mark, timeout=30)  # the deletion was stable for one window
+        held = events.wait_for(
+            lambda e: e.event == "held", since=mark, timeout=30
+        )  # the deletion was stable for one window
         policy.write_text(policy_text(0), encoding="utf-8")  # restored during the second window
         assert held.version != original
-        wait_until(lambda: runtime.watcher is not None and runtime.watcher.last_event is not None and runtime.watcher.last_event.event == "reloaded", timeout=30, what="the restored config reported")
+        wait_until(
+            lambda: (
+                runtime.watcher is not None
+                and runtime.watcher.last_event is not None
+                and runtime.watcher.last_event.event == "reloaded"
+            ),
+            timeout=30,
+            what="the restored config reported",
+        )
         assert not any(e.event == "reloaded" and e.version == held.version for e in events.since(mark))
         assert runtime.snapshot.version == original
     finally:
@@ -225,7 +259,9 @@ def test_edits_faster_than_the_window_are_not_published_until_they_stop(tmp_path
         tools = config / "tools" / "tools.yaml"
         for n in range(1, 16):
             tools.write_text(tools_text(n), encoding="utf-8")
-            wait_until(lambda n=n: tools.read_text(encoding="utf-8") == tools_text(n))  # each write is on disk before the next
+            wait_until(
+                lambda n=n: tools.read_text(encoding="utf-8") == tools_text(n)
+            )  # each write is on disk before the next
             os.utime(tools)
         wait_until(lambda: _serving(runtime, 15, 0), timeout=30, what="the last edit serving")
         assert [e.version for e in events.since(mark) if e.ok] == [runtime.snapshot.version]

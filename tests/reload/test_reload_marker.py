@@ -24,7 +24,12 @@ def _description(runtime: Runtime) -> str:
 
 
 def _runtime(paths: list[Path], tmp_path: Path, events: EventLog, marker: str) -> Runtime:
-    runtime = Runtime(paths, workspace_root=tmp_path, settings=Settings(reload_marker=marker, reload_settle_ms=100, audit_sink="off"), watch=False)
+    runtime = Runtime(
+        paths,
+        workspace_root=tmp_path,
+        settings=Settings(reload_marker=marker, reload_settle_ms=100, audit_sink="off"),
+        watch=False,
+    )
     runtime.watch(on_event=events)
     assert runtime.watcher is not None and runtime.watcher.mode == "marker"
     return runtime
@@ -33,7 +38,9 @@ def _runtime(paths: list[Path], tmp_path: Path, events: EventLog, marker: str) -
 def _settled_elsewhere(config: Path) -> ConfigWatcher:
     """A settle-mode watcher on the same folder that only counts its attempts: once it
     has attempted, the edits were seen and had settled."""
-    return ConfigWatcher([config], lambda: Runtime([config], watch=False).reload(), current=lambda: None, settle_ms=50, marker="")  # type: ignore[arg-type]
+    return ConfigWatcher(
+        [config], lambda: Runtime([config], watch=False).reload(), current=lambda: None, settle_ms=50, marker=""
+    )  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("edits", [1, 5])
@@ -72,7 +79,10 @@ def test_marker_mode_publishes_only_when_the_marker_is_rewritten(tmp_path: Path)
                 write_in_place(config / "tools.yaml", tools_yaml({"finder": f"Deploy {deploy} step {n}."}))
             assert _description(runtime) == ("Start." if deploy == 1 else f"Deploy {deploy - 1} step 2.")
             (config / "toolrt.lock").write_text(f"deploy {deploy}\n")
-            wait_until(lambda deploy=deploy: _description(runtime) == f"Deploy {deploy} step 2.", what=f"deploy {deploy} serving")
+            wait_until(
+                lambda deploy=deploy: _description(runtime) == f"Deploy {deploy} step 2.",
+                what=f"deploy {deploy} serving",
+            )
         assert all(e.mode == "marker" for e in events.events)
         assert [e.event for e in events.events] == ["reloaded"] * 3
     finally:
@@ -102,8 +112,16 @@ def test_a_configmap_data_swap_is_the_marker(tmp_path: Path) -> None:
     runtime = _runtime([volume.root], tmp_path, events, "..data")
     try:
         for generation in (2, 3, 4):
-            volume.publish({"tools.yaml": tools_yaml({"finder": f"Generation {generation}."}), "more.yaml": tools_yaml({"helper": "Added by the swap."})})
-            wait_until(lambda generation=generation: _description(runtime) == f"Generation {generation}.", what=f"generation {generation} serving")
+            volume.publish(
+                {
+                    "tools.yaml": tools_yaml({"finder": f"Generation {generation}."}),
+                    "more.yaml": tools_yaml({"helper": "Added by the swap."}),
+                }
+            )
+            wait_until(
+                lambda generation=generation: _description(runtime) == f"Generation {generation}.",
+                what=f"generation {generation} serving",
+            )
             assert "helper" in runtime.snapshot.tools
         assert not any(e.event == "error" for e in events.events)
         assert all(e.mode == "marker" for e in events.events)
@@ -143,7 +161,13 @@ def test_toolrt_watch_names_the_publish_mode(tmp_path: Path, marker: str | None)
     env.pop("TOOLRT_RELOAD_MARKER", None)
     if marker:
         env["TOOLRT_RELOAD_MARKER"] = marker
-    proc = subprocess.Popen([sys.executable, "-c", "from runtime.cli import entrypoint; entrypoint()", "watch", "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from runtime.cli import entrypoint; entrypoint()", "watch", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         assert proc.stdout is not None and proc.stderr is not None
         announced = proc.stderr.readline()

@@ -43,11 +43,19 @@ def test_a_hundred_edits_under_load_give_no_failed_or_mixed_snapshot_calls(runti
         jitter = random.Random(7)
         try:
             for i in range(EDITS):
-                write_by_rename(config_dir / "tools.yaml", tools_yaml({"finder": f"Edit number {i}.", "spare": "Never changes."}))
+                write_by_rename(
+                    config_dir / "tools.yaml", tools_yaml({"finder": f"Edit number {i}.", "spare": "Never changes."})
+                )
                 if i % 10 == 9:  # let every tenth edit settle and serve, so that calls run across reloads
-                    wait_until(lambda i=i: runtime.snapshot.tools["finder"].spec.description == f"Edit number {i}.", what=f"edit {i} serving")
+                    wait_until(
+                        lambda i=i: runtime.snapshot.tools["finder"].spec.description == f"Edit number {i}.",
+                        what=f"edit {i} serving",
+                    )
                 time.sleep(jitter.uniform(0.0, 0.08))  # edits closer than the settle window are published as one
-            wait_until(lambda: runtime.snapshot.tools["finder"].spec.description == f"Edit number {EDITS - 1}.", what="the last edit serving")
+            wait_until(
+                lambda: runtime.snapshot.tools["finder"].spec.description == f"Edit number {EDITS - 1}.",
+                what="the last edit serving",
+            )
             time.sleep(0.3)
         finally:
             done.set()

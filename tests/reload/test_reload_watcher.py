@@ -11,7 +11,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from reload_support import BAD_CEL_RULE, BAD_YAML, ConfigMapDir, EventLog, tools_yaml, wait_until, watcher_threads, write_by_rename, write_in_place
+from reload_support import (
+    BAD_CEL_RULE,
+    BAD_YAML,
+    ConfigMapDir,
+    EventLog,
+    tools_yaml,
+    wait_until,
+    watcher_threads,
+    write_by_rename,
+    write_in_place,
+)
 
 from runtime.reload import ConfigWatcher
 from runtime.runtime import Runtime
@@ -34,13 +44,19 @@ def serves(runtime: Runtime, text: str) -> Callable[[], bool]:
     return check
 
 
-async def test_an_edit_is_picked_up_and_the_event_names_the_changed_tool_and_versions(runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher) -> None:
+async def test_an_edit_is_picked_up_and_the_event_names_the_changed_tool_and_versions(
+    runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher
+) -> None:
     before = runtime.snapshot.version
     write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": "Finds tools, edited."}))
 
     event = events.wait_for(lambda e: e.event == "reloaded")
 
-    assert (event.previous, event.version, event.serving) == (before, runtime.snapshot.version, runtime.snapshot.version)
+    assert (event.previous, event.version, event.serving) == (
+        before,
+        runtime.snapshot.version,
+        runtime.snapshot.version,
+    )
     assert event.version != before
     assert event.changed == ("finder",)
     assert event.errors == ()
@@ -51,7 +67,9 @@ async def test_an_edit_is_picked_up_and_the_event_names_the_changed_tool_and_ver
     assert watcher.reloads_ok >= 1 and watcher.reloads_failed == 0
 
 
-def test_a_save_by_rename_is_picked_up(runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher) -> None:
+def test_a_save_by_rename_is_picked_up(
+    runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher
+) -> None:
     write_by_rename(config_dir / "tools.yaml", tools_yaml({"finder": "Saved by rename."}))
 
     event = events.wait_for(lambda e: e.event == "reloaded" and e.changed == ("finder",))
@@ -60,7 +78,9 @@ def test_a_save_by_rename_is_picked_up(runtime: Runtime, config_dir: Path, event
     assert event.serving == runtime.snapshot.version
 
 
-def test_a_single_config_file_given_by_path_is_watched_through_saves_by_rename(tmp_path: Path, events: EventLog) -> None:
+def test_a_single_config_file_given_by_path_is_watched_through_saves_by_rename(
+    tmp_path: Path, events: EventLog
+) -> None:
     config = tmp_path / "tools.yaml"
     write_in_place(config, tools_yaml({"finder": "One file."}))
     runtime = Runtime([config], workspace_root=tmp_path)
@@ -77,7 +97,9 @@ def test_a_single_config_file_given_by_path_is_watched_through_saves_by_rename(t
         assert events.since(mark) == []  # a YAML file beside it, but not the one configured
 
 
-def test_a_burst_of_edits_is_debounced_into_few_reloads_ending_on_the_last_content(runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher) -> None:
+def test_a_burst_of_edits_is_debounced_into_few_reloads_ending_on_the_last_content(
+    runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher
+) -> None:
     mark = events.mark()
     for i in range(20):
         write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": f"Burst edit {i}."}))
@@ -92,7 +114,9 @@ def test_a_burst_of_edits_is_debounced_into_few_reloads_ending_on_the_last_conte
     assert description(runtime) == "Burst edit 19."
 
 
-def test_an_added_file_adds_its_tool_and_deleting_it_removes_the_tool(runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher) -> None:
+def test_an_added_file_adds_its_tool_and_deleting_it_removes_the_tool(
+    runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher
+) -> None:
     extra = config_dir / "more" / "extra.yaml"
     extra.parent.mkdir()
     mark = events.mark()
@@ -112,7 +136,9 @@ def test_an_added_file_adds_its_tool_and_deleting_it_removes_the_tool(runtime: R
     assert set(runtime.snapshot.tools) == {"finder"}
 
 
-def test_a_removed_folder_of_config_is_picked_up(runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher) -> None:
+def test_a_removed_folder_of_config_is_picked_up(
+    runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher
+) -> None:
     folder = config_dir / "team"
     folder.mkdir()
     write_in_place(folder / "team.yaml", tools_yaml({"team_tool": "Belongs to a team."}))
@@ -126,7 +152,9 @@ def test_a_removed_folder_of_config_is_picked_up(runtime: Runtime, config_dir: P
     assert "team_tool" not in runtime.snapshot.tools
 
 
-async def test_a_broken_edit_keeps_the_old_snapshot_serving_until_a_fix_reloads(runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher) -> None:
+async def test_a_broken_edit_keeps_the_old_snapshot_serving_until_a_fix_reloads(
+    runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher
+) -> None:
     good = runtime.snapshot.version
     target = config_dir / "tools.yaml"
 
@@ -160,9 +188,14 @@ async def test_a_broken_edit_keeps_the_old_snapshot_serving_until_a_fix_reloads(
     assert watcher.reloads_failed >= 2 and watcher.reloads_ok >= 1
 
 
-def test_an_unresolved_reference_is_an_error_that_keeps_the_old_snapshot(runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher) -> None:
+def test_an_unresolved_reference_is_an_error_that_keeps_the_old_snapshot(
+    runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher
+) -> None:
     good = runtime.snapshot.version
-    write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": "Points at a missing profile."}, extra="  output: {profile: no_such_profile}\n"))
+    write_in_place(
+        config_dir / "tools.yaml",
+        tools_yaml({"finder": "Points at a missing profile."}, extra="  output: {profile: no_such_profile}\n"),
+    )
 
     event = events.wait_for(lambda e: e.event == "error")
 
@@ -178,7 +211,12 @@ def test_a_configmap_style_data_symlink_swap_is_picked_up(tmp_path: Path, events
 
     with ConfigWatcher([volume.root], runtime.reload, current=lambda: runtime.snapshot, on_event=events):
         for generation in (2, 3):
-            volume.publish({"tools.yaml": tools_yaml({"finder": f"Generation {generation}."}), "more.yaml": tools_yaml({"helper": "Added by the swap."})})
+            volume.publish(
+                {
+                    "tools.yaml": tools_yaml({"finder": f"Generation {generation}."}),
+                    "more.yaml": tools_yaml({"helper": "Added by the swap."}),
+                }
+            )
             wait_until(serves(runtime, f"Generation {generation}."), what=f"generation {generation} serving")
             assert "helper" in runtime.snapshot.tools
 
@@ -186,7 +224,9 @@ def test_a_configmap_style_data_symlink_swap_is_picked_up(tmp_path: Path, events
     assert not any(e.event == "error" for e in events.events)
 
 
-def test_editor_scratch_files_and_other_files_do_not_trigger_reloads(runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher) -> None:
+def test_editor_scratch_files_and_other_files_do_not_trigger_reloads(
+    runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher
+) -> None:
     mark = events.mark()
     (config_dir / ".tools.yaml.swp").write_text("swap")
     (config_dir / "notes.txt").write_text("notes")
@@ -198,9 +238,13 @@ def test_editor_scratch_files_and_other_files_do_not_trigger_reloads(runtime: Ru
     events.wait_for(lambda e: e.changed == ("finder",), since=mark)
 
 
-def test_a_content_identical_rewrite_is_reported_with_the_same_version(runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher) -> None:
+def test_a_content_identical_rewrite_is_reported_with_the_same_version(
+    runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher
+) -> None:
     before = runtime.snapshot.version
-    write_in_place(config_dir / "tools.yaml", "# a comment changes no document\n" + (config_dir / "tools.yaml").read_text())
+    write_in_place(
+        config_dir / "tools.yaml", "# a comment changes no document\n" + (config_dir / "tools.yaml").read_text()
+    )
 
     event = events.wait_for(lambda e: True)
 
@@ -209,7 +253,9 @@ def test_a_content_identical_rewrite_is_reported_with_the_same_version(runtime: 
     assert event.changed == ()
 
 
-def test_a_raising_callback_is_counted_and_does_not_stop_the_watcher(runtime: Runtime, config_dir: Path, events: EventLog) -> None:
+def test_a_raising_callback_is_counted_and_does_not_stop_the_watcher(
+    runtime: Runtime, config_dir: Path, events: EventLog
+) -> None:
     def explode(event: object) -> None:
         events(event)  # type: ignore[arg-type]
         raise RuntimeError("callback bug")
@@ -223,17 +269,28 @@ def test_a_raising_callback_is_counted_and_does_not_stop_the_watcher(runtime: Ru
 
 
 def test_reload_now_runs_one_attempt_and_reports_it(runtime: Runtime, config_dir: Path, events: EventLog) -> None:
-    watcher = ConfigWatcher([config_dir], runtime.reload, current=lambda: runtime.snapshot, on_event=events)  # never started
+    watcher = ConfigWatcher(
+        [config_dir], runtime.reload, current=lambda: runtime.snapshot, on_event=events
+    )  # never started
     write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": "Reloaded by hand."}))
 
     event = watcher.reload_now()
 
     assert event.event == "reloaded" and event.changed == ("finder",)
     assert events.events == [event]
-    assert watcher.stats() == {"reloads_ok": 1, "reloads_failed": 0, "reloads_held": 0, "reloads_discarded": 0, "callback_errors": 0, "watch_errors": 0}
+    assert watcher.stats() == {
+        "reloads_ok": 1,
+        "reloads_failed": 0,
+        "reloads_held": 0,
+        "reloads_discarded": 0,
+        "callback_errors": 0,
+        "watch_errors": 0,
+    }
 
 
-def test_stop_is_idempotent_leaves_no_thread_and_installs_no_signal_handler(runtime: Runtime, config_dir: Path, events: EventLog) -> None:
+def test_stop_is_idempotent_leaves_no_thread_and_installs_no_signal_handler(
+    runtime: Runtime, config_dir: Path, events: EventLog
+) -> None:
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     watcher = ConfigWatcher([config_dir], runtime.reload, current=lambda: runtime.snapshot, on_event=events).start()
     assert watcher.running and watcher.ready
@@ -254,7 +311,9 @@ def test_stop_is_idempotent_leaves_no_thread_and_installs_no_signal_handler(runt
     assert description(runtime) == "Before stop."
 
 
-def test_a_config_folder_deleted_and_created_again_keeps_being_watched(runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher) -> None:
+def test_a_config_folder_deleted_and_created_again_keeps_being_watched(
+    runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher
+) -> None:
     good = runtime.snapshot.version
     shutil.rmtree(config_dir)
     gone = events.wait_for(lambda e: e.event == "error")

@@ -116,11 +116,17 @@ def test_toolrt_watch_prints_one_json_line_per_event_until_interrupted(tmp_path:
     config = tmp_path / "config"
     config.mkdir()
     (config / "tools.yaml").write_text(tools_yaml({"a": "first"}))
-    proc = subprocess.Popen([sys.executable, "-c", "from runtime.cli import entrypoint; entrypoint()", "watch", "--config", str(config)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from runtime.cli import entrypoint; entrypoint()", "watch", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         loaded = json.loads(proc.stdout.readline())
-        write_by_rename(config / "tools.yaml", "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: a}\nspec: [broken\n")
+        write_by_rename(
+            config / "tools.yaml", "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: a}\nspec: [broken\n"
+        )
         broken = json.loads(proc.stdout.readline())
         write_by_rename(config / "tools.yaml", tools_yaml({"a": "second"}))
         fixed = json.loads(proc.stdout.readline())

@@ -62,7 +62,11 @@ SECRETS: list[tuple[str, str, str]] = [
     ("secret_assignment", "SMTP_PASS={}\n", "abc123!"),
     ("secret_assignment", '{{"password": "{}"}}', "pw"),
     ("secret_assignment", '{{\\"client_secret\\": \\"{}\\"}}', "abc"),
-    ("pem_private_key", '{{"key": "{}", "x": 1}}', "-----BEGIN RSA PRIVATE KEY-----\\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi6Z2kcQ5WNk8WG4v7Ub3q1jQ8d"),
+    (
+        "pem_private_key",
+        '{{"key": "{}", "x": 1}}',
+        "-----BEGIN RSA PRIVATE KEY-----\\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi6Z2kcQ5WNk8WG4v7Ub3q1jQ8d",
+    ),
     ("pem_private_key", "{}", pem_key(400, "PGP PRIVATE KEY BLOCK")),
     ("pem_private_key_end", "tail:\n{}\n", "Gx1wQ==\n-----END RSA PRIVATE KEY-----"),
     ("private_key_body", "{}\n", "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi6Z2kcQ5WNk8WG4v7Ub3q1jQ8d"),
@@ -71,7 +75,11 @@ SECRETS: list[tuple[str, str, str]] = [
     ("google_oauth_token", "token {} ok", "ya29." + _token(60, _ALNUM + "_-")),
     ("saas_token", "NPM_TOKEN {}", "npm_" + _token(36)),
     ("saas_token", "pypi {}", "pypi-AgEIcHlwaS5vcmc" + _token(60, _ALNUM + "_-")),
-    ("azure_storage_key", "DefaultEndpointsProtocol=https;AccountName=x;{};EndpointSuffix=core.windows.net", "AccountKey=" + _token(86, _ALNUM + "+/") + "=="),
+    (
+        "azure_storage_key",
+        "DefaultEndpointsProtocol=https;AccountName=x;{};EndpointSuffix=core.windows.net",
+        "AccountKey=" + _token(86, _ALNUM + "+/") + "==",
+    ),
     ("cookie_header", "Cookie: {}\n", "session=" + _token(24) + "; theme=dark"),
 ]
 

@@ -110,7 +110,17 @@ def test_writer_mixing_ascii_and_non_ascii_chunks_keeps_the_index_exact(store: A
         writer.write(chunk)
     ref = writer.close()
     text = "".join(chunks)
-    for offset in [0, 1, INDEX_STRIDE - 4, INDEX_STRIDE - 3, INDEX_STRIDE, INDEX_STRIDE + 1, 2 * INDEX_STRIDE + 7, len(text) - 11, len(text) - 1]:
+    for offset in [
+        0,
+        1,
+        INDEX_STRIDE - 4,
+        INDEX_STRIDE - 3,
+        INDEX_STRIDE,
+        INDEX_STRIDE + 1,
+        2 * INDEX_STRIDE + 7,
+        len(text) - 11,
+        len(text) - 1,
+    ]:
         assert store.read(ref.id, offset=offset, limit=20).text == text[offset : offset + 20], offset
 
 
@@ -211,7 +221,9 @@ class CountingReader(io.BufferedReader):
 
 
 @pytest.mark.parametrize("ascii_only", [True, False])
-def test_reading_a_page_of_a_multi_megabyte_artifact_reads_only_near_the_page(store: ArtifactStore, monkeypatch: pytest.MonkeyPatch, ascii_only: bool) -> None:
+def test_reading_a_page_of_a_multi_megabyte_artifact_reads_only_near_the_page(
+    store: ArtifactStore, monkeypatch: pytest.MonkeyPatch, ascii_only: bool
+) -> None:
     text = ("0123456789abcdef" * 400_000) if ascii_only else mixed_text(3_000_000, seed=2)
     ref = store.save(text, call_id="c", tool="t")
     assert ref.bytes > 3_000_000
@@ -262,7 +274,9 @@ def test_filtered_pages_continue_from_next_offset_without_losing_or_repeating_li
     assert "".join(found) == "".join(f"line {i} hit\n" for i in range(0, 3000, 3))
 
 
-def test_a_filtered_read_stops_after_its_scan_budget_and_says_where_to_go_on(store: ArtifactStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_filtered_read_stops_after_its_scan_budget_and_says_where_to_go_on(
+    store: ArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(artifacts_module, "PATTERN_SCAN_CHARS", 10_000)
     text = "nothing here\n" * 5000 + "needle\n"
     ref = store.save(text, call_id="c", tool="t")
@@ -286,8 +300,24 @@ def test_a_matching_line_longer_than_the_page_is_returned_in_pieces(store: Artif
     assert page.next_offset == 6 + 1000
 
 
-@pytest.mark.parametrize("pattern", ["ERROR", "^line 1", r"7$", r"\Aline", r"ok\z", r"^$", r"\bboom\b", r"(?i)error.*boom", r"x*", r"line \d+ ok\nline"])
-def test_batched_filtering_keeps_exactly_the_lines_a_line_by_line_filter_keeps(store: ArtifactStore, monkeypatch: pytest.MonkeyPatch, pattern: str) -> None:
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "ERROR",
+        "^line 1",
+        r"7$",
+        r"\Aline",
+        r"ok\z",
+        r"^$",
+        r"\bboom\b",
+        r"(?i)error.*boom",
+        r"x*",
+        r"line \d+ ok\nline",
+    ],
+)
+def test_batched_filtering_keeps_exactly_the_lines_a_line_by_line_filter_keeps(
+    store: ArtifactStore, monkeypatch: pytest.MonkeyPatch, pattern: str
+) -> None:
     import re2
 
     monkeypatch.setattr(artifacts_module, "_BATCH_CHARS", 500)  # many batches
@@ -296,7 +326,9 @@ def test_batched_filtering_keeps_exactly_the_lines_a_line_by_line_filter_keeps(s
     lines = []
     for i in range(2000):
         kind = rng.random()
-        lines.append(f"line {i} {'ERROR boom' if kind < 0.05 else 'Error: boom' if kind < 0.07 else '' if kind < 0.1 else 'ok'}")
+        lines.append(
+            f"line {i} {'ERROR boom' if kind < 0.05 else 'Error: boom' if kind < 0.07 else '' if kind < 0.1 else 'ok'}"
+        )
         if kind > 0.995:
             lines.append("line " + "x" * 1000 + " ERROR boom")  # longer than a piece
     text = "\n".join(lines)  # no newline at the very end
@@ -341,7 +373,9 @@ def test_an_invalid_pattern_is_an_artifact_error_that_says_why(store: ArtifactSt
         ("art_0123456789abcdef0123456\u0661", "24 lowercase hex digits"),  # an Arabic-Indic digit
     ],
 )
-def test_crafted_ids_are_rejected_before_touching_the_file_system(store: ArtifactStore, artifact_id: str, reason: str) -> None:
+def test_crafted_ids_are_rejected_before_touching_the_file_system(
+    store: ArtifactStore, artifact_id: str, reason: str
+) -> None:
     with pytest.raises(ArtifactError, match=reason):
         store.read(artifact_id)
 

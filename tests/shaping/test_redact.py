@@ -36,7 +36,9 @@ def test_every_shipped_keep_pattern_has_a_look_alike_it_keeps(default_profiles: 
         assert any(pattern.regex.search(text) for text in LOOK_ALIKES), pattern.name
 
 
-@pytest.mark.parametrize(("name", "template", "secret"), SECRETS + PII, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(SECRETS + PII)])
+@pytest.mark.parametrize(
+    ("name", "template", "secret"), SECRETS + PII, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(SECRETS + PII)]
+)
 def test_shipped_pattern_redacts_its_secret(redactor: Redactor, name: str, template: str, secret: str) -> None:
     text = template.format(secret)
     redacted, counts = redactor.redact(text)
@@ -59,19 +61,31 @@ def test_a_kept_look_alike_does_not_shield_a_real_address_nearby(redactor: Redac
 @pytest.mark.parametrize(
     ("text", "gone", "kept"),
     [
-        ("git clone https://ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8@github.com/o/r.git", "ghp_a1B2", "github.com/o/r.git"),
-        ("curl https://eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U@api.example.com/x", "eyJzdWIi", "api.example.com"),
+        (
+            "git clone https://ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8@github.com/o/r.git",
+            "ghp_a1B2",
+            "github.com/o/r.git",
+        ),
+        (
+            "curl https://eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U@api.example.com/x",
+            "eyJzdWIi",
+            "api.example.com",
+        ),
         ("user=alice@example.com:role=admin", "alice@example.com", "role=admin"),
         ("alice@example.com:bob@example.org", "bob@example.org", ""),
     ],
 )
-def test_a_kept_look_alike_never_shields_a_secret_inside_or_after_it(redactor: Redactor, text: str, gone: str, kept: str) -> None:
+def test_a_kept_look_alike_never_shields_a_secret_inside_or_after_it(
+    redactor: Redactor, text: str, gone: str, kept: str
+) -> None:
     redacted, _ = redactor.redact(text)
     assert gone not in redacted and kept in redacted
 
 
 def test_a_keep_pattern_leaves_its_match_alone_and_uncounted() -> None:
-    keep = CompiledPattern("version_tag", compile_re2(r"v\d+\.\d+\.\d+"), "", None, keep=True, shields=frozenset({"number"}))
+    keep = CompiledPattern(
+        "version_tag", compile_re2(r"v\d+\.\d+\.\d+"), "", None, keep=True, shields=frozenset({"number"})
+    )
     number = CompiledPattern("number", compile_re2(r"\d+"), "[N]", None)
     redactor = Redactor((CompiledRedaction("p", (keep, number), None),))
     assert redactor.redact("release v1.2.3 has 42 fixes") == ("release v1.2.3 has [N] fixes", {"number": 1})
@@ -162,7 +176,10 @@ def test_patterns_with_their_own_capture_groups_are_told_apart() -> None:
         ]
     )
     text = "key=1 ababc u42 zzz"
-    assert red.redact(text) == ("[REDACTED:kv] [REDACTED:nested] [REDACTED:named] [REDACTED:plain]", {"kv": 1, "nested": 1, "named": 1, "plain": 1})
+    assert red.redact(text) == (
+        "[REDACTED:kv] [REDACTED:nested] [REDACTED:named] [REDACTED:plain]",
+        {"kv": 1, "nested": 1, "named": 1, "plain": 1},
+    )
 
 
 def test_which_pattern_matched_is_decided_with_the_characters_around_the_match() -> None:
@@ -179,10 +196,17 @@ def test_which_pattern_matched_is_decided_with_the_characters_around_the_match()
 
 
 def all_samples_text() -> str:
-    return "\n".join(template.format(secret) for _, template, secret in SECRETS + PII) + "\n" + "\n".join(LOOK_ALIKES) + "\n_%x@example.com é@b.co"
+    return (
+        "\n".join(template.format(secret) for _, template, secret in SECRETS + PII)
+        + "\n"
+        + "\n".join(LOOK_ALIKES)
+        + "\n_%x@example.com é@b.co"
+    )
 
 
-def test_results_are_the_same_through_google_re2s_public_wrapper(default_profiles: tuple[CompiledRedaction, ...], redactor: Redactor, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_results_are_the_same_through_google_re2s_public_wrapper(
+    default_profiles: tuple[CompiledRedaction, ...], redactor: Redactor, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import runtime.shaping.redact as redact_module
 
     monkeypatch.setattr(redact_module, "_low", None)
@@ -191,7 +215,9 @@ def test_results_are_the_same_through_google_re2s_public_wrapper(default_profile
     assert public_only.redact(all_samples_text()) == redactor.redact(all_samples_text())
 
 
-def test_results_are_the_same_without_a_pattern_set(default_profiles: tuple[CompiledRedaction, ...], redactor: Redactor, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_results_are_the_same_without_a_pattern_set(
+    default_profiles: tuple[CompiledRedaction, ...], redactor: Redactor, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import re2
 
     import runtime.shaping.redact as redact_module
@@ -265,7 +291,11 @@ def test_an_empty_profile_list_gives_a_no_op_redactor() -> None:
 def test_redact_value_redacts_strings_in_nested_data_including_keys(redactor: Redactor) -> None:
     value = {"user": "bob@example.com", "items": [{"token": "ghp_" + "a" * 36}, 3, None, True], "alice@example.com": 1}
     redacted, counts = redactor.redact_value(value)
-    assert redacted == {"user": "[REDACTED:email]", "items": [{"token": "[REDACTED:github_token]"}, 3, None, True], "[REDACTED:email]": 1}
+    assert redacted == {
+        "user": "[REDACTED:email]",
+        "items": [{"token": "[REDACTED:github_token]"}, 3, None, True],
+        "[REDACTED:email]": 1,
+    }
     assert counts == {"email": 2, "github_token": 1}
 
 
@@ -278,8 +308,12 @@ def test_redact_value_drops_data_nested_too_deep_instead_of_passing_it_unredacte
     assert "nested deeper than 200 levels" in repr(redacted)
 
 
-def test_tools_with_the_same_profiles_share_one_compiled_alternation(default_profiles: tuple[CompiledRedaction, ...]) -> None:
-    assert Redactor(default_profiles)._scanners[0].finder._public is Redactor(default_profiles)._scanners[0].finder._public
+def test_tools_with_the_same_profiles_share_one_compiled_alternation(
+    default_profiles: tuple[CompiledRedaction, ...],
+) -> None:
+    assert (
+        Redactor(default_profiles)._scanners[0].finder._public is Redactor(default_profiles)._scanners[0].finder._public
+    )
 
 
 def test_the_redactor_scans_with_re2_not_python_re(redactor: Redactor) -> None:

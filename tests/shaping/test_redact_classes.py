@@ -28,7 +28,9 @@ def b64(n: int) -> str:
     return "".join(_RNG.choice(B64) for _ in range(n))
 
 
-def key_block(kind: str = "RSA PRIVATE KEY", body_chars: int = 1600, width: int = 64, newline: str = "\n") -> tuple[str, list[str]]:
+def key_block(
+    kind: str = "RSA PRIVATE KEY", body_chars: int = 1600, width: int = 64, newline: str = "\n"
+) -> tuple[str, list[str]]:
     body = b64(body_chars) + "=="
     lines = [body[i : i + width] for i in range(0, len(body), width)]
     return newline.join([f"-----BEGIN {kind}-----", *lines, f"-----END {kind}-----"]), lines
@@ -37,7 +39,17 @@ def key_block(kind: str = "RSA PRIVATE KEY", body_chars: int = 1600, width: int 
 def pgp_block() -> tuple[str, list[str]]:
     body = b64(1500)
     lines = [body[i : i + 64] for i in range(0, len(body), 64)]
-    text = "\n".join(["-----BEGIN PGP PRIVATE KEY BLOCK-----", "Version: GnuPG v2", "Comment: Alice <alice@example.com>", "", *lines, "=" + b64(4), "-----END PGP PRIVATE KEY BLOCK-----"])
+    text = "\n".join(
+        [
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----",
+            "Version: GnuPG v2",
+            "Comment: Alice <alice@example.com>",
+            "",
+            *lines,
+            "=" + b64(4),
+            "-----END PGP PRIVATE KEY BLOCK-----",
+        ]
+    )
     return text, lines
 
 
@@ -52,12 +64,21 @@ def leaked_lines(out: str, lines: list[str], min_chars: int = 16) -> list[str]:
     return [line for line in lines if len(line) >= min_chars and line[:min_chars] in out]
 
 
-KINDS = ["RSA PRIVATE KEY", "PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY", "DSA PRIVATE KEY", "ENCRYPTED PRIVATE KEY"]
+KINDS = [
+    "RSA PRIVATE KEY",
+    "PRIVATE KEY",
+    "EC PRIVATE KEY",
+    "OPENSSH PRIVATE KEY",
+    "DSA PRIVATE KEY",
+    "ENCRYPTED PRIVATE KEY",
+]
 
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
-def test_every_window_of_a_key_file_is_redacted_with_or_without_armor(secrets: Redactor, kind: str, newline: str) -> None:
+def test_every_window_of_a_key_file_is_redacted_with_or_without_armor(
+    secrets: Redactor, kind: str, newline: str
+) -> None:
     text, lines = key_block(kind, width=70 if "OPENSSH" in kind else 64, newline=newline)
     all_lines = text.split(newline)
     for start in range(len(all_lines)):
@@ -146,7 +167,7 @@ ASSIGNMENTS = [
     ("PGPASSWORD={v} psql -h db", "s3cr3t-pw"),
     ("SMTP_PASS={v}", "p4ss!word"),
     ("MAIL_PASS='{v}'", "x y z"),
-    ("export DB_PASSWORD=\"{v}\"", "hunter2"),
+    ('export DB_PASSWORD="{v}"', "hunter2"),
     ("password: {v}", "correct-horse"),
     ("  password: '{v}'", "c0rrect"),
     ('{{"password": "{v}"}}', "pw"),
@@ -165,19 +186,25 @@ ASSIGNMENTS = [
     ("auth_token => '{v}'", "tok123"),
     ("credentials: {v}", "user:pass"),
     ("Authorization: Basic {v}", "dXNlcjpwYXNzd29yZA=="),
-    ("secret := \"{v}\"", "gosecret"),
-    ("PASSWORD=\"{v}\"\r\n", "crlf-pass"),
+    ('secret := "{v}"', "gosecret"),
+    ('PASSWORD="{v}"\r\n', "crlf-pass"),
     ("refresh_token: {v}", "rt-123456"),
 ]
 
 
 @pytest.mark.parametrize(("template", "value"), ASSIGNMENTS, ids=[t for t, _ in ASSIGNMENTS])
-def test_values_assigned_to_secret_looking_names_are_redacted_and_the_name_stays(secrets: Redactor, template: str, value: str) -> None:
+def test_values_assigned_to_secret_looking_names_are_redacted_and_the_name_stays(
+    secrets: Redactor, template: str, value: str
+) -> None:
     text = template.format(v=value)
     out, counts = secrets.redact(text)
     assert value not in out, out
     assert counts
-    name = text.split("=")[0].split(":")[0].strip(" {\"\\-?'").split()[-1] if not text.startswith("Authorization") else "Authorization"
+    name = (
+        text.split("=")[0].split(":")[0].strip(" {\"\\-?'").split()[-1]
+        if not text.startswith("Authorization")
+        else "Authorization"
+    )
     assert name in out
 
 
@@ -225,12 +252,40 @@ def test_references_to_secrets_are_kept(secrets: Redactor, text: str) -> None:
 
 @pytest.mark.parametrize(
     "key",
-    ["password", "Password", "PASSWORD", "passwd", "secret", "token", "api_key", "apikey", "apiKey", "API-KEY", "authorization", "Authorization",
-     "private_key", "privateKey", "client_secret", "clientSecret", "credentials", "db_password", "smtp_pass", "github_token", "access_token",
-     "webhook_secret", "x-api-key", "Cookie", "set-cookie", "session_token", "userPassword"],
+    [
+        "password",
+        "Password",
+        "PASSWORD",
+        "passwd",
+        "secret",
+        "token",
+        "api_key",
+        "apikey",
+        "apiKey",
+        "API-KEY",
+        "authorization",
+        "Authorization",
+        "private_key",
+        "privateKey",
+        "client_secret",
+        "clientSecret",
+        "credentials",
+        "db_password",
+        "smtp_pass",
+        "github_token",
+        "access_token",
+        "webhook_secret",
+        "x-api-key",
+        "Cookie",
+        "set-cookie",
+        "session_token",
+        "userPassword",
+    ],
 )
 @pytest.mark.parametrize("value", ["pw", "a", "hunter2 with spaces", 1234, 3.5, ["x", "y"], {"inner": "v"}])
-def test_values_under_secret_keys_are_redacted_whatever_they_look_like(secrets: Redactor, key: str, value: object) -> None:
+def test_values_under_secret_keys_are_redacted_whatever_they_look_like(
+    secrets: Redactor, key: str, value: object
+) -> None:
     data = {"user": "bob", "nested": [{key: value}]}
     out, counts = secrets.redact_value(data)
     assert out["user"] == "bob"
@@ -241,7 +296,20 @@ def test_values_under_secret_keys_are_redacted_whatever_they_look_like(secrets: 
             assert leaf not in dumped
 
 
-@pytest.mark.parametrize("key", ["username", "token_type", "max_tokens", "secretName", "secretKeyRef", "password_policy_url", "keys", "id", "passage"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "username",
+        "token_type",
+        "max_tokens",
+        "secretName",
+        "secretKeyRef",
+        "password_policy_url",
+        "keys",
+        "id",
+        "passage",
+    ],
+)
 def test_values_under_ordinary_keys_stay(secrets: Redactor, key: str) -> None:
     data = {key: "plain value 42"}
     assert secrets.redact_value(data) == (data, {})

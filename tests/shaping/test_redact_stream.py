@@ -24,7 +24,9 @@ def split_at(text: str, *cuts: int) -> list[str]:
     return [text[a:b] for a, b in zip(edges, edges[1:], strict=False)]
 
 
-SHORT_SECRETS = [(name, template, secret) for name, template, secret in SECRETS + PII if len(template.format(secret)) < 120]
+SHORT_SECRETS = [
+    (name, template, secret) for name, template, secret in SECRETS + PII if len(template.format(secret)) < 120
+]
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +35,12 @@ def small_window(default_profiles: tuple[CompiledRedaction, ...]) -> Redactor:
     return Redactor(default_profiles, window=160)
 
 
-@pytest.mark.parametrize(("name", "template", "secret"), SHORT_SECRETS, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(SHORT_SECRETS)])
-def test_a_secret_split_across_two_chunks_at_every_offset_is_redacted(small_window: Redactor, name: str, template: str, secret: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "template", "secret"), SHORT_SECRETS, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(SHORT_SECRETS)]
+)
+def test_a_secret_split_across_two_chunks_at_every_offset_is_redacted(
+    small_window: Redactor, name: str, template: str, secret: str
+) -> None:
     # Filler longer than two windows, so that output is emitted (and the window
     # logic decides) before the whole text has arrived.
     text = "log line filler ok\n" * 20 + template.format(secret) + "\nmore filler text\n" * 20
@@ -52,7 +58,9 @@ def test_a_secret_fed_one_character_at_a_time_is_redacted(small_window: Redactor
 
 def test_random_chunkings_of_a_mixed_text_give_exactly_the_whole_text_result(small_window: Redactor) -> None:
     rng = random.Random(7)
-    parts = [template.format(secret) for _, template, secret in SHORT_SECRETS] + LOOK_ALIKES + ["用户数据 🎉 ünïcödé"] * 5
+    parts = (
+        [template.format(secret) for _, template, secret in SHORT_SECRETS] + LOOK_ALIKES + ["用户数据 🎉 ünïcödé"] * 5
+    )
     rng.shuffle(parts)
     text = "\n".join(parts)
     expected = small_window.redact(text)
@@ -133,7 +141,9 @@ def test_counts_accumulate_over_the_stream(small_window: Redactor) -> None:
     assert out == "[REDACTED:email] " * 50 + "[REDACTED:aws_access_key] " * 30
 
 
-def test_a_match_longer_than_the_window_may_be_missed_as_documented(default_profiles: tuple[CompiledRedaction, ...]) -> None:
+def test_a_match_longer_than_the_window_may_be_missed_as_documented(
+    default_profiles: tuple[CompiledRedaction, ...],
+) -> None:
     tiny = Redactor(default_profiles, window=64)
     key = pem_key(1000)
     text = "x\n" * 100 + key + "\n" + "y\n" * 100
@@ -154,7 +164,9 @@ def test_feed_after_finish_is_an_error_and_finish_twice_returns_nothing(redactor
         stream.feed("more")
 
 
-def test_streams_with_several_scanners_chain_their_stages(monkeypatch: pytest.MonkeyPatch, default_profiles: tuple[CompiledRedaction, ...]) -> None:
+def test_streams_with_several_scanners_chain_their_stages(
+    monkeypatch: pytest.MonkeyPatch, default_profiles: tuple[CompiledRedaction, ...]
+) -> None:
     import re2
 
     import runtime.shaping.redact as redact_module

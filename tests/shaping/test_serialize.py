@@ -102,7 +102,11 @@ def test_pydantic_models_are_dumped_in_json_mode() -> None:
 
     item = Item(id=uuid.UUID(int=1), when=dt.datetime(2024, 5, 1, 12, 0), tags={"x"})
     result = serialize(item)
-    assert result.structured == {"id": "00000000-0000-0000-0000-000000000001", "when": "2024-05-01T12:00:00", "tags": ["x"]}
+    assert result.structured == {
+        "id": "00000000-0000-0000-0000-000000000001",
+        "when": "2024-05-01T12:00:00",
+        "tags": ["x"],
+    }
     assert json.loads(result.text) == result.structured
 
 
@@ -184,7 +188,10 @@ def test_an_object_whose_str_raises_gets_a_description() -> None:
             raise RuntimeError("boom")
 
     result = serialize(Broken())
-    assert result.text == "<unprintable test_an_object_whose_str_raises_gets_a_description.<locals>.Broken object: RuntimeError while converting it to text>"
+    assert (
+        result.text
+        == "<unprintable test_an_object_whose_str_raises_gets_a_description.<locals>.Broken object: RuntimeError while converting it to text>"
+    )
 
 
 def test_a_broken_element_inside_a_list_does_not_lose_the_rest() -> None:

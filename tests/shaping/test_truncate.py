@@ -14,7 +14,9 @@ from runtime.snapshot import ResolvedOutput
 NOTICE_MAX = 400  # what a notice may add on top of max_chars
 
 
-def limits(mode: TruncationMode = TruncationMode.artifact, error_mode: TruncationMode = TruncationMode.head_tail, **sizes: int) -> ResolvedOutput:
+def limits(
+    mode: TruncationMode = TruncationMode.artifact, error_mode: TruncationMode = TruncationMode.head_tail, **sizes: int
+) -> ResolvedOutput:
     values = {"max_chars": 1000, "preview_chars": 200, "head_chars": 300, "tail_chars": 300, **sizes}
     return ResolvedOutput(on_success=mode, on_error=error_mode, **values)
 
@@ -76,7 +78,9 @@ def test_without_a_store_artifact_mode_falls_back_to_head_and_tail_and_says_so()
     text = numbered(500)
     body, info = truncate(text, limits(), is_error=False, save=None)
     assert info == Truncation(True, "head_tail", 10_000, None)
-    assert body.startswith("[The full output (10,000 characters) could not be kept (no artifact store is configured), so only its start and end are shown.]\n")
+    assert body.startswith(
+        "[The full output (10,000 characters) could not be kept (no artifact store is configured), so only its start and end are shown.]\n"
+    )
     assert text[-300:] in body
 
 
@@ -86,21 +90,31 @@ def test_a_failing_save_falls_back_to_head_and_tail_and_gives_the_reason() -> No
 
     body, info = truncate(numbered(500), limits(), is_error=False, save=broken)
     assert info.mode == "head_tail" and info.artifact_id is None
-    assert body.startswith("[The full output (10,000 characters) could not be kept (saving it failed: [Errno 28] No space left on device), so only its start and end are shown.]\n")
+    assert body.startswith(
+        "[The full output (10,000 characters) could not be kept (saving it failed: [Errno 28] No space left on device), so only its start and end are shown.]\n"
+    )
 
 
 def test_head_mode_keeps_the_start_and_says_how_much_was_cut() -> None:
     text = numbered(500)
     body, info = truncate(text, limits(TruncationMode.head), is_error=False, save=None)
     assert info == Truncation(True, "head", 10_000, None)
-    assert body == text[:300] + "[... output truncated: the first 300 of 10,000 characters are shown above; the remaining 9,700 characters were cut and are not kept.]"
+    assert (
+        body
+        == text[:300]
+        + "[... output truncated: the first 300 of 10,000 characters are shown above; the remaining 9,700 characters were cut and are not kept.]"
+    )
 
 
 def test_tail_mode_keeps_the_end_and_says_how_much_was_cut() -> None:
     text = numbered(500)
     body, info = truncate(text, limits(TruncationMode.tail), is_error=False, save=None)
     assert info.mode == "tail"
-    assert body == "[... output truncated: the first 9,700 of 10,000 characters were cut and are not kept; the last 300 are shown below.]\n" + text[-300:]
+    assert (
+        body
+        == "[... output truncated: the first 9,700 of 10,000 characters were cut and are not kept; the last 300 are shown below.]\n"
+        + text[-300:]
+    )
 
 
 def test_head_tail_keeps_both_ends_so_the_final_error_lines_survive() -> None:
@@ -123,8 +137,14 @@ def test_errors_use_on_error_and_successes_use_on_success() -> None:
 
 @pytest.mark.parametrize("mode", list(TruncationMode))
 @pytest.mark.parametrize("text", [numbered(2000), "z" * 40_000, "数据🎉" * 9000, "a\nb" * 9000])
-def test_the_result_never_exceeds_max_chars_plus_a_small_notice(store: ArtifactStore, mode: TruncationMode, text: str) -> None:
-    for output in (limits(mode), limits(mode, head_chars=5000, tail_chars=5000, preview_chars=5000), limits(mode, max_chars=10, head_chars=0, tail_chars=0)):
+def test_the_result_never_exceeds_max_chars_plus_a_small_notice(
+    store: ArtifactStore, mode: TruncationMode, text: str
+) -> None:
+    for output in (
+        limits(mode),
+        limits(mode, head_chars=5000, tail_chars=5000, preview_chars=5000),
+        limits(mode, max_chars=10, head_chars=0, tail_chars=0),
+    ):
         body, info = truncate(text, output, is_error=False, save=saver(store))
         assert info.truncated
         assert len(body) <= output.max_chars + NOTICE_MAX
@@ -132,7 +152,12 @@ def test_the_result_never_exceeds_max_chars_plus_a_small_notice(store: ArtifactS
 
 def test_head_and_tail_sizes_are_scaled_down_to_fit_max_chars() -> None:
     text = "".join(chr(ord("a") + i % 26) for i in range(50_000))  # no line breaks
-    body, _ = truncate(text, limits(TruncationMode.head_tail, max_chars=1000, head_chars=3000, tail_chars=1000), is_error=False, save=None)
+    body, _ = truncate(
+        text,
+        limits(TruncationMode.head_tail, max_chars=1000, head_chars=3000, tail_chars=1000),
+        is_error=False,
+        save=None,
+    )
     head, _, rest = body.partition("\n[... ")
     tail = rest.partition("...]\n")[2]
     assert (len(head), len(tail)) == (750, 250)  # 3:1, as configured
@@ -148,7 +173,12 @@ def test_a_cut_never_splits_a_surrogate_pair() -> None:
     text = "a" + pair * 5000
     for mode in (TruncationMode.head, TruncationMode.tail, TruncationMode.head_tail):
         for max_chars in (99, 100, 101):
-            body, _ = truncate(text, limits(mode, max_chars=max_chars, head_chars=max_chars // 2, tail_chars=max_chars // 2), is_error=False, save=None)
+            body, _ = truncate(
+                text,
+                limits(mode, max_chars=max_chars, head_chars=max_chars // 2, tail_chars=max_chars // 2),
+                is_error=False,
+                save=None,
+            )
             for index in range(len(body) - 1):
                 if "\ud800" <= body[index] <= "\udbff":
                     assert "\udc00" <= body[index + 1] <= "\udfff"

@@ -26,7 +26,9 @@ def test_luhn_accepts_valid_card_numbers(number: str) -> None:
     assert luhn(number)
 
 
-@pytest.mark.parametrize("number", ["4111 1111 1111 1111", "4111-1111-1111-1111", "3782 822463 10005", " 4111111111111111 "])
+@pytest.mark.parametrize(
+    "number", ["4111 1111 1111 1111", "4111-1111-1111-1111", "3782 822463 10005", " 4111111111111111 "]
+)
 def test_luhn_ignores_spaces_and_dashes(number: str) -> None:
     assert luhn(number)
 
@@ -47,7 +49,9 @@ def test_luhn_rejects_numbers_with_a_wrong_check_digit(number: str) -> None:
     assert not luhn(number)
 
 
-@pytest.mark.parametrize("text", ["", "0", "7", "4111a11111111111", "４１１１１１１１１１１１１１１１", "--", "4111_1111_1111_1111"])
+@pytest.mark.parametrize(
+    "text", ["", "0", "7", "4111a11111111111", "４１１１１１１１１１１１１１１１", "--", "4111_1111_1111_1111"]
+)
 def test_luhn_rejects_non_digits_and_too_short_input(text: str) -> None:
     assert not luhn(text)
 

@@ -121,7 +121,9 @@ async def test_file_delete_asks_in_default_mode(runtime: Runtime, workspace: Pat
         "dotdot-after-folder",
     ],
 )
-async def test_file_delete_refuses_what_it_must_not_remove(runtime: Runtime, workspace: Path, path: str, expected: str) -> None:
+async def test_file_delete_refuses_what_it_must_not_remove(
+    runtime: Runtime, workspace: Path, path: str, expected: str
+) -> None:
     before = sorted(p.relative_to(workspace.parent).as_posix() for p in workspace.parent.rglob("*"))
     result = await runtime.call("file_delete", {"path": path}, BYPASS)
     assert result.is_error
@@ -144,7 +146,9 @@ async def test_file_delete_refuses_a_link_to_a_file_inside(runtime: Runtime, wor
     assert (workspace / "src/app.py").exists() and (workspace / "alias.py").is_symlink()
 
 
-async def test_file_delete_refuses_a_path_through_a_linked_folder_that_leads_outside(runtime: Runtime, workspace: Path) -> None:
+async def test_file_delete_refuses_a_path_through_a_linked_folder_that_leads_outside(
+    runtime: Runtime, workspace: Path
+) -> None:
     (workspace / "up").symlink_to(workspace.parent)
     result = await runtime.call("file_delete", {"path": "up/outside.txt"}, BYPASS)
     assert result.is_error and "outside the workspace" in result.content
@@ -183,7 +187,9 @@ async def test_file_delete_refuses_the_config_inside_the_workspace(tmp_path: Pat
     config = workspace / "toolrt"
     config.mkdir()
     (config / "packs.yaml").write_text(PACKS)
-    runtime = Runtime([config], workspace_root=workspace, settings=Settings(state_dir=tmp_path / "state", audit_sink="off"))
+    runtime = Runtime(
+        [config], workspace_root=workspace, settings=Settings(state_dir=tmp_path / "state", audit_sink="off")
+    )
     result = await runtime.call("file_delete", {"path": "toolrt/packs.yaml"}, BYPASS)
     assert result.is_error and "protected" in result.content
     assert (config / "packs.yaml").exists()
@@ -193,7 +199,9 @@ async def test_file_delete_refuses_the_state_dir_inside_the_workspace(tmp_path: 
     config = tmp_path / "config"
     config.mkdir()
     (config / "packs.yaml").write_text(PACKS)
-    runtime = Runtime([config], workspace_root=workspace, settings=Settings(state_dir=Path(".toolrt-state"), audit_sink="sqlite"))
+    runtime = Runtime(
+        [config], workspace_root=workspace, settings=Settings(state_dir=Path(".toolrt-state"), audit_sink="sqlite")
+    )
     await runtime.call("file_read", {"path": "src/app.py"})
     await runtime.close()
     store = runtime.audit_path()

@@ -60,7 +60,16 @@ async def test_a_second_read_of_an_unchanged_file_is_a_cache_hit(runtime: Runtim
 
 async def test_an_edit_with_the_read_hash_succeeds_and_reports_both_hashes(runtime: Runtime, workspace: Path) -> None:
     read = await runtime.call("file_read", {"path": "src/app.py"})
-    edit = await runtime.call("file_edit", {"path": "src/app.py", "old_string": "return 1", "new_string": "return 2", "expected_hash": read.metadata["sha256"]}, EDITS)
+    edit = await runtime.call(
+        "file_edit",
+        {
+            "path": "src/app.py",
+            "old_string": "return 1",
+            "new_string": "return 2",
+            "expected_hash": read.metadata["sha256"],
+        },
+        EDITS,
+    )
     assert edit.status is Status.ok, edit.content
     assert (workspace / "src/app.py").read_text() == "def main():\n    return 2\n"
     assert edit.metadata["hash_before"] == read.metadata["sha256"]
@@ -71,7 +80,16 @@ async def test_an_edit_with_the_read_hash_succeeds_and_reports_both_hashes(runti
 async def test_an_edit_with_a_stale_hash_is_refused_with_the_current_hash(runtime: Runtime, workspace: Path) -> None:
     read = await runtime.call("file_read", {"path": "src/app.py"})
     (workspace / "src/app.py").write_text("def main():\n    return 3\n")
-    edit = await runtime.call("file_edit", {"path": "src/app.py", "old_string": "return 3", "new_string": "return 4", "expected_hash": read.metadata["sha256"]}, EDITS)
+    edit = await runtime.call(
+        "file_edit",
+        {
+            "path": "src/app.py",
+            "old_string": "return 3",
+            "new_string": "return 4",
+            "expected_hash": read.metadata["sha256"],
+        },
+        EDITS,
+    )
     assert edit.is_error
     assert hashlib.sha256((workspace / "src/app.py").read_bytes()).hexdigest() in edit.content
     assert (workspace / "src/app.py").read_text().endswith("return 3\n")
@@ -96,7 +114,9 @@ async def test_the_sandbox_refuses_protected_files_that_no_policy_names(tmp_path
     config = tmp_path / "config"
     config.mkdir(exist_ok=True)
     (config / "packs.yaml").write_text(PACKS)
-    runtime = Runtime([config], workspace_root=workspace, settings=Settings(workspace_deny=(*DEFAULT_DENY, "private/**")))
+    runtime = Runtime(
+        [config], workspace_root=workspace, settings=Settings(workspace_deny=(*DEFAULT_DENY, "private/**"))
+    )
     for path in ("private/notes.txt", "PRIVATE/notes.txt", "./src/../private/notes.txt"):
         result = await runtime.call("file_read", {"path": path}, BYPASS)
         assert result.is_error and "hunter2" not in result.content, result.content
@@ -159,7 +179,9 @@ async def test_lock_files_audit_log_and_artifacts_stay_out_of_the_workspace(runt
     assert not list(workspace.rglob("*.lock")) and not list(workspace.rglob(".toolrt-tmp-*"))
 
 
-async def test_a_session_grant_for_a_command_line_covers_only_the_programs_approved(tmp_path: Path, workspace: Path) -> None:
+async def test_a_session_grant_for_a_command_line_covers_only_the_programs_approved(
+    tmp_path: Path, workspace: Path
+) -> None:
     from runtime.pipeline.permit import Approval
 
     asked: list[str] = []

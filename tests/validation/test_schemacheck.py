@@ -19,11 +19,28 @@ def findings(schema: Any) -> list[tuple[tuple[str | int, ...], str, bool]]:
 
 SOUND = [
     obj(path={"type": "string", "minLength": 1}),
-    {"type": "object", "additionalProperties": False, "required": ["path"], "properties": {"path": {"type": "string", "pattern": "^[a-z/]+$", "default": "src"}}},
+    {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["path"],
+        "properties": {"path": {"type": "string", "pattern": "^[a-z/]+$", "default": "src"}},
+    },
     {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}}, "$defs": {"x": {"type": "string"}}},
-    {"type": "object", "required": ["undeclared"], "properties": {}},  # open object: an undeclared required key can still be sent
-    {"type": "object", "patternProperties": {"^x-": {"type": "integer"}}, "additionalProperties": False, "required": ["x-a"]},
-    obj(mode={"enum": ["a", "b"], "default": "a"}, limit={"type": "integer", "minimum": 1, "default": 1, "examples": [1, 5]}),
+    {
+        "type": "object",
+        "required": ["undeclared"],
+        "properties": {},
+    },  # open object: an undeclared required key can still be sent
+    {
+        "type": "object",
+        "patternProperties": {"^x-": {"type": "integer"}},
+        "additionalProperties": False,
+        "required": ["x-a"],
+    },
+    obj(
+        mode={"enum": ["a", "b"], "default": "a"},
+        limit={"type": "integer", "minimum": 1, "default": 1, "examples": [1, 5]},
+    ),
     obj(s={"type": "string", "x-foo": 3, "x-ui": {"widget": "text"}}),
 ]
 
@@ -49,7 +66,9 @@ def test_schema_invalid_for_a_wrongly_typed_bound() -> None:
 
 def test_schema_invalid_stops_further_checks() -> None:
     # an unknown keyword beside a meta-schema error is not reported: the schema is not readable yet
-    assert findings(obj(n={"type": "integr", "maxLenght": 1})) == [(("properties", "n", "type"), "schema-invalid", False)]
+    assert findings(obj(n={"type": "integr", "maxLenght": 1})) == [
+        (("properties", "n", "type"), "schema-invalid", False)
+    ]
 
 
 @pytest.mark.parametrize("schema", [{"type": "string"}, {"properties": {"a": {"type": "string"}}}, True, {}])
@@ -61,13 +80,27 @@ def test_schema_not_object(schema: Any) -> None:
     ("schema", "path", "suggestion"),
     [
         (obj(s={"type": "string", "maxLenght": 3}), ("properties", "s", "maxLenght"), "maxLength"),
-        (obj(a={"type": "array", "items": {"type": "string", "minLenght": 1}}), ("properties", "a", "items", "minLenght"), "minLength"),
-        (obj(a={"anyOf": [{"type": "string", "patern": "x"}, {"type": "null"}]}), ("properties", "a", "anyOf", 0, "patern"), "pattern"),
-        ({"type": "object", "$defs": {"p": {"type": "string", "maxLenght": 1}}}, ("$defs", "p", "maxLenght"), "maxLength"),
+        (
+            obj(a={"type": "array", "items": {"type": "string", "minLenght": 1}}),
+            ("properties", "a", "items", "minLenght"),
+            "minLength",
+        ),
+        (
+            obj(a={"anyOf": [{"type": "string", "patern": "x"}, {"type": "null"}]}),
+            ("properties", "a", "anyOf", 0, "patern"),
+            "pattern",
+        ),
+        (
+            {"type": "object", "$defs": {"p": {"type": "string", "maxLenght": 1}}},
+            ("$defs", "p", "maxLenght"),
+            "maxLength",
+        ),
         ({"type": "object", "requried": ["a"]}, ("requried",), "required"),
     ],
 )
-def test_schema_unknown_keyword_is_a_warning_with_a_suggestion(schema: dict[str, Any], path: tuple[str | int, ...], suggestion: str) -> None:
+def test_schema_unknown_keyword_is_a_warning_with_a_suggestion(
+    schema: dict[str, Any], path: tuple[str | int, ...], suggestion: str
+) -> None:
     (finding,) = check_input_schema(schema)
     assert (finding.path, finding.code, finding.warning) == (path, "schema-unknown-keyword", True)
     assert f"Did you mean `{suggestion}`?" in finding.message
@@ -83,10 +116,22 @@ def test_an_unknown_keyword_far_from_any_known_one_gets_no_suggestion() -> None:
 @pytest.mark.parametrize(
     ("schema", "path", "text"),
     [
-        (obj(s={"type": "integer", "minimum": 1, "default": 0}), ("properties", "s", "default"), "the default must be >= 1, got 0"),
-        (obj(s={"type": "integer", "default": "x"}), ("properties", "s", "default"), 'the default must be an integer, got "x"'),
+        (
+            obj(s={"type": "integer", "minimum": 1, "default": 0}),
+            ("properties", "s", "default"),
+            "the default must be >= 1, got 0",
+        ),
+        (
+            obj(s={"type": "integer", "default": "x"}),
+            ("properties", "s", "default"),
+            'the default must be an integer, got "x"',
+        ),
         (obj(s={"enum": ["a", "b"], "default": "c"}), ("properties", "s", "default"), "is not one of the enum values"),
-        (obj(o={"type": "object", "properties": {"n": {"type": "integer", "default": 1.5}}}), ("properties", "o", "properties", "n", "default"), "must be an integer"),
+        (
+            obj(o={"type": "object", "properties": {"n": {"type": "integer", "default": 1.5}}}),
+            ("properties", "o", "properties", "n", "default"),
+            "must be an integer",
+        ),
     ],
 )
 def test_schema_default_invalid(schema: dict[str, Any], path: tuple[str | int, ...], text: str) -> None:
@@ -97,16 +142,27 @@ def test_schema_default_invalid(schema: dict[str, Any], path: tuple[str | int, .
 
 def test_schema_enum_invalid_points_at_the_member() -> None:
     (finding,) = check_input_schema(obj(s={"type": "string", "enum": ["a", 1, "b"]}))
-    assert (finding.path, finding.code, finding.warning) == (("properties", "s", "enum", 1), "schema-enum-invalid", False)
+    assert (finding.path, finding.code, finding.warning) == (
+        ("properties", "s", "enum", 1),
+        "schema-enum-invalid",
+        False,
+    )
     assert "enum value 1 can never be accepted" in finding.message
 
 
 def test_schema_example_invalid_is_a_warning() -> None:
-    assert findings(obj(a={"type": "string", "examples": ["ok", 1]})) == [(("properties", "a", "examples", 1), "schema-example-invalid", True)]
+    assert findings(obj(a={"type": "string", "examples": ["ok", 1]})) == [
+        (("properties", "a", "examples", 1), "schema-example-invalid", True)
+    ]
 
 
 def test_schema_required_undeclared_in_a_closed_object() -> None:
-    schema = {"type": "object", "additionalProperties": False, "required": ["path", "pth"], "properties": {"path": {"type": "string"}}}
+    schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["path", "pth"],
+        "properties": {"path": {"type": "string"}},
+    }
     (finding,) = check_input_schema(schema)
     assert (finding.path, finding.code, finding.warning) == (("required", 1), "schema-required-undeclared", False)
     assert "`pth` is required" in finding.message
@@ -127,7 +183,13 @@ def test_schema_remote_ref(ref: str) -> None:
 
 @pytest.mark.parametrize(
     ("pattern", "code"),
-    [("(?=a)b", "regex-unsupported"), ("(a)\\1", "regex-unsupported"), ("a++", "regex-unsupported"), ("(a+)+", "regex-catastrophic"), ("(", "regex-invalid")],
+    [
+        ("(?=a)b", "regex-unsupported"),
+        ("(a)\\1", "regex-unsupported"),
+        ("a++", "regex-unsupported"),
+        ("(a+)+", "regex-catastrophic"),
+        ("(", "regex-invalid"),
+    ],
 )
 def test_pattern_findings(pattern: str, code: str) -> None:
     assert findings(obj(a={"type": "string", "pattern": pattern})) == [(("properties", "a", "pattern"), code, False)]
@@ -143,7 +205,11 @@ def test_every_finding_in_one_schema_is_reported() -> None:
         "type": "object",
         "additionalProperties": False,
         "required": ["pth"],
-        "properties": {"a": {"type": "string", "maxLenght": 1, "pattern": "(?<=a)b"}, "b": {"$ref": "https://x/y"}, "c": {"type": "integer", "default": "x"}},
+        "properties": {
+            "a": {"type": "string", "maxLenght": 1, "pattern": "(?<=a)b"},
+            "b": {"$ref": "https://x/y"},
+            "c": {"type": "integer", "default": "x"},
+        },
     }
     assert sorted(findings(schema), key=str) == sorted(
         [

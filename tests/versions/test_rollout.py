@@ -17,7 +17,7 @@ from runtime.records import Session, Status
 from runtime.settings import Settings
 from runtime.versions import CanaryMonitor, compile_rollout
 
-MODULE = '''
+MODULE = """
 from runtime.errors import ToolError
 
 
@@ -33,7 +33,7 @@ def v2(args):
 
 def v3(args):
     return "served by 3"
-'''
+"""
 
 
 def versions(rollout: str = "", *, on: str = "1", extra_versions: str = "") -> str:
@@ -57,7 +57,11 @@ def write(tmp_path: Path, documents: str) -> Path:
 
 def runtime_for(tmp_path: Path, documents: str, **settings: object) -> Runtime:
     (tmp_path / "ws").mkdir(exist_ok=True)
-    return Runtime([write(tmp_path, documents)], workspace_root=tmp_path / "ws", settings=Settings(state_dir=tmp_path / "state", **settings))  # type: ignore[arg-type]
+    return Runtime(
+        [write(tmp_path, documents)],
+        workspace_root=tmp_path / "ws",
+        settings=Settings(state_dir=tmp_path / "state", **settings),
+    )  # type: ignore[arg-type]
 
 
 def test_the_canary_split_is_within_two_percent_over_ten_thousand_sessions() -> None:
@@ -139,7 +143,9 @@ def test_weights_that_do_not_sum_are_a_lint_error_at_the_tool(tmp_path: Path) ->
 
 
 async def test_calls_are_served_by_the_assigned_version_and_the_audit_log_says_which(tmp_path: Path) -> None:
-    runtime = runtime_for(tmp_path, versions("rollout: {stable: '1', canary: {version: '2', percent: 50}}"), audit_sink="sqlite")
+    runtime = runtime_for(
+        tmp_path, versions("rollout: {stable: '1', canary: {version: '2', percent: 50}}"), audit_sink="sqlite"
+    )
     table = runtime.snapshot.rollouts["greet"]
     seen: dict[str, str] = {}
     for i in range(40):
@@ -196,7 +202,15 @@ async def test_a_pin_of_another_tool_changes_nothing(tmp_path: Path) -> None:
 def test_the_canary_is_rolled_back_when_it_fails_more_than_the_stable_version() -> None:
     now = [0.0]
     monitor = CanaryMonitor(clock=lambda: now[0])
-    table, _ = compile_rollout("t", Rollout(stable="1", canary=Canary(version="2", percent=50), rollback=Rollback(window_s=60, min_calls=10, max_error_rate_margin=0.2)), ["1", "2"])
+    table, _ = compile_rollout(
+        "t",
+        Rollout(
+            stable="1",
+            canary=Canary(version="2", percent=50),
+            rollback=Rollback(window_s=60, min_calls=10, max_error_rate_margin=0.2),
+        ),
+        ["1", "2"],
+    )
     assert table is not None
     for _ in range(20):
         monitor.record(table, "1", failed=False)
@@ -211,7 +225,15 @@ def test_the_canary_is_rolled_back_when_it_fails_more_than_the_stable_version() 
 
 def test_a_canary_within_the_margin_keeps_serving() -> None:
     monitor = CanaryMonitor(clock=lambda: 0.0)
-    table, _ = compile_rollout("t", Rollout(stable="1", canary=Canary(version="2", percent=50), rollback=Rollback(min_calls=10, max_error_rate_margin=0.2)), ["1", "2"])
+    table, _ = compile_rollout(
+        "t",
+        Rollout(
+            stable="1",
+            canary=Canary(version="2", percent=50),
+            rollback=Rollback(min_calls=10, max_error_rate_margin=0.2),
+        ),
+        ["1", "2"],
+    )
     assert table is not None
     for i in range(100):
         monitor.record(table, "1", failed=i % 10 == 0)  # 10 %
@@ -222,7 +244,15 @@ def test_a_canary_within_the_margin_keeps_serving() -> None:
 def test_old_failures_leave_the_window() -> None:
     now = [0.0]
     monitor = CanaryMonitor(clock=lambda: now[0])
-    table, _ = compile_rollout("t", Rollout(stable="1", canary=Canary(version="2", percent=50), rollback=Rollback(window_s=10, min_calls=5, max_error_rate_margin=0.1)), ["1", "2"])
+    table, _ = compile_rollout(
+        "t",
+        Rollout(
+            stable="1",
+            canary=Canary(version="2", percent=50),
+            rollback=Rollback(window_s=10, min_calls=5, max_error_rate_margin=0.1),
+        ),
+        ["1", "2"],
+    )
     assert table is not None
     for _ in range(4):
         monitor.record(table, "2", failed=True)
@@ -235,8 +265,12 @@ def test_old_failures_leave_the_window() -> None:
 def test_a_changed_rollout_starts_again() -> None:
     monitor = CanaryMonitor(clock=lambda: 0.0)
     rollback = Rollback(min_calls=1, max_error_rate_margin=0.0)
-    first, _ = compile_rollout("t", Rollout(stable="1", canary=Canary(version="2", percent=10), rollback=rollback), ["1", "2"])
-    second, _ = compile_rollout("t", Rollout(stable="1", canary=Canary(version="2", percent=20), rollback=rollback), ["1", "2"])
+    first, _ = compile_rollout(
+        "t", Rollout(stable="1", canary=Canary(version="2", percent=10), rollback=rollback), ["1", "2"]
+    )
+    second, _ = compile_rollout(
+        "t", Rollout(stable="1", canary=Canary(version="2", percent=20), rollback=rollback), ["1", "2"]
+    )
     assert first is not None and second is not None
     monitor.record(first, "2", failed=True)
     assert monitor.halted(first) and not monitor.halted(second)
@@ -262,7 +296,9 @@ def test_toolrt_versions_shows_versions_rollout_and_split(tmp_path: Path) -> Non
 
     from runtime.cli import main
 
-    config = write(tmp_path, versions("rollout: {stable: '1', canary: {version: '2', percent: 10}, rollback: {min_calls: 5}}"))
+    config = write(
+        tmp_path, versions("rollout: {stable: '1', canary: {version: '2', percent: 10}, rollback: {min_calls: 5}}")
+    )
     out, err = io.StringIO(), io.StringIO()
     assert main(["versions", "--config", str(config)], out, err) == 0
     text = out.getvalue()

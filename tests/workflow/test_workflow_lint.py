@@ -22,7 +22,9 @@ def lint(tmp_path: Path, steps: str, *, head: str = "", settings: Settings | Non
     (config / "base.yaml").write_text(CONFIG)
     body = textwrap.indent(textwrap.dedent(steps).strip(), "    ")
     extra = textwrap.indent(textwrap.dedent(head).strip(), "  ") + "\n" if head.strip() else ""
-    (config / "wf.yaml").write_text(f"apiVersion: toolrt/v1\nkind: Workflow\nmetadata: {{name: wf}}\nspec:\n{extra}  steps:\n{body}\n")
+    (config / "wf.yaml").write_text(
+        f"apiVersion: toolrt/v1\nkind: Workflow\nmetadata: {{name: wf}}\nspec:\n{extra}  steps:\n{body}\n"
+    )
     result = build_snapshot([config], settings or Settings())
     return [(p.severity.value, p.code, p.message) for p in result.problems if p.location.file.endswith("wf.yaml")]
 
@@ -33,36 +35,86 @@ def codes(problems: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
 
 CASES = [
     pytest.param("- {id: a, tool: log, args: {text: x}, depends_on: [a]}", "workflow-cycle", id="self-dependency"),
-    pytest.param("- {id: a, tool: log, args: {text: x}, depends_on: [b]}\n- {id: b, tool: log, args: {text: x}, depends_on: [a]}", "workflow-cycle", id="two-step-cycle"),
+    pytest.param(
+        "- {id: a, tool: log, args: {text: x}, depends_on: [b]}\n- {id: b, tool: log, args: {text: x}, depends_on: [a]}",
+        "workflow-cycle",
+        id="two-step-cycle",
+    ),
     pytest.param(
         "- {id: a, tool: log, args: {text: x}, depends_on: [c]}\n- {id: b, tool: log, args: {text: x}, depends_on: [a]}\n- {id: c, tool: log, args: {text: x}, depends_on: [b]}",
-        "workflow-cycle", id="three-step-cycle",
+        "workflow-cycle",
+        id="three-step-cycle",
     ),
     pytest.param("- {id: a, tool: log, args: {text: x}, depends_on: [ghost]}", "unknown-step", id="unknown-dependency"),
     pytest.param("- {id: a, tool: nosuchtool}", "unknown-tool", id="unknown-tool"),
-    pytest.param("- {id: a, tool: log, args: {text: x}, compensate: {tool: nosuchtool}}", "unknown-tool", id="unknown-compensation-tool"),
-    pytest.param("- {id: a, tool: log, args: {text: x}}\n- {id: a, tool: log, args: {text: y}}", "duplicate-name", id="duplicate-step-id"),
-    pytest.param("- {id: a, tool: log, args: {text: '${steps.b.content}'}}\n- {id: b, tool: log, args: {text: x}, depends_on: [a]}", "workflow-reference", id="reads-a-later-step"),
-    pytest.param("- {id: a, tool: log, args: {text: '${steps.b.content}'}}\n- {id: b, tool: log, args: {text: x}}", "workflow-reference", id="reads-a-sibling-not-upstream"),
+    pytest.param(
+        "- {id: a, tool: log, args: {text: x}, compensate: {tool: nosuchtool}}",
+        "unknown-tool",
+        id="unknown-compensation-tool",
+    ),
+    pytest.param(
+        "- {id: a, tool: log, args: {text: x}}\n- {id: a, tool: log, args: {text: y}}",
+        "duplicate-name",
+        id="duplicate-step-id",
+    ),
+    pytest.param(
+        "- {id: a, tool: log, args: {text: '${steps.b.content}'}}\n- {id: b, tool: log, args: {text: x}, depends_on: [a]}",
+        "workflow-reference",
+        id="reads-a-later-step",
+    ),
+    pytest.param(
+        "- {id: a, tool: log, args: {text: '${steps.b.content}'}}\n- {id: b, tool: log, args: {text: x}}",
+        "workflow-reference",
+        id="reads-a-sibling-not-upstream",
+    ),
     pytest.param("- {id: a, tool: log, args: {text: '${steps.a.content}'}}", "workflow-reference", id="reads-itself"),
-    pytest.param("- {id: a, tool: log, args: {text: '${steps.ghost.content}'}}", "unknown-step", id="reads-an-unknown-step"),
-    pytest.param("- {id: a, tool: log, args: {text: x}}\n- {id: b, tool: log, depends_on: [a], args: {text: '${steps.a.result}'}}", "workflow-reference", id="unknown-step-field"),
-    pytest.param("- {id: a, tool: log, args: {text: x}}\n- {id: b, tool: log, depends_on: [a], args: {text: x}, when: 'steps[\"c\"].ok'}", "unknown-step", id="bracket-reference-unknown"),
-    pytest.param("- {id: a, tool: log, args: {text: x}, when: 'steps.b.ok'}\n- {id: b, tool: log, args: {text: x}, depends_on: [a]}", "workflow-reference", id="when-reads-a-later-step"),
+    pytest.param(
+        "- {id: a, tool: log, args: {text: '${steps.ghost.content}'}}", "unknown-step", id="reads-an-unknown-step"
+    ),
+    pytest.param(
+        "- {id: a, tool: log, args: {text: x}}\n- {id: b, tool: log, depends_on: [a], args: {text: '${steps.a.result}'}}",
+        "workflow-reference",
+        id="unknown-step-field",
+    ),
+    pytest.param(
+        "- {id: a, tool: log, args: {text: x}}\n- {id: b, tool: log, depends_on: [a], args: {text: x}, when: 'steps[\"c\"].ok'}",
+        "unknown-step",
+        id="bracket-reference-unknown",
+    ),
+    pytest.param(
+        "- {id: a, tool: log, args: {text: x}, when: 'steps.b.ok'}\n- {id: b, tool: log, args: {text: x}, depends_on: [a]}",
+        "workflow-reference",
+        id="when-reads-a-later-step",
+    ),
     pytest.param("- {id: a, tool: log, args: {text: '${args.text}'}}", "cel-undeclared", id="undeclared-variable"),
     pytest.param("- {id: a, tool: log, args: {text: '${input.text +}'}}", "cel-syntax", id="syntax-error"),
-    pytest.param("- {id: a, tool: log, args: {text: 'start ${input.text'}}", "workflow-template", id="unclosed-template"),
+    pytest.param(
+        "- {id: a, tool: log, args: {text: 'start ${input.text'}}", "workflow-template", id="unclosed-template"
+    ),
     pytest.param("- {id: a, tool: log, args: {text: '${ }'}}", "workflow-template", id="empty-template"),
-    pytest.param("- {id: a, tool: log, args: {text: x}, compensate: builtin}", "workflow-compensation", id="builtin-compensation-on-another-tool"),
-    pytest.param("- {id: a, tool: log, args: {text: x}, retry: {attempts: 2}}", "workflow-retry", id="retry-on-a-write"),
+    pytest.param(
+        "- {id: a, tool: log, args: {text: x}, compensate: builtin}",
+        "workflow-compensation",
+        id="builtin-compensation-on-another-tool",
+    ),
+    pytest.param(
+        "- {id: a, tool: log, args: {text: x}, retry: {attempts: 2}}", "workflow-retry", id="retry-on-a-write"
+    ),
     pytest.param(
         "- {id: a, tool: log, args: {text: x}, compensate: {tool: log, args: {text: '${steps.b.content}'}}}\n- {id: b, tool: log, args: {text: x}}",
-        "workflow-reference", id="compensation-reads-a-step-not-upstream",
+        "workflow-reference",
+        id="compensation-reads-a-step-not-upstream",
     ),
-    pytest.param("- {id: a, tool: log, args: {text: x}, when: 'input.flag.exists(x, x.exists(y, y.exists(z, z)))'}", "cel-too-complex", id="too-deep-comprehension"),
+    pytest.param(
+        "- {id: a, tool: log, args: {text: x}, when: 'input.flag.exists(x, x.exists(y, y.exists(z, z)))'}",
+        "cel-too-complex",
+        id="too-deep-comprehension",
+    ),
     pytest.param("- {id: a, tool: log, args: {text: x}, timeout_s: 0}", "schema", id="zero-timeout"),
     pytest.param("- {id: a, tool: log, args: {text: x}, on_failure: retry}", "schema", id="unknown-on-failure"),
-    pytest.param("- {id: a, tool: log, args: {text: x}, compensate: restore}", "schema", id="unknown-compensation-word"),
+    pytest.param(
+        "- {id: a, tool: log, args: {text: x}, compensate: restore}", "schema", id="unknown-compensation-word"
+    ),
 ]
 
 
@@ -78,7 +130,9 @@ def test_a_broken_workflow_is_an_error_at_its_place(tmp_path: Path, steps: str, 
 
 
 def test_a_reference_to_a_later_step_says_to_add_it_to_depends_on(tmp_path: Path) -> None:
-    problems = lint(tmp_path, "- {id: a, tool: log, args: {text: '${steps.b.content}'}}\n- {id: b, tool: log, args: {text: x}}")
+    problems = lint(
+        tmp_path, "- {id: a, tool: log, args: {text: '${steps.b.content}'}}\n- {id: b, tool: log, args: {text: x}}"
+    )
     assert any("depends_on" in message for _, _, message in problems)
 
 
@@ -104,11 +158,15 @@ def test_an_undeclared_input_field_is_an_error_for_a_closed_schema(tmp_path: Pat
 
 def test_an_undeclared_input_field_is_a_warning_for_an_open_schema(tmp_path: Path) -> None:
     head = "input_schema: {type: object, properties: {path: {type: string}}}"
-    assert codes(lint(tmp_path, "- {id: a, tool: log, args: {text: '${input.other}'}}", head=head)) == [("warning", "cel-unknown-arg")]
+    assert codes(lint(tmp_path, "- {id: a, tool: log, args: {text: '${input.other}'}}", head=head)) == [
+        ("warning", "cel-unknown-arg")
+    ]
 
 
 def test_on_failure_compensate_without_any_compensation_is_a_warning(tmp_path: Path) -> None:
-    assert codes(lint(tmp_path, "- {id: a, tool: log, args: {text: x}, on_failure: compensate}")) == [("warning", "workflow-compensation")]
+    assert codes(lint(tmp_path, "- {id: a, tool: log, args: {text: x}, on_failure: compensate}")) == [
+        ("warning", "workflow-compensation")
+    ]
 
 
 def test_a_workflow_named_like_a_tool_is_an_error_unless_hidden(tmp_path: Path) -> None:

@@ -18,7 +18,9 @@ def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-async def test_a_step_reads_an_earlier_steps_hash_and_edits_with_it(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
+async def test_a_step_reads_an_earlier_steps_hash_and_edits_with_it(
+    make_runtime: Callable[..., Runtime], workspace: Path
+) -> None:
     runtime = make_runtime("""
         apiVersion: toolrt/v1
         kind: Workflow
@@ -97,7 +99,9 @@ async def test_independent_write_steps_never_overlap(make_runtime: Callable[...,
         assert end <= start
 
 
-async def test_compensations_run_in_reverse_completion_order(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
+async def test_compensations_run_in_reverse_completion_order(
+    make_runtime: Callable[..., Runtime], workspace: Path
+) -> None:
     runtime = make_runtime("""
         apiVersion: toolrt/v1
         kind: Workflow
@@ -112,12 +116,27 @@ async def test_compensations_run_in_reverse_completion_order(make_runtime: Calla
     """)
     result = await runtime.run_workflow("saga")
     assert result.status == "compensated", result.render()
-    assert (workspace / "log.txt").read_text().splitlines() == ["do-1", "do-2", "do-3", "undo-3", "undo-2 after logged do-2", "undo-1"]
+    assert (workspace / "log.txt").read_text().splitlines() == [
+        "do-1",
+        "do-2",
+        "do-3",
+        "undo-3",
+        "undo-2 after logged do-2",
+        "undo-1",
+    ]
     assert [c.step for c in result.compensations] == ["s3", "s2", "s1"]
-    assert {s.id: s.status for s in result.steps} == {"s1": "ok", "s2": "ok", "s3": "ok", "boom": "failed", "never": "not_run"}
+    assert {s.id: s.status for s in result.steps} == {
+        "s1": "ok",
+        "s2": "ok",
+        "s3": "ok",
+        "boom": "failed",
+        "never": "not_run",
+    }
 
 
-async def test_a_failing_compensation_is_reported_and_the_others_still_run(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
+async def test_a_failing_compensation_is_reported_and_the_others_still_run(
+    make_runtime: Callable[..., Runtime], workspace: Path
+) -> None:
     runtime = make_runtime("""
         apiVersion: toolrt/v1
         kind: Workflow
@@ -151,7 +170,9 @@ async def test_on_failure_stop_runs_no_compensation(make_runtime: Callable[..., 
     assert "undo-1" not in (workspace / "log.txt").read_text()
 
 
-async def test_on_failure_continue_runs_the_steps_that_do_not_depend_on_the_failure(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
+async def test_on_failure_continue_runs_the_steps_that_do_not_depend_on_the_failure(
+    make_runtime: Callable[..., Runtime], workspace: Path
+) -> None:
     runtime = make_runtime("""
         apiVersion: toolrt/v1
         kind: Workflow
@@ -172,7 +193,9 @@ async def test_on_failure_continue_runs_the_steps_that_do_not_depend_on_the_fail
     assert child is not None and "boom" in (child.reason or "")
 
 
-async def test_when_false_skips_a_step_and_its_dependents_still_run(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
+async def test_when_false_skips_a_step_and_its_dependents_still_run(
+    make_runtime: Callable[..., Runtime], workspace: Path
+) -> None:
     runtime = make_runtime("""
         apiVersion: toolrt/v1
         kind: Workflow
@@ -204,7 +227,9 @@ async def test_a_when_that_errors_fails_the_step(make_runtime: Callable[..., Run
     assert result.status == "failed" and step is not None and step.status == "failed" and "when" in (step.reason or "")
 
 
-async def test_an_argument_expression_that_errors_fails_the_step_without_calling_the_tool(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
+async def test_an_argument_expression_that_errors_fails_the_step_without_calling_the_tool(
+    make_runtime: Callable[..., Runtime], workspace: Path
+) -> None:
     runtime = make_runtime("""
         apiVersion: toolrt/v1
         kind: Workflow
@@ -220,7 +245,9 @@ async def test_an_argument_expression_that_errors_fails_the_step_without_calling
     assert not (workspace / "log.txt").exists()
 
 
-async def test_a_write_step_that_times_out_is_result_unknown_and_the_run_compensates(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
+async def test_a_write_step_that_times_out_is_result_unknown_and_the_run_compensates(
+    make_runtime: Callable[..., Runtime], workspace: Path
+) -> None:
     runtime = make_runtime("""
         apiVersion: toolrt/v1
         kind: Workflow
@@ -248,13 +275,21 @@ async def test_a_read_only_step_that_times_out_fails(make_runtime: Callable[...,
     """)
     result = await runtime.run_workflow("slow-read")
     step = result.step("wait")
-    assert step is not None and step.status == "failed" and step.result is not None and step.result.status is Status.timeout
+    assert (
+        step is not None
+        and step.status == "failed"
+        and step.result is not None
+        and step.result.status is Status.timeout
+    )
 
 
-async def test_an_approval_denied_mid_workflow_fails_the_step_and_compensates(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
+async def test_an_approval_denied_mid_workflow_fails_the_step_and_compensates(
+    make_runtime: Callable[..., Runtime], workspace: Path
+) -> None:
     asked: list[str] = []
     approver = ScriptedApprover({"guarded": False}, on_ask=lambda a: asked.append(a.tool))
-    runtime = make_runtime("""
+    runtime = make_runtime(
+        """
         apiVersion: toolrt/v1
         kind: Workflow
         metadata: {name: needs-ok}
@@ -262,24 +297,33 @@ async def test_an_approval_denied_mid_workflow_fails_the_step_and_compensates(ma
           steps:
             - {id: s1, tool: log, args: {text: do-1}, compensate: {tool: log, args: {text: undo-1}}}
             - {id: ask, tool: guarded, depends_on: [s1], args: {text: guarded}, on_failure: compensate}
-    """, approver=approver)
+    """,
+        approver=approver,
+    )
     result = await runtime.run_workflow("needs-ok")
     step = result.step("ask")
     assert asked == ["guarded"]
-    assert step is not None and step.status == "failed" and step.result is not None and step.result.status is Status.denied
+    assert (
+        step is not None and step.status == "failed" and step.result is not None and step.result.status is Status.denied
+    )
     assert result.status == "compensated"
     assert (workspace / "log.txt").read_text().splitlines() == ["do-1", "undo-1"]
 
 
-async def test_an_approval_granted_mid_workflow_lets_the_step_run(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
-    runtime = make_runtime("""
+async def test_an_approval_granted_mid_workflow_lets_the_step_run(
+    make_runtime: Callable[..., Runtime], workspace: Path
+) -> None:
+    runtime = make_runtime(
+        """
         apiVersion: toolrt/v1
         kind: Workflow
         metadata: {name: needs-ok}
         spec:
           steps:
             - {id: ask, tool: guarded, args: {text: guarded}}
-    """, approver=ScriptedApprover({"guarded": True}))
+    """,
+        approver=ScriptedApprover({"guarded": True}),
+    )
     result = await runtime.run_workflow("needs-ok")
     assert result.status == "ok", result.render()
     assert (workspace / "log.txt").read_text().splitlines() == ["guarded"]
@@ -314,7 +358,9 @@ async def test_retries_run_out(make_runtime: Callable[..., Runtime]) -> None:
     assert result.status == "failed" and step is not None and step.attempts == 3
 
 
-async def test_builtin_compensation_restores_an_edited_file_exactly(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
+async def test_builtin_compensation_restores_an_edited_file_exactly(
+    make_runtime: Callable[..., Runtime], workspace: Path
+) -> None:
     original = sha(workspace / "notes.txt")
     runtime = make_runtime("""
         apiVersion: toolrt/v1
@@ -331,7 +377,9 @@ async def test_builtin_compensation_restores_an_edited_file_exactly(make_runtime
     assert [(c.step, c.tool, c.status) for c in result.compensations] == [("edit", "file_edit", "ok")]
 
 
-async def test_builtin_compensation_refuses_when_the_file_changed_since(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
+async def test_builtin_compensation_refuses_when_the_file_changed_since(
+    make_runtime: Callable[..., Runtime], workspace: Path
+) -> None:
     runtime = make_runtime("""
         apiVersion: toolrt/v1
         kind: Workflow
@@ -349,7 +397,9 @@ async def test_builtin_compensation_refuses_when_the_file_changed_since(make_run
     assert (workspace / "notes.txt").read_text() == "omega\nbeta\nextra"
 
 
-async def test_builtin_compensation_removes_a_file_the_step_created(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
+async def test_builtin_compensation_removes_a_file_the_step_created(
+    make_runtime: Callable[..., Runtime], workspace: Path
+) -> None:
     runtime = make_runtime("""
         apiVersion: toolrt/v1
         kind: Workflow
@@ -364,7 +414,9 @@ async def test_builtin_compensation_removes_a_file_the_step_created(make_runtime
     assert not (workspace / "new" / "made.txt").exists()
 
 
-async def test_builtin_compensation_restores_a_deleted_file(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
+async def test_builtin_compensation_restores_a_deleted_file(
+    make_runtime: Callable[..., Runtime], workspace: Path
+) -> None:
     original = sha(workspace / "notes.txt")
     runtime = make_runtime("""
         apiVersion: toolrt/v1
@@ -380,7 +432,9 @@ async def test_builtin_compensation_restores_a_deleted_file(make_runtime: Callab
     assert sha(workspace / "notes.txt") == original
 
 
-async def test_builtin_compensation_of_a_delete_refuses_when_the_file_was_recreated(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
+async def test_builtin_compensation_of_a_delete_refuses_when_the_file_was_recreated(
+    make_runtime: Callable[..., Runtime], workspace: Path
+) -> None:
     runtime = make_runtime("""
         apiVersion: toolrt/v1
         kind: Workflow
@@ -397,7 +451,9 @@ async def test_builtin_compensation_of_a_delete_refuses_when_the_file_was_recrea
     assert (workspace / "notes.txt").read_text() == "alpha\nbeta\n"
 
 
-async def test_builtin_compensation_of_a_binary_file_is_refused(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
+async def test_builtin_compensation_of_a_binary_file_is_refused(
+    make_runtime: Callable[..., Runtime], workspace: Path
+) -> None:
     (workspace / "blob.bin").write_bytes(b"\x00\x01\x02binary")
     runtime = make_runtime("""
         apiVersion: toolrt/v1
@@ -428,7 +484,11 @@ async def test_every_step_is_audited_with_the_run_id_and_step_name(make_runtime:
     with sqlite3.connect(runtime.audit_path()) as db:
         rows = db.execute("SELECT request_id, call_id, tool, status FROM calls ORDER BY id").fetchall()
     run = result.run_id
-    assert rows == [(run, f"{run}.first", "log", "ok"), (run, f"{run}.second", "fail", "error"), (run, f"{run}.first.compensate", "log", "ok")]
+    assert rows == [
+        (run, f"{run}.first", "log", "ok"),
+        (run, f"{run}.second", "fail", "error"),
+        (run, f"{run}.first.compensate", "log", "ok"),
+    ]
 
 
 async def test_a_workflow_is_a_tool_the_model_can_call(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
@@ -466,7 +526,9 @@ async def test_a_failed_workflow_called_as_a_tool_is_an_error_result(make_runtim
     assert result.is_error and "doomed" in result.content and result.metadata["workflow_status"] == "failed"
 
 
-async def test_the_python_api_refuses_unknown_workflows_and_bad_input(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
+async def test_the_python_api_refuses_unknown_workflows_and_bad_input(
+    make_runtime: Callable[..., Runtime], workspace: Path
+) -> None:
     runtime = make_runtime("""
         apiVersion: toolrt/v1
         kind: Workflow
@@ -522,14 +584,20 @@ def test_toolrt_workflow_run_and_list(make_runtime: Callable[..., Runtime], tmp_
     assert main(["workflow", "list", "--config", config], out, err) == 0
     assert "note  risk=medium  writes  steps: a -> b" in out.getvalue()
     out = io.StringIO()
-    code = main(["workflow", "run", "note", "--config", config, "--workspace", str(workspace), "--args", '{"text": "cli"}'], out, err)
+    code = main(
+        ["workflow", "run", "note", "--config", config, "--workspace", str(workspace), "--args", '{"text": "cli"}'],
+        out,
+        err,
+    )
     assert code == 1
     report = json.loads(out.getvalue())
     assert report["status"] == "failed" and [s["status"] for s in report["steps"]] == ["ok", "failed"]
     assert main(["workflow", "run", "note", "--config", config, "--args", "[1]"], io.StringIO(), err) == 2
 
 
-async def test_an_expression_over_all_steps_sees_every_upstream_result(make_runtime: Callable[..., Runtime], workspace: Path) -> None:
+async def test_an_expression_over_all_steps_sees_every_upstream_result(
+    make_runtime: Callable[..., Runtime], workspace: Path
+) -> None:
     runtime = make_runtime("""
         apiVersion: toolrt/v1
         kind: Workflow

@@ -59,7 +59,9 @@ def test_an_existing_files_owner_is_kept_when_allowed(tmp_path: Path, dir_fd: in
     assert (st.st_uid, st.st_gid) == (4321, 4321)
 
 
-def test_a_failure_in_the_middle_of_writing_removes_the_temp_file_and_keeps_the_old_content(tmp_path: Path, dir_fd: int) -> None:
+def test_a_failure_in_the_middle_of_writing_removes_the_temp_file_and_keeps_the_old_content(
+    tmp_path: Path, dir_fd: int
+) -> None:
     (tmp_path / "f.txt").write_bytes(b"old content\n")
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -99,5 +101,7 @@ def test_sweep_removes_only_old_regular_files_with_the_temp_prefix(tmp_path: Pat
     (tmp_path / f"{TEMP_PREFIX}dir").mkdir()
     os.utime(tmp_path / f"{TEMP_PREFIX}dir", (old, old))
     assert sweep_stale_temp_files(dir_fd, older_than_s=600) == 2
-    assert sorted(os.listdir(tmp_path)) == sorted([".tmp-other", f"{TEMP_PREFIX}3-fresh", f"{TEMP_PREFIX}dir", "keep.txt"])
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        [".tmp-other", f"{TEMP_PREFIX}3-fresh", f"{TEMP_PREFIX}dir", "keep.txt"]
+    )
     assert sweep_stale_temp_files(dir_fd, older_than_s=0) == 1  # now the fresh one too, never the directory

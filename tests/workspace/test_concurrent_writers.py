@@ -33,7 +33,13 @@ def test_eight_processes_with_expected_hash_lose_no_update(plain: Tree) -> None:
     name = "shared.txt"
     (plain.root / name).write_text("".join(f"count[p{w}]=0\n" for w in range(WORKERS)))
     reports = [plain.base / f"report-{w}.json" for w in range(WORKERS)]
-    procs = [CTX.Process(target=ws_helpers.count_and_log, args=(str(plain.root), str(plain.locks), name, w, EDITS_EACH, str(reports[w]))) for w in range(WORKERS)]
+    procs = [
+        CTX.Process(
+            target=ws_helpers.count_and_log,
+            args=(str(plain.root), str(plain.locks), name, w, EDITS_EACH, str(reports[w])),
+        )
+        for w in range(WORKERS)
+    ]
     started = time.monotonic()
     for proc in procs:
         proc.start()
@@ -43,7 +49,9 @@ def test_eight_processes_with_expected_hash_lose_no_update(plain: Tree) -> None:
     assert [proc.exitcode for proc in procs] == [0] * WORKERS, "a worker failed"
 
     lines = (plain.root / name).read_text().splitlines()
-    counters = {int(m.group(1)): int(m.group(2)) for line in lines if (m := re.fullmatch(r"count\[p(\d+)\]=(\d+)", line))}
+    counters = {
+        int(m.group(1)): int(m.group(2)) for line in lines if (m := re.fullmatch(r"count\[p(\d+)\]=(\d+)", line))
+    }
     logs = [line for line in lines if line.startswith("log ")]
     assert counters == {w: EDITS_EACH // 2 for w in range(WORKERS)}, "an increment was lost"
     expected_logs = {f"log p{w} #{k}" for w in range(WORKERS) for k in range(1, EDITS_EACH, 2)}
@@ -52,7 +60,9 @@ def test_eight_processes_with_expected_hash_lose_no_update(plain: Tree) -> None:
 
     stats = [json.loads(report.read_text()) for report in reports]
     assert sum(s["editor"]["edits"] for s in stats) == WORKERS * EDITS_EACH
-    assert sum(s["conflicts"] for s in stats) == sum(s["editor"]["conflicts"] for s in stats) > 0, "the workers never raced"
+    assert sum(s["conflicts"] for s in stats) == sum(s["editor"]["conflicts"] for s in stats) > 0, (
+        "the workers never raced"
+    )
     assert not [p for p in plain.root.iterdir() if p.name != name], "stray files in the workspace"
     assert elapsed < 60
 
@@ -69,7 +79,10 @@ def test_a_writer_killed_at_random_moments_leaves_the_old_or_the_new_file_never_
     interrupted = 0
     temp_names: set[str] = set()
     for rep in range(30):
-        writer = CTX.Process(target=ws_helpers.rewrite_forever, args=(str(plain.root), str(plain.locks), name, str(progress), sizes, version + 1, named))
+        writer = CTX.Process(
+            target=ws_helpers.rewrite_forever,
+            args=(str(plain.root), str(plain.locks), name, str(progress), sizes, version + 1, named),
+        )
         writer.start()
         if rep % 2 or not named:
             time.sleep(rng.uniform(0.05, 0.4))  # any moment: reading, computing, writing, renaming
@@ -82,7 +95,9 @@ def test_a_writer_killed_at_random_moments_leaves_the_old_or_the_new_file_never_
 
         data = target.read_text()
         found = int(data[: data.index("\n")].removeprefix("version "))
-        assert data == ws_helpers.version_text(found, sizes[found % len(sizes)]), f"partial or mixed content (version {found})"
+        assert data == ws_helpers.version_text(found, sizes[found % len(sizes)]), (
+            f"partial or mixed content (version {found})"
+        )
         logged = [int(v) for v in progress.read_text().split()] if progress.exists() else []
         last_logged = max([version, *logged])
         # The newest finished write, or one more (killed between the rename and the log line).
@@ -125,7 +140,9 @@ def test_a_lock_held_by_another_process_makes_the_edit_fail_as_busy(plain: Tree)
         assert acquired.wait(30)
         plain.editor.lock_timeout_s = 0.3
         started = time.monotonic()
-        with pytest.raises(FileBusy, match=r"f\.txt is busy: another edit has held it for over 0\.3 s; try again shortly"):
+        with pytest.raises(
+            FileBusy, match=r"f\.txt is busy: another edit has held it for over 0\.3 s; try again shortly"
+        ):
             plain.editor.edit("f.txt", "append", content="two\n")
         assert 0.25 < time.monotonic() - started < 5
         assert plain.editor.lock_timeouts == 1

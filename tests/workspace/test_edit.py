@@ -115,7 +115,9 @@ def test_str_replace_replaces_the_single_match(plain: Tree) -> None:
 def test_str_replace_without_a_match_shows_the_closest_lines(plain: Tree) -> None:
     _put(plain, "m.py", "import os\n\ndef compute_total(items):\n    return sum(items)\n")
     with pytest.raises(WorkspaceError) as caught:
-        plain.editor.edit("m.py", "str_replace", old_string="def compute_totals(items):", new_string="def total(items):")
+        plain.editor.edit(
+            "m.py", "str_replace", old_string="def compute_totals(items):", new_string="def total(items):"
+        )
     message = str(caught.value)
     assert message.startswith("old_string was not found in m.py.\nClosest lines:\n  line 3: def compute_total(items):")
     assert "must match the file exactly" in message
@@ -169,7 +171,10 @@ def test_crlf_files_match_plain_newlines_and_keep_crlf(plain: Tree) -> None:
 def test_arguments_that_do_not_fit_the_mode_are_refused(plain: Tree) -> None:
     _put(plain, "f.txt", "x\n")
     cases: list[tuple[dict[str, Any], str]] = [
-        ({"mode": "rewrite", "content": "x"}, "unknown edit mode 'rewrite'; use one of: replace, append, insert, str_replace"),
+        (
+            {"mode": "rewrite", "content": "x"},
+            "unknown edit mode 'rewrite'; use one of: replace, append, insert, str_replace",
+        ),
         ({"mode": "str_replace", "content": "x"}, "takes old_string and new_string, not content"),
         ({"mode": "str_replace", "old_string": "x"}, "needs old_string"),
         ({"mode": "replace"}, "needs content"),
@@ -249,7 +254,9 @@ def test_the_encoding_and_bom_are_kept(plain: Tree) -> None:
 
 def test_binary_files_can_be_replaced_but_not_patched(plain: Tree) -> None:
     _put(plain, "blob.bin", b"\x00\x01\x02binary")
-    with pytest.raises(BinaryFileError, match=r"blob\.bin is a binary file, 9 bytes; file_edit changes text files only"):
+    with pytest.raises(
+        BinaryFileError, match=r"blob\.bin is a binary file, 9 bytes; file_edit changes text files only"
+    ):
         plain.editor.edit("blob.bin", "str_replace", old_string="binary", new_string="text")
     result = plain.editor.edit("blob.bin", "replace", content="now text\n")
     assert result.diff == "(binary content replaced by 1 line of text)"

@@ -128,7 +128,9 @@ def runtime_place(tmp_path: Path) -> Iterator[tuple[Runtime, Path]]:
     os.link(root / "toolrt.d" / "more" / "extra.yaml", root / "src" / "notes.md")
     os.symlink("hard.txt", root / "sub" / "soft")  # a symbolic link to the hard link
     os.link(root / "a.txt", root / "sub" / "a2.txt")  # two names for a workspace file
-    runtime = Runtime([root / "toolrt.d"], workspace_root=root, settings=Settings(state_dir=tmp_path / "state", hot_reload=False))
+    runtime = Runtime(
+        [root / "toolrt.d"], workspace_root=root, settings=Settings(state_dir=tmp_path / "state", hot_reload=False)
+    )
     yield runtime, root
     runtime.close_sync()
 
@@ -147,7 +149,9 @@ EDITS = Session(id="s", mode="accept_edits")
     ],
     ids=["plain", "a window", "with dot-dot", "through a symbolic link", "a config sub-folder's file"],
 )
-async def test_file_read_does_not_show_toolrt_files_under_another_name(runtime_place: tuple[Runtime, Path], args: dict[str, object]) -> None:
+async def test_file_read_does_not_show_toolrt_files_under_another_name(
+    runtime_place: tuple[Runtime, Path], args: dict[str, object]
+) -> None:
     runtime, _ = runtime_place
     result = await runtime.call("file_read", args, EDITS)
     assert result.status is not Status.ok, result.content
@@ -155,7 +159,9 @@ async def test_file_read_does_not_show_toolrt_files_under_another_name(runtime_p
 
 
 @pytest.mark.parametrize("output", ["content", "files", "count"])
-async def test_grep_does_not_search_toolrt_files_under_another_name(runtime_place: tuple[Runtime, Path], output: str) -> None:
+async def test_grep_does_not_search_toolrt_files_under_another_name(
+    runtime_place: tuple[Runtime, Path], output: str
+) -> None:
     runtime, _ = runtime_place
     result = await runtime.call("grep", {"pattern": "kind", "output": output}, EDITS)
     assert MARK not in result.content
@@ -169,7 +175,9 @@ async def test_grep_of_the_hard_link_by_name_shows_nothing(runtime_place: tuple[
 
 
 @pytest.mark.parametrize("args", [{"pattern": "**/*"}, {"pattern": "sub/*.txt"}, {"pattern": "**/*.md"}])
-async def test_glob_does_not_offer_toolrt_files_under_another_name(runtime_place: tuple[Runtime, Path], args: dict[str, object]) -> None:
+async def test_glob_does_not_offer_toolrt_files_under_another_name(
+    runtime_place: tuple[Runtime, Path], args: dict[str, object]
+) -> None:
     runtime, _ = runtime_place
     result = await runtime.call("glob", args, EDITS)
     assert result.status is Status.ok, result.content
@@ -177,7 +185,9 @@ async def test_glob_does_not_offer_toolrt_files_under_another_name(runtime_place
 
 
 @pytest.mark.parametrize("args", [{"path": "sub"}, {"path": ".", "depth": 3}, {"path": "src"}])
-async def test_list_dir_does_not_show_the_content_of_toolrt_files_under_another_name(runtime_place: tuple[Runtime, Path], args: dict[str, object]) -> None:
+async def test_list_dir_does_not_show_the_content_of_toolrt_files_under_another_name(
+    runtime_place: tuple[Runtime, Path], args: dict[str, object]
+) -> None:
     runtime, _ = runtime_place
     result = await runtime.call("list_dir", args, EDITS)
     assert result.status is Status.ok, result.content
@@ -195,7 +205,9 @@ async def test_list_dir_does_not_show_the_content_of_toolrt_files_under_another_
     ],
     ids=["str_replace", "append", "replace", "append through a symbolic link"],
 )
-async def test_file_edit_does_not_read_or_change_toolrt_files_under_another_name(runtime_place: tuple[Runtime, Path], args: dict[str, object]) -> None:
+async def test_file_edit_does_not_read_or_change_toolrt_files_under_another_name(
+    runtime_place: tuple[Runtime, Path], args: dict[str, object]
+) -> None:
     runtime, root = runtime_place
     result = await runtime.call("file_edit", args, EDITS)
     assert result.status is not Status.ok, result.content
@@ -207,7 +219,12 @@ async def test_file_edit_does_not_read_or_change_toolrt_files_under_another_name
 async def test_the_audit_log_under_another_name_is_not_read(runtime_place: tuple[Runtime, Path]) -> None:
     runtime, root = runtime_place
     await runtime.call("file_read", {"path": "a.txt"}, EDITS)  # the audit log now exists
-    logs = [file for top in runtime.protected_paths() for file in ([top] if top.is_file() else top.rglob("audit*.sqlite3")) if file.is_file()]
+    logs = [
+        file
+        for top in runtime.protected_paths()
+        for file in ([top] if top.is_file() else top.rglob("audit*.sqlite3"))
+        if file.is_file()
+    ]
     assert logs, "the audit log was written"
     os.link(logs[0], root / "sub" / "log.txt")
     result = await runtime.call("file_read", {"path": "sub/log.txt"}, EDITS)
@@ -218,24 +235,42 @@ async def test_the_audit_log_under_another_name_is_not_read(runtime_place: tuple
 
 @pytest.mark.parametrize(
     "line",
-    ["cat sub/hard.txt", "grep kind sub/hard.txt", "sed -n p sub/hard.txt", "head sub/hard.txt", "cat < sub/hard.txt", "cat sub/soft", "cat src/notes.md", "cat sub/*.txt"],
+    [
+        "cat sub/hard.txt",
+        "grep kind sub/hard.txt",
+        "sed -n p sub/hard.txt",
+        "head sub/hard.txt",
+        "cat < sub/hard.txt",
+        "cat sub/soft",
+        "cat src/notes.md",
+        "cat sub/*.txt",
+    ],
 )
 @pytest.mark.parametrize("mode", ["default", "bypass"])
-async def test_a_command_line_does_not_show_toolrt_files_under_another_name(runtime_place: tuple[Runtime, Path], line: str, mode: str) -> None:
+async def test_a_command_line_does_not_show_toolrt_files_under_another_name(
+    runtime_place: tuple[Runtime, Path], line: str, mode: str
+) -> None:
     runtime, _ = runtime_place
     result = await runtime.call("run_command", {"command": line}, Session(id="s", mode=mode))
     assert result.status is not Status.ok, result.content
     assert MARK not in result.content and "metadata: {name: extra}" not in result.content
 
 
-@pytest.mark.xfail(strict=True, reason="a folder operand is not walked for hard links: grep -r over the folder reads the config's other name")
-async def test_a_recursive_grep_over_a_folder_does_not_show_toolrt_files_under_another_name(runtime_place: tuple[Runtime, Path]) -> None:
+@pytest.mark.xfail(
+    strict=True,
+    reason="a folder operand is not walked for hard links: grep -r over the folder reads the config's other name",
+)
+async def test_a_recursive_grep_over_a_folder_does_not_show_toolrt_files_under_another_name(
+    runtime_place: tuple[Runtime, Path],
+) -> None:
     runtime, _ = runtime_place
     result = await runtime.call("run_command", {"command": "grep -r -v zzz sub"}, Session(id="s", mode="default"))
     assert MARK not in result.content
 
 
-async def test_a_command_line_is_judged_again_once_its_file_gains_a_toolrt_name(runtime_place: tuple[Runtime, Path]) -> None:
+async def test_a_command_line_is_judged_again_once_its_file_gains_a_toolrt_name(
+    runtime_place: tuple[Runtime, Path],
+) -> None:
     runtime, root = runtime_place
     (root / "sub" / "later.txt").write_text("later\n")
     first = await runtime.call("run_command", {"command": "cat sub/later.txt"}, Session(id="s", mode="default"))
@@ -257,6 +292,8 @@ async def test_two_names_for_a_workspace_file_keep_working(runtime_place: tuple[
     assert "a2.txt" in listed.content, listed.content
     shown = await runtime.call("run_command", {"command": "cat sub/a2.txt"}, Session(id="s", mode="default"))
     assert shown.status is Status.ok and "alpha" in shown.content, shown.content
-    edited = await runtime.call("file_edit", {"path": "sub/a2.txt", "mode": "str_replace", "old_string": "alpha", "new_string": "beta"}, EDITS)
+    edited = await runtime.call(
+        "file_edit", {"path": "sub/a2.txt", "mode": "str_replace", "old_string": "alpha", "new_string": "beta"}, EDITS
+    )
     assert edited.status is Status.ok, edited.content
     assert (root / "sub" / "a2.txt").read_text() == "beta\n"

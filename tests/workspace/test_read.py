@@ -56,7 +56,9 @@ def test_the_default_window_is_two_thousand_lines(plain: Tree) -> None:
 
 def test_bad_windows_are_refused_with_the_valid_range(plain: Tree) -> None:
     _write(plain, "n.txt", "a\nb\nc\n")
-    with pytest.raises(WorkspaceError, match=r"offset 7 is past the end of n\.txt \(3 lines\); use an offset from 1 to 3"):
+    with pytest.raises(
+        WorkspaceError, match=r"offset 7 is past the end of n\.txt \(3 lines\); use an offset from 1 to 3"
+    ):
         plain.reader.read("n.txt", offset=7)
     with pytest.raises(WorkspaceError, match="1-based"):
         plain.reader.read("n.txt", offset=0)
@@ -104,7 +106,10 @@ def test_binary_files_are_refused_with_a_description_not_their_bytes(plain: Tree
     with pytest.raises(BinaryFileError) as caught:
         plain.reader.read("img/logo.png")
     message = str(caught.value)
-    assert message == f"img/logo.png is a binary file, {len(PNG):,} bytes, looks like PNG image; file_read shows text files only"
+    assert (
+        message
+        == f"img/logo.png is a binary file, {len(PNG):,} bytes, looks like PNG image; file_read shows text files only"
+    )
     _write(plain, "data.bin", b"abc\x00def" * 10)
     with pytest.raises(BinaryFileError, match=r"binary file, 70 bytes; file_read"):
         plain.reader.read("data.bin")
@@ -155,7 +160,10 @@ def test_a_file_over_the_size_limit_needs_a_window_and_is_then_streamed(plain: T
     reader = FileReader(plain.ws, plain.cache, max_file_bytes=1000)
     body = "".join(f"row {i}\n" for i in range(1, 501)) + "y" * 9000 + "\nlast"
     _write(plain, "big.log", body)
-    with pytest.raises(WorkspaceError, match=r"big\.log is 12\.6 KB, over the 1,000 bytes limit for reading a whole file; read a window with offset and limit .* or search it with grep"):
+    with pytest.raises(
+        WorkspaceError,
+        match=r"big\.log is 12\.6 KB, over the 1,000 bytes limit for reading a whole file; read a window with offset and limit .* or search it with grep",
+    ):
         reader.read("big.log")
     result = reader.read("big.log", offset=499, limit=4)
     lines = result.text.splitlines()

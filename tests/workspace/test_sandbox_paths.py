@@ -123,7 +123,9 @@ DENIED: dict[str, str] = {
 
 
 def _fill(path: str, tree: Tree) -> str:
-    return path.replace("{root}", str(tree.root)).replace("{outside}", str(tree.outside)).replace("{base}", str(tree.base))
+    return (
+        path.replace("{root}", str(tree.root)).replace("{outside}", str(tree.outside)).replace("{base}", str(tree.base))
+    )
 
 
 @pytest.mark.parametrize("case", list(ESCAPES), ids=list(ESCAPES))
@@ -211,7 +213,12 @@ def test_refusals_say_how_to_fix_the_path(tree: Tree) -> None:
 
 
 def test_writes_refuse_directories_the_root_and_reserved_temp_names(tree: Tree) -> None:
-    for path, fragment in (("sub", "is a directory"), (".", "workspace root is a directory"), ("sub/", "names a directory"), ("sub/.toolrt-tmp-1", "reserved")):
+    for path, fragment in (
+        ("sub", "is a directory"),
+        (".", "workspace root is a directory"),
+        ("sub/", "names a directory"),
+        ("sub/.toolrt-tmp-1", "reserved"),
+    ):
         with pytest.raises(WorkspaceError, match=fragment):
             tree.ws.resolve(path, for_write=True, must_exist=False)
 
@@ -226,7 +233,11 @@ def test_workspace_given_through_a_symlink_accepts_both_spellings_of_absolute_pa
     assert ws.root == real.resolve()
     assert ws.resolve(str(tmp_path / "ws_link" / "sub" / "f.txt")).relative == "sub/f.txt"
     assert ws.resolve(str(real / "sub" / "f.txt")).relative == "sub/f.txt"
-    for outside in (str(tmp_path / "real_ws-evil"), str(tmp_path / "ws_link-evil"), str(tmp_path / "ws_link") + "/../real_ws-evil"):
+    for outside in (
+        str(tmp_path / "real_ws-evil"),
+        str(tmp_path / "ws_link-evil"),
+        str(tmp_path / "ws_link") + "/../real_ws-evil",
+    ):
         with pytest.raises(WorkspaceError):
             ws.resolve(outside, must_exist=False)
 
@@ -246,13 +257,36 @@ def test_the_root_is_resolved_once_so_swapping_its_path_later_changes_nothing(tm
 
 # -- property: whatever is built from hostile pieces never resolves outside ----------
 
-_PIECES = ["..", ".", "", "sub", "link_out", "link_in", "chain1", "chain_in1", "up", "upup", "file.txt", "secret.txt", "ws-evil", "outside", "loop1", "dangling_out", "%2e%2e", "ws"]
+_PIECES = [
+    "..",
+    ".",
+    "",
+    "sub",
+    "link_out",
+    "link_in",
+    "chain1",
+    "chain_in1",
+    "up",
+    "upup",
+    "file.txt",
+    "secret.txt",
+    "ws-evil",
+    "outside",
+    "loop1",
+    "dangling_out",
+    "%2e%2e",
+    "ws",
+]
 _FUZZ_TREE: dict[str, Tree] = {}
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(pieces=st.lists(st.sampled_from(_PIECES), min_size=1, max_size=8), absolute=st.booleans(), for_write=st.booleans())
-def test_no_combination_of_hostile_pieces_resolves_outside(tmp_path_factory: pytest.TempPathFactory, pieces: list[str], absolute: bool, for_write: bool) -> None:
+@given(
+    pieces=st.lists(st.sampled_from(_PIECES), min_size=1, max_size=8), absolute=st.booleans(), for_write=st.booleans()
+)
+def test_no_combination_of_hostile_pieces_resolves_outside(
+    tmp_path_factory: pytest.TempPathFactory, pieces: list[str], absolute: bool, for_write: bool
+) -> None:
     if "tree" not in _FUZZ_TREE:
         _FUZZ_TREE["tree"] = build_tree(tmp_path_factory.mktemp("fuzz"))
     tree = _FUZZ_TREE["tree"]

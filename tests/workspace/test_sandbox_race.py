@@ -146,6 +146,8 @@ def test_writes_and_reads_racing_a_swapping_thread_never_reach_outside(swappable
     assert (tree.outside / "secret.txt").read_text() == "TOP SECRET\n"
     assert leaked == [], "a read returned a file from outside the workspace"
     assert swaps["done"] > 100
-    assert outcomes["written"] > 0 and outcomes["refused by the check"] + outcomes["caught after the check"] > 0, outcomes
+    assert outcomes["written"] > 0 and outcomes["refused by the check"] + outcomes["caught after the check"] > 0, (
+        outcomes
+    )
     assert (tree.root / "d" / "f.txt").read_text().startswith("w")
     assert not [name for name in os.listdir(tree.root / "d") if name.startswith(".toolrt-tmp-")]

@@ -22,7 +22,9 @@ from runtime.workspace.sandbox import Workspace
 from runtime.workspace.search import GrepEngine, glob, grep, list_dir
 
 RG = search.ripgrep()
-NO_RG = "ripgrep (rg) is not installed here (the ripgrep extra, in dev, installs it); the Python engine is tested instead"
+NO_RG = (
+    "ripgrep (rg) is not installed here (the ripgrep extra, in dev, installs it); the Python engine is tested instead"
+)
 ENGINES = ["python", pytest.param("rg", marks=pytest.mark.skipif(RG is None, reason=NO_RG))]
 
 OUTSIDE_SECRET = "OUTSIDE-SECRET-7f3a"
@@ -181,7 +183,10 @@ def test_list_dir_does_not_expand_dependency_and_cache_directories(t: SearchTree
     out = list_dir(t.ws, depth=3)
     assert "  node_modules/  (not expanded)" in out
     assert "index.js" not in out and ".pyc" not in out
-    assert "[not expanded: node_modules/, src/__pycache__/ (dependency or cache directories); list one directly to see inside]" in out
+    assert (
+        "[not expanded: node_modules/, src/__pycache__/ (dependency or cache directories); list one directly to see inside]"
+        in out
+    )
     assert "index.js" in list_dir(t.ws, "node_modules", depth=2)
 
 
@@ -217,7 +222,15 @@ def test_list_dir_refuses_bad_paths_with_a_clear_message(t: SearchTree, path: st
         list_dir(t.ws, path)
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [({"depth": 0}, "depth must be from 1 to 5"), ({"depth": 6}, "depth must be from 1 to 5"), ({"limit": 0}, "limit"), ({"depth": True}, "whole number")])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"depth": 0}, "depth must be from 1 to 5"),
+        ({"depth": 6}, "depth must be from 1 to 5"),
+        ({"limit": 0}, "limit"),
+        ({"depth": True}, "whole number"),
+    ],
+)
 def test_list_dir_refuses_out_of_range_arguments(t: SearchTree, kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(WorkspaceError, match=message):
         list_dir(t.ws, **kwargs)  # type: ignore[arg-type]
@@ -228,7 +241,13 @@ def test_list_dir_refuses_out_of_range_arguments(t: SearchTree, kwargs: dict[str
 
 def test_glob_double_star_finds_python_files_at_any_depth_sorted_by_path(t: SearchTree) -> None:
     out = glob(t.ws, "**/*.py")
-    assert out.splitlines() == ["inlink.py", "src/app/main.py", "src/app/util.py", "src/lib/helpers.py", "ünïcode/naïve.py"]
+    assert out.splitlines() == [
+        "inlink.py",
+        "src/app/main.py",
+        "src/app/util.py",
+        "src/lib/helpers.py",
+        "ünïcode/naïve.py",
+    ]
 
 
 def test_glob_is_relative_to_path_and_prints_workspace_relative_paths(t: SearchTree) -> None:
@@ -238,7 +257,12 @@ def test_glob_is_relative_to_path_and_prints_workspace_relative_paths(t: SearchT
 
 
 def test_glob_supports_braces_classes_and_escapes(t: SearchTree) -> None:
-    assert glob(t.ws, "src/**/*.{json,md,py}").splitlines() == ["src/app/main.py", "src/app/util.py", "src/lib/data.json", "src/lib/helpers.py"]
+    assert glob(t.ws, "src/**/*.{json,md,py}").splitlines() == [
+        "src/app/main.py",
+        "src/app/util.py",
+        "src/lib/data.json",
+        "src/lib/helpers.py",
+    ]
     assert glob(t.ws, "src/app/[m]ain.py") == "src/app/main.py"
     assert glob(t.ws, "src/app/[!m]*.py") == "src/app/util.py"
     _write(t.root, "odd/a*b.txt", "x")
@@ -299,7 +323,10 @@ def test_glob_refuses_patterns_that_leave_the_directory(t: SearchTree, pattern: 
         glob(t.ws, pattern)
 
 
-@pytest.mark.parametrize(("pattern", "message"), [("", "empty"), ("a\x00b", "control characters"), ("[z-a]", "not a valid glob"), ("x" * 2000, "too long")])
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [("", "empty"), ("a\x00b", "control characters"), ("[z-a]", "not a valid glob"), ("x" * 2000, "too long")],
+)
 def test_glob_refuses_malformed_patterns(t: SearchTree, pattern: str, message: str) -> None:
     with pytest.raises(WorkspaceError, match=message):
         glob(t.ws, pattern)
@@ -342,7 +369,12 @@ def test_grep_files_and_count_outputs(t: SearchTree, engine: GrepEngine) -> None
     files = grep(t.ws, "needle|NEEDLE", "src", output="files", engine=engine)
     assert files.splitlines() == ["src/app/main.py", "src/app/util.py", "src/lib/data.json", "src/lib/helpers.py"]
     counts = grep(t.ws, "needle|NEEDLE", "src", output="count", engine=engine)
-    assert counts.splitlines() == ["src/app/main.py:1", "src/app/util.py:1", "src/lib/data.json:1", "src/lib/helpers.py:2"]
+    assert counts.splitlines() == [
+        "src/app/main.py:1",
+        "src/app/util.py:1",
+        "src/lib/data.json:1",
+        "src/lib/helpers.py:2",
+    ]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -357,7 +389,11 @@ def test_grep_context_lines_use_dashes_and_groups_are_separated(t: SearchTree, e
         "src/app/main.py-9-    pass",
     ]
     merged = grep(t.ws, "def needle|TODO", "src/app", context=2, engine=engine)
-    assert merged.splitlines() == ["src/app/util.py:1:def needle():", "src/app/util.py-2-    return 42", "src/app/util.py:3:# TODO: tidy"]
+    assert merged.splitlines() == [
+        "src/app/util.py:1:def needle():",
+        "src/app/util.py-2-    return 42",
+        "src/app/util.py:3:# TODO: tidy",
+    ]
     between_files = grep(t.ws, "needle", "src/lib", context=1, engine=engine)
     assert "--" in between_files.splitlines()
 
@@ -372,8 +408,15 @@ def test_grep_ignore_case(t: SearchTree, engine: GrepEngine) -> None:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_grep_glob_filter_matches_names_without_slash_and_paths_with_one(t: SearchTree, engine: GrepEngine) -> None:
     assert grep(t.ws, "needle", glob="*.json", output="files", engine=engine) == "src/lib/data.json"
-    assert grep(t.ws, "needle", glob="*.{md,json}", output="files", engine=engine).splitlines() == ["README.md", "docs/guide.md", "src/lib/data.json"]
-    assert grep(t.ws, "needle", glob="src/app/*.py", output="files", engine=engine).splitlines() == ["src/app/main.py", "src/app/util.py"]
+    assert grep(t.ws, "needle", glob="*.{md,json}", output="files", engine=engine).splitlines() == [
+        "README.md",
+        "docs/guide.md",
+        "src/lib/data.json",
+    ]
+    assert grep(t.ws, "needle", glob="src/app/*.py", output="files", engine=engine).splitlines() == [
+        "src/app/main.py",
+        "src/app/util.py",
+    ]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -384,7 +427,9 @@ def test_grep_searches_unicode_names_and_names_with_spaces(t: SearchTree, engine
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_grep_strips_crlf_from_shown_lines_and_dollar_does_not_match_before_cr(t: SearchTree, engine: GrepEngine) -> None:
+def test_grep_strips_crlf_from_shown_lines_and_dollar_does_not_match_before_cr(
+    t: SearchTree, engine: GrepEngine
+) -> None:
     assert grep(t.ws, "needle end", "crlf.txt", engine=engine) == "crlf.txt:1:needle end"
     assert grep(t.ws, "line$", "crlf.txt", engine=engine).startswith("No matches")
 
@@ -414,10 +459,19 @@ def test_grep_skips_binary_files(t: SearchTree, engine: GrepEngine) -> None:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_grep_honours_gitignore_hidden_and_dependency_directories_unless_asked(t: SearchTree, engine: GrepEngine) -> None:
+def test_grep_honours_gitignore_hidden_and_dependency_directories_unless_asked(
+    t: SearchTree, engine: GrepEngine
+) -> None:
     default = grep(t.ws, "needle", output="files", engine=engine).splitlines()
     assert "keep.log" in default
-    for skipped in ("app.log", "build/out.js", ".hidden/notes.txt", ".config.yml", "node_modules/pkg/index.js", "src/__pycache__/main.cpython-311.pyc"):
+    for skipped in (
+        "app.log",
+        "build/out.js",
+        ".hidden/notes.txt",
+        ".config.yml",
+        "node_modules/pkg/index.js",
+        "src/__pycache__/main.cpython-311.pyc",
+    ):
         assert skipped not in default
     everything = grep(t.ws, "needle", output="files", include_ignored=True, engine=engine).splitlines()
     for included in ("app.log", "build/out.js", ".hidden/notes.txt", ".config.yml", "node_modules/pkg/index.js"):
@@ -432,7 +486,9 @@ def test_grep_does_not_follow_symbolic_links(t: SearchTree, engine: GrepEngine) 
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_grep_skips_files_over_the_size_limit_and_names_them(t: SearchTree, engine: GrepEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_grep_skips_files_over_the_size_limit_and_names_them(
+    t: SearchTree, engine: GrepEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with open(t.root / "huge.txt", "wb") as handle:
         handle.write(b"needle\n")
         handle.truncate(search.MAX_FILE_BYTES + 1)
@@ -483,7 +539,11 @@ def test_grep_caps_matches_with_a_notice_counting_the_rest(t: SearchTree, engine
     files = grep(t.ws, "hit", "many", limit=1, output="files", engine=engine).splitlines()
     assert files == ["many/a.txt", "[first 1 file shown; 2 more files match — narrow the pattern or path]"]
     counts = grep(t.ws, "hit", "many", limit=2, output="count", engine=engine).splitlines()
-    assert counts == ["many/a.txt:5", "many/b.txt:3", "[first 2 files shown; 1 more file with 2 matching lines — narrow the pattern or path]"]
+    assert counts == [
+        "many/a.txt:5",
+        "many/b.txt:3",
+        "[first 2 files shown; 1 more file with 2 matching lines — narrow the pattern or path]",
+    ]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -523,7 +583,9 @@ def test_grep_invalid_pattern_message_says_how_to_match_literally(t: SearchTree)
         grep(t.ws, "print(", engine="python")
     assert "invalid regular expression 'print('" in str(caught.value)
     assert "escape them with a backslash" in str(caught.value)
-    assert "print(" in grep(t.ws, "print\\(", engine="python") or "No matches" in grep(t.ws, "print\\(", engine="python")
+    assert "print(" in grep(t.ws, "print\\(", engine="python") or "No matches" in grep(
+        t.ws, "print\\(", engine="python"
+    )
 
 
 @pytest.mark.parametrize(
@@ -551,7 +613,9 @@ def test_grep_rg_engine_without_rg_on_path_is_refused(t: SearchTree, monkeypatch
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_grep_stops_at_the_time_limit_with_a_notice(t: SearchTree, engine: GrepEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_grep_stops_at_the_time_limit_with_a_notice(
+    t: SearchTree, engine: GrepEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(search, "TIME_LIMIT_S", 0.0)
     out = grep(t.ws, "needle", engine=engine)
     assert "[search stopped after 0 s: results are incomplete; narrow the path or pattern]" in out
@@ -612,8 +676,13 @@ def test_grep_with_any_pattern_returns_text_or_refuses_with_workspace_error(fuzz
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pattern=st.text(alphabet=st.sampled_from("ab./*?[]!^{},\\-~ .é\x00\n"), max_size=30))
-def test_glob_and_grep_glob_with_any_pattern_return_text_or_refuse_with_workspace_error(fuzz_ws: Workspace, pattern: str) -> None:
-    for call in (lambda: glob(fuzz_ws, pattern, include_ignored=True), lambda: grep(fuzz_ws, "needle", glob=pattern, engine="python")):
+def test_glob_and_grep_glob_with_any_pattern_return_text_or_refuse_with_workspace_error(
+    fuzz_ws: Workspace, pattern: str
+) -> None:
+    for call in (
+        lambda: glob(fuzz_ws, pattern, include_ignored=True),
+        lambda: grep(fuzz_ws, "needle", glob=pattern, engine="python"),
+    ):
         try:
             out = call()
         except WorkspaceError:
@@ -623,7 +692,35 @@ def test_glob_and_grep_glob_with_any_pattern_return_text_or_refuse_with_workspac
 
 # -- the Python engine against a line-by-line reference --------------------------------------
 
-_TOKENS = ["a", "b", "ab", " ", "^", "$", ".", "*", "+", "?", "|", "(", ")", "[^a]", "[ab]", "\\b", "\\B", "\\s", "\\S", "\\w", "(?i)", "(?s)", "(?-m)", "\\A", "\\z", "é", "{2}"]
+_TOKENS = [
+    "a",
+    "b",
+    "ab",
+    " ",
+    "^",
+    "$",
+    ".",
+    "*",
+    "+",
+    "?",
+    "|",
+    "(",
+    ")",
+    "[^a]",
+    "[ab]",
+    "\\b",
+    "\\B",
+    "\\s",
+    "\\S",
+    "\\w",
+    "(?i)",
+    "(?s)",
+    "(?-m)",
+    "\\A",
+    "\\z",
+    "é",
+    "{2}",
+]
 _TEXT = st.text(alphabet=st.sampled_from("ab ab\n\n\r\t-é"), max_size=60)
 
 
@@ -657,7 +754,9 @@ def _grep_lines(ws: Workspace, engine: GrepEngine, pattern: str, *, ignore_case:
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tokens=st.lists(st.sampled_from(_TOKENS), min_size=1, max_size=6), content=_TEXT, ignore_case=st.booleans())
-def test_python_engine_finds_exactly_the_lines_a_per_line_search_finds(one_file: tuple[Workspace, Path], tokens: list[str], content: str, ignore_case: bool) -> None:
+def test_python_engine_finds_exactly_the_lines_a_per_line_search_finds(
+    one_file: tuple[Workspace, Path], tokens: list[str], content: str, ignore_case: bool
+) -> None:
     ws, path = one_file
     path.write_text(content, encoding="utf-8")
     pattern = "".join(tokens)
@@ -669,8 +768,15 @@ def test_python_engine_finds_exactly_the_lines_a_per_line_search_finds(one_file:
 
 @pytest.mark.skipif(RG is None, reason=NO_RG)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(tokens=st.lists(st.sampled_from([t for t in _TOKENS if t not in ("\\w", "\\b", "\\B", "é")]), min_size=1, max_size=6), content=st.text(alphabet=st.sampled_from("ab ab\n\n\r\t-"), max_size=60))
-def test_rg_engine_finds_the_same_lines_as_the_python_engine(one_file: tuple[Workspace, Path], tokens: list[str], content: str) -> None:
+@given(
+    tokens=st.lists(
+        st.sampled_from([t for t in _TOKENS if t not in ("\\w", "\\b", "\\B", "é")]), min_size=1, max_size=6
+    ),
+    content=st.text(alphabet=st.sampled_from("ab ab\n\n\r\t-"), max_size=60),
+)
+def test_rg_engine_finds_the_same_lines_as_the_python_engine(
+    one_file: tuple[Workspace, Path], tokens: list[str], content: str
+) -> None:
     ws, path = one_file
     path.write_text(content, encoding="utf-8")
     pattern = "".join(tokens)

@@ -49,7 +49,9 @@ def _temp_files(root: Path) -> list[Path]:
 def _kill_during_edits(workspace: Path, locks: Path, kills: int, how: str, seed: int) -> None:
     rng = random.Random(seed)
     for _ in range(kills):
-        child = subprocess.Popen([sys.executable, "-c", EDITOR, str(workspace), str(locks), how], stdout=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", EDITOR, str(workspace), str(locks), how], stdout=subprocess.PIPE, text=True
+        )
         try:
             assert child.stdout is not None
             assert child.stdout.readline().strip() == "ready"
@@ -124,5 +126,7 @@ def _config(tmp_path: Path) -> Path:
     config = tmp_path / "config"
     if not config.exists():
         config.mkdir()
-        (config / "tools.yaml").write_text("apiVersion: toolrt/v1\nkind: Include\nmetadata: {name: packs}\nspec: {packs: [builtin-tools]}\n")
+        (config / "tools.yaml").write_text(
+            "apiVersion: toolrt/v1\nkind: Include\nmetadata: {name: packs}\nspec: {packs: [builtin-tools]}\n"
+        )
     return config

@@ -39,7 +39,9 @@ class Tree:
                 continue
             for name in filenames:
                 path = here / name
-                found[str(path.relative_to(self.base))] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "?"
+                found[str(path.relative_to(self.base))] = (
+                    hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "?"
+                )
             dirnames[:] = [d for d in dirnames if (here / d) != self.root]
         return found
 
@@ -94,7 +96,17 @@ def build_tree(base: Path) -> Tree:
     locks = base / "locks"
     ws = Workspace(root)
     cache = ReadCache(racy_window_s=0.0)
-    return Tree(base, ws.root, outside, evil, locks, ws, FileReader(ws, cache), FileEditor(ws, locks, cache, lock_timeout_s=5.0), cache)
+    return Tree(
+        base,
+        ws.root,
+        outside,
+        evil,
+        locks,
+        ws,
+        FileReader(ws, cache),
+        FileEditor(ws, locks, cache, lock_timeout_s=5.0),
+        cache,
+    )
 
 
 def plain_tree(base: Path) -> Tree:
@@ -106,7 +118,17 @@ def plain_tree(base: Path) -> Tree:
     ws = Workspace(root)
     cache = ReadCache(racy_window_s=0.0)
     locks = base / "locks"
-    return Tree(base, ws.root, base / "outside", base / "ws-evil", locks, ws, FileReader(ws, cache), FileEditor(ws, locks, cache, lock_timeout_s=5.0), cache)
+    return Tree(
+        base,
+        ws.root,
+        base / "outside",
+        base / "ws-evil",
+        locks,
+        ws,
+        FileReader(ws, cache),
+        FileEditor(ws, locks, cache, lock_timeout_s=5.0),
+        cache,
+    )
 
 
 # -- functions run in child processes (multiprocessing "forkserver": importable by name) --
@@ -118,7 +140,9 @@ def version_text(version: int, size: int) -> str:
     return f"version {version:08d}\n" + line * (size // len(line))
 
 
-def rewrite_forever(root: str, locks: str, name: str, progress: str, sizes: tuple[int, ...], first: int, named: bool = False) -> None:
+def rewrite_forever(
+    root: str, locks: str, name: str, progress: str, sizes: tuple[int, ...], first: int, named: bool = False
+) -> None:
     """Replace ``name`` with version ``first``, ``first + 1``, ... until killed; log each finished version.
     ``named``: write through a named temporary file, as where the kernel has no ``O_TMPFILE``."""
     if named and hasattr(os, "O_TMPFILE"):
@@ -157,7 +181,13 @@ def count_and_log(root: str, locks: str, name: str, worker: int, edits: int, rep
                     if match is None:
                         raise RuntimeError(f"counter of worker {worker} missing")
                     value = int(match.group(1))
-                    editor.edit(name, "str_replace", old_string=f"count[p{worker}]={value}\n", new_string=f"count[p{worker}]={value + 1}\n", expected_hash=seen.sha256)
+                    editor.edit(
+                        name,
+                        "str_replace",
+                        old_string=f"count[p{worker}]={value}\n",
+                        new_string=f"count[p{worker}]={value + 1}\n",
+                        expected_hash=seen.sha256,
+                    )
                 else:
                     editor.edit(name, "append", content=f"log p{worker} #{k}\n", expected_hash=seen.sha256)
                 break

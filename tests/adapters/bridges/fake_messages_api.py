@@ -46,17 +46,38 @@ def tool_use(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, An
 
 
 def _events(message: dict[str, Any]) -> bytes:
-    events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": {**message, "content": [], "stop_reason": None}})]
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": {**message, "content": [], "stop_reason": None}})
+    ]
     for index, block in enumerate(message["content"]):
         if block["type"] == "text":
-            events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}))
+            events.append(
+                (
+                    "content_block_start",
+                    {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+                )
+            )
             delta = {"type": "text_delta", "text": block["text"]}
         else:
-            events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": {**block, "input": {}}}))
+            events.append(
+                (
+                    "content_block_start",
+                    {"type": "content_block_start", "index": index, "content_block": {**block, "input": {}}},
+                )
+            )
             delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
         events.append(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}))
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-    events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None}, "usage": {"output_tokens": 1}}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": 1},
+            },
+        )
+    )
     events.append(("message_stop", {"type": "message_stop"}))
     return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
 
@@ -86,7 +107,16 @@ def _handler(api: MessagesApi) -> type[BaseHTTPRequestHandler]:
                 return
             content = api.next_turn(body)
             stop = "tool_use" if any(block["type"] == "tool_use" for block in content) else "end_turn"
-            message = {"id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model"), "content": content, "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+            message = {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": body.get("model"),
+                "content": content,
+                "stop_reason": stop,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            }
             if body.get("stream"):
                 self._send(200, "text/event-stream", _events(message))
             else:

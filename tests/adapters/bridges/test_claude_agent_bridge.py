@@ -38,7 +38,11 @@ class InProcess:
         return answer
 
     async def __aenter__(self) -> InProcess:
-        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "claude-code", "version": "2"}}
+        hello = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "claude-code", "version": "2"},
+        }
         assert "result" in await self.request("initialize", hello)
         await self.bridge.handle({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return self
@@ -73,7 +77,9 @@ async def test_a_null_for_an_optional_argument_is_refused_over_mcp(runtime: Runt
 
 
 @pytest.mark.parametrize(("tool", "args", "expected", "absent"), [pytest.param(*c[1:], id=c[0]) for c in MCP_CASES])
-async def test_every_call_is_a_call_tool_result(runtime: Runtime, tool: str, args: Any, expected: str, absent: str | None, request: pytest.FixtureRequest) -> None:
+async def test_every_call_is_a_call_tool_result(
+    runtime: Runtime, tool: str, args: Any, expected: str, absent: str | None, request: pytest.FixtureRequest
+) -> None:
     async with InProcess(runtime) as server:
         result = await server.call(tool, args)
     assert expected in text(result)
@@ -91,7 +97,9 @@ async def test_the_tool_list_is_the_snapshots_and_allowed_tools_name_them_as_cla
     assert allowed_tools(runtime, name="ops")[0].startswith("mcp__ops__")
 
 
-async def test_an_ask_goes_to_the_runtimes_approver(approving_runtime: Runtime, runtime: Runtime, handlers: Any) -> None:
+async def test_an_ask_goes_to_the_runtimes_approver(
+    approving_runtime: Runtime, runtime: Runtime, handlers: Any
+) -> None:
     async with InProcess(approving_runtime) as server:
         assert text(await server.call("deploy", {"service": "web"})) == '{"deployed": "web"}'
     async with InProcess(runtime) as server:
@@ -125,17 +133,21 @@ def _cli() -> Path | None:
 
 
 @pytest.mark.skipif(_cli() is None, reason="the Claude Agent SDK wheel for this platform bundles no Claude Code CLI")
-async def test_claude_codes_own_agent_loop_runs_every_call_through_toolrt(approving_runtime: Runtime, handlers: Any, tmp_path: Path) -> None:
-    api = MessagesApi([
+async def test_claude_codes_own_agent_loop_runs_every_call_through_toolrt(
+    approving_runtime: Runtime, handlers: Any, tmp_path: Path
+) -> None:
+    api = MessagesApi(
         [
-            tool_use("t1", "mcp__toolrt__lookup_city", {"city": "Oslo"}),
-            tool_use("t2", "mcp__toolrt__lookup_city", {"city": 5}),
-            tool_use("t3", "mcp__toolrt__erase_disk", {}),
-            tool_use("t4", "mcp__toolrt__leak", {}),
-            tool_use("t5", "mcp__toolrt__deploy", {"service": "web"}),
-            tool_use("t6", "mcp__toolrt__explode", {}),
+            [
+                tool_use("t1", "mcp__toolrt__lookup_city", {"city": "Oslo"}),
+                tool_use("t2", "mcp__toolrt__lookup_city", {"city": 5}),
+                tool_use("t3", "mcp__toolrt__erase_disk", {}),
+                tool_use("t4", "mcp__toolrt__leak", {}),
+                tool_use("t5", "mcp__toolrt__deploy", {"service": "web"}),
+                tool_use("t6", "mcp__toolrt__explode", {}),
+            ]
         ]
-    ])
+    )
     home = tmp_path / "home"
     home.mkdir()
     with serving(api) as url:

@@ -36,7 +36,9 @@ def tool_call(name: str, args: Any, call_id: str) -> dict[str, Any]:
     return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
 
 
-def graph(runtime: Runtime, calls: list[dict[str, Any]], node: str = "toolrt", checkpointer: bool = True, **options: Any) -> Any:
+def graph(
+    runtime: Runtime, calls: list[dict[str, Any]], node: str = "toolrt", checkpointer: bool = True, **options: Any
+) -> Any:
     """agent -> tools -> agent, the model scripted to make ``calls`` then say done (with
     a checkpointer, which interrupts need, unless ``checkpointer`` is false)."""
     model = ScriptedChat(messages=iter([AIMessage("", tool_calls=calls), AIMessage("done")]))
@@ -58,22 +60,34 @@ NODES = ["toolrt", "langgraph"]
 
 
 @pytest.mark.parametrize("node", NODES)
-@pytest.mark.parametrize(("tool", "args", "expected", "absent"), [pytest.param(*c[1:], id=c[0]) for c in as_object_cases()])
-async def test_every_call_reaches_the_model_as_a_tool_message(runtime: Runtime, node: str, tool: str, args: Any, expected: str, absent: str | None, request: pytest.FixtureRequest) -> None:
+@pytest.mark.parametrize(
+    ("tool", "args", "expected", "absent"), [pytest.param(*c[1:], id=c[0]) for c in as_object_cases()]
+)
+async def test_every_call_reaches_the_model_as_a_tool_message(
+    runtime: Runtime, node: str, tool: str, args: Any, expected: str, absent: str | None, request: pytest.FixtureRequest
+) -> None:
     # No checkpointer: LangGraph's own serializer cannot store a model message nested 300 deep.
-    state = await graph(runtime, [tool_call(tool, args, "c1")], node, checkpointer=False).ainvoke({"messages": [HumanMessage("go")]}, CONFIG)
+    state = await graph(runtime, [tool_call(tool, args, "c1")], node, checkpointer=False).ainvoke(
+        {"messages": [HumanMessage("go")]}, CONFIG
+    )
     assert state["messages"][-1].content == "done"
     message = tool_messages(state)["c1"]
     assert expected in message.content
     if absent:
         assert absent not in message.content
-    case = request.node.callspec.id.split("-", 1)[1] if request.node.callspec.id.startswith(node) else request.node.callspec.id
+    case = (
+        request.node.callspec.id.split("-", 1)[1]
+        if request.node.callspec.id.startswith(node)
+        else request.node.callspec.id
+    )
     ok = any(case.endswith(name) or case.startswith(name) for name in OK_CASES)
     assert message.status == ("success" if ok else "error")
 
 
 @pytest.mark.parametrize("node", NODES)
-async def test_an_ask_interrupts_the_graph_and_resuming_with_yes_runs_the_call(runtime: Runtime, handlers: Any, node: str) -> None:
+async def test_an_ask_interrupts_the_graph_and_resuming_with_yes_runs_the_call(
+    runtime: Runtime, handlers: Any, node: str
+) -> None:
     app = graph(runtime, [tool_call("tally", {"mark": "a"}, "c1"), tool_call("deploy", {"service": "web"}, "c2")], node)
     state = await app.ainvoke({"messages": [HumanMessage("go")]}, CONFIG)
     (pending,) = state["__interrupt__"]
@@ -88,8 +102,14 @@ async def test_an_ask_interrupts_the_graph_and_resuming_with_yes_runs_the_call(r
 
 
 @pytest.mark.parametrize("node", NODES)
-@pytest.mark.parametrize("answer", [False, {"approved": False, "reason": "no"}, "yes", 1, 0, [True], {"approved": "true"}, {"approve": True}], ids=["false", "mapping-no", "word-yes", "one", "zero", "list-true", "string-true", "misspelt-key"])
-async def test_anything_but_a_clear_yes_rejects_the_call(runtime: Runtime, handlers: Any, node: str, answer: Any) -> None:
+@pytest.mark.parametrize(
+    "answer",
+    [False, {"approved": False, "reason": "no"}, "yes", 1, 0, [True], {"approved": "true"}, {"approve": True}],
+    ids=["false", "mapping-no", "word-yes", "one", "zero", "list-true", "string-true", "misspelt-key"],
+)
+async def test_anything_but_a_clear_yes_rejects_the_call(
+    runtime: Runtime, handlers: Any, node: str, answer: Any
+) -> None:
     app = graph(runtime, [tool_call("deploy", {"service": "web"}, "c2")], node)
     await app.ainvoke({"messages": [HumanMessage("go")]}, CONFIG)
     state = await app.ainvoke(Command(resume=answer), CONFIG)
@@ -114,7 +134,11 @@ async def test_several_asks_in_one_message_are_answered_one_by_one(runtime: Runt
 
 
 async def test_calls_toolrt_would_not_ask_about_never_interrupt(runtime: Runtime) -> None:
-    calls = [tool_call("erase_disk", {}, "c1"), tool_call("deploy", {}, "c2"), tool_call("lookup_city", {"city": "Oslo"}, "c3")]
+    calls = [
+        tool_call("erase_disk", {}, "c1"),
+        tool_call("deploy", {}, "c2"),
+        tool_call("lookup_city", {"city": "Oslo"}, "c3"),
+    ]
     state = await graph(runtime, calls).ainvoke({"messages": [HumanMessage("go")]}, CONFIG)
     assert "__interrupt__" not in state
     messages = tool_messages(state)
@@ -147,15 +171,21 @@ def test_the_node_works_in_a_synchronous_graph(runtime: Runtime, handlers: Any) 
 async def test_the_node_drops_into_the_prebuilt_react_agent(runtime: Runtime) -> None:
     from langgraph.prebuilt import create_react_agent
 
-    model = ScriptedChat(messages=iter([AIMessage("", tool_calls=[tool_call("lookup_city", {"city": "Oslo"}, "c1")]), AIMessage("done")]))
+    model = ScriptedChat(
+        messages=iter([AIMessage("", tool_calls=[tool_call("lookup_city", {"city": "Oslo"}, "c1")]), AIMessage("done")])
+    )
     agent = create_react_agent(model, ToolrtToolNode(runtime))
     state = await agent.ainvoke({"messages": [HumanMessage("go")]})
     assert state["messages"][-1].content == "done"
     assert tool_messages(state)["c1"].content == '{"city": "Oslo", "temp": 21, "units": "metric"}'
 
 
-async def test_cancelling_the_graph_cancels_the_call_and_the_runtime_keeps_serving(runtime: Runtime, handlers: Any) -> None:
-    task = asyncio.create_task(graph(runtime, [tool_call("hang", {}, "c1")]).ainvoke({"messages": [HumanMessage("go")]}, CONFIG))
+async def test_cancelling_the_graph_cancels_the_call_and_the_runtime_keeps_serving(
+    runtime: Runtime, handlers: Any
+) -> None:
+    task = asyncio.create_task(
+        graph(runtime, [tool_call("hang", {}, "c1")]).ainvoke({"messages": [HumanMessage("go")]}, CONFIG)
+    )
     while not handlers.HANGING.is_set():
         assert not task.done(), task
         await asyncio.sleep(0.01)
@@ -176,14 +206,18 @@ async def test_a_tool_invoked_alone_answers_with_tool_messages_and_strings(runti
 
 
 @pytest.mark.parametrize("name", ["self", "config", "run_manager", "callbacks", "tool_call_id"])
-async def test_arguments_named_like_langchains_own_parameters_are_judged_as_arguments(runtime: Runtime, name: str) -> None:
+async def test_arguments_named_like_langchains_own_parameters_are_judged_as_arguments(
+    runtime: Runtime, name: str
+) -> None:
     (tool,) = langchain_tools(runtime, tools=["lookup_city"])
     message = await tool.ainvoke(tool_call("lookup_city", {"city": "Oslo", name: 1}, "x1"))
     assert message.status == "error"
     assert f"unknown argument `{name}`" in message.content
 
 
-async def test_outside_a_graph_an_ask_goes_to_the_runtimes_approver(approving_runtime: Runtime, runtime: Runtime, handlers: Any) -> None:
+async def test_outside_a_graph_an_ask_goes_to_the_runtimes_approver(
+    approving_runtime: Runtime, runtime: Runtime, handlers: Any
+) -> None:
     (approved,) = langchain_tools(approving_runtime, tools=["deploy"])
     assert await approved.ainvoke({"service": "db"}) == '{"deployed": "db"}'
     (unapproved,) = langchain_tools(runtime, tools=["deploy"])
@@ -199,8 +233,12 @@ def test_tools_carry_the_declared_schema(runtime: Runtime) -> None:
     assert tool.tool_call_schema is not None
 
 
-async def test_approvals_by_toolrt_in_the_node_ask_the_runtimes_approver_without_interrupting(approving_runtime: Runtime, handlers: Any) -> None:
-    state = await graph(approving_runtime, [tool_call("deploy", {"service": "db"}, "c1")], approvals="toolrt").ainvoke({"messages": [HumanMessage("go")]}, CONFIG)
+async def test_approvals_by_toolrt_in_the_node_ask_the_runtimes_approver_without_interrupting(
+    approving_runtime: Runtime, handlers: Any
+) -> None:
+    state = await graph(approving_runtime, [tool_call("deploy", {"service": "db"}, "c1")], approvals="toolrt").ainvoke(
+        {"messages": [HumanMessage("go")]}, CONFIG
+    )
     assert "__interrupt__" not in state
     assert tool_messages(state)["c1"].content == '{"deployed": "db"}'
     assert handlers.DEPLOYED == ["db"]

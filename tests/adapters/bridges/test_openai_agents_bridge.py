@@ -47,18 +47,31 @@ async def run_approving(runtime: Runtime, calls: list[Any]) -> tuple[Any, Script
         for item in result.interruptions:
             interrupted.append(item.tool_name)
             state.approve(item)
-        result = await Runner.run(Agent(name="tester", model=model, tools=function_tools(runtime)), state, run_config=NO_TRACING)
+        result = await Runner.run(
+            Agent(name="tester", model=model, tools=function_tools(runtime)), state, run_config=NO_TRACING
+        )
     return result, model, interrupted
 
 
 # The SDK's runner hashes a call's arguments (to drop duplicate calls) before any tool
 # runs, and that hash fails on a lone surrogate: the run raises inside the SDK, out of a
 # bridge's reach. Pinned so that a fixed SDK shows up here.
-SDK_LIMITS = {"lone-surrogate-is-refused": pytest.mark.xfail(raises=UnicodeEncodeError, strict=True, reason="the SDK's own call de-duplication cannot encode a lone surrogate")}
+SDK_LIMITS = {
+    "lone-surrogate-is-refused": pytest.mark.xfail(
+        raises=UnicodeEncodeError,
+        strict=True,
+        reason="the SDK's own call de-duplication cannot encode a lone surrogate",
+    )
+}
 
 
-@pytest.mark.parametrize(("tool", "arguments", "expected", "absent"), [pytest.param(*case[1:], id=case[0], marks=SDK_LIMITS.get(case[0], ())) for case in HOSTILE])
-async def test_every_call_reaches_the_model_as_tool_output(runtime: Runtime, tool: str, arguments: str, expected: str, absent: str | None, request: pytest.FixtureRequest) -> None:
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expected", "absent"),
+    [pytest.param(*case[1:], id=case[0], marks=SDK_LIMITS.get(case[0], ())) for case in HOSTILE],
+)
+async def test_every_call_reaches_the_model_as_tool_output(
+    runtime: Runtime, tool: str, arguments: str, expected: str, absent: str | None, request: pytest.FixtureRequest
+) -> None:
     result, model, _ = await run_approving(runtime, [function_call(tool, arguments, call_id="c1")])
     assert result.final_output == "done"  # the run went on: no exception reached the runner
     text = outputs(model)["c1"]
@@ -70,7 +83,13 @@ async def test_every_call_reaches_the_model_as_tool_output(runtime: Runtime, too
 
 
 async def test_an_ask_interrupts_the_run_and_an_approval_runs_the_call(runtime: Runtime, handlers: Any) -> None:
-    result, model = await run(runtime, [function_call("lookup_city", '{"city": "Oslo"}', call_id="c1"), function_call("deploy", '{"service": "web"}', call_id="c2")])
+    result, model = await run(
+        runtime,
+        [
+            function_call("lookup_city", '{"city": "Oslo"}', call_id="c1"),
+            function_call("deploy", '{"service": "web"}', call_id="c2"),
+        ],
+    )
     assert [item.tool_name for item in result.interruptions] == ["deploy"]
     assert handlers.DEPLOYED == []  # nothing ran before the person answered
     state = result.to_state()
@@ -104,8 +123,12 @@ async def test_calls_toolrt_would_not_ask_about_never_interrupt(runtime: Runtime
     assert result.final_output == "done"
 
 
-async def test_approvals_by_toolrt_ask_the_runtimes_own_approver_without_interrupting(approving_runtime: Runtime, handlers: Any) -> None:
-    result, model = await run(approving_runtime, [function_call("deploy", '{"service": "db"}', call_id="c1")], approvals="toolrt")
+async def test_approvals_by_toolrt_ask_the_runtimes_own_approver_without_interrupting(
+    approving_runtime: Runtime, handlers: Any
+) -> None:
+    result, model = await run(
+        approving_runtime, [function_call("deploy", '{"service": "db"}', call_id="c1")], approvals="toolrt"
+    )
     assert result.interruptions == []
     assert handlers.DEPLOYED == ["db"]
     assert outputs(model)["c1"] == '{"deployed": "db"}'
@@ -123,7 +146,9 @@ async def test_concurrent_read_only_calls_of_one_response_run_at_the_same_time(r
     assert outputs(model) == {"c0": "met", "c1": "met"}
 
 
-async def test_cancelling_the_run_cancels_the_call_and_the_runtime_keeps_serving(runtime: Runtime, handlers: Any) -> None:
+async def test_cancelling_the_run_cancels_the_call_and_the_runtime_keeps_serving(
+    runtime: Runtime, handlers: Any
+) -> None:
     model = ScriptedModel([[function_call("hang", "{}", call_id="c1")], [assistant_message("done")]])
     agent = Agent(name="tester", model=model, tools=function_tools(runtime))
     task = asyncio.create_task(Runner.run(agent, "go", run_config=NO_TRACING))
@@ -147,7 +172,9 @@ async def test_a_tool_removed_by_a_reload_answers_with_an_error(tmp_path: Any) -
     try:
         tools = function_tools(runtime, tools=["noop", "lookup_city"])
         text = (config / "tools.yaml").read_text()
-        (config / "tools.yaml").write_text(text.replace("metadata: {name: noop}", "metadata: {name: noop_renamed}").replace(" noop,", " noop_renamed,"))
+        (config / "tools.yaml").write_text(
+            text.replace("metadata: {name: noop}", "metadata: {name: noop_renamed}").replace(" noop,", " noop_renamed,")
+        )
         assert runtime.reload().snapshot is not None
         model = ScriptedModel([[function_call("noop", '{"path": "a"}', call_id="c1")], [assistant_message("done")]])
         result = await Runner.run(Agent(name="tester", model=model, tools=tools), "go", run_config=NO_TRACING)
@@ -157,8 +184,12 @@ async def test_a_tool_removed_by_a_reload_answers_with_an_error(tmp_path: Any) -
         await runtime.close()
 
 
-@pytest.mark.parametrize("arguments", ['{"service": "web"', "[]", "null", "not json"], ids=["truncated", "array", "null", "prose"])
-async def test_unreadable_arguments_interrupt_by_the_sdks_rule_and_approving_them_runs_nothing(runtime: Runtime, handlers: Any, arguments: str) -> None:
+@pytest.mark.parametrize(
+    "arguments", ['{"service": "web"', "[]", "null", "not json"], ids=["truncated", "array", "null", "prose"]
+)
+async def test_unreadable_arguments_interrupt_by_the_sdks_rule_and_approving_them_runs_nothing(
+    runtime: Runtime, handlers: Any, arguments: str
+) -> None:
     # The SDK asks a person about any call whose arguments it cannot parse before our
     # policy can look at them; approving gives toolrt's parse error, never a deploy.
     result, model, interrupted = await run_approving(runtime, [function_call("deploy", arguments, call_id="c1")])
@@ -185,7 +216,10 @@ def test_definitions_carry_the_declared_schema_in_strict_form(runtime: Runtime) 
 
 
 async def test_two_asks_in_one_response_are_answered_each_on_its_own(runtime: Runtime, handlers: Any) -> None:
-    calls = [function_call("deploy", '{"service": "web"}', call_id="c1"), function_call("deploy", '{"service": "db"}', call_id="c2")]
+    calls = [
+        function_call("deploy", '{"service": "web"}', call_id="c1"),
+        function_call("deploy", '{"service": "db"}', call_id="c2"),
+    ]
     result, model = await run(runtime, calls)
     assert sorted(item.raw_item.call_id for item in result.interruptions) == ["c1", "c2"]
     state = result.to_state()
@@ -194,7 +228,9 @@ async def test_two_asks_in_one_response_are_answered_each_on_its_own(runtime: Ru
             state.approve(item)
         else:
             state.reject(item)
-    result = await Runner.run(Agent(name="tester", model=model, tools=function_tools(runtime)), state, run_config=NO_TRACING)
+    result = await Runner.run(
+        Agent(name="tester", model=model, tools=function_tools(runtime)), state, run_config=NO_TRACING
+    )
     assert result.final_output == "done"
     assert handlers.DEPLOYED == ["web"]
     assert outputs(model)["c1"] == '{"deployed": "web"}'

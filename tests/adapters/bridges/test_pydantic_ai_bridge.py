@@ -33,7 +33,12 @@ def scripted(*turns: list[ToolCallPart]) -> FunctionModel:
 
 
 def returns(result: Any) -> dict[str, ToolReturnPart]:
-    return {part.tool_call_id: part for message in result.all_messages() for part in message.parts if isinstance(part, ToolReturnPart)}
+    return {
+        part.tool_call_id: part
+        for message in result.all_messages()
+        for part in message.parts
+        if isinstance(part, ToolReturnPart)
+    }
 
 
 def agent(runtime: Runtime, model: FunctionModel, **options: Any) -> Agent[Any, Any]:
@@ -41,8 +46,18 @@ def agent(runtime: Runtime, model: FunctionModel, **options: Any) -> Agent[Any, 
 
 
 @pytest.mark.parametrize("form", ["json-text", "decoded"])
-@pytest.mark.parametrize(("tool", "arguments", "expected", "absent"), [pytest.param(*case[1:], id=case[0]) for case in HOSTILE])
-async def test_every_call_reaches_the_model_as_a_tool_return(runtime: Runtime, form: str, tool: str, arguments: str, expected: str, absent: str | None, request: pytest.FixtureRequest) -> None:
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expected", "absent"), [pytest.param(*case[1:], id=case[0]) for case in HOSTILE]
+)
+async def test_every_call_reaches_the_model_as_a_tool_return(
+    runtime: Runtime,
+    form: str,
+    tool: str,
+    arguments: str,
+    expected: str,
+    absent: str | None,
+    request: pytest.FixtureRequest,
+) -> None:
     import json
 
     args: Any = arguments
@@ -78,13 +93,20 @@ async def test_repeated_failures_never_use_up_the_retry_budget(runtime: Runtime)
 
 
 async def test_an_ask_defers_the_call_and_an_approval_runs_it(runtime: Runtime, handlers: Any) -> None:
-    model = scripted([ToolCallPart("tally", {"mark": "a"}, tool_call_id="c1"), ToolCallPart("deploy", {"service": "web"}, tool_call_id="c2")])
+    model = scripted(
+        [
+            ToolCallPart("tally", {"mark": "a"}, tool_call_id="c1"),
+            ToolCallPart("deploy", {"service": "web"}, tool_call_id="c2"),
+        ]
+    )
     bot = agent(runtime, model)
     result = await bot.run("go")
     assert isinstance(result.output, DeferredToolRequests)
     assert [call.tool_call_id for call in result.output.approvals] == ["c2"]
     assert handlers.DEPLOYED == []
-    result = await bot.run(message_history=result.all_messages(), deferred_tool_results=DeferredToolResults(approvals={"c2": True}))
+    result = await bot.run(
+        message_history=result.all_messages(), deferred_tool_results=DeferredToolResults(approvals={"c2": True})
+    )
     assert result.output == "done"
     assert handlers.DEPLOYED == ["web"]
     assert handlers.TALLIED == ["a"]
@@ -94,31 +116,48 @@ async def test_an_ask_defers_the_call_and_an_approval_runs_it(runtime: Runtime, 
 async def test_a_denial_in_pydantic_ai_never_runs_the_call(runtime: Runtime, handlers: Any) -> None:
     bot = agent(runtime, scripted([ToolCallPart("deploy", {"service": "web"}, tool_call_id="c2")]))
     result = await bot.run("go")
-    result = await bot.run(message_history=result.all_messages(), deferred_tool_results=DeferredToolResults(approvals={"c2": ToolDenied("not today")}))
+    result = await bot.run(
+        message_history=result.all_messages(),
+        deferred_tool_results=DeferredToolResults(approvals={"c2": ToolDenied("not today")}),
+    )
     assert result.output == "done"
     assert handlers.DEPLOYED == []
     assert "not today" in str(returns(result)["c2"].content)
 
 
-@pytest.mark.parametrize(("tool", "arguments"), [("erase_disk", {}), ("deploy", {}), ("deploy", "not json"), ("lookup_city", {"city": "Oslo"})], ids=["denied", "ask-tool-missing-argument", "ask-tool-unreadable-arguments", "allowed"])
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [("erase_disk", {}), ("deploy", {}), ("deploy", "not json"), ("lookup_city", {"city": "Oslo"})],
+    ids=["denied", "ask-tool-missing-argument", "ask-tool-unreadable-arguments", "allowed"],
+)
 async def test_calls_toolrt_would_not_ask_about_never_defer(runtime: Runtime, tool: str, arguments: Any) -> None:
     result = await agent(runtime, scripted([ToolCallPart(tool, arguments, tool_call_id="c1")])).run("go")
     assert result.output == "done"
 
 
-async def test_approvals_by_toolrt_ask_the_runtimes_approver(approving_runtime: Runtime, runtime: Runtime, handlers: Any) -> None:
-    result = await agent(approving_runtime, scripted([ToolCallPart("deploy", {"service": "db"}, tool_call_id="c1")]), approvals="toolrt").run("go")
+async def test_approvals_by_toolrt_ask_the_runtimes_approver(
+    approving_runtime: Runtime, runtime: Runtime, handlers: Any
+) -> None:
+    result = await agent(
+        approving_runtime, scripted([ToolCallPart("deploy", {"service": "db"}, tool_call_id="c1")]), approvals="toolrt"
+    ).run("go")
     assert result.output == "done" and handlers.DEPLOYED == ["db"]
-    result = await agent(runtime, scripted([ToolCallPart("deploy", {"service": "x"}, tool_call_id="c1")]), approvals="toolrt").run("go")
+    result = await agent(
+        runtime, scripted([ToolCallPart("deploy", {"service": "x"}, tool_call_id="c1")]), approvals="toolrt"
+    ).run("go")
     assert returns(result)["c1"].outcome == "failed" and handlers.DEPLOYED == ["db"]
 
 
 async def test_read_only_calls_of_one_response_run_at_the_same_time(runtime: Runtime) -> None:
-    result = await agent(runtime, scripted([ToolCallPart("rendezvous", {"group": "pai"}, tool_call_id=f"c{i}") for i in range(2)])).run("go")
+    result = await agent(
+        runtime, scripted([ToolCallPart("rendezvous", {"group": "pai"}, tool_call_id=f"c{i}") for i in range(2)])
+    ).run("go")
     assert [returns(result)[f"c{i}"].content for i in range(2)] == ["met", "met"]
 
 
-async def test_cancelling_the_run_cancels_the_call_and_the_runtime_keeps_serving(runtime: Runtime, handlers: Any) -> None:
+async def test_cancelling_the_run_cancels_the_call_and_the_runtime_keeps_serving(
+    runtime: Runtime, handlers: Any
+) -> None:
     task = asyncio.create_task(agent(runtime, scripted([ToolCallPart("hang", {}, tool_call_id="c1")])).run("go"))
     while not handlers.HANGING.is_set():
         assert not task.done(), task
