@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_pipeline import ARGS, make_config  # the pipeline benchmark's config: its tool, packs and 20 policy rules
+from bench_pipeline import ARGS, make_config  # the pipeline benchmark's realistic config
 from loguru import logger
 
 from runtime import logs

@@ -1,65 +1,56 @@
 """Pipeline benchmarks, side by side in one process (read the ratios; machines are noisy).
 
-1. Per-call overhead of all seven stages for a no-op in-process tool (5-property
-   schema, one CEL rule, the default redaction profiles, 20 policy rules of which the
-   default pack's 5 judge the call, a short output, the audit log on), against a
-   plain function call, LangGraph's ToolNode and the OpenAI Agents SDK's bare
-   FunctionTool.on_invoke_tool on the same tool (those two only if installed:
-   ``pip install langgraph openai-agents``).
+1. Per-call overhead of all seven stages, on two configs:
+
+   - **realistic**: a 5-property schema; 2 business rules, one read straight from the
+     arguments and one that needs the CEL engine; 20 policy rules, of which 2 name this
+     tool with conditions that need the engine (both false for the call); the shipped
+     ``secrets`` + ``pii`` redaction on a 1 KB output of real text (one address in it);
+   - **trivial**: the same schema and tool, no rules, a 2-byte output.
+
+   toolrt runs with the fast and the portable engines, with the audit log off and on
+   (SQLite on its writer thread), and through ``parse_calls("openai-chat")`` +
+   ``run_turn`` + ``render_results``. The peers run the same tool the way their own
+   runners call it: the OpenAI Agents SDK builds a fresh ``ToolContext`` per call
+   (``ToolContext.from_agent_context``) and awaits ``FunctionTool.on_invoke_tool``;
+   Pydantic AI's agent graph calls ``ToolManager.handle_call``; LangGraph runs its
+   ``ToolNode`` alone (given the runtime its graph would give it) and in a one-node
+   graph. Every contender is timed in interleaved rounds; medians and ratios.
 2. A turn of 100 read-only calls that each sleep 10 ms, against the ideal for the
    configured concurrency.
 3. Timeout kill: from the deadline to no surviving descendant, over 20 runs.
 4. A command printing 1 GB (``--big``): peak RSS of the runtime and the result notice.
 
-Run: ``make bench`` (or ``python tests/benchmarks/bench_pipeline.py [--big]``).
+``--profile``: instead, each toolrt contender of the realistic config runs under
+cProfile and the top costs are printed per stage (with the stages' own timings).
+``--quick``: the per-call table only.
+
+Run: ``make bench`` (or ``python tests/benchmarks/bench_pipeline.py [--big|--profile|--quick]``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import cProfile
 import json
 import math
 import os
+import pstats
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from runtime.adapters import parse_calls, render_results
 from runtime.records import Call, Session
 from runtime.runtime import Runtime
 from runtime.settings import Settings
 
-CONFIG = (
-    """\
-apiVersion: toolrt/v1
-kind: Include
-metadata: {name: packs}
-spec: {packs: [redaction-default, permissions-default]}
----
-# 20 policy rules in all: the 5 of the default permission pack apply to every tool (the
-# noop call is judged by each), these 15 name other tools (indexed away: they cost nothing).
-apiVersion: toolrt/v1
-kind: Policy
-metadata: {name: bench-rules}
-spec:
-  rules:
-"""
-    + "".join(
-        f"    - {{name: other-{i}, effect: deny, tools: [tool_{i}], when: 'args.path.startsWith(\"/secret{i}\")'}}\n"
-        for i in range(15)
-    )
-    + """---
-apiVersion: toolrt/v1
-kind: Tool
-metadata: {name: noop}
-spec:
-  description: Does nothing, quickly.
-  handler: python:bench_handlers:noop
-  read_only: true
-  redaction: [secrets, pii]
+SCHEMA = """\
   input_schema:
     type: object
     additionalProperties: false
@@ -68,11 +59,80 @@ spec:
       path: {type: string, maxLength: 200}
       limit: {type: integer, minimum: 1, maximum: 500}
       mode: {enum: [fast, full]}
-      tags: {type: array, items: {type: string}, maxItems: 5}
+      tags: {type: array, items: {type: string, maxLength: 40}, maxItems: 5}
       dry_run: {type: boolean}
+"""
+
+# 20 policy rules: 18 name other tools (indexed away: they cost nothing per call), 2 name
+# `noop` with conditions only the CEL engine can settle (a comparison, a macro).
+REALISTIC = (
+    """\
+apiVersion: toolrt/v1
+kind: Include
+metadata: {name: packs}
+spec: {packs: [redaction-default]}
+---
+apiVersion: toolrt/v1
+kind: Policy
+metadata: {name: bench-rules}
+spec:
+  rules:
+"""
+    + "".join(
+        f"    - {{name: other-{i}, effect: deny, tools: [tool_{i}], when: 'args.path.startsWith(\"/secret{i}\")'}}\n"
+        for i in range(18)
+    )
+    + """\
+    - name: no-huge-full-reads
+      effect: deny
+      tools: [noop]
+      when: 'has(args.limit) && args.limit > 400 && args.mode == "full"'
+      reason: a full read of more than 400 items is too much
+    - name: ask-for-production
+      effect: ask
+      tools: [noop]
+      when: 'has(args.tags) && args.tags.exists(t, t == "prod")'
+      reason: production paths need a person
+---
+apiVersion: toolrt/v1
+kind: Tool
+metadata: {name: noop}
+spec:
+  description: Reads a page of a file, quickly.
+  handler: python:bench_handlers:page
+  read_only: true
+  redaction: [secrets, pii]
+"""
+    + SCHEMA
+    + """\
   rules:
     - expression: '!args.path.contains("..")'
       message: stay inside the workspace
+    - expression: '!has(args.tags) || size(args.tags) <= 3 || args.mode == "full"'
+      message: more than 3 tags need mode full
+"""
+)
+
+TRIVIAL = (
+    """\
+apiVersion: toolrt/v1
+kind: Include
+metadata: {name: packs}
+spec: {packs: [redaction-default]}
+---
+apiVersion: toolrt/v1
+kind: Tool
+metadata: {name: noop}
+spec:
+  description: Does nothing, quickly.
+  handler: python:bench_handlers:noop
+  read_only: true
+"""
+    + SCHEMA
+)
+
+# The other sections' tools (a turn of naps, the kill, the flood) live beside the trivial one.
+EXTRA_TOOLS = """\
 ---
 apiVersion: toolrt/v1
 kind: Tool
@@ -97,16 +157,49 @@ kind: Tool
 metadata: {name: flood}
 spec:
   description: Prints a lot.
-  handler: {command: {argv: [sh, -c, "yes '2026-11-29T10:00:00Z INFO request 7f3a9c served in 12ms status=200 path=/api/v1/items?page=3 build=4.2.1' | head -c {bytes}"]}}
+  handler:
+    command:
+      argv:
+        - sh
+        - -c
+        - "yes '2026-11-29T10:00:00Z INFO request 7f3a9c served in 12ms status=200' | head -c {bytes}"
   read_only: true
   timeout: {total_s: 600}
   redaction: [secrets, pii]
   input_schema: {type: object, required: [bytes], properties: {bytes: {type: integer}}}
 """
-)
 
-HANDLERS = """\
+# About 1 KB of what a read tool returns: code and a log excerpt, with one address that
+# the pii profile redacts.
+PAGE = """\
+def load_settings(path: str) -> dict[str, str]:
+    # Read key=value lines, skipping comments and blank lines.
+    settings: dict[str, str] = {}
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            key, sep, value = line.partition("=")
+            if not sep:
+                raise ValueError(f"{path}:{number}: expected key=value, got {line!r}")
+            settings[key.strip()] = value.strip()
+    return settings
+
+2026-11-29T10:00:01Z INFO  worker-3 request 7f3a9c GET /api/v1/items?page=3 200 in 12 ms
+2026-11-29T10:00:01Z INFO  worker-1 request 7f3a9d GET /api/v1/items?page=4 200 in 15 ms
+2026-11-29T10:00:02Z WARN  worker-2 slow query on orders (412 ms), owner maria.lopez@example.org
+2026-11-29T10:00:02Z INFO  worker-3 request 7f3a9e POST /api/v1/orders 201 in 48 ms
+2026-11-29T10:00:03Z ERROR worker-1 upstream inventory timed out after 2000 ms; retrying (1/3)
+"""
+
+HANDLERS = f"""\
 import asyncio
+
+PAGE = {PAGE!r}
+
+async def page(args):
+    return PAGE
 
 async def noop(args):
     return "ok"
@@ -117,13 +210,36 @@ async def nap(args):
 """
 
 ARGS = {"path": "src/app.py", "limit": 10, "mode": "fast", "tags": ["a"], "dry_run": False}
+PAYLOAD = json.dumps(ARGS)
+
+AUDIT_OFF = {"audit_sink": "off"}
+AUDIT_ON = {"audit_sink": "sqlite"}
+FAST = {"cel_engine": "fast", "schema_engine": "fast"}
+PORTABLE = {"cel_engine": "portable", "schema_engine": "portable"}
+
+# The rows the goals are read from.
+SDK = "OpenAI Agents SDK on_invoke_tool, fresh ToolContext"
+FAST_OFF = "toolrt fast, audit off"
+FAST_ON = "toolrt fast, audit SQLite"
+FAST_PARSED = "toolrt fast, audit off, parse+run+render"
+PORTABLE_OFF = "toolrt portable, audit off"
+PORTABLE_ON = "toolrt portable, audit SQLite"
+
+
+def make_configs() -> tuple[Path, Path]:
+    """(realistic config folder, trivial config folder); the handlers module is in both."""
+    made = []
+    for text in (REALISTIC, TRIVIAL + EXTRA_TOOLS):
+        root = Path(tempfile.mkdtemp(prefix="toolrt-bench-"))
+        (root / "tools.yaml").write_text(text)
+        (root / "bench_handlers.py").write_text(HANDLERS)
+        made.append(root)
+    return made[0], made[1]
 
 
 def make_config() -> Path:
-    root = Path(tempfile.mkdtemp(prefix="toolrt-bench-"))
-    (root / "tools.yaml").write_text(CONFIG)
-    (root / "bench_handlers.py").write_text(HANDLERS)
-    return root
+    """The realistic config folder alone (what other benchmarks measure against)."""
+    return make_configs()[0]
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -131,120 +247,300 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def time_async(fn: Any, n: int) -> list[float]:
-    for _ in range(min(200, n)):
-        await fn()
-    samples = []
-    for _ in range(n):
-        started = time.perf_counter()
-        await fn()
-        samples.append(time.perf_counter() - started)
-    return samples
+Contender = Callable[[], Awaitable[None]]
 
 
-async def interleaved(contenders: dict[str, Any], n: int, rounds: int = 10) -> dict[str, list[float]]:
+async def interleaved(
+    contenders: dict[str, Contender], n: int, rounds: int = 10, drains: dict[str, Callable[[], Any]] | None = None
+) -> dict[str, list[float]]:
     """Time every contender in turns (``rounds`` rounds of ``n / rounds`` calls each), so
-    that a slow patch of the machine hits all of them alike."""
+    that a slow patch of the machine hits all of them alike.
+
+    ``drains``: for a contender that leaves work to a background thread (the audit
+    writer), a function that waits for it; its time after each round is spread over the
+    round's calls, so that the thread's work is charged to its own contender and not to
+    whichever runs next."""
+    drains = drains or {}
     samples: dict[str, list[float]] = {name: [] for name in contenders}
-    for fn in contenders.values():
+    for name, fn in contenders.items():
         for _ in range(200):
             await fn()
+        if name in drains:
+            drains[name]()
     for _ in range(rounds):
         for name, fn in contenders.items():
-            samples[name].extend(await time_async_raw(fn, max(n // rounds, 20)))
+            taken = await time_async_raw(fn, max(n // rounds, 20))
+            drain = drains.get(name)
+            if drain is not None:
+                started = time.perf_counter()
+                drain()
+                share = (time.perf_counter() - started) / len(taken)
+                taken = [sample + share for sample in taken]
+            samples[name].extend(taken)
     return samples
 
 
-async def time_async_raw(fn: Any, n: int) -> list[float]:
+async def time_async_raw(fn: Contender, n: int) -> list[float]:
+    clock = time.perf_counter
     samples = []
     for _ in range(n):
-        started = time.perf_counter()
+        started = clock()
         await fn()
-        samples.append(time.perf_counter() - started)
+        samples.append(clock() - started)
     return samples
 
 
-async def per_call(config: Path, workspace: Path, n: int) -> dict[str, list[float]]:
-    contenders: dict[str, Any] = {}
-    sys.path.insert(0, str(config))
-    from bench_handlers import noop  # type: ignore[import-not-found]
+def toolrt_contender(runtime: Runtime, session: Session, parsed: bool = False) -> Contender:
+    """One call through ``run_turn``; with ``parsed``, from an OpenAI chat message to the
+    rendered tool messages, as an agent loop does."""
+    call = Call("c1", "noop", ARGS)
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "noop", "arguments": PAYLOAD}}],
+    }
+    snapshot = runtime.snapshot
 
-    async def plain() -> None:
-        await noop(dict(ARGS))
+    async def one() -> None:
+        (result,) = await runtime.run_turn([call], session)
+        if result.is_error:
+            raise SystemExit(f"benchmark call failed: {result.content}")
 
-    contenders["plain async function call"] = plain
+    async def one_parsed() -> None:
+        calls = parse_calls("openai-chat", message, snapshot=snapshot)
+        results = await runtime.run_turn(calls, session)
+        (rendered,) = render_results("openai-chat", results)
+        if results[0].is_error:
+            raise SystemExit(f"benchmark call failed: {rendered}")
+
+    return one_parsed if parsed else one
+
+
+def toolrt_rows(config: Path, workspace: Path, label: str) -> dict[str, tuple[Runtime, Contender]]:
+    """The toolrt contenders of one config: (its runtime, the timed call)."""
     session = Session()
-    for label, settings in (
-        ("toolrt, 7 stages (fast engines)", Settings(cel_engine="fast", schema_engine="fast")),
-        ("toolrt, fast engines, audit log off", Settings(cel_engine="fast", schema_engine="fast", audit_sink="off")),
-        (
-            "toolrt, fast engines, audit in a child process",
-            Settings(cel_engine="fast", schema_engine="fast", audit_writer="process"),
-        ),
-        ("toolrt, 7 stages (portable engines)", Settings(cel_engine="portable", schema_engine="portable")),
+    rows: dict[str, tuple[Runtime, Contender]] = {}
+    for name, settings, parsed in (
+        (FAST_OFF, {**FAST, **AUDIT_OFF}, False),
+        (FAST_ON, {**FAST, **AUDIT_ON}, False),
+        (FAST_PARSED, {**FAST, **AUDIT_OFF}, True),
+        (PORTABLE_OFF, {**PORTABLE, **AUDIT_OFF}, False),
+        (PORTABLE_ON, {**PORTABLE, **AUDIT_ON}, False),
     ):
-        runtime = Runtime([config], workspace_root=workspace, settings=settings)
-        call = Call("c1", "noop", ARGS)
-
-        async def one(runtime: Runtime = runtime, call: Call = call) -> None:
-            (result,) = await runtime.run_turn([call], session)
-            if result.is_error:
-                raise SystemExit(f"benchmark call failed: {result.content}")
-
-        contenders[label] = one
-    contenders.update(peers())
-    return await interleaved(contenders, n)
+        if label == "trivial" and name.startswith("toolrt portable"):
+            continue
+        runtime = Runtime([config], workspace_root=workspace, settings=Settings(**settings))
+        rows[name] = (runtime, toolrt_contender(runtime, session, parsed))
+    return rows
 
 
-def peers() -> dict[str, Any]:
-    found: dict[str, Any] = {}
+def peers(output: str) -> dict[str, Contender]:
+    """The same tool (same arguments, same output) in the peers, called as their runners call it."""
+    found: dict[str, Contender] = {}
     try:
-        from agents import function_tool  # type: ignore[import-not-found]
-        from agents.tool_context import ToolContext  # type: ignore[import-not-found]
-
-        @function_tool
-        async def noop(
-            path: str, limit: int = 10, mode: str = "fast", tags: list[str] | None = None, dry_run: bool = False
-        ) -> str:
-            """Does nothing."""
-            return "ok"
-
-        payload = json.dumps(ARGS)
-        context = ToolContext(context=None, tool_name="noop", tool_call_id="c1", tool_arguments=payload)
-
-        async def agents_call() -> None:
-            await noop.on_invoke_tool(context, payload)
-
-        found["OpenAI Agents SDK FunctionTool.on_invoke_tool"] = agents_call
+        found.update(_agents_sdk(output))
     except Exception as err:  # noqa: BLE001 - a peer that is missing or changed is reported, not fatal
         print(f"(OpenAI Agents SDK not measured: {type(err).__name__}: {err})")
     try:
-        from langchain_core.messages import AIMessage
-        from langchain_core.tools import tool
-        from langgraph.graph import END, START, MessagesState, StateGraph
-        from langgraph.prebuilt import ToolNode
-
-        @tool
-        async def noop_lc(
-            path: str, limit: int = 10, mode: str = "fast", tags: list[str] | None = None, dry_run: bool = False
-        ) -> str:
-            """Does nothing."""
-            return "ok"
-
-        graph = StateGraph(MessagesState)
-        graph.add_node("tools", ToolNode([noop_lc]))
-        graph.add_edge(START, "tools")
-        graph.add_edge("tools", END)
-        app = graph.compile()
-        message = AIMessage(content="", tool_calls=[{"name": "noop_lc", "args": ARGS, "id": "c1"}])
-
-        async def langgraph_call() -> None:
-            await app.ainvoke({"messages": [message]})
-
-        found["LangGraph ToolNode (one-node graph)"] = langgraph_call
+        found.update(_pydantic_ai(output))
+    except Exception as err:  # noqa: BLE001
+        print(f"(Pydantic AI not measured: {type(err).__name__}: {err})")
+    try:
+        found.update(_langgraph(output))
     except Exception as err:  # noqa: BLE001
         print(f"(LangGraph not measured: {type(err).__name__}: {err})")
     return found
+
+
+def _agents_sdk(output: str) -> dict[str, Contender]:
+    from agents import RunContextWrapper, function_tool
+    from agents.tool_context import ToolContext
+    from openai.types.responses import ResponseFunctionToolCall
+
+    @function_tool
+    async def noop(
+        path: str, limit: int = 10, mode: str = "fast", tags: list[str] | None = None, dry_run: bool = False
+    ) -> str:
+        """Reads a page of a file."""
+        return output
+
+    wrapper: RunContextWrapper[None] = RunContextWrapper(context=None)
+    tool_call = ResponseFunctionToolCall(
+        arguments=PAYLOAD, call_id="c1", name="noop", type="function_call", id="fc_1", status="completed"
+    )
+
+    async def fresh() -> None:
+        # As the SDK's runner does for every call (run_internal/tool_execution.py).
+        context = ToolContext.from_agent_context(wrapper, tool_call.call_id, tool_call=tool_call)
+        await noop.on_invoke_tool(context, tool_call.arguments)
+
+    reused = ToolContext.from_agent_context(wrapper, tool_call.call_id, tool_call=tool_call)
+
+    async def reused_context() -> None:
+        await noop.on_invoke_tool(reused, tool_call.arguments)
+
+    return {SDK: fresh, "OpenAI Agents SDK on_invoke_tool, one ToolContext reused": reused_context}
+
+
+def _pydantic_ai(output: str) -> dict[str, Contender]:
+    from pydantic_ai import RunContext
+    from pydantic_ai.messages import ToolCallPart
+    from pydantic_ai.models.test import TestModel
+    from pydantic_ai.tool_manager import ToolManager
+    from pydantic_ai.toolsets import FunctionToolset
+    from pydantic_ai.usage import RunUsage
+
+    async def noop(
+        path: str, limit: int = 10, mode: str = "fast", tags: list[str] | None = None, dry_run: bool = False
+    ) -> str:
+        """Reads a page of a file."""
+        return output
+
+    toolset: FunctionToolset[None] = FunctionToolset([noop])
+    context = RunContext(deps=None, model=TestModel(), usage=RunUsage())
+    manager: list[ToolManager[None]] = []
+    part = ToolCallPart(tool_name="noop", args=PAYLOAD, tool_call_id="c1")
+
+    async def handle() -> None:
+        if not manager:  # built once per run step, as the agent graph does
+            manager.append(await ToolManager[None](toolset).for_run_step(context))
+        await manager[0].handle_call(part)
+
+    return {"Pydantic AI ToolManager.handle_call": handle}
+
+
+def _langgraph(output: str) -> dict[str, Contender]:
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+    from langgraph.runtime import DEFAULT_RUNTIME
+
+    @tool
+    async def noop(
+        path: str, limit: int = 10, mode: str = "fast", tags: list[str] | None = None, dry_run: bool = False
+    ) -> str:
+        """Reads a page of a file."""
+        return output
+
+    node = ToolNode([noop])
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode([noop]))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    app = graph.compile()
+    message = AIMessage(content="", tool_calls=[{"name": "noop", "args": ARGS, "id": "c1"}])
+    # Outside a graph, a ToolNode needs the runtime a graph would hand it.
+    config: Any = {"configurable": {"__pregel_runtime": DEFAULT_RUNTIME}}
+
+    async def alone() -> None:
+        await node.ainvoke({"messages": [message]}, config)
+
+    async def in_graph() -> None:
+        await app.ainvoke({"messages": [message]})
+
+    return {"LangGraph ToolNode alone": alone, "LangGraph ToolNode in a one-node graph": in_graph}
+
+
+def _median(samples: list[float]) -> float:
+    return statistics.median(samples) if samples else float("nan")
+
+
+def report(title: str, per: dict[str, list[float]], n: int) -> None:
+    sdk = _median(per.get(SDK, []))
+    print(f"\n== {title}: per call, {n} calls each in 10 interleaved rounds (p50 / p90 / p99; p50 / Agents SDK)")
+    for name, samples in per.items():
+        p50, p90, p99 = (percentile(samples, q) * 1e6 for q in (0.5, 0.9, 0.99))
+        print(f"{name:52} {p50:9.1f} us {p90:9.1f} us {p99:9.1f} us   {p50 / (sdk * 1e6):6.2f}x")
+    off, on = _median(per[FAST_OFF]), _median(per[FAST_ON])
+    print(f"audit SQLite on: {(on - off) * 1e6:+.1f} us a call ({on / off - 1:+.0%} of a call; goal <= +15%)")
+    print(f"parsed call / run_turn alone: {_median(per[FAST_PARSED]) / off:.2f}x (goal <= 1.3x)")
+    if SDK in per:
+        print(f"fast, audit SQLite / Agents SDK: {on / sdk:.2f}x (goal <= 3x)")
+        print(f"fast, audit off / Agents SDK: {off / sdk:.2f}x (goal <= 2.5x)")
+    if PORTABLE_OFF in per:
+        print(f"portable / fast, audit off: {_median(per[PORTABLE_OFF]) / off:.2f}x (goal <= 2x)")
+
+
+async def per_call(config: Path, workspace: Path, label: str, n: int) -> dict[str, list[float]]:
+    output = PAGE if label == "realistic" else "ok"
+    contenders: dict[str, Contender] = {}
+    sdk = peers(output)
+    contenders.update({k: v for k, v in sdk.items() if k.startswith("OpenAI")})
+    rows = toolrt_rows(config, workspace, label)
+    contenders.update({name: fn for name, (_runtime, fn) in rows.items()})
+    contenders.update({k: v for k, v in sdk.items() if not k.startswith("OpenAI")})
+    drains = {name: runtime.audit.flush for name, (runtime, _fn) in rows.items() if runtime.audit is not None}
+    try:
+        return await interleaved(contenders, n, drains=drains)
+    finally:
+        for runtime, _fn in rows.values():
+            runtime.close_sync()
+
+
+# Where a function's time is counted in --profile: the first matching part of its file path.
+_STAGE_OF = (
+    ("runtime/adapters", "parse/render"),
+    ("runtime/pipeline/lookup", "lookup"),
+    ("runtime/pipeline/validate", "validate"),
+    ("runtime/validation", "validate"),
+    ("jsonschema", "validate"),
+    ("runtime/pipeline/permit", "permit"),
+    ("runtime/policy", "permit"),
+    ("cel", "permit (CEL engine)"),
+    ("runtime/pipeline/execute", "execute"),
+    ("runtime/execution", "execute"),
+    ("runtime/context", "execute"),
+    ("runtime/pipeline/shape", "shape"),
+    ("runtime/shaping", "shape"),
+    ("re2", "shape"),
+    ("runtime/audit", "audit"),
+    ("runtime/metrics", "metrics"),
+    ("runtime/logs", "logs"),
+    ("runtime/pipeline", "pipeline glue"),
+    ("runtime/runtime", "turn"),
+    ("asyncio", "asyncio"),
+)
+
+
+def _stage_of(filename: str) -> str:
+    for part, stage in _STAGE_OF:
+        if part in filename:
+            return stage
+    return "other"
+
+
+async def profile(config: Path, workspace: Path, n: int) -> None:
+    """Each toolrt contender of the realistic config under cProfile: the stages' own
+    timings (medians from the results' metadata), then the top costs of each stage."""
+    for name, (runtime, fn) in toolrt_rows(config, workspace, "realistic").items():
+        for _ in range(200):
+            await fn()
+        timings: dict[str, list[float]] = {}
+        for _ in range(200):
+            (result,) = await runtime.run_turn([Call("c1", "noop", ARGS)], Session())
+            for stage, ms in result.metadata["timings_ms"].items():
+                timings.setdefault(stage, []).append(ms)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(n):
+            await fn()
+        profiler.disable()
+        stats = pstats.Stats(profiler)
+        total = sum(entry[2] for entry in stats.stats.values())  # type: ignore[attr-defined]
+        print(f"\n== {name}: {total / n * 1e6:.1f} us of profiled CPU a call (profiling inflates it)")
+        print("   stage timings (median): " + ", ".join(f"{k} {_median(v) * 1000:.1f} us" for k, v in timings.items()))
+        per_stage: dict[str, list[tuple[float, int, str]]] = {}
+        for (filename, line, function), entry in stats.stats.items():  # type: ignore[attr-defined]
+            calls, own = entry[1], entry[2]
+            where = f"{Path(filename).name}:{line} {function}"
+            per_stage.setdefault(_stage_of(filename), []).append((own, calls, where))
+        ranked = sorted(per_stage.items(), key=lambda item: -sum(own for own, _c, _w in item[1]))
+        for stage, entries in ranked:
+            own_total = sum(own for own, _c, _w in entries)
+            print(f"   {stage:20} {own_total / n * 1e6:7.1f} us ({own_total / total:4.0%})")
+            for own, calls, where in sorted(entries, reverse=True)[:5]:
+                print(f"      {own / n * 1e6:7.2f} us  {calls / n:5.1f}x  {where[:90]}")
 
 
 async def turn_of_naps(config: Path, workspace: Path) -> tuple[float, float, int]:
@@ -301,8 +597,9 @@ before = peak_kb()
 (r,) = asyncio.run(rt.run_turn([Call("f", "flood", {{"bytes": {size}}})]))
 after = peak_kb()
 art = r.metadata.get("artifact_id")
-print(json.dumps({{"before_kb": before, "after_kb": after, "status": r.status.value, "notice": r.content[:300], "artifact": art,
-                  "chars": r.metadata.get("original_chars"), "redactions": r.metadata.get("redactions")}}))
+print(json.dumps({{"before_kb": before, "after_kb": after, "status": r.status.value,
+                  "notice": r.content[:300], "artifact": art, "chars": r.metadata.get("original_chars"),
+                  "redactions": r.metadata.get("redactions")}}))
 """
     started = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
@@ -313,54 +610,41 @@ print(json.dumps({{"before_kb": before, "after_kb": after, "status": r.status.va
     data = json.loads(out.stdout.strip().splitlines()[-1])
     print(f"\n== {size / 1e9:.1f} GB of output through a command: {elapsed:.1f} s, {size / 1e6 / elapsed:.0f} MB/s")
     print(
-        f"peak RSS {data['after_kb'] / 1024:.0f} MB (after start-up {data['before_kb'] / 1024:.0f} MB); status {data['status']}; original chars {data['chars']:,}"
+        f"peak RSS {data['after_kb'] / 1024:.0f} MB (after start-up {data['before_kb'] / 1024:.0f} MB);"
+        f" status {data['status']}; original chars {data['chars']:,}"
     )
     print(f"redactions {data['redactions']}; notice: {data['notice'][:200]!r}")
 
 
 def main() -> int:
     n = 2000
-    config = make_config()
+    realistic, trivial = make_configs()
+    sys.path.insert(0, str(realistic))
     workspace = Path(tempfile.mkdtemp(prefix="toolrt-ws-"))
 
     async def run_all() -> None:
-        per = await per_call(config, workspace, n)
-        base = statistics.median(per["toolrt, 7 stages (fast engines)"])
+        if "--profile" in sys.argv:
+            await profile(realistic, workspace, n)
+            return
+        for label, config in (("realistic", realistic), ("trivial", trivial)):
+            report(f"{label} config", await per_call(config, workspace, label, n), n)
+        if "--quick" in sys.argv:
+            return
+        turn, ideal, concurrency = await turn_of_naps(trivial, workspace)
         print(
-            f"== per-call cost, {n} calls each, measured in 10 interleaved rounds (p50 / p90 / p99, and p50 relative to toolrt with fast engines)"
+            f"\n== 100 read-only calls sleeping 10 ms, concurrency {concurrency}: {turn * 1000:.0f} ms;"
+            f" ideal {ideal * 1000:.0f} ms; ratio {turn / ideal:.2f} (goal <= 1.3)"
         )
-        for name, samples in per.items():
-            p50, p90, p99 = (percentile(samples, q) * 1e6 for q in (0.5, 0.9, 0.99))
-            print(f"{name:52} {p50:9.1f} us {p90:9.1f} us {p99:9.1f} us   {p50 / (base * 1e6):6.2f}x")
-        plain = statistics.median(per["plain async function call"])
-        no_audit = statistics.median(per["toolrt, fast engines, audit log off"])
-        child = statistics.median(per["toolrt, fast engines, audit in a child process"])
+        latencies, orphans = await kill_latency(trivial, workspace, 20)
         print(
-            f"audit log cost per call: {(base - no_audit) * 1e6:+.1f} us ({base / no_audit - 1:+.0%}, goal <= +10%) on a thread (the default); {(child - no_audit) * 1e6:+.1f} us ({child / no_audit - 1:+.0%}) in a child process"
-        )
-        print(f"toolrt overhead over a plain call (fast engines): {(base - plain) * 1e6:.1f} us")
-        if "LangGraph ToolNode (one-node graph)" in per:
-            print(
-                f"LangGraph ToolNode / toolrt (fast): {statistics.median(per['LangGraph ToolNode (one-node graph)']) / base:.1f}x (goal >= 15x)"
-            )
-        if "OpenAI Agents SDK FunctionTool.on_invoke_tool" in per:
-            print(
-                f"toolrt (fast) / OpenAI Agents SDK bare invoke: {base / statistics.median(per['OpenAI Agents SDK FunctionTool.on_invoke_tool']):.2f}x (goal <= 3x)"
-            )
-        turn, ideal, concurrency = await turn_of_naps(config, workspace)
-        print(
-            f"\n== 100 read-only calls sleeping 10 ms, concurrency {concurrency}: {turn * 1000:.0f} ms; ideal {ideal * 1000:.0f} ms; ratio {turn / ideal:.2f} (goal <= 1.3)"
-        )
-        latencies, orphans = await kill_latency(config, workspace, 20)
-        print(
-            f"\n== timeout kill, 20 runs: beyond the deadline p50 {statistics.median(latencies) * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms; surviving descendants: {orphans}"
+            f"\n== timeout kill, 20 runs: beyond the deadline p50 {statistics.median(latencies) * 1000:.0f} ms,"
+            f" max {max(latencies) * 1000:.0f} ms; surviving descendants: {orphans}"
         )
 
     asyncio.run(run_all())
-    if "--big" in sys.argv:
-        big_output(config, workspace, 1_000_000_000)
-    else:
-        big_output(config, workspace, 100_000_000)
+    if "--profile" in sys.argv or "--quick" in sys.argv:
+        return 0
+    big_output(trivial, workspace, 1_000_000_000 if "--big" in sys.argv else 100_000_000)
     return 0
 
 
