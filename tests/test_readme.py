@@ -1,9 +1,10 @@
 """Every fenced code block of README.md works as written, by language.
 
 - ``python``: run as a script (``__name__ == "__main__"``) in a fresh directory holding a
-  copy of ``examples/``. A block that defines an agent loop named in ``DRIVERS``
-  (``anthropic_loop(client, runtime, task, session)``, ``openai_loop(...)``) is then
-  driven once with a scripted client (:mod:`runtime.testing`) in place of the SDK's.
+  copy of ``examples/``; then each function it defines named ``test_...`` is called. A
+  block that defines an agent loop named in ``DRIVERS`` (``anthropic_loop(client,
+  runtime, task, session)``, ``openai_loop(...)``) is then driven once with a scripted
+  client (:mod:`runtime.testing`) in place of the SDK's.
 - ``yaml`` with ``apiVersion: toolrt/v1``: lints clean (no errors, no warnings) on its own.
 - ``json``: parses.
 - ``sh``: each line runs, in order, in one fresh directory holding a copy of
@@ -130,7 +131,10 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_blocks_are_found_with_their_language_line_and_marker() -> None:
-    text = "# t\n\n```sh\ntoolrt lint x\n```\n\n<!-- not-run: needs a network -->\n```python\nprint(1)\n```\n~~~\nplain\n~~~\n"
+    text = (
+        "# t\n\n```sh\ntoolrt lint x\n```\n\n<!-- not-run: needs a network -->\n"
+        "```python\nprint(1)\n```\n~~~\nplain\n~~~\n"
+    )
     assert [(b.line, b.lang, b.text, b.not_run) for b in blocks(text)] == [
         (3, "sh", "toolrt lint x\n", False),
         (8, "python", "print(1)\n", True),
@@ -212,6 +216,9 @@ def test_python_block_runs(block: Block, sandbox: Path, monkeypatch: pytest.Monk
     script = sandbox / "snippet.py"
     script.write_text(block.text, encoding="utf-8")
     namespace = runpy.run_path(str(script), run_name="__main__")
+    for name, test in namespace.items():  # a block of an app's tests: run them as pytest would
+        if name.startswith("test_") and callable(test):
+            test()
     runtimes = [value for value in namespace.values() if isinstance(value, Runtime)]
     try:
         for name, drive in DRIVERS.items():

@@ -6,7 +6,9 @@ the next scripted assistant message as the SDK's own response type, so the loop 
 test runs exactly as it would against the API::
 
     client = ScriptedAnthropic([
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "file_read", "input": {"path": "README.md"}}]},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "file_read", "input": {"path": "README.md"}},
+        ]},
         {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
     ])
     answer = my_agent_loop(client, runtime, "Summarize the README")
