@@ -6,11 +6,13 @@ to the approver again run without asking. A grant only ever turns an *ask* into 
 allow: deny rules still win, and critical-risk tools are asked about every time.
 
 Argument patterns map argument names to globs (``{"path": "src/*"}``) matched
-against the argument's text, path-like text normalised first (``*`` stays within a
-path component, ``**`` crosses them); for the ``command_line`` argument of a command-line
-tool the glob is a command pattern (see :func:`runtime.policy.shell.command_matches`)
-that must cover every command of the line the way an allow rule does, so a grant for
-``git status *`` covers neither ``git status; rm -rf /`` nor ``git status --output=x``.
+against the argument's text, path-like text normalised first, in toolrt's one path-glob
+dialect (:mod:`runtime.workspace.globs`: ``*`` stays within a path component, ``**``
+is zero or more whole components, ``/etc/*`` matches only absolute text); for the
+``command_line`` argument of a command-line tool the glob is a command pattern (see
+:func:`runtime.policy.shell.command_matches`) that must cover every command of the line
+the way an allow rule does, so a grant for ``git status *`` covers neither
+``git status; rm -rf /`` nor ``git status --output=x``.
 
 A command line granted without a pattern covers later lines that run the same
 programs with the same write options (:mod:`runtime.policy.programs`), and nothing
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import posixpath
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -37,6 +38,8 @@ from runtime.policy import programs
 from runtime.policy.commands import CommandPatterns, split_cached
 from runtime.policy.placed import PlacedLine, place_static
 from runtime.records import ValidatedCall
+from runtime.workspace.errors import GlobError
+from runtime.workspace.globs import Glob, compile_glob
 
 #: A command's program (with its subcommand: ``git push``) and the write options it uses:
 #: what a session grant remembers.
@@ -82,7 +85,8 @@ class Grant:
                     return False
             else:
                 normal = _normalised(text)
-                if normal is None or not _path_glob(glob).fullmatch(normal):
+                compiled = _path_glob(glob)
+                if normal is None or compiled is None or not compiled.matches(normal):
                     return False
         return True
 
@@ -170,24 +174,12 @@ def _normalised(text: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=1024)
-def _path_glob(glob: str) -> re.Pattern[str]:
-    """A glob as a regex: ``*`` and ``?`` stay within one path component, ``**`` crosses them."""
-    out = []
-    index = 0
-    while index < len(glob):
-        if glob.startswith("**", index):
-            out.append(".*")
-            index += 2
-        elif glob[index] == "*":
-            out.append("[^/]*")
-            index += 1
-        elif glob[index] == "?":
-            out.append("[^/]")
-            index += 1
-        else:
-            out.append(re.escape(glob[index]))
-            index += 1
-    return re.compile("".join(out), re.DOTALL)
+def _path_glob(glob: str) -> Glob | None:
+    """``glob`` compiled once per pattern; None (covers nothing) when it is not a valid glob."""
+    try:
+        return compile_glob(glob, relative=False)
+    except GlobError:
+        return None
 
 
 class SessionGrants:

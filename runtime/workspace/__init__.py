@@ -3,7 +3,10 @@
 ::
 
     sandbox.py   Workspace.resolve: one resolver for every path argument;
-                 open_parent_dir: descriptors that never follow a swapped-in link
+                 open_parent_dir: descriptors that never follow a swapped-in link;
+                 open_file: resolve and open for reading (plain paths in one call)
+    globs.py     the one path-glob dialect (deny globs, search globs, grant patterns)
+    nolinks.py   openat2 with RESOLVE_NO_SYMLINKS: the one-call open of plain paths
     atomic.py    atomic_write (temp file, fsync, rename, fsync dir) and the sweep
                  of temp files left by crashed writers
     text.py      encodings, binary sniffing, line helpers, short diffs

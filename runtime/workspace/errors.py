@@ -7,7 +7,11 @@ location outside the workspace is never shown.
 
 from __future__ import annotations
 
-from runtime.errors import ToolError
+from runtime.errors import ToolError, ToolrtError
+
+
+class GlobError(ToolrtError, ValueError):
+    """A glob that cannot be compiled (see :mod:`runtime.workspace.globs`); the message says why."""
 
 
 class WorkspaceError(ToolError):

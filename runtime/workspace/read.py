@@ -123,12 +123,8 @@ class FileReader:
         if budget < 1:
             raise WorkspaceError(f"max_bytes must be positive (got {budget})")
 
-        resolved = self.workspace.resolve(path)
-        if resolved.is_dir:
-            raise WorkspaceError(f"{resolved.relative} is a directory, not a file; list it to see what it contains")
-        fd = self.workspace.open_for_read(resolved)
+        resolved, fd, st = self.workspace.open_file(path)
         try:
-            st = os.fstat(fd)
             if stat.S_ISDIR(st.st_mode):
                 raise WorkspaceError(f"{resolved.relative} is a directory, not a file; list it to see what it contains")
             if not stat.S_ISREG(st.st_mode):
@@ -145,7 +141,7 @@ class FileReader:
 
     def _load(self, fd: int, st: os.stat_result, resolved: Resolved) -> tuple[CachedText, bool]:
         identity = FileIdentity.of(st)
-        key = str(resolved.absolute)
+        key = resolved.location
         if self.cache is not None:
             found = self.cache.get(key, identity)
             if found is not None:
@@ -153,7 +149,8 @@ class FileReader:
         raw = _read_all(fd, self.max_file_bytes + 1)
         if len(raw) > self.max_file_bytes:
             raise WorkspaceError(
-                f"{resolved.relative} grew past {_mb(self.max_file_bytes)} while being read; read a window with offset and limit"
+                f"{resolved.relative} grew past {_mb(self.max_file_bytes)} while being read; read a window with "
+                "offset and limit"
             )
         try:
             decoded = decode(raw)
@@ -190,7 +187,8 @@ class FileReader:
             )
         if first > total:
             raise WorkspaceError(
-                f"offset {first} is past the end of {resolved.relative} ({total:,} lines); use an offset from 1 to {total:,}"
+                f"offset {first} is past the end of {resolved.relative} ({total:,} lines); use an offset from 1 to "
+                f"{total:,}"
             )
         window = lines[first - 1 : first - 1 + count]
         if _ARMOR in value.text:
@@ -253,18 +251,21 @@ class FileReader:
         size = st.st_size
         if size > self.max_stream_bytes:
             raise WorkspaceError(
-                f"{resolved.relative} is {_mb(size)}, too large to read (limit {_mb(self.max_stream_bytes)}); search it with grep instead"
+                f"{resolved.relative} is {_mb(size)}, too large to read (limit {_mb(self.max_stream_bytes)}); search "
+                "it with grep instead"
             )
         if not explicit:
             raise WorkspaceError(
-                f"{resolved.relative} is {_mb(size)}, over the {_mb(self.max_file_bytes)} limit for reading a whole file; "
+                f"{resolved.relative} is {_mb(size)}, over the {_mb(self.max_file_bytes)} limit for reading a whole "
+                "file; "
                 f"read a window with offset and limit (e.g. offset=1, limit=200) or search it with grep"
             )
         head = os.pread(fd, SNIFF_BYTES, 0)
         encoding = sniff(head)
         if encoding is not None and encoding.startswith("utf-16"):
             raise WorkspaceError(
-                f"{resolved.relative} is UTF-16 text of {_mb(size)}; windows of UTF-16 files over {_mb(self.max_file_bytes)} are not supported, search it with grep"
+                f"{resolved.relative} is UTF-16 text of {_mb(size)}; windows of UTF-16 files over "
+                f"{_mb(self.max_file_bytes)} are not supported, search it with grep"
             )
         if encoding is None:
             ok = utf8_prefix_ok(head)
@@ -276,7 +277,8 @@ class FileReader:
         window, total, digest, read_size = _stream_window(fd, first, count, self.max_line_chars * 4 + 4)
         if total == 0 or first > total:
             raise WorkspaceError(
-                f"offset {first} is past the end of {resolved.relative} ({total:,} lines); use an offset from 1 to {total:,}"
+                f"offset {first} is past the end of {resolved.relative} ({total:,} lines); use an offset from 1 to "
+                f"{total:,}"
             )
         codec = ENCODINGS[encoding][0]
         lines = [raw.decode(codec, "replace") for raw, _ in window]

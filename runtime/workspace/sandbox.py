@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import difflib
 import errno
+import functools
 import os
 import posixpath
 import re
@@ -44,7 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from runtime.workspace.errors import WorkspaceError
+from runtime.workspace.globs import GlobSet
 from runtime.workspace.hardlinks import NO_PROTECTED_INODES, ProtectedInodes
+from runtime.workspace.nolinks import open_no_links
 
 DEFAULT_DENY: tuple[str, ...] = (
     "**/.git/**",  # repository internals: hooks there run code, config holds remotes
@@ -76,9 +79,9 @@ DEFAULT_DENY: tuple[str, ...] = (
 )
 """Globs refused by default, matched case-insensitively against workspace-relative paths.
 
-``**`` matches any number of directories (none included), ``*`` and ``?`` stay within
-one path component, ``[...]`` is a character class; a trailing ``/**`` also matches the
-directory itself. A path is denied when it or any directory above it matches.
+The dialect is :mod:`runtime.workspace.globs` (``**`` is zero or more whole components,
+so ``.git/**`` matches ``.git`` itself too). A path is denied when it or any directory
+above it matches.
 """
 
 MAX_PATH_BYTES = 4096  # Linux PATH_MAX
@@ -91,23 +94,32 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _SHOWN_CHARS = 160
+_DENIED_REMEMBERED = 4096
+# ASCII paths the one-call open takes: printable, at most PATH_MAX bytes (others are looked at further).
+_PLAIN = re.compile(f"[ -~]{{1,{MAX_PATH_BYTES}}}")
 
 
 @dataclass(frozen=True)
 class Resolved:
     """A path inside the workspace, as found when it was resolved.
 
-    ``absolute`` is the fully resolved path (for locks and cache keys; never show it
-    to the model), ``relative`` its POSIX form relative to the root (``"."`` for the
-    root itself), ``given`` the text the model sent.
+    ``location`` is the fully resolved path (for locks and cache keys; never show it
+    to the model; ``absolute`` is the same as a :class:`Path`), ``relative`` its POSIX
+    form relative to the root (``"."`` for the root itself), ``given`` the text the
+    model sent.
     """
 
     given: str
-    absolute: Path
+    location: str
     relative: str
     exists: bool
     is_dir: bool
     is_file: bool
+
+    @functools.cached_property
+    def absolute(self) -> Path:
+        """``location`` as a :class:`Path`."""
+        return Path(self.location)
 
     @property
     def name(self) -> str:
@@ -146,7 +158,9 @@ class Workspace:
         self._root_spellings = tuple(dict.fromkeys([PurePosixPath(real).parts, PurePosixPath(given).parts]))
         self.deny_globs = tuple(deny_globs)
         self.protected_inodes = protected_inodes  # toolrt's own files, found under other names (hard links)
-        self._deny = tuple((glob, _glob_regex(glob)) for glob in self.deny_globs)
+        # Compiled once, here (the workspace is built into the snapshot): one regex for all globs.
+        self._deny = GlobSet(self.deny_globs, case_sensitive=False, below=True)
+        self._denied: dict[str, str | None] = {}  # verdicts by relative path: a pure function of the text
 
     def __repr__(self) -> str:
         return f"Workspace({self._root_str!r})"
@@ -172,7 +186,8 @@ class Workspace:
         bad = next((ch for ch in path if ord(ch) < 32 or ord(ch) == 127), None)
         if bad is not None:
             raise WorkspaceError(
-                f"path {shown} contains the control character U+{ord(bad):04X}; file names here may not contain control characters"
+                f"path {shown} contains the control character U+{ord(bad):04X}; file names here may not contain "
+                "control characters"
             )
         try:
             encoded = os.fsencode(path)
@@ -188,11 +203,13 @@ class Workspace:
         for part in parts:
             if len(os.fsencode(part)) > MAX_NAME_BYTES:
                 raise WorkspaceError(
-                    f"a name in path {shown} is too long ({len(os.fsencode(part))} bytes; at most {MAX_NAME_BYTES} per name)"
+                    f"a name in path {shown} is too long ({len(os.fsencode(part))} bytes; at most {MAX_NAME_BYTES} "
+                    "per name)"
                 )
         if parts and parts[0] == "~":
             raise WorkspaceError(
-                f"path {shown} starts with '~', but home directories are not available: paths are relative to the workspace root"
+                f"path {shown} starts with '~', but home directories are not available: paths are relative to the "
+                "workspace root"
             )
 
         if path.startswith("/"):
@@ -218,7 +235,8 @@ class Workspace:
             raise WorkspaceError(f"path {shown} has too many levels of symbolic links (a link loop?)")
         if not real_path.is_relative_to(self.root):
             raise WorkspaceError(
-                f"path {shown} leads outside the workspace through a symbolic link; only files inside the workspace can be used"
+                f"path {shown} leads outside the workspace through a symbolic link; only files inside the workspace "
+                "can be used"
             )
         relative = real_path.relative_to(self.root).as_posix()
 
@@ -248,7 +266,8 @@ class Workspace:
             glob = self.denied_by(candidate)
             if glob is not None:
                 raise WorkspaceError(
-                    f"path {shown} is protected (it matches the deny rule '{glob}'); the workspace tools cannot read or change it"
+                    f"path {shown} is protected (it matches the deny rule '{glob}'); the workspace tools cannot read "
+                    "or change it"
                 )
 
         if not exists:
@@ -272,21 +291,74 @@ class Workspace:
                 raise WorkspaceError(
                     f"names starting with '{TEMP_PREFIX}' are reserved for temporary files; choose another name"
                 )
-        return Resolved(
-            given=path, absolute=real_path, relative=relative, exists=exists, is_dir=is_dir, is_file=is_file
-        )
+        return Resolved(given=path, location=real, relative=relative, exists=exists, is_dir=is_dir, is_file=is_file)
 
     def denied_by(self, relative: str) -> str | None:
         """The first deny glob matching ``relative`` or a directory above it, else None."""
         if not self._deny or relative in ("", "."):
             return None
-        parts = relative.split("/")
-        for end in range(1, len(parts) + 1):
-            prefix = "/".join(parts[:end])
-            for glob, regex in self._deny:
-                if regex.match(prefix):
-                    return glob
-        return None
+        try:
+            return self._denied[relative]
+        except KeyError:
+            pass
+        verdict = self._deny.first(_matchable(relative))
+        if len(self._denied) >= _DENIED_REMEMBERED:
+            self._denied.clear()
+        self._denied[relative] = verdict
+        return verdict
+
+    def open_file(self, path: str) -> tuple[Resolved, int, os.stat_result]:
+        """Resolve ``path`` (as :meth:`resolve`) and open it for reading (as
+        :meth:`open_for_read`): the resolved path, a descriptor and its ``fstat``.
+        A directory is refused (the caller closes the descriptor).
+
+        The usual path (no symbolic link, no ``..``, nothing unusual in the text) is
+        opened in one system call that refuses any link on the way, so it costs no
+        walk; anything else, and every refusal, goes the long way and reads the same.
+        """
+        fast = self._open_plain(path)
+        if fast is None:
+            resolved = self.resolve(path)
+            if not resolved.is_dir:
+                fd = self.open_for_read(resolved)
+                return resolved, fd, os.fstat(fd)
+        else:
+            resolved, fd, st = fast
+            if not resolved.is_dir:
+                return fast
+            os.close(fd)
+        raise WorkspaceError(f"{resolved.relative} is a directory, not a file; list it to see what it contains")
+
+    def _open_plain(self, path: str) -> tuple[Resolved, int, os.stat_result] | None:
+        if type(path) is not str or path.startswith(("/", "~")) or path.endswith("/") or not path.strip():
+            return None
+        if path.isascii():
+            if not _PLAIN.fullmatch(path):
+                return None
+            lengths = map(len, path.split("/"))
+        elif path.isprintable() and len(encoded := path.encode()) <= MAX_PATH_BYTES:  # no surrogates either
+            lengths = map(len, encoded.split(b"/"))
+        else:
+            return None
+        parts = [part for part in path.split("/") if part not in ("", ".")]
+        if not parts or ".." in parts or max(lengths) > MAX_NAME_BYTES:
+            return None
+        relative = "/".join(parts)
+        if self.denied_by(relative) is not None:
+            return None
+        location = f"{self._root_str}/{relative}"
+        fd = open_no_links(os.fsencode(location), _READ_FLAGS)
+        if fd < 0:
+            return None  # a link on the way, missing, unreadable, or no openat2: the long way words it
+        try:
+            st = os.fstat(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._refuse_protected(fd, st, relative)  # closes fd when it refuses
+        is_dir = stat.S_ISDIR(st.st_mode)
+        resolved = Resolved(path, location, relative, True, is_dir, stat.S_ISREG(st.st_mode))
+        return resolved, fd, st
 
     def _strip_root(self, path: str, shown: str) -> list[str]:
         """The components of absolute ``path`` after the root, or a refusal.
@@ -300,7 +372,8 @@ class Workspace:
             if tuple(parts[: len(inner)]) == inner:
                 return parts[len(inner) :]
         raise WorkspaceError(
-            f"absolute path {shown} is outside the workspace; use a path relative to the workspace root (e.g. 'src/main.py')"
+            f"absolute path {shown} is outside the workspace; use a path relative to the workspace root (e.g. "
+            "'src/main.py')"
         )
 
     def _refuse_file_as_directory(self, shown: str, real_path: Path) -> None:
@@ -310,7 +383,8 @@ class Workspace:
             ancestor = ancestor.parent
         if ancestor != self.root and not os.path.isdir(ancestor):
             raise WorkspaceError(
-                f"path {shown} goes through {ancestor.relative_to(self.root).as_posix()}, which is a file, not a directory"
+                f"path {shown} goes through {ancestor.relative_to(self.root).as_posix()}, which is a file, not a "
+                "directory"
             )
 
     def _not_found(self, shown: str, real_path: Path) -> str:
@@ -395,7 +469,8 @@ class Workspace:
                     is_link = True  # gone again: it is changing under us either way
                 if is_link:
                     raise WorkspaceError(
-                        f"{walked} is no longer a directory inside the workspace (it changed while in use and is now a symbolic link); nothing was written, try again"
+                        f"{walked} is no longer a directory inside the workspace (it changed while in use and is now "
+                        "a symbolic link); nothing was written, try again"
                     ) from None
                 raise WorkspaceError(f"{walked} is a file, not a directory; nothing was written") from None
             if err.errno == errno.EACCES:
@@ -432,10 +507,14 @@ class Workspace:
     def refuse_protected(self, fd: int, shown: str) -> None:
         """Close ``fd`` and refuse when it is one of toolrt's own files under another
         name (a hard link): the path checks cannot see that."""
-        if self.protected_inodes.holds(os.fstat(fd)):
+        self._refuse_protected(fd, os.fstat(fd), shown)
+
+    def _refuse_protected(self, fd: int, st: os.stat_result, shown: str) -> None:
+        if self.protected_inodes.holds(st):
             os.close(fd)
             raise WorkspaceError(
-                f"{shown} is another name (a hard link) for one of toolrt's own files (config, audit log, artifacts or state); it cannot be used"
+                f"{shown} is another name (a hard link) for one of toolrt's own files (config, audit log, artifacts "
+                "or state); it cannot be used"
             )
 
 
@@ -467,53 +546,10 @@ def _show(path: str) -> str:
     return f"'{text}'"
 
 
-def _glob_regex(glob: str) -> re.Pattern[str]:
-    """Compile a deny glob (see :data:`DEFAULT_DENY`) into an anchored, case-insensitive regex."""
-    parts = [part for part in glob.strip("/").split("/") if part]
-    out: list[str] = []
-    for index, part in enumerate(parts):
-        last = index == len(parts) - 1
-        if part == "**":
-            if last:
-                # "dir/**" covers "dir" itself as well as everything below it.
-                if out and out[-1].endswith("/"):
-                    out[-1] = out[-1][:-1]
-                out.append("(?:/.*)?" if out else ".*")
-            else:
-                out.append("(?:[^/]*/)*")
-        else:
-            out.append(_component_regex(part) + ("" if last else "/"))
-    return re.compile("".join(out) + r"\Z", re.IGNORECASE | re.DOTALL)
-
-
-def _component_regex(part: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(part):
-        ch = part[i]
-        if ch == "*":
-            out.append("[^/]*")
-        elif ch == "?":
-            out.append("[^/]")
-        elif ch == "[" and (end := _class_end(part, i)) != -1:
-            body = part[i + 1 : end]
-            negate = body.startswith("!")
-            body = body[1:] if negate else body
-            body = body.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
-            # A class never matches "/": the regex runs on whole paths.
-            out.append(f"[^/{body}]" if negate else f"[{body}]")
-            i = end
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return "".join(out)
-
-
-def _class_end(part: str, start: int) -> int:
-    """Index of the "]" closing the class opened at ``start`` (a leading "!" or "]" is literal), or -1."""
-    j = start + 1
-    if part[j : j + 1] == "!":
-        j += 1
-    if part[j : j + 1] == "]":
-        j += 1
-    return part.find("]", j)
+def _matchable(path: str) -> str:
+    """``path`` as RE2 can take it: undecodable bytes of a file name (surrogate escapes) become U+FFFD."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return path

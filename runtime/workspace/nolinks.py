@@ -1,0 +1,70 @@
+"""Open a path in one system call, refusing any symbolic link on the way (Linux ``openat2``).
+
+``openat2(2)`` with ``RESOLVE_NO_SYMLINKS`` fails with ``ELOOP`` when any component
+of the path, not only the last, is a symbolic link. For a path made of the resolved
+workspace root (which holds no link) and components without ``..``, success means
+the file opened lies physically under the root, checked by the kernel in the same
+step that opens it: no window between a check and the open.
+
+This is the fast path of :meth:`Workspace.open_file`; whenever it cannot answer (a
+link on the way, a missing file, an older kernel, a seccomp filter, not Linux) the
+caller falls back to the component-by-component resolver, which handles links and
+words every refusal. Python's ``os`` has no ``openat2``, so it is called through
+``ctypes``; the system call releases the interpreter lock like ``os.open`` does.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from typing import Any
+
+_SYS_OPENAT2 = 437  # the same number on every architecture Linux added it to after 5.x (not alpha)
+_AT_FDCWD = -100
+_RESOLVE_NO_MAGICLINKS = 0x02
+_RESOLVE_NO_SYMLINKS = 0x04
+_UNSUPPORTED = frozenset({errno.ENOSYS, errno.EPERM, errno.E2BIG, errno.EINVAL, errno.EOPNOTSUPP})
+
+_call: Any = None  # (syscall, how-factory, sizeof, get_errno) once loaded; False when unavailable
+
+
+def _load() -> Any:
+    global _call
+    if _call is None:
+        _call = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                libc = ctypes.CDLL(None, use_errno=True)
+
+                class OpenHow(ctypes.Structure):
+                    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+                syscall = libc.syscall
+                syscall.restype = ctypes.c_long
+                _call = (syscall, OpenHow, ctypes.sizeof(OpenHow), ctypes.get_errno, ctypes.byref)
+            except (OSError, AttributeError, ImportError):
+                _call = False
+    return _call
+
+
+def open_no_links(path: bytes, flags: int) -> int:
+    """A descriptor of absolute ``path`` opened with ``flags`` and no symbolic link followed
+    anywhere on the way; ``-errno`` on failure (``-ELOOP``: a link was in the way;
+    ``-ENOSYS``: not available here, and never tried again)."""
+    loaded = _load()
+    if not loaded:
+        return -errno.ENOSYS
+    syscall, how_type, size, get_errno, byref = loaded
+    how = how_type(flags | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
+    fd = int(syscall(_SYS_OPENAT2, _AT_FDCWD, path, byref(how), size))
+    if fd >= 0:
+        return fd
+    err = get_errno()
+    if err in _UNSUPPORTED:
+        global _call
+        _call = False  # an older kernel or a filter: the slow path from now on
+        return -errno.ENOSYS
+    return -err
