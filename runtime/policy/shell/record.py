@@ -1,0 +1,185 @@
+"""What a split records: the :class:`CommandLine` result, the sink every (sub)parser of
+one line writes to, and the :class:`Context` a command handler works in.
+
+Handlers never import the parser: a :class:`Context` carries the :class:`Lines` that
+split nested text (``sh -c`` scripts, ``eval`` arguments ...) and the judge that
+resolves a nested command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from runtime.policy.bashglob import brace_variants
+from runtime.policy.shell.expansions import has_brace, shape
+from runtime.policy.shell.words import LITERAL, MAX_DEPTH, TOO_DEEP, XARGS_INPUT, Word, basename
+
+# Wrappers that run a shell reading its input when given no command (su, sudo -s, doas -s).
+PRIVILEGE_WRAPPERS = frozenset({"su", "sudo", "doas"})
+POSIX_SHELLS = frozenset({"sh", "bash", "dash", "ksh", "zsh", "mksh", "ash", "yash", "posh", "rbash", "ksh93"})
+_OTHER_SHELLS = frozenset({"fish", "csh", "tcsh", "pwsh", "powershell", "nu", "xonsh", "elvish"})
+SHELLS = POSIX_SHELLS | _OTHER_SHELLS
+
+
+@dataclass(frozen=True, slots=True)
+class CommandLine:
+    """The simple commands a shell command line runs.
+
+    ``commands`` holds each command's argv (wrappers unwrapped, ``argv[0]`` reduced to
+    its basename). ``problem`` says why the line could not be split with certainty;
+    when it is set, deny/ask rules must be treated as matching and allow rules as
+    not covering, and ``commands`` may be partial.
+
+    ``shapes`` has one string per command, one character per argv item: :data:`LITERAL`
+    for an item written out in the line, :data:`GLOB` for a glob pattern (``*``, ``?``,
+    ``[...]``: its files are only known where the command runs), :data:`RUNTIME` for an
+    item whose value is only known when the command runs (an expansion, ``$IFS``, a
+    brace list, a leading ``~``, the input ``xargs`` appends, ``find -exec``'s ``{}``).
+    """
+
+    commands: tuple[tuple[str, ...], ...]
+    problem: str | None = None
+    shapes: tuple[str, ...] = ()
+    # Brace words and what bash makes of them, read with their quoting: (the item as it
+    # is in argv, its variants, or None when there are too many to list).
+    braces: tuple[tuple[str, tuple[str, ...] | None], ...] = ()
+
+    @property
+    def certain(self) -> bool:
+        """True when every command of the line is known."""
+        return self.problem is None
+
+
+class Abort(Exception):
+    """Stops a parse: the rest of the text cannot be read with certainty."""
+
+
+class Sink:
+    """Where every (sub)parser of one line puts commands and problems."""
+
+    __slots__ = ("commands", "shapes", "braces", "problems", "scanned", "shell_started")
+
+    def __init__(self) -> None:
+        self.commands: list[tuple[str, ...]] = []
+        self.shapes: list[str] = []  # one per command: see CommandLine.shapes
+        self.braces: dict[str, tuple[str, ...] | None] = {}  # see CommandLine.braces
+        # A dict keeps the first-seen order and deduplicates in constant time.
+        self.problems: dict[str, None] = {}
+        self.scanned = 0  # how many commands started_shell has looked at
+        self.shell_started = False
+
+    def started_shell(self) -> bool:
+        """Whether a command listed so far is a shell (or su, sudo, doas); each command is looked at once."""
+        commands = self.commands
+        while not self.shell_started and self.scanned < len(commands):
+            argv = commands[self.scanned]
+            self.scanned += 1
+            self.shell_started = bool(argv) and (argv[0] in SHELLS or argv[0] in PRIVILEGE_WRAPPERS)
+        return self.shell_started
+
+    def add_braces(self, words: Sequence[Word]) -> None:
+        """Remember what bash makes of each brace word (several words spelled the same
+        but quoted differently: all their variants)."""
+        for word in words:
+            if word.expanded or not has_brace(word):
+                continue
+            variants = brace_variants(word.value, active=word.plain)
+            known = self.braces.get(word.value, ())
+            if word.value in self.braces and known is None or variants is None:
+                self.braces[word.value] = None
+            else:
+                self.braces[word.value] = tuple(dict.fromkeys([*(known or ()), *variants]))
+
+    def add(self, argv: tuple[str, ...], shape: str | None) -> None:
+        self.commands.append(argv)
+        self.shapes.append(shape if shape is not None and len(shape) == len(argv) else LITERAL * len(argv))
+
+    def problem(self, text: str) -> None:
+        self.problems.setdefault(text, None)
+
+    def summary(self) -> str | None:
+        if not self.problems:
+            return None
+        problems = list(self.problems)
+        text = "; ".join(problems[:3])
+        if len(problems) > 3:
+            text += f" (and {len(problems) - 3} more)"
+        return text
+
+
+class Lines(Protocol):
+    """Splits nested text, one level deeper, into the same sink (the parser provides it)."""
+
+    def split(self, text: str, depth: int) -> None:
+        """Split ``text`` as a command line of its own."""
+
+    def expansions(self, text: str, depth: int) -> None:
+        """List the command substitutions in ``text``, which is otherwise data."""
+
+    def words(self, text: str, depth: int) -> list[Word] | None:
+        """``text`` as the words of one command; None if it holds more than that."""
+
+
+#: Judges one simple command: its words, its assignment prefixes, the context it runs in.
+Judge = Callable[[list[Word], list[Word], "Context"], None]
+
+
+@dataclass(slots=True)
+class Context:
+    """Where a command handler puts what it finds: the line's sink, how deep the command
+    is nested, how to split nested text (``lines``) and how to judge a nested command
+    (``judge``)."""
+
+    sink: Sink
+    depth: int
+    lines: Lines
+    judge: Judge
+
+    def emit(self, argv: Sequence[str], shape: str | None = None) -> None:
+        self.sink.add(tuple(argv), shape)
+
+    def emit_words(self, name: str | None, words: Sequence[Word]) -> None:
+        """List the command ``words`` (``argv[0]`` replaced by ``name`` when it is known)."""
+        self.sink.add_braces(words)
+        if name is None:
+            self.sink.add(tuple(w.value for w in words), "".join(shape(w) for w in words))
+        else:
+            self.sink.add((name, *(w.value for w in words[1:])), "l" + "".join(shape(w) for w in words[1:]))
+
+    def problem(self, text: str) -> None:
+        self.sink.problem(text)
+
+    def deeper(self) -> Context | None:
+        if self.depth >= MAX_DEPTH:
+            self.sink.problem(TOO_DEEP)
+            return None
+        return Context(self.sink, self.depth + 1, self.lines, self.judge)
+
+    def run(self, words: list[Word]) -> None:
+        """Judge ``words`` as a command run in this context (a wrapper's command)."""
+        self.judge(words, [], self)
+
+    def parse_line(self, text: str) -> None:
+        """Split ``text`` as a command line that this command runs."""
+        if text == XARGS_INPUT:
+            return  # only a stand-in for unknown text: the caller has set a problem
+        self.lines.split(text, self.depth + 1)
+
+    def scan_expansions(self, text: str) -> None:
+        """List the command substitutions in ``text``, which is otherwise data."""
+        self.lines.expansions(text, self.depth + 1)
+
+    def split_words(self, text: str) -> list[Word] | None:
+        """``text`` as the words of one command (for ``env -S``); None if it is more."""
+        return self.lines.words(text, self.depth + 1)
+
+
+#: A command handler: the command's basename, its words, its context.
+Handler = Callable[[str, list[Word], Context], None]
+
+
+def is_shell_name(word: Word) -> bool:
+    """Whether the word names a shell (``bash``, ``/bin/sh`` ...)."""
+    return not word.expanded and basename(word.value) in SHELLS
