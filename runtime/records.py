@@ -90,6 +90,9 @@ class ValidatedCall:
     call: Call
     tool: CompiledTool
     args: Mapping[str, Any]
+    # The CEL activation the business rules were evaluated against, when it also holds
+    # what the policy conditions read (runtime.policy.celdata): permit reuses it.
+    activation: Any = None
 
 
 @dataclass(slots=True)

@@ -21,6 +21,9 @@ MAX_NAME_CHARS = 256
 
 def as_data(payload: Any) -> Any:
     """``payload`` as plain data: SDK (pydantic) objects are dumped, anything else is returned."""
+    kind = type(payload)
+    if kind is dict or kind is list or kind is str:  # the usual payloads, without the slower checks below
+        return payload
     dump = getattr(payload, "model_dump", None)
     if callable(dump) and not isinstance(payload, Mapping | list | tuple | str | bytes):
         try:
@@ -33,6 +36,8 @@ def as_data(payload: Any) -> Any:
 def as_list(value: Any) -> list[Any]:
     """``value`` as a list of items; anything that is not a list or tuple gives []."""
     value = as_data(value)
+    if type(value) is list:
+        return value.copy()
     return list(value) if isinstance(value, list | tuple) else []
 
 

@@ -24,6 +24,7 @@ Rules (the same for both entry points):
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -88,7 +89,7 @@ def check_object(value: Any, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX
 def _decode(raw: Any, max_bytes: int, max_depth: int) -> tuple[dict[str, Any] | None, str | None]:
     if raw is None:
         return {}, None
-    if isinstance(raw, Mapping):  # some clients hand over arguments already decoded
+    if type(raw) is not str and isinstance(raw, Mapping):  # some clients hand over arguments already decoded
         problem = check_object(raw, max_bytes=max_bytes, max_depth=max_depth)
         return (None, problem) if problem else (dict(raw), None)
     if isinstance(raw, bytes | bytearray):
@@ -110,9 +111,7 @@ def _decode(raw: Any, max_bytes: int, max_depth: int) -> tuple[dict[str, Any] | 
     if depth > max_depth:
         return None, _too_deep(depth, max_depth)
     try:
-        value = json.loads(
-            raw, strict=False, parse_constant=_constant, parse_float=_float, parse_int=_int, object_pairs_hook=_object
-        )
+        value = _decoder().decode(raw)
     except json.JSONDecodeError as err:
         return (
             None,
@@ -126,6 +125,14 @@ def _decode(raw: Any, max_bytes: int, max_depth: int) -> tuple[dict[str, Any] | 
         return None, _not_object(value)
     problem = _walk(value, max_bytes=max_bytes, max_depth=max_depth)
     return (None, problem) if problem else (value, None)
+
+
+@functools.cache
+def _decoder() -> json.JSONDecoder:
+    """One decoder with the hooks below, made once (json.loads would make one per call)."""
+    return json.JSONDecoder(
+        strict=False, parse_constant=_constant, parse_float=_float, parse_int=_int, object_pairs_hook=_object
+    )
 
 
 def _bracket_depth(raw: str, max_depth: int) -> int:
@@ -233,47 +240,123 @@ def _bad_message(bad: _Bad, where: str) -> str:
 
 
 def _walk(root: Any, *, max_bytes: int, max_depth: int) -> str | None:
-    """Check every value under ``root`` iteratively; the first problem, or None."""
+    """Check every value under ``root`` iteratively; the first problem, or None.
+
+    Runs on every parsed call, so the JSON types are tested by exact type first (an
+    ``isinstance`` against ``Mapping``, an abstract base class, costs several times
+    more) and a value's path is kept as a link to its parent's, made into a pointer
+    only when there is a problem to report."""
     size = 0
-    stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(root, 1, ())]
+    stack: list[tuple[Any, int, _Link]] = [(root, 1, None)]
     while stack:
-        value, depth, path = stack.pop()
+        value, depth, link = stack.pop()
+        kind = type(value)
+        if kind is str:
+            size += len(value)
+            if size > max_bytes:
+                return (
+                    f"arguments are too large: more than {max_bytes:,} characters of text;"
+                    " pass large content by reference (a file path) or in smaller pieces"
+                )
+            if not value.isascii():
+                problem = _surrogate(value, _path(link), "")
+                if problem:
+                    return problem
+            continue
+        if value is None or kind is int or kind is bool:
+            continue
+        if kind is dict or kind is list:
+            if depth > max_depth:
+                return _too_deep(depth, max_depth) + f" (at {_pointer(_path(link))})"
+            if kind is dict:
+                for key, item in value.items():
+                    if type(key) is not str:
+                        problem = _key_problem(key, link)
+                        if problem:
+                            return problem
+                    size += len(key) + 1
+                    if not key.isascii():
+                        problem = _surrogate(key, (*_path(link), key), " in a key")
+                        if problem:
+                            return problem
+                    stack.append((item, depth + 1, (link, key)))
+            else:
+                stack.extend((item, depth + 1, (link, index)) for index, item in enumerate(value))
+            size += 1
+            if size > max_bytes:
+                return (
+                    f"arguments are too large: more than {max_bytes:,} characters;"
+                    " pass large content by reference (a file path) or in smaller pieces"
+                )
+            continue
+        # Anything else (a float, a decoding marker, a subclass, a mapping or tuple from
+        # an app): the general checks, in the order that decides which problem is told.
         if isinstance(value, str):
             size += len(value)
             if size > max_bytes:
-                return f"arguments are too large: more than {max_bytes:,} characters of text; pass large content by reference (a file path) or in smaller pieces"
-            problem = _surrogate(value, path, "")
+                return (
+                    f"arguments are too large: more than {max_bytes:,} characters of text;"
+                    " pass large content by reference (a file path) or in smaller pieces"
+                )
+            problem = _surrogate(value, _path(link), "")
             if problem:
                 return problem
             continue
-        if value is None or isinstance(value, bool | int):
+        if isinstance(value, bool | int):
             continue
         if isinstance(value, float):
             if not math.isfinite(value):
-                return f"arguments contain {_non_finite(value)} at {_pointer(path)}, which is not a JSON number; use a finite number, null or a string"
+                return (
+                    f"arguments contain {_non_finite(value)} at {_pointer(_path(link))}, which is not a JSON number;"
+                    " use a finite number, null or a string"
+                )
             continue
         if isinstance(value, _Bad):
-            return _bad_message(value, _pointer(path))
+            return _bad_message(value, _pointer(_path(link)))
         if depth > max_depth:
-            return _too_deep(depth, max_depth) + f" (at {_pointer(path)})"
+            return _too_deep(depth, max_depth) + f" (at {_pointer(_path(link))})"
         if isinstance(value, Mapping):
             for key, item in value.items():
                 if not isinstance(key, str):
-                    return f"the object at {_pointer(path)} has a key that is not a string ({type(key).__name__})"
+                    return (
+                        f"the object at {_pointer(_path(link))} has a key that is not a string ({type(key).__name__})"
+                    )
                 size += len(key) + 1
-                problem = _surrogate(key, (*path, key), " in a key")
+                problem = _surrogate(key, (*_path(link), key), " in a key")
                 if problem:
                     return problem
-                stack.append((item, depth + 1, (*path, key)))
+                stack.append((item, depth + 1, (link, key)))
             size += 1
         elif isinstance(value, list | tuple):
-            stack.extend((item, depth + 1, (*path, i)) for i, item in enumerate(value))
+            stack.extend((item, depth + 1, (link, i)) for i, item in enumerate(value))
             size += 1
         else:
-            return f"arguments contain a {type(value).__name__} at {_pointer(path)}, which is not a JSON value"
+            return f"arguments contain a {type(value).__name__} at {_pointer(_path(link))}, which is not a JSON value"
         if size > max_bytes:
-            return f"arguments are too large: more than {max_bytes:,} characters; pass large content by reference (a file path) or in smaller pieces"
+            return (
+                f"arguments are too large: more than {max_bytes:,} characters;"
+                " pass large content by reference (a file path) or in smaller pieces"
+            )
     return None
+
+
+#: A value's place in the arguments: None for the top, else (the parent's link, key or index).
+_Link = tuple[Any, str | int] | None
+
+
+def _path(link: _Link) -> tuple[str | int, ...]:
+    parts: list[str | int] = []
+    while link is not None:
+        link, part = link
+        parts.append(part)
+    return tuple(reversed(parts))
+
+
+def _key_problem(key: Any, link: _Link) -> str | None:
+    """A problem with a dict key that is not exactly a str (a str subclass is fine)."""
+    if isinstance(key, str):
+        return None
+    return f"the object at {_pointer(_path(link))} has a key that is not a string ({type(key).__name__})"
 
 
 def _surrogate(text: str, path: tuple[str | int, ...], where: str) -> str | None:

@@ -62,7 +62,7 @@ def parse_chat_calls(message: Any, *, snapshot: Snapshot | None = None) -> list[
     """
     try:
         data = as_data(message)
-        entries = as_list(data.get("tool_calls")) if isinstance(data, Mapping) else as_list(data)
+        entries = as_list(data.get("tool_calls")) if type(data) is dict or isinstance(data, Mapping) else as_list(data)
         return [_chat_call(as_data(entry), index, snapshot) for index, entry in enumerate(entries)]
     except Exception:  # noqa: BLE001 - a hostile payload yields nothing rather than an exception
         return []
@@ -94,7 +94,7 @@ def tool_definitions_chat(snapshot: Snapshot, *, strict: bool = True) -> list[di
 
 
 def _chat_call(entry: Any, index: int, snapshot: Snapshot | None) -> Call:
-    if not isinstance(entry, Mapping):
+    if type(entry) is not dict and not isinstance(entry, Mapping):
         return Call(
             id=f"call_missing_{index}",
             name="",
@@ -121,7 +121,7 @@ def _chat_call(entry: Any, index: int, snapshot: Snapshot | None) -> Call:
             parse_error=join_problems(problems),
         )
     function = as_data(entry.get("function"))
-    if kind != "function" or not isinstance(function, Mapping):
+    if kind != "function" or (type(function) is not dict and not isinstance(function, Mapping)):
         problems.append(
             f"tool call #{index} is not a function call (type {kind!r})"
             if kind != "function"

@@ -171,11 +171,29 @@ def strip_strict_nulls(args: Mapping[str, Any], schema: Mapping[str, Any]) -> di
     ``properties``, ``items``, local ``$ref`` and a single non-null ``anyOf`` branch.
     Everything else is returned unchanged (a new dict; ``args`` is not modified).
     """
+    if type(args) is dict and not _holds_none(args):
+        return dict(args)  # the common case: no null anywhere, nothing to drop
     try:
         result = _strip(args, schema, schema, 0)
     except Exception:  # noqa: BLE001 - the arguments go to validation unchanged then
         return dict(args)
     return result if isinstance(result, dict) else dict(args)
+
+
+def _holds_none(args: dict[str, Any]) -> bool:
+    """Whether a ``null`` is anywhere in decoded arguments; True for anything that is not
+    plain decoded JSON (dicts, lists, scalars), which then takes the full walk."""
+    stack: list[Any] = [args]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is dict:
+            stack.extend(value.values())
+        elif kind is list:
+            stack.extend(value)
+        elif value is None or not (kind is str or kind is int or kind is float or kind is bool):
+            return True
+    return False
 
 
 def accepts_null(schema: Any, root: Any = None, _seen: frozenset[str] = frozenset()) -> bool:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from enum import Enum
 from pathlib import PurePath
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -331,7 +332,7 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan
 
 
 class Encoded(str):
-    """Arguments already encoded (and found clean): stored as they are."""
+    """Arguments already encoded as JSON text (and redacted): stored as they are."""
 
     __slots__ = ()
 
@@ -339,23 +340,58 @@ class Encoded(str):
 def _redacted(args: Mapping[str, Any], redactor: Any) -> Any:
     """``args`` with secrets redacted, cheaply in the common case.
 
-    The JSON text that would be stored is scanned once: when it holds no escape
-    sequence, every string of ``args`` appears in it verbatim (with non-word
-    characters around it, which is all ``\\b`` looks at), so no candidate in the text
-    means no secret in any string, and the text is kept. Not for patterns anchored
-    with ``^``/``$`` (they see a string's edges, which the JSON text hides) nor for
-    text the encoder had to cut. Otherwise each string is redacted on its own (one
-    scan per string, several times slower).
+    Every string of ``args`` (keys too) is gathered and the strings are scanned once,
+    joined by newlines: a pattern that looks only at a string's characters and its line
+    edges (``(?m)^``, ``$``, ``\\b``: a newline is a line edge and not a word character,
+    like a string's own edges) finds a match in some string alone only if it finds one in
+    the joined text. No candidate there means nothing to redact, and ``args`` is kept as
+    it is. A key that names a secret (its value is hidden whatever it looks like), a
+    pattern anchored to the whole text's edges, or a value of another type takes the
+    careful path: each string redacted on its own.
     """
-    if not redactor.anchored:
-        try:
-            text = _ENCODER.encode(args)
-        except Exception:  # noqa: BLE001 - odd types: the careful path below
-            text = None
-        # Uncut (no string shortened before the scan) and without escape sequences.
-        if text is not None and len(text) <= STRING_MAX_CHARS and "\\" not in text and not redactor.has_candidate(text):
-            return Encoded(text)
-    return redactor.redact_value(args)[0]
+    if not redactor.edge_anchored:
+        strings: list[str] = []
+        if _gather(args, strings, redactor, 0) and not redactor.has_candidate("\n".join(strings)):
+            return args
+    return redactor.redact_value(_plain(args, 0))[0]
+
+
+def _gather(value: Any, strings: list[str], redactor: Any, depth: int) -> bool:
+    """Append every string in ``value`` (keys too) to ``strings``; False when the
+    value needs the careful path (a secret key, deep nesting, an unusual type)."""
+    kind = type(value)
+    if kind is str:
+        strings.append(value)
+        return True
+    if value is None or kind is bool or kind is int or kind is float:
+        return True
+    if depth >= MAX_DEPTH:
+        return False
+    if kind is dict or kind is MappingProxyType:
+        secret = redactor.is_secret_key
+        for key, item in value.items():
+            if type(key) is not str or secret(key):
+                return False
+            strings.append(key)
+            if not _gather(item, strings, redactor, depth + 1):
+                return False
+        return True
+    if kind is list or kind is tuple:
+        return all(_gather(item, strings, redactor, depth + 1) for item in value)
+    return False
+
+
+def _plain(value: Any, depth: int) -> Any:
+    """Mappings (read-only views too) as dicts and tuples as lists, all the way down, for
+    the careful path, which redacts inside dicts and lists only (a secret in a read-only
+    view would otherwise be stored in clear)."""
+    if depth > MAX_DEPTH:
+        return f"<nested deeper than {MAX_DEPTH} levels>"
+    if isinstance(value, Mapping):
+        return {key: _plain(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item, depth + 1) for item in value]
+    return value
 
 
 def encode_args(args: Any) -> str | None:

@@ -120,7 +120,7 @@ def _variable_types(
 
 def _fixed_types(bounds: dict[str, SizeBound]) -> dict[str, CelType]:
     """``tool``, ``session`` and ``call`` as the runtime builds them (see
-    runtime.config.compile._attributes and runtime.pipeline.validate.cel_data)."""
+    runtime.config.compile._attributes and runtime.policy.celdata.cel_data)."""
     for name, keyword in (
         ("session.labels", "maxProperties"),
         ("session.labels.*", "maxLength"),

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 from runtime.adapters.arguments import MAX_DEPTH
 from runtime.config.models import FailurePolicy
 from runtime.policy.cel import RULE_VARIABLES, Outcome, get_engine
-from runtime.records import BoundCall, Call, Session, Stage, Status, ToolResult, ValidatedCall, error_result
-from runtime.snapshot import CompiledTool, Snapshot
+from runtime.policy.celdata import call_activation, cel_data
+from runtime.records import BoundCall, Session, Stage, Status, ToolResult, ValidatedCall, error_result
+from runtime.snapshot import Snapshot
 
 
 def validate(bound: BoundCall, session: Session, snapshot: Snapshot) -> ValidatedCall | ToolResult:
@@ -60,15 +61,16 @@ def validate(bound: BoundCall, session: Session, snapshot: Snapshot) -> Validate
             problems=tuple({"pointer": p.pointer, "message": p.message} for p in problems),
         )
     filled: Mapping[str, Any] = MappingProxyType({**tool.defaults, **args}) if tool.defaults else args
+    validated = ValidatedCall(call, tool, filled)
     if tool.rules:
-        failure = _check_rules(bound, filled, session, snapshot)
+        failure = _check_rules(validated, session, snapshot)
         if failure is not None:
             return failure
-    return ValidatedCall(call, tool, filled)
+    return validated
 
 
-def _check_rules(bound: BoundCall, args: Mapping[str, Any], session: Session, snapshot: Snapshot) -> ToolResult | None:
-    call, tool = bound.call, bound.tool
+def _check_rules(validated: ValidatedCall, session: Session, snapshot: Snapshot) -> ToolResult | None:
+    call, tool, args = validated.call, validated.tool, validated.args
     activation = None
     for rule in tool.rules:
         verdict = rule.direct(args) if rule.direct is not None else None
@@ -78,10 +80,7 @@ def _check_rules(bound: BoundCall, args: Mapping[str, Any], session: Session, sn
             outcome = _FALSE
         else:
             if activation is None:
-                # Only the variables the rules read: building CEL values is most of a rule's cost.
-                activation = get_engine(snapshot.cel_engine).activation(
-                    cel_data(call, tool, args, session, tool.rule_variables), RULE_VARIABLES
-                )
+                activation = _activation(validated, session, snapshot)
             outcome = rule.program.evaluate(activation)
         if outcome.is_true:
             continue
@@ -100,6 +99,21 @@ def _check_rules(bound: BoundCall, args: Mapping[str, Any], session: Session, sn
             rule=rule.name,
         )
     return None
+
+
+def _activation(validated: ValidatedCall, session: Session, snapshot: Snapshot) -> Any:
+    """The call's CEL activation. For a tool without a command line it is built with
+    everything the policy conditions read too and kept in ``validated`` for stage 04
+    (see runtime.policy.celdata); a command-line tool's conditions also read the placed
+    line, so its rules get only the variables they read (building CEL values is most
+    of a rule's cost)."""
+    call, tool, args = validated.call, validated.tool, validated.args
+    if not tool.spec.command_line:
+        validated.activation = call_activation(snapshot.cel_engine, call, tool, args, session)
+        return validated.activation
+    return get_engine(snapshot.cel_engine).activation(
+        cel_data(call, tool, args, session, tool.rule_variables), RULE_VARIABLES
+    )
 
 
 _FALSE = Outcome(value=False)
@@ -146,25 +160,3 @@ def _children(args: Any) -> Any:
     if isinstance(args, Mapping):
         return args.values()
     return (args,)  # not an object at all: the schema check says so; look inside it anyway
-
-
-def cel_data(
-    call: Call, tool: CompiledTool, args: Mapping[str, Any], session: Session, variables: Collection[str]
-) -> dict[str, Any]:
-    """What CEL expressions see as ``args``, ``tool``, ``session`` and ``call``; only
-    the ``variables`` asked for are built."""
-    data: dict[str, Any] = {}
-    if "args" in variables:
-        data["args"] = dict(args)
-    if "tool" in variables:
-        data["tool"] = dict(tool.attributes)
-    if "session" in variables:
-        data["session"] = session_view(session)
-    if "call" in variables:
-        data["call"] = {"id": call.id, "index": call.index}
-    return data
-
-
-def session_view(session: Session) -> dict[str, Any]:
-    """What CEL expressions see as ``session``."""
-    return {"id": session.id, "user": session.user or "", "mode": session.mode, "labels": dict(session.labels)}

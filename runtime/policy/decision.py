@@ -20,14 +20,14 @@ allow command rule, so a compound line can never slip past.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from runtime.config.models import Effect, Enforcement, FailurePolicy, Risk
-from runtime.policy.cel import POLICY_VARIABLES, Outcome, get_engine
+from runtime.policy.cel import Outcome
+from runtime.policy.celdata import call_activation
 from runtime.policy.commands import split_cached
 from runtime.policy.placed import NOWHERE, PlacedLine, Where, place
 from runtime.records import Decision, Session, ValidatedCall
@@ -96,36 +96,61 @@ def decide(
     if trace is None:
         plan = snapshot.when_plans.get(call.tool.key)
         if plan is not None and plan.quick is not None:
-            decided = _shortcut(
-                call, session, plan.quick, functools.partial(_judged_without_cel, plan.known, call.args)
-            )
-            if decided is not None:
-                return decided
+            # One walk: each rule is settled without the engine when it can be, and the
+            # engine (one activation, the plan's batch evaluated once) is brought in at
+            # the first rule that needs it.
+            return _shortcut(call, session, plan.quick, _QuickJudge(call, session, snapshot, where, rules, plan))
     return _Evaluation(call, session, snapshot, trace, where).run(rules)
 
 
-#: How a shortcut walk learns whether a rule applies: (applies, the reason to give if it
-#: does), or None when it cannot tell (then the walk gives up).
-Judge = Callable[[CompiledPolicyRule], tuple[bool, str] | None]
+class _QuickJudge:
+    """A :data:`Judge` for the shortcut walk that always tells: a build-time constant
+    or a direct check of the arguments when certain, else the CEL engine, started once."""
+
+    __slots__ = ("call", "session", "snapshot", "where", "rules", "plan", "evaluation")
+
+    def __init__(
+        self,
+        call: ValidatedCall,
+        session: Session,
+        snapshot: Snapshot,
+        where: Where,
+        rules: Sequence[CompiledPolicyRule],
+        plan: WhenPlan,
+    ) -> None:
+        self.call, self.session, self.snapshot, self.where = call, session, snapshot, where
+        self.rules, self.plan = rules, plan
+        self.evaluation: _Evaluation | None = None
+
+    def __call__(self, rule: CompiledPolicyRule) -> tuple[bool, str]:
+        verdict = _judged_without_cel(self.plan.known, self.call.args, rule)
+        if verdict is not None:
+            return verdict
+        evaluation = self.evaluation
+        if evaluation is None:
+            evaluation = self.evaluation = _Evaluation(self.call, self.session, self.snapshot, None, self.where)
+            evaluation._apply_plan(self.rules, self.plan)
+        return evaluation._judge(rule)
+
+
+#: How a shortcut walk learns whether a rule applies: (applies, the reason to give if it does).
+Judge = Callable[[CompiledPolicyRule], tuple[bool, str]]
 
 
 def _shortcut(
     call: ValidatedCall, session: Session, quick: tuple[Sequence[CompiledPolicyRule], ...], judge: Judge
-) -> Decision | None:
+) -> Decision:
     """The decision of a tool without a command line or staged rules, untraced: the
     verdict of the full walk, reached by trying the rules that can match in the order
     that decides (``quick``: deny rules, then ask, then allow) and stopping at the
-    first that applies. None when ``judge`` cannot tell for a rule it needs."""
+    first that applies. ``judge`` always tells."""
     tool = call.tool
     for effect, rules in zip(("deny", "ask", "allow"), quick, strict=True):
         if effect == "ask" and session.mode == "plan" and not tool.spec.read_only:
             # Before ask: in plan mode nothing that changes things runs, approved or not.
             return Decision("deny", reason=_PLAN_DENIAL)
         for rule in rules:
-            verdict = judge(rule)
-            if verdict is None:
-                return None
-            applies, reason = verdict
+            applies, reason = judge(rule)
             if not applies:
                 continue
             label = f"{rule.policy}/{rule.name}"
@@ -190,8 +215,13 @@ class _Evaluation:
 
     def _activation(self) -> Any:
         if self.activation is None:
-            engine = get_engine(self.snapshot.cel_engine)
-            self.activation = engine.activation(_data(self.call, self.session, self.line), POLICY_VARIABLES)
+            call = self.call
+            shared = call.activation if self.line is None else None  # built by validate, see policy.celdata
+            self.activation = (
+                shared
+                if shared is not None
+                else call_activation(self.snapshot.cel_engine, call.call, call.tool, call.args, self.session, self.line)
+            )
         return self.activation
 
     def _note(self, rule: CompiledPolicyRule, matched: bool, note: str, error: str | None = None) -> None:
@@ -246,9 +276,7 @@ class _Evaluation:
         if plan is not None:
             self._apply_plan(rules, plan)
             if plan.quick is not None and self.trace is None:
-                decided = _shortcut(self.call, self.session, plan.quick, self._judge)
-                assert decided is not None  # noqa: S101 - this judge always tells
-                return decided
+                return _shortcut(self.call, self.session, plan.quick, self._judge)
         matched: dict[Effect, list[tuple[CompiledPolicyRule, str]]] = {
             Effect.deny: [],
             Effect.ask: [],
@@ -485,11 +513,3 @@ def _quote_commands(commands: Any) -> str:
 def _quote_words(words: Sequence[str]) -> str:
     shown = [f"`{word[:80]}`" for word in words[:3]]
     return ", ".join(shown) + (f" and {len(words) - 3} more" if len(words) > 3 else "")
-
-
-def _data(call: ValidatedCall, session: Session, line: PlacedLine | None) -> dict[str, Any]:
-    from runtime.pipeline.validate import cel_data
-
-    data = cel_data(call.call, call.tool, call.args, session, POLICY_VARIABLES)
-    data["commands"] = [list(command.argv) for command in line.commands] if line is not None else []
-    return data

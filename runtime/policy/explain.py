@@ -16,8 +16,9 @@ from typing import Any
 from runtime.adapters.arguments import MAX_DEPTH
 from runtime.config.models import FailurePolicy
 from runtime.pipeline.lookup import lookup
-from runtime.pipeline.validate import cel_data, scan_arguments
+from runtime.pipeline.validate import scan_arguments
 from runtime.policy.cel import RULE_VARIABLES, get_engine
+from runtime.policy.celdata import cel_data
 from runtime.policy.decision import RuleTrace, command_line_of, decide
 from runtime.policy.placed import NOWHERE, Where
 from runtime.records import BoundCall, Call, Session, ToolResult, ValidatedCall

@@ -381,6 +381,30 @@ def _is_anchored(source: str) -> bool:
     return False
 
 
+_LEADING_FLAGS = re.compile(r"\(\?([a-zA-Z]+)\)")
+
+
+def _is_edge_anchored(source: str) -> bool:
+    """Whether ``source`` is anchored to the start or end of the whole text: ``\\A``,
+    ``\\z``, or ``^``/``$`` without multi-line mode set for the whole pattern by its
+    leading flags (``(?m)``). A pattern anchored only to line edges matches a string the
+    same whether it stands alone or between newlines."""
+    if not _is_anchored(source):
+        return False
+    if "\\A" in source or "\\z" in source or "-" in "".join(_flag_groups(source)):
+        return True
+    rest, multiline = source, False
+    while (found := _LEADING_FLAGS.match(rest)) is not None:
+        multiline = multiline or "m" in found.group(1)
+        rest = rest[found.end() :]
+    return not multiline
+
+
+def _flag_groups(source: str) -> list[str]:
+    """The flag letters of every ``(?flags)`` and ``(?flags:`` group in ``source``."""
+    return re.findall(r"\(\?([a-zA-Z-]+)[:)]", source)
+
+
 _POSIX_CLASS = re.compile(r"\[:\^?[a-z]+:\]")  # [:alpha:], [:^digit:] (inside a bracket expression)
 
 
@@ -416,7 +440,17 @@ class Redactor:
     thread-safe. ``Redactor(())`` is a no-op that costs nothing per call.
     """
 
-    __slots__ = ("names", "profiles", "anchored", "_scanners", "_window", "_shortest", "_secret_key", "_key_verdicts")
+    __slots__ = (
+        "names",
+        "profiles",
+        "anchored",
+        "edge_anchored",
+        "_scanners",
+        "_window",
+        "_shortest",
+        "_secret_key",
+        "_key_verdicts",
+    )
 
     def __init__(self, profiles: Sequence[CompiledRedaction], *, window: int = DEFAULT_WINDOW) -> None:
         if window < 1:
@@ -431,6 +465,9 @@ class Redactor:
         self._shortest = min((_shortest_match(_pattern_source(p)) for p in patterns), default=1)
         # Some pattern looks at the start or end of the text (^, $, \A, \z outside a class).
         self.anchored = any(_is_anchored(_pattern_source(p)) for p in patterns)
+        # Some pattern looks at the very start or end of the text, not only of its lines:
+        # it may match a string alone but not inside a longer text (see edge_anchored).
+        self.edge_anchored = any(_is_edge_anchored(_pattern_source(p)) for p in patterns)
         keys = [profile.secret_keys for profile in profiles if profile.secret_keys]
         # Whole keys, any case: one RE2 program for the keys of every profile.
         self._secret_key: Any = _compile("(?i)" + "|".join(f"(?:{source})" for source in keys)) if keys else None

@@ -9,7 +9,7 @@
    - **trivial**: the same schema and tool, no rules, a 2-byte output.
 
    toolrt runs with the fast and the portable engines, with the audit log off and on
-   (SQLite on its writer thread), and through ``parse_calls("openai-chat")`` +
+   (SQLite on its writer thread, whose CPU time is charged to its calls), and through ``parse_calls("openai-chat")`` +
    ``run_turn`` + ``render_results``. The peers run the same tool the way their own
    runners call it: the OpenAI Agents SDK builds a fresh ``ToolContext`` per call
    (``ToolContext.from_agent_context``) and awaits ``FunctionTool.on_invoke_tool``;
@@ -250,31 +250,44 @@ def percentile(samples: list[float], q: float) -> float:
 Contender = Callable[[], Awaitable[None]]
 
 
+class Background:
+    """A contender's background thread (the audit writer): how to wait for it, and the
+    CPU time it has used so far."""
+
+    def __init__(self, drain: Callable[[], Any], thread_ident: int | None) -> None:
+        self.drain = drain
+        self._clock = time.pthread_getcpuclockid(thread_ident) if thread_ident is not None else None
+
+    def cpu(self) -> float:
+        return time.clock_gettime(self._clock) if self._clock is not None else 0.0
+
+
 async def interleaved(
-    contenders: dict[str, Contender], n: int, rounds: int = 10, drains: dict[str, Callable[[], Any]] | None = None
+    contenders: dict[str, Contender], n: int, rounds: int = 10, background: dict[str, Background] | None = None
 ) -> dict[str, list[float]]:
     """Time every contender in turns (``rounds`` rounds of ``n / rounds`` calls each), so
     that a slow patch of the machine hits all of them alike.
 
-    ``drains``: for a contender that leaves work to a background thread (the audit
-    writer), a function that waits for it; its time after each round is spread over the
-    round's calls, so that the thread's work is charged to its own contender and not to
-    whichever runs next."""
-    drains = drains or {}
+    ``background``: for a contender that leaves work to a thread of its own (the audit
+    writer), the thread is drained after each of its rounds, and the CPU time it used
+    in the round is spread over the round's calls: its work is charged to its own
+    contender (as CPU, not as the wall time of a machine that may be busy elsewhere),
+    not to whichever contender runs next."""
+    background = background or {}
     samples: dict[str, list[float]] = {name: [] for name in contenders}
     for name, fn in contenders.items():
         for _ in range(200):
             await fn()
-        if name in drains:
-            drains[name]()
+        if name in background:
+            background[name].drain()
     for _ in range(rounds):
         for name, fn in contenders.items():
+            thread = background.get(name)
+            used = thread.cpu() if thread is not None else 0.0
             taken = await time_async_raw(fn, max(n // rounds, 20))
-            drain = drains.get(name)
-            if drain is not None:
-                started = time.perf_counter()
-                drain()
-                share = (time.perf_counter() - started) / len(taken)
+            if thread is not None:
+                thread.drain()
+                share = (thread.cpu() - used) / len(taken)
                 taken = [sample + share for sample in taken]
             samples[name].extend(taken)
     return samples
@@ -470,9 +483,13 @@ async def per_call(config: Path, workspace: Path, label: str, n: int) -> dict[st
     rows = toolrt_rows(config, workspace, label)
     contenders.update({name: fn for name, (_runtime, fn) in rows.items()})
     contenders.update({k: v for k, v in sdk.items() if not k.startswith("OpenAI")})
-    drains = {name: runtime.audit.flush for name, (runtime, _fn) in rows.items() if runtime.audit is not None}
+    background = {
+        name: Background(runtime.audit.flush, runtime.audit._thread.ident)
+        for name, (runtime, _fn) in rows.items()
+        if runtime.audit is not None
+    }
     try:
-        return await interleaved(contenders, n, drains=drains)
+        return await interleaved(contenders, n, background=background)
     finally:
         for runtime, _fn in rows.values():
             runtime.close_sync()
