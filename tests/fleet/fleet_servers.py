@@ -31,6 +31,10 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+class PortTaken(Exception):
+    """The server could not listen: another process took the port after it was picked."""
+
+
 def wait_for(condition, timeout: float = 20.0, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
     """Poll ``condition`` until it is true; AssertionError naming ``what`` after ``timeout``."""
     deadline = time.monotonic() + timeout
@@ -60,11 +64,26 @@ class RedisServer:
         self.binary = binary
         self.port = free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="toolrt-redis-"))
+        self.log = self.dir / "redis.log"
         self.extra = extra
         self.process: subprocess.Popen[bytes] | None = None
+        self.started = False
         self.url = f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
+        """Start on :attr:`port`. The first start moves to another free port when this one
+        was taken meanwhile (another test worker's server); a restart keeps its port."""
+        for _attempt in range(5):
+            try:
+                return self._start_once()
+            except PortTaken:
+                if self.started:
+                    raise
+                self.port = free_port()
+                self.url = f"redis://127.0.0.1:{self.port}/0"
+        return self._start_once()
+
+    def _start_once(self) -> RedisServer:
         argv = [
             self.binary,
             "--port",
@@ -81,13 +100,20 @@ class RedisServer:
             "no",
             *self.extra,
         ]
-        self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.log.unlink(missing_ok=True)
+        self.process = subprocess.Popen(
+            [*argv, "--logfile", str(self.log)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         wait_for(lambda: self._pings(), what=f"redis-server on port {self.port}")
+        self.started = True
         return self
 
     def _pings(self) -> bool:
         if self.process is not None and self.process.poll() is not None:
-            raise AssertionError(f"redis-server exited with {self.process.returncode}")
+            said = self.log.read_text(errors="replace") if self.log.exists() else ""
+            if "Address already in use" in said:
+                raise PortTaken(self.port)
+            raise AssertionError(f"redis-server exited with {self.process.returncode}: {said[-2000:]}")
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as conn:
                 conn.sendall(b"PING\r\n")
@@ -190,7 +216,10 @@ class PostgresServer:
         return self.start()
 
     def start(self) -> PostgresServer:
-        options = f"-p {self.port} -k {self.socket_dir} -h 127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200"
+        options = (
+            f"-p {self.port} -k {self.socket_dir} -h 127.0.0.1"
+            " -c fsync=off -c full_page_writes=off -c max_connections=200"
+        )
         self._run(
             str(self.bindir / "pg_ctl"),
             "-D",

@@ -40,12 +40,10 @@ def test_eight_processes_with_expected_hash_lose_no_update(plain: Tree) -> None:
         )
         for w in range(WORKERS)
     ]
-    started = time.monotonic()
     for proc in procs:
         proc.start()
     for proc in procs:
         proc.join(timeout=120)
-    elapsed = time.monotonic() - started
     assert [proc.exitcode for proc in procs] == [0] * WORKERS, "a worker failed"
 
     lines = (plain.root / name).read_text().splitlines()
@@ -64,7 +62,6 @@ def test_eight_processes_with_expected_hash_lose_no_update(plain: Tree) -> None:
         "the workers never raced"
     )
     assert not [p for p in plain.root.iterdir() if p.name != name], "stray files in the workspace"
-    assert elapsed < 60
 
 
 @pytest.mark.parametrize("named", [True, False], ids=["named-temp-file", "unnamed-temp-file"])
@@ -78,13 +75,19 @@ def test_a_writer_killed_at_random_moments_leaves_the_old_or_the_new_file_never_
     version = 0
     interrupted = 0
     temp_names: set[str] = set()
-    for rep in range(30):
+    # 45 kills: one in three after a finished write, the rest as 30 kills at random moments.
+    for rep in range(45):
         writer = CTX.Process(
             target=ws_helpers.rewrite_forever,
             args=(str(plain.root), str(plain.locks), name, str(progress), sizes, version + 1, named),
         )
         writer.start()
-        if rep % 2 or not named:
+        if rep % 3 == 0:
+            # A write finishes before this kill (however loaded the machine), so the file
+            # moves on; the kill lands at any moment of the writes after it.
+            _wait_for_finished_write(progress, version + 1)
+            time.sleep(rng.uniform(0, 0.2))
+        elif (rep - rep // 3) % 2 or not named:
             time.sleep(rng.uniform(0.05, 0.4))  # any moment: reading, computing, writing, renaming
         else:
             _wait_for_new_temp_file(plain.root, temp_names)  # a moment when a write is under way
@@ -107,7 +110,7 @@ def test_a_writer_killed_at_random_moments_leaves_the_old_or_the_new_file_never_
         interrupted += bool(leftovers - temp_names)
         temp_names |= leftovers
 
-    assert version > 5, "the writer hardly ever finished a write"
+    assert version >= 15, "a write the test waited for is missing"
     if named:
         assert interrupted >= 5, f"only {interrupted} kills landed in the middle of a write"
     else:  # unnamed until complete: only a kill between naming and renaming leaves one
@@ -122,7 +125,17 @@ def test_a_writer_killed_at_random_moments_leaves_the_old_or_the_new_file_never_
     assert any(p.suffix == ".lock" for p in plain.locks.iterdir())  # the locks live outside
 
 
-def _wait_for_new_temp_file(directory: Path, known: set[str], timeout: float = 10.0) -> None:
+def _wait_for_finished_write(progress: Path, version: int, timeout: float = 120.0) -> None:
+    """Until the writer has logged ``version`` as written."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if progress.exists() and str(version) in progress.read_text().split():
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"the writer never finished version {version}")
+
+
+def _wait_for_new_temp_file(directory: Path, known: set[str], timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if any(n.startswith(TEMP_PREFIX) and n not in known for n in os.listdir(directory)):
