@@ -5,16 +5,15 @@ the workspace tools never list them meanwhile."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import random
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
+import ws_helpers
 
 from runtime import Runtime
 from runtime.settings import Settings
@@ -24,22 +23,10 @@ from runtime.workspace.search import glob, list_dir
 
 WAIT_S = 60.0
 
-EDITOR = textwrap.dedent(
-    """
-    import os, sys
-    if sys.argv[3] == "named":
-        del os.O_TMPFILE  # a kernel or file system without unnamed files
-    from pathlib import Path
-    from runtime.tools.workspace_tools import WorkspaceTools
-    tools = WorkspaceTools.create(Path(sys.argv[1]), (), Path(sys.argv[2]))
-    n = 0
-    while True:
-        n += 1
-        tools.editor.edit("big.txt", "replace", content=(f"edit {n}\\n" * 1_000_000))
-        if n == 1:
-            print("ready", flush=True)
-    """
-)
+# Editors start from a forkserver with the runtime preloaded (a fork each, not a fresh
+# interpreter importing the runtime for each of the 40 kills): each is a process of its own.
+CTX = multiprocessing.get_context("forkserver")
+CTX.set_forkserver_preload(["runtime.workspace", "runtime.tools.workspace_tools", "ws_helpers"])
 
 
 def _temp_files(root: Path) -> list[Path]:
@@ -49,16 +36,16 @@ def _temp_files(root: Path) -> list[Path]:
 def _kill_during_edits(workspace: Path, locks: Path, kills: int, how: str, seed: int) -> None:
     rng = random.Random(seed)
     for _ in range(kills):
-        child = subprocess.Popen(
-            [sys.executable, "-c", EDITOR, str(workspace), str(locks), how], stdout=subprocess.PIPE, text=True
-        )
+        ready = CTX.Event()
+        child = CTX.Process(target=ws_helpers.edit_big_file_forever, args=(str(workspace), str(locks), how, ready))
+        child.start()
         try:
-            assert child.stdout is not None
-            assert child.stdout.readline().strip() == "ready"
+            assert ready.wait(WAIT_S), "the editor never finished its first edit"
             time.sleep(rng.uniform(0.0, 0.25))  # fault injection: kill at a random point of an edit
         finally:
-            child.send_signal(signal.SIGKILL)
-            child.wait(WAIT_S)
+            child.kill()
+            child.join(WAIT_S)
+        assert child.exitcode == -signal.SIGKILL
         text = (workspace / "big.txt").read_text()
         assert text.startswith("edit ") and len(text.splitlines()) == 1_000_000  # never torn
 

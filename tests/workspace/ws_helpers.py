@@ -202,3 +202,20 @@ def hold_lock(lock_path: str, acquired: Any, release: Any) -> None:
     with lock:
         acquired.set()
         release.wait(60)
+
+
+def edit_big_file_forever(root: str, locks: str, how: str, ready: Any) -> None:
+    """file_edit's editor replaces big.txt (a million lines) again and again until killed;
+    ``ready`` is set once the first edit is done. ``how="named"``: without unnamed
+    temporary files, as on a kernel or file system that has no O_TMPFILE."""
+    if how == "named" and hasattr(os, "O_TMPFILE"):
+        del os.O_TMPFILE
+    from runtime.tools.workspace_tools import WorkspaceTools
+
+    tools = WorkspaceTools.create(Path(root), (), Path(locks))
+    n = 0
+    while True:
+        n += 1
+        tools.editor.edit("big.txt", "replace", content=(f"edit {n}\n" * 1_000_000))
+        if n == 1:
+            ready.set()
