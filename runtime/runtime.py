@@ -47,6 +47,8 @@ from runtime.telemetry import trace_id_from_traceparent, tracing_for
 from runtime.tools.workspace_tools import WorkspaceTools, lock_dir_for
 from runtime.versions import CanaryMonitor
 from runtime.workflow import WorkflowResult, new_run_id, run_workflow
+from runtime.workflow.journal import Journal, JournalError, flush_journal, journal_for, journal_path
+from runtime.workflow.resume import resume_run
 
 if TYPE_CHECKING:
     from runtime.telemetry.traces import Tracing
@@ -254,6 +256,9 @@ class Runtime:
         paths += [self._under_workspace(settings.state_dir), self.artifacts.root]
         paths += audit_paths(self.workspace_root, settings)  # the log, its WAL files and its chain head
         paths.append(lock_dir_for(settings, self.workspace_root))
+        journal = journal_path(settings, self.workspace_root)  # workflow runs (and the WAL beside it)
+        if journal is not None:
+            paths += [journal, *(journal.with_name(journal.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
         return [path if path.is_absolute() else Path.cwd() / path for path in paths]
 
     def _config_paths(self) -> list[Path]:
@@ -326,6 +331,7 @@ class Runtime:
         trace_id: str | None,
         progress_listener: Callable[[str, str | None], None] | None = None,
         approver: Approver | None = None,
+        request_id: str | None = None,
     ) -> TurnEnv:
         snapshot, limits = self._current  # read once: the snapshot and its limits belong together
         return TurnEnv(
@@ -336,7 +342,7 @@ class Runtime:
             approver=approver if approver is not None else self.approver,
             artifacts=self.artifacts,
             workspace_root=self.workspace_root,
-            request_id=f"{self._id_prefix}{next(self._turns)}",
+            request_id=request_id or f"{self._id_prefix}{next(self._turns)}",
             trace_id=trace_id,
             jobs=self.jobs,
             grants=self.grants,
@@ -457,6 +463,7 @@ class Runtime:
         await asyncio.to_thread(self.mcp.close)
         if self.audit is not None:
             await asyncio.to_thread(self.audit.close)
+        await asyncio.to_thread(flush_journal, self.settings, self.workspace_root)
         for store in self._owned:
             await asyncio.to_thread(store.close)
 
@@ -475,11 +482,23 @@ class Runtime:
         trace_id: str | None = None,
     ) -> WorkflowResult:
         """Run the workflow ``name`` with ``args``: every step a call through the pipeline
-        (see :mod:`runtime.workflow.run`). Never raises for anything a step does; bad
-        ``args`` or an unknown name give a result with ``error`` set."""
+        (see :mod:`runtime.workflow.run`), the run journaled so that it can be resumed
+        (see :meth:`resume_workflow`). Never raises for anything a step does; bad
+        ``args``, an unknown name or an unusable journal give a result with ``error`` set."""
         session = session or Session(mode=self.settings.permission_mode.value)
-        env = self._env(session, trace_id)
         run_id = run_id or new_run_id()
+        if self.tracing is not None:  # one span over the run, as over a turn
+            return await self.tracing.run_workflow(
+                name, run_id, lambda tid: self._start_workflow(name, args, session, run_id, tid), trace_id=trace_id
+            )
+        return await self._start_workflow(name, args, session, run_id, trace_id)
+
+    async def _start_workflow(
+        self, name: str, args: Mapping[str, Any] | None, session: Session, run_id: str, trace_id: str | None
+    ) -> WorkflowResult:
+        env = self._env(session, trace_id, request_id=run_id)
+        if self.tracing is not None:
+            env = self.tracing.traced(env)
         workflow = env.snapshot.workflows.get(name)
         if workflow is None:
             known = ", ".join(sorted(env.snapshot.workflows)) or "none"
@@ -496,6 +515,27 @@ class Runtime:
         """:meth:`run_workflow` for code without an event loop (on the runtime's own loop,
         like :meth:`run_turn_sync`)."""
         return self._on_own_loop(self.run_workflow(name, args, session, **options))
+
+    async def resume_workflow(self, run_id: str, session: Session | None = None) -> WorkflowResult:
+        """Go on with a journaled run that a stopped process left unfinished (see
+        :mod:`runtime.workflow.resume`): completed steps are not run again, a step in
+        flight runs again only if read-only or idempotent, else its result is unknown
+        and the run compensates. A finished run is not run again (``note`` says so)."""
+        return await resume_run(
+            self.settings, self.workspace_root, run_id, lambda own: self._env(session or own, None, request_id=run_id)
+        )
+
+    def resume_workflow_sync(self, run_id: str, session: Session | None = None) -> WorkflowResult:
+        """:meth:`resume_workflow` for code without an event loop."""
+        return self._on_own_loop(self.resume_workflow(run_id, session))
+
+    def workflow_journal(self) -> Journal:
+        """The journal of this runtime's workflow runs (:class:`JournalError` when it is
+        off or cannot be opened): ``runs()`` lists them, ``load(run_id)`` reads one."""
+        journal = journal_for(self.settings, self.workspace_root)
+        if journal is None:
+            raise JournalError("workflow runs are not journaled (the workflow_journal setting is off)")
+        return journal
 
     async def call(
         self,

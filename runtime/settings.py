@@ -47,7 +47,8 @@ class Settings(BaseSettings):
         default=None,
         description=(
             "Where truncated outputs are stored. Unset: a folder of the workspace's own in the state directory,"
-            " outside the workspace where the agent's tools reach (like the audit log); relative: under the workspace root."
+            " outside the workspace where the agent's tools reach (like the audit log); relative: under the"
+            " workspace root."
         ),
     )
     audit_store: Path = Field(
@@ -61,21 +62,25 @@ class Settings(BaseSettings):
     audit_sink: str = Field(
         default="sqlite",
         pattern=r"^(sqlite|jsonl|off|postgres(ql)?://.*)$",
-        description="How every call is recorded: sqlite (a database file, WAL), jsonl, off, or a postgresql:// URL (one log for a fleet; needs the postgres extra).",
+        description="How every call is recorded: sqlite (a database file, WAL), jsonl, off, or a postgresql:// URL"
+        " (one log for a fleet; needs the postgres extra).",
     )
     audit_spool_max_bytes: int = Field(
         default=64 * 1024 * 1024,
         ge=0,
-        description="With a postgresql:// audit sink: how much may wait on local disk while PostgreSQL is unreachable; past it, new records are counted as lost and logged.",
+        description="With a postgresql:// audit sink: how much may wait on local disk while PostgreSQL is"
+        " unreachable; past it, new records are counted as lost and logged.",
     )
     limit_store: str = Field(
         default="memory",
         pattern=r"^(memory|(redis|rediss|unix)://.*)$",
-        description="Where quotas, breakers, session grants live: memory (this process) or a redis:// URL shared by a fleet (needs the redis extra).",
+        description="Where quotas, breakers, session grants live: memory (this process) or a redis:// URL shared by"
+        " a fleet (needs the redis extra).",
     )
     limit_store_on_error: Literal["deny", "allow"] = Field(
         default="deny",
-        description="When the shared limit store cannot be used: deny = calls under a quota or breaker are refused (fail closed); allow = they run uncounted.",
+        description="When the shared limit store cannot be used: deny = calls under a quota or breaker are refused"
+        " (fail closed); allow = they run uncounted.",
     )
     limit_store_timeout_s: float = Field(
         default=0.5,
@@ -86,23 +91,41 @@ class Settings(BaseSettings):
     limit_lease_s: float = Field(
         default=30.0,
         gt=0,
-        description="How long a concurrency slot of a shared limit store outlives a worker that stopped renewing it (died).",
+        description="How long a concurrency slot of a shared limit store outlives a worker that stopped renewing it"
+        " (died).",
     )
     audit_writer: Literal["thread", "process"] = Field(
         default="thread",
-        description="Where audit records are redacted and stored: a background thread, or a child process (off this interpreter's lock; pays off when a core is otherwise idle).",
+        description="Where audit records are redacted and stored: a background thread, or a child process (off this"
+        " interpreter's lock; pays off when a core is otherwise idle).",
     )
     log_format: Literal["json", "text"] = "text"
     log_level: Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     trace_content: bool = Field(
         default=False,
-        description="With tracing on, add each call's arguments (redacted by every redaction pattern) and result (as the model read it) to its span as events gen_ai.tool.call.arguments and gen_ai.tool.call.result. Off by default: spans then carry no content.",
+        description="With tracing on, add each call's arguments (redacted by every redaction pattern) and result (as"
+        " the model read it) to its span as events gen_ai.tool.call.arguments and gen_ai.tool.call.result. Off by"
+        " default: spans then carry no content.",
     )
     tracing: Literal["auto", "on", "off"] = Field(
         default="auto",
-        description="OpenTelemetry spans per turn, call and stage: auto = on when the otel extra is installed and the app configured a TracerProvider before building the Runtime (or passed one); on = always (a no-op until a provider exists); off = never.",
+        description="OpenTelemetry spans per turn, call and stage: auto = on when the otel extra is installed and"
+        " the app configured a TracerProvider before building the Runtime (or passed one); on = always (a no-op"
+        " until a provider exists); off = never.",
     )
     permission_mode: PermissionMode = PermissionMode.default
+    workflow_journal: str = Field(
+        default="",
+        description=(
+            "Where workflow runs are journaled (SQLite), so that a run killed mid-way can be resumed:"
+            " empty = workflows.sqlite3 in state_dir; off = not journaled (runs cannot be resumed)."
+        ),
+    )
+    workflow_retention_days: float = Field(
+        default=30.0,
+        ge=0,
+        description="Finished workflow runs are deleted from the journal this many days after they ended.",
+    )
     max_concurrency: int = Field(default=8, ge=1, le=1024, description="Read-only calls run at once, per turn.")
     approval_timeout_s: float = Field(
         default=300.0,
@@ -115,15 +138,19 @@ class Settings(BaseSettings):
         ge=10,
         le=600_000,
         description=(
-            "Hot reload publishes a config only after its files stayed unchanged (inode, size, times, content) for this long after the last change,"
-            " and again after compiling; a reload that removes tools, policies or deny/ask rules waits twice as long. Long enough for tools that write a file in steps."
+            "Hot reload publishes a config only after its files stayed unchanged (inode, size, times, content) for"
+            " this long after the last change,"
+            " and again after compiling; a reload that removes tools, policies or deny/ask rules waits twice as"
+            " long. Long enough for tools that write a file in steps."
         ),
     )
     reload_marker: str | None = Field(
         default=None,
         description=(
-            "Atomic publish mode: reload only when this commit marker changes (a file a deploy step writes last, e.g. `toolrt.lock`, or `..data`,"
-            " the symlink a Kubernetes ConfigMap volume swaps). Relative: beside the config (in the first config folder, or the folder of the first config file)."
+            "Atomic publish mode: reload only when this commit marker changes (a file a deploy step writes last,"
+            " e.g. `toolrt.lock`, or `..data`,"
+            " the symlink a Kubernetes ConfigMap volume swaps). Relative: beside the config (in the first config"
+            " folder, or the folder of the first config file)."
             " Unset: publish after the settle window."
         ),
     )
@@ -134,7 +161,8 @@ class Settings(BaseSettings):
         ge=1,
         le=100_000_000,
         description=(
-            "Worst-case cost (about one unit per CEL operation) an expression may have on the largest input its tool's schema"
+            "Worst-case cost (about one unit per CEL operation) an expression may have on the largest input its"
+            " tool's schema"
             " accepts; lint rejects one over it and says which schema bound to add."
         ),
     )
@@ -153,7 +181,8 @@ class Settings(BaseSettings):
     )
     workspace_deny: tuple[str, ...] = Field(
         default=(*DEFAULT_DENY, "**/.toolrt/**"),
-        description="Globs the workspace tools refuse to read or write (matched case-insensitively on workspace-relative paths), enforced below any policy.",
+        description="Globs the workspace tools refuse to read or write (matched case-insensitively on"
+        " workspace-relative paths), enforced below any policy.",
     )
 
     @classmethod

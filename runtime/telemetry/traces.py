@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -65,6 +65,9 @@ REDACTIONS = "toolrt.redactions"
 ATTEMPTS = "toolrt.attempts"
 TURN_CALLS = "toolrt.turn.calls"
 TURN_ERRORS = "toolrt.turn.errors"
+WORKFLOW = "toolrt.workflow.name"
+WORKFLOW_RUN = "toolrt.workflow.run_id"
+WORKFLOW_STATUS = "toolrt.workflow.status"
 
 ATTRIBUTES = (
     OPERATION,
@@ -85,6 +88,9 @@ ATTRIBUTES = (
     ATTEMPTS,
     TURN_CALLS,
     TURN_ERRORS,
+    WORKFLOW,
+    WORKFLOW_RUN,
+    WORKFLOW_STATUS,
 )
 """Every attribute name toolrt sets on a span."""
 
@@ -154,6 +160,37 @@ class Tracing:
             span.set_attribute(TURN_ERRORS, errors)
         span.end()
         return results
+
+    async def run_workflow(
+        self, name: str, run_id: str, start: Callable[[str | None], Awaitable[Any]], *, trace_id: str | None
+    ) -> Any:
+        """Run a workflow inside its span (``toolrt.workflow <name>``), as a turn runs in
+        its own: ``start(trace_id)`` runs it; its steps' call spans nest under it."""
+        span = self._tracer.start_span(f"toolrt.workflow {name[:_MAX_NAME]}", kind=SpanKind.INTERNAL)
+        span_context = span.get_span_context()
+        if span.is_recording():
+            span.set_attributes({WORKFLOW: name[:_MAX_NAME], WORKFLOW_RUN: run_id, REQUEST_ID: run_id})
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            result = await start(trace.format_trace_id(span_context.trace_id) if span_context.is_valid else trace_id)
+        except BaseException as err:
+            span.set_status(StatusCode.ERROR, type(err).__name__)
+            span.end()
+            raise
+        finally:
+            otel_context.detach(token)
+        if span.is_recording():
+            span.set_attribute(WORKFLOW_STATUS, result.status)
+            if not result.ok:
+                span.set_status(StatusCode.ERROR, result.status)
+        span.end()
+        return result
+
+    def traced(self, env: TurnEnv) -> TurnEnv:
+        """``env`` whose calls get spans, when the current span records (inside a workflow's)."""
+        if not trace.get_current_span().is_recording():
+            return env
+        return dataclasses.replace(env, tracing=_Calls(self._tracer, env))
 
 
 class _Calls:

@@ -23,6 +23,7 @@ tools, unknown ``depends_on`` and cycles are in :mod:`runtime.config.consistency
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -82,9 +83,10 @@ class CompiledWorkflow:
     restore_tool: str | None  # a tool with handler builtin:file_edit (built-in compensation)
     remove_tool: str | None  # a tool with handler builtin:file_delete (undoing a file a step created)
     arguments: Any = None  # runtime.validation.arguments.ArgumentValidator of input_schema (set by the snapshot build)
-    read_steps: frozenset[str] = frozenset(
-        {"*"}
-    )  # steps some expression reads ("*": any); the others' results are not converted for CEL
+    # Steps some expression reads ("*": any); the others' results are not converted for CEL.
+    read_steps: frozenset[str] = frozenset({"*"})
+    fingerprint: str = ""  # of the document: a journaled run resumes only under the same workflow
+    in_document_order: tuple[CompiledStep, ...] = ()  # the steps as the document lists them (reports)
 
     def step(self, step_id: str) -> CompiledStep | None:
         return next((s for s in self.steps if s.id == step_id), None)
@@ -135,7 +137,8 @@ def compile_workflow(
                     Finding(
                         (*base, "compensate"),
                         "workflow-compensation",
-                        f"`compensate: builtin` restores files changed by file_edit or file_delete, but step `{step.id}` calls `{step.tool}`; declare `compensate: {{tool: ..., args: ...}}` instead.",
+                        f"`compensate: builtin` restores files changed by file_edit or file_delete, but step"
+                        f" `{step.id}` calls `{step.tool}`; declare `compensate: {{tool: ..., args: ...}}` instead.",
                     )
                 )
             elif restore_tool is None:
@@ -143,7 +146,8 @@ def compile_workflow(
                     Finding(
                         (*base, "compensate"),
                         "workflow-compensation",
-                        "`compensate: builtin` restores a file through a tool with `handler: builtin:file_edit`, and none is declared; include the workspace-tools pack or declare one.",
+                        "`compensate: builtin` restores a file through a tool with `handler: builtin:file_edit`, and"
+                        " none is declared; include the workspace-tools pack or declare one.",
                     )
                 )
             elif handler == "file_edit" and remove_tool is None:
@@ -151,7 +155,8 @@ def compile_workflow(
                     Finding(
                         (*base, "compensate"),
                         "workflow-compensation",
-                        "undoing a file_edit that created a file needs a tool with `handler: builtin:file_delete`, and none is declared; include the workspace-tools pack or declare one.",
+                        "undoing a file_edit that created a file needs a tool with `handler: builtin:file_delete`,"
+                        " and none is declared; include the workspace-tools pack or declare one.",
                         warning=True,
                     )
                 )
@@ -179,7 +184,9 @@ def compile_workflow(
                 Finding(
                     (*base, "retry"),
                     "workflow-retry",
-                    f"step `{step.id}` declares retries, but `{step.tool}` is neither read-only nor idempotent: a retried write could take effect twice. Remove `retry`, or mark the tool idempotent if repeating it is safe.",
+                    f"step `{step.id}` declares retries, but `{step.tool}` is neither read-only nor idempotent: a"
+                    f" retried write could take effect twice. Remove `retry`, or mark the tool idempotent if"
+                    f" repeating it is safe.",
                 )
             )
         if args is None or (step.when and when is None) or tool is None:
@@ -212,7 +219,8 @@ def compile_workflow(
             Finding(
                 ("spec", "steps", index, "on_failure"),
                 "workflow-compensation",
-                "`on_failure: compensate`, but no step of this workflow declares `compensate`, so nothing would be undone. Add `compensate` to the steps that change something.",
+                "`on_failure: compensate`, but no step of this workflow declares `compensate`, so nothing would be"
+                " undone. Add `compensate` to the steps that change something.",
                 warning=True,
             )
         )
@@ -223,8 +231,18 @@ def compile_workflow(
     risk = spec.risk.value if spec.risk is not None else max(risks, key=_RISKS.index)
     read_only = all(s.read_only for s in steps)
     read_steps = frozenset().union(*(s.reads for s in steps), *(_compensation_reads(s) for s in steps))
+    fingerprint = hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:32]
     return CompiledWorkflow(
-        name, spec, steps, risk, read_only, restore_tool, remove_tool, read_steps=read_steps
+        name,
+        spec,
+        steps,
+        risk,
+        read_only,
+        restore_tool,
+        remove_tool,
+        read_steps=read_steps,
+        fingerprint=fingerprint,
+        in_document_order=tuple(sorted(steps, key=lambda s: s.index)),
     ), findings
 
 
@@ -322,7 +340,8 @@ def _references(
                     Finding(
                         path,
                         "cel-unknown-arg",
-                        f"`input.{chain[0]}` is not declared in the workflow's input_schema (declared: {declared}).{did_you_mean(chain[0], input_properties)}",
+                        f"`input.{chain[0]}` is not declared in the workflow's input_schema (declared:"
+                        f" {declared}).{did_you_mean(chain[0], input_properties)}",
                         warning=not input_closed,
                     )
                 )
@@ -341,7 +360,8 @@ def _references(
                 Finding(
                     path,
                     "workflow-reference",
-                    f"step `{own}` reads its own result (`steps.{target}`), which does not exist while it runs. Read an upstream step instead.",
+                    f"step `{own}` reads its own result (`steps.{target}`), which does not exist while it runs. Read"
+                    f" an upstream step instead.",
                 )
             )
         elif target not in allowed:
@@ -349,7 +369,8 @@ def _references(
                 Finding(
                     path,
                     "workflow-reference",
-                    f"`steps.{target}` is not upstream of this step, so it may not have run yet. Add `{target}` to `depends_on` (directly or through a step that depends on it).",
+                    f"`steps.{target}` is not upstream of this step, so it may not have run yet. Add `{target}` to"
+                    f" `depends_on` (directly or through a step that depends on it).",
                 )
             )
         if len(chain) > 1 and chain[1] not in STEP_FIELDS:
@@ -357,7 +378,8 @@ def _references(
                 Finding(
                     path,
                     "workflow-reference",
-                    f"a step result has no field `{chain[1]}`; it has {', '.join(STEP_FIELDS)}.{did_you_mean(chain[1], STEP_FIELDS)}",
+                    f"a step result has no field `{chain[1]}`; it has"
+                    f" {', '.join(STEP_FIELDS)}.{did_you_mean(chain[1], STEP_FIELDS)}",
                 )
             )
     return findings

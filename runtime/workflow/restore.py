@@ -72,12 +72,14 @@ def plan_restore(
     """How to put back what a completed file_edit/file_delete step changed."""
     if backup is None or backup.error is not None:
         return RestorePlan(
-            refused=f"the file could not be read before the step ran ({backup.error if backup else 'no copy'}), so there is nothing to restore"
+            refused=f"the file could not be read before the step ran ({backup.error if backup else 'no copy'}), so"
+            f" there is nothing to restore"
         )
     before = metadata.get("hash_before")
     if before != backup.sha256:
         return RestorePlan(
-            refused="the file changed between the copy taken before the step and the step itself; restoring the copy could undo someone else's change"
+            refused="the file changed between the copy taken before the step and the step itself; restoring the copy"
+            " could undo someone else's change"
         )
     after = metadata.get("hash_after") if handler == "file_edit" else None
     if handler == "file_edit" and not metadata.get("changed", True):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +84,7 @@ class WorkflowResult:
     compensations: tuple[CompensationReport, ...] = ()
     duration_ms: float = 0.0
     error: str | None = None  # why the run could not start (bad input)
+    note: str | None = None  # how a resumed run went on ("resumed after ...", "already finished")
 
     @property
     def ok(self) -> bool:
@@ -102,6 +104,8 @@ class WorkflowResult:
         }
         if self.error:
             out["error"] = self.error
+        if self.note:
+            out["note"] = self.note
         return out
 
     def render(self) -> str:
@@ -115,8 +119,11 @@ class WorkflowResult:
             "compensation_failed": "failed, and undoing its completed steps failed too",
         }
         lines = [
-            f"Workflow `{self.workflow}` {done.get(self.status, self.status)} (run {self.run_id}, {self.duration_ms:.0f} ms)."
+            f"Workflow `{self.workflow}` {done.get(self.status, self.status)} (run {self.run_id},"
+            f" {self.duration_ms:.0f} ms)."
         ]
+        if self.note:
+            lines.append(self.note)
         for s in self.steps:
             line = f"- {s.id} ({s.tool}): {s.status}, {s.duration_ms:.0f} ms" + (
                 f", {s.attempts} attempts" if s.attempts > 1 else ""
@@ -137,3 +144,17 @@ class WorkflowResult:
             for c in self.compensations:
                 lines.append(f"- {c.step} via {c.tool}: {c.status}" + (f": {c.reason}" if c.reason else ""))
         return "\n".join(lines)
+
+
+def plain(value: Any, depth: int = 0) -> Any:
+    """``value`` with read-only mappings and tuples turned into dicts and lists (what CEL
+    and JSON take)."""
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if depth > 32:
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [plain(v, depth + 1) for v in value]
+    return str(value)

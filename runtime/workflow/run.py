@@ -31,12 +31,16 @@ from runtime.pipeline import run_call
 from runtime.pipeline.env import TurnEnv
 from runtime.policy.cel import get_engine
 from runtime.records import Call, Outcome, Stage, Status, ToolResult, ValidatedCall
+from runtime.workflow.compensate import compensate, first_line
 from runtime.workflow.compile import CompiledStep, CompiledWorkflow
-from runtime.workflow.restore import Backup, plan_restore, take_backup
-from runtime.workflow.result import CompensationReport, StepReport, WorkflowResult
-from runtime.workflow.templates import WORKFLOW_VARIABLES, TemplateError, evaluate
+from runtime.workflow.journal import Journal, JournalError, journal_for
+from runtime.workflow.restore import Backup, take_backup
+from runtime.workflow.result import CompensationReport, StepReport, WorkflowResult, plain
+from runtime.workflow.runlog import RunLog
+from runtime.workflow.templates import WORKFLOW_VARIABLES, Scope, TemplateError, evaluate
 
 _RETRYABLE = (Status.error, Status.timeout)
+_EMPTY_SCOPE = Scope({}, lambda data: None)  # a step with nothing to evaluate
 
 
 def new_run_id() -> str:
@@ -44,12 +48,38 @@ def new_run_id() -> str:
 
 
 async def run_workflow(
-    workflow: CompiledWorkflow, arguments: Mapping[str, Any], env: TurnEnv, *, run_id: str | None = None
+    workflow: CompiledWorkflow,
+    arguments: Mapping[str, Any],
+    env: TurnEnv,
+    *,
+    run_id: str | None = None,
+    journal: Journal | None = None,
 ) -> WorkflowResult:
-    """Run ``workflow`` with ``arguments`` (already valid for its input schema).
-    Never raises for anything a step does (cancellation goes on)."""
-    run = _Run(workflow, dict(arguments), env, run_id or new_run_id())
-    return await run.execute()
+    """Run ``workflow`` with ``arguments`` (already valid for its input schema),
+    journaled in ``journal`` (default: the one the settings name; see
+    :mod:`runtime.workflow.journal`). Never raises for anything a step does
+    (cancellation goes on)."""
+    run_id = run_id or new_run_id()
+    started = time.perf_counter()
+    if journal is None:
+        try:
+            journal = journal_for(env.settings, env.workspace_root)
+        except JournalError as err:
+            return WorkflowResult(run_id, workflow.name, "failed", (), error=str(err))
+    log = None
+    if journal is not None:
+        if not journal.activate(run_id):
+            return WorkflowResult(run_id, workflow.name, "failed", (), error=f"run `{run_id}` is already running.")
+        # A run that changes nothing is journaled as its start and its end only: resuming
+        # it means running it again, which is safe, so its steps need no rows.
+        log = RunLog(journal, run_id, steps=not workflow.read_only)
+        log.started(workflow.name, workflow.fingerprint, env.session, arguments)
+    run = Run(workflow, dict(arguments), env, run_id, log)
+    try:
+        return await run.execute(list(workflow.steps), started)
+    finally:
+        if journal is not None:
+            journal.deactivate(run_id)
 
 
 async def run_as_tool(call: ValidatedCall, env: TurnEnv) -> Outcome:
@@ -73,46 +103,57 @@ async def run_as_tool(call: ValidatedCall, env: TurnEnv) -> Outcome:
     return Outcome(error=result.render(), status=status, code="workflow_" + result.status, metadata=meta)
 
 
-class _Run:
-    def __init__(self, workflow: CompiledWorkflow, arguments: dict[str, Any], env: TurnEnv, run_id: str) -> None:
+class Run:
+    """One run's state: what each step reported, what completed, what was copied."""
+
+    def __init__(
+        self, workflow: CompiledWorkflow, arguments: dict[str, Any], env: TurnEnv, run_id: str, log: RunLog | None
+    ) -> None:
         self.workflow = workflow
         self.input = arguments
         self.run_id = run_id
-        self.env = dataclasses.replace(env, request_id=run_id)
+        self.env = env if env.request_id == run_id else dataclasses.replace(env, request_id=run_id)
         self.engine = get_engine(env.snapshot.cel_engine)
+        self.log = log
         self.reports: dict[str, StepReport] = {}
         self.views: dict[str, dict[str, Any]] = {}  # what `steps.<id>` reads
         self.completed: list[str] = []  # ok steps, in completion order
         self.backups: dict[str, Backup] = {}
+        self.compensations: list[CompensationReport] = []  # done before a resume
         self.stop_reason: str | None = None
-        self.compensate = False
+        self.compensate = False  # the run undoes its completed steps at the end
+        self.blocked = False  # some step did not complete: its dependents are not run
+        self.wrote = False  # a step or compensation that changes things started
+        self.note: str | None = None
 
-    def activation(self, reads: frozenset[str] | None = None) -> Any:
+    def scope(self, reads: frozenset[str] | None = None) -> Scope:
         """What expressions see; only the steps in ``reads`` when given (smaller to convert)."""
         views = self.views if reads is None or "*" in reads else {k: self.views[k] for k in reads if k in self.views}
-        return self.engine.activation({"input": self.input, "steps": views}, WORKFLOW_VARIABLES)
+        return Scope({"input": self.input, "steps": views}, self._activation)
 
-    async def execute(self) -> WorkflowResult:
-        started = time.perf_counter()
-        pending = list(self.workflow.steps)
+    def _activation(self, data: dict[str, Any]) -> Any:
+        return self.engine.activation(data, WORKFLOW_VARIABLES)
+
+    async def execute(self, pending: list[CompiledStep], started: float) -> WorkflowResult:
         running: dict[asyncio.Task[StepReport], CompiledStep] = {}
         limit = self.workflow.spec.max_concurrency
         try:
             while pending or running:
                 if self.stop_reason is None:
-                    self._skip_blocked(pending)
+                    if self.blocked:
+                        self._skip_blocked(pending)
                     startable = self._startable(pending, running, limit)
                     if len(startable) == 1 and not running:
                         # Alone: run it here, without a task to schedule and wait for.
                         pending.remove(startable[0])
-                        self._finish(startable[0], await self._step(startable[0]))
+                        self.finish(startable[0], await self._step(startable[0]))
                         continue
                     for step in startable:
                         pending.remove(step)
                         running[asyncio.ensure_future(self._step(step))] = step
                 else:
                     for step in pending:
-                        self._finish(step, StepReport(step.id, step.tool, "not_run", reason=self.stop_reason))
+                        self.finish(step, StepReport(step.id, step.tool, "not_run", reason=self.stop_reason))
                     pending = []
                 if not running:
                     if pending and self.stop_reason is None and not self._startable(pending, running, limit):
@@ -123,16 +164,16 @@ class _Run:
                 done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 for task in done:
                     step = running.pop(task)
-                    self._finish(step, task.result())
+                    self.finish(step, task.result())
         finally:
             for task in running:
                 task.cancel()
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
-        compensations: list[CompensationReport] = []
+        compensations: list[CompensationReport] = list(self.compensations)
         if self.compensate:
-            compensations = await self._compensate()
-        steps = tuple(self.reports[s.id] for s in sorted(self.workflow.steps, key=lambda s: s.index))
+            compensations = await compensate(self)
+        steps = tuple(self.reports[s.id] for s in self.workflow.in_document_order)
         failed = any(s.status in ("failed", "unknown") for s in steps)
         if not failed:
             status = "ok"
@@ -142,9 +183,25 @@ class _Run:
             )
         else:
             status = "failed"
-        return WorkflowResult(
-            self.run_id, self.workflow.name, status, steps, tuple(compensations), (time.perf_counter() - started) * 1000
+        result = WorkflowResult(
+            self.run_id,
+            self.workflow.name,
+            status,
+            steps,
+            tuple(compensations),
+            (time.perf_counter() - started) * 1000,
+            note=self.note,
         )
+        if self.log is not None:
+            self.log.ended(result)
+            if self.wrote:
+                # A run that changed things is on disk as finished before it returns, so
+                # that it is never resumed (and compensated) after its caller saw it end.
+                try:
+                    await self.log.barrier()
+                except JournalError:
+                    pass  # the steps ran; the journal keeps the run as unfinished
+        return result
 
     # -- scheduling ------------------------------------------------------------------
 
@@ -179,14 +236,21 @@ class _Run:
                     bad = next((d for d in step.depends_on if d not in self.reports), None)
                 if bad is not None:
                     pending.remove(step)
-                    self._finish(
+                    self.finish(
                         step,
                         StepReport(step.id, step.tool, "not_run", reason=f"upstream step `{bad}` did not complete"),
                     )
                     changed = True
 
-    def _finish(self, step: CompiledStep, report: StepReport) -> None:
+    def finish(self, step: CompiledStep, report: StepReport, *, journal: bool = True) -> None:
         self.reports[step.id] = report
+        if journal and self.log is not None:
+            self.log.step_ended(report)
+            if not step.retry_allowed and report.result is not None:
+                try:
+                    self.log.write()  # a write that ended: a kill from here on must not find it in flight
+                except JournalError:
+                    pass  # the next step that changes something is refused for it
         result = report.result
         read = self.workflow.read_steps
         # Only a step some expression reads needs its result converted for CEL.
@@ -197,20 +261,24 @@ class _Run:
         )
         if report.status == "ok":
             self.completed.append(step.id)
-        elif report.status in ("failed", "unknown") and self.stop_reason is None:
+            return
+        if report.status != "skipped":
+            self.blocked = True
+        if report.status in ("failed", "unknown") and self.stop_reason is None:
             policy = step.on_failure.value
             if policy == "continue":
                 return
-            self.stop_reason = f"the run stopped after step `{step.id}` {report.status if report.status == 'failed' else 'ended with an unknown result'}"
+            how = "failed" if report.status == "failed" else "ended with an unknown result"
+            self.stop_reason = f"the run stopped after step `{step.id}` {how}"
             self.compensate = policy == "compensate"
 
     # -- one step ----------------------------------------------------------------------
 
     async def _step(self, step: CompiledStep) -> StepReport:
         started = time.perf_counter()
-        activation = self.activation(step.reads) if step.needs_activation else None
+        scope = self.scope(step.reads) if step.needs_activation else _EMPTY_SCOPE
         if step.when is not None:
-            outcome = step.when.evaluate(activation)
+            outcome = step.when.evaluate(scope.activation())
             if outcome.error is not None:
                 return StepReport(
                     step.id, step.tool, "failed", _ms(started), reason=f"its `when` failed: {outcome.error}"
@@ -218,7 +286,7 @@ class _Run:
             if outcome.value is not True:
                 return StepReport(step.id, step.tool, "skipped", _ms(started), reason="its `when` is false")
         try:
-            args = evaluate(step.args, activation)
+            args = evaluate(step.args, scope)
         except TemplateError as err:
             return StepReport(
                 step.id, step.tool, "failed", _ms(started), reason=f"its arguments could not be computed: {err}"
@@ -237,6 +305,18 @@ class _Run:
                     self.backups[step.id] = Backup(str(args.get("path")), error=str(err))
             if tools is not None:
                 self.backups[step.id] = await asyncio.to_thread(take_backup, tools, args.get("path"))
+        if self.log is not None:
+            self.log.step_started(step.id, args, self.backups.get(step.id))
+            if not step.retry_allowed:
+                # A step that is neither read-only nor idempotent runs only once its
+                # "started" row is on disk: a kill from here on leaves it "in flight".
+                self.wrote = True
+                try:
+                    await self.log.barrier()
+                except JournalError as err:
+                    return StepReport(step.id, step.tool, "failed", _ms(started), reason=f"not run: {err}")
+        elif not step.read_only:
+            self.wrote = True
         attempts = 1 + (step.retry.attempts if step.retry is not None and step.retry_allowed else 0)
         result: ToolResult | None = None
         for attempt in range(attempts):
@@ -249,7 +329,7 @@ class _Run:
                 break
         assert result is not None  # noqa: S101 - attempts >= 1
         status = "ok" if not result.is_error else ("unknown" if result.status is Status.unknown else "failed")
-        reason = None if status == "ok" else _first_line(result.content)
+        reason = None if status == "ok" else first_line(result.content)
         return StepReport(step.id, step.tool, status, _ms(started), attempt + 1, reason, result)
 
     async def _call(self, call: Call, timeout_s: float | None, read_only: bool) -> ToolResult:
@@ -270,85 +350,11 @@ class _Run:
                 "step_timeout",
                 Stage.execute,
             )
-        message = f"Result unknown: the step's time limit of {timeout_s:g} s passed, so `{call.name}` was stopped; it may or may not have taken effect."
-        return ToolResult(call.id, call.name, message, Status.unknown, "step_timeout", Stage.execute)
-
-    # -- compensation --------------------------------------------------------------------
-
-    async def _compensate(self) -> list[CompensationReport]:
-        reports: list[CompensationReport] = []
-        by_id = {s.id: s for s in self.workflow.steps}
-        for step_id in reversed(self.completed):
-            step = by_id[step_id]
-            comp = step.compensation
-            started = time.perf_counter()
-            if comp is None:
-                if not step.read_only:
-                    reports.append(
-                        CompensationReport(
-                            step.id, "-", "not_declared", "the step changed something and declares no compensation"
-                        )
-                    )
-                continue
-            call_id = f"{self.run_id}.{step.id}.compensate"
-            if comp.builtin:
-                reports.append(await self._restore(step, call_id, started))
-                continue
-            try:
-                args = evaluate(comp.args, self.activation()) if comp.args is not None else {}
-            except TemplateError as err:
-                reports.append(
-                    CompensationReport(
-                        step.id, comp.tool, "failed", f"its arguments could not be computed: {err}", _ms(started)
-                    )
-                )
-                continue
-            result = await run_call(Call(call_id, comp.tool, args), self.env)
-            status = "ok" if not result.is_error else "failed"
-            reports.append(
-                CompensationReport(
-                    step.id,
-                    comp.tool,
-                    status,
-                    None if status == "ok" else _first_line(result.content),
-                    _ms(started),
-                    result,
-                )
-            )
-        return reports
-
-    async def _restore(self, step: CompiledStep, call_id: str, started: float) -> CompensationReport:
-        report = self.reports[step.id]
-        metadata = report.result.metadata if report.result is not None else {}
-        plan = plan_restore(
-            self.backups.get(step.id), step.handler, metadata, self.workflow.restore_tool, self.workflow.remove_tool
+        message = (
+            f"Result unknown: the step's time limit of {timeout_s:g} s passed, so `{call.name}` was stopped;"
+            " it may or may not have taken effect."
         )
-        if plan.refused is not None:
-            if plan.refused == "":
-                return CompensationReport(step.id, step.tool, "skipped", "the step changed nothing", _ms(started))
-            return CompensationReport(step.id, self.workflow.restore_tool or "-", "refused", plan.refused, _ms(started))
-        assert plan.tool is not None and plan.args is not None  # noqa: S101 - a plan that is not refused has both
-        if step.handler == "file_delete":
-            # The file must still be gone: restoring over a file made since would lose it.
-            backup = self.backups[step.id]
-            tools = self.env.workspace_tools
-            now = await asyncio.to_thread(take_backup, tools, backup.path) if tools is not None else None
-            if now is not None and (now.error is not None or now.raw is not None):
-                why = now.error or "a file was created at that path after the step deleted it"
-                return CompensationReport(step.id, plan.tool, "refused", f"{why}; it was left as it is", _ms(started))
-        result = await run_call(Call(call_id, plan.tool, dict(plan.args)), self.env)
-        if result.is_error:
-            return CompensationReport(step.id, plan.tool, "failed", _first_line(result.content), _ms(started), result)
-        if plan.expect_sha256 is not None and result.metadata.get("hash_after") != plan.expect_sha256:
-            return CompensationReport(
-                step.id,
-                plan.tool,
-                "failed",
-                f"the restored file's sha256 is {result.metadata.get('hash_after')}, not the {plan.expect_sha256} it had before the step",
-                _ms(started),
-                result,
-            )
-        return CompensationReport(step.id, plan.tool, "ok", None, _ms(started), result)
+        return ToolResult(call.id, call.name, message, Status.unknown, "step_timeout", Stage.execute)
 
 
 def _view(report: StepReport, result: ToolResult | None) -> dict[str, Any]:
@@ -363,29 +369,11 @@ def _view(report: StepReport, result: ToolResult | None) -> dict[str, Any]:
     }
     if result is not None:
         view["content"] = result.content
-        view["data"] = _plain(result.structured) if result.structured is not None else result.content
-        view["metadata"] = {k: _plain(v) for k, v in result.metadata.items() if k != "timings_ms"}
+        view["data"] = plain(result.structured) if result.structured is not None else result.content
+        view["metadata"] = {k: plain(v) for k, v in result.metadata.items() if k != "timings_ms"}
         view["code"] = result.code or ""
     return view
 
 
-def _plain(value: Any, depth: int = 0) -> Any:
-    """``value`` with read-only mappings and tuples turned into dicts and lists."""
-    if value is None or isinstance(value, str | bool | int | float):
-        return value
-    if depth > 32:
-        return str(value)
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_plain(v, depth + 1) for v in value]
-    return str(value)
-
-
 def _ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000
-
-
-def _first_line(text: str) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= 300 else line[:300] + "..."

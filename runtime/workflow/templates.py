@@ -9,6 +9,7 @@ parsed and compiled once, while the snapshot is built; a run only evaluates.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,10 +26,40 @@ class TemplateError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Expr:
-    """One ``${...}``: its source, where it sits, and its compiled program."""
+    """One ``${...}``: its source, where it sits, and its compiled program. ``path``:
+    the keys of a plain field chain (``input.path``, ``steps.read.metadata.sha256``),
+    read with dict lookups instead of a CEL evaluation (the same value, or the same
+    "no such key" failure)."""
 
     source: str
     program: CelProgram
+    path: tuple[str, ...] | None = None
+
+
+_FIELD_CHAIN = re.compile(r"(?:input|steps)(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def field_chain(source: str) -> tuple[str, ...] | None:
+    """The keys of ``source`` when it is a plain chain of field selections."""
+    text = source.strip()
+    return tuple(text.split(".")) if _FIELD_CHAIN.fullmatch(text) else None
+
+
+class Scope:
+    """What expressions read: ``{"input": ..., "steps": ...}`` as plain data, and the
+    CEL activation of it, made only if some expression is not a plain field chain."""
+
+    __slots__ = ("data", "_make", "_activation")
+
+    def __init__(self, data: dict[str, Any], make_activation: Callable[[dict[str, Any]], Any]) -> None:
+        self.data = data
+        self._make = make_activation
+        self._activation: Any = None
+
+    def activation(self) -> Any:
+        if self._activation is None:
+            self._activation = self._make(self.data)
+        return self._activation
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +165,7 @@ def compile_template(value: Any, path: tuple[str | int, ...], compile_expr: Comp
             if program is None:
                 ok = False
             else:
-                parts.append(Expr(piece[0], program))
+                parts.append(Expr(piece[0], program, field_chain(piece[0])))
         if not ok:
             return None
         if len(parts) == 1 and isinstance(parts[0], Expr):
@@ -168,23 +199,31 @@ def expressions_of(template: Template | None) -> list[Expr]:
     return []
 
 
-def evaluate(template: Template, activation: Any) -> Any:
-    """The value of ``template`` against ``activation``; :class:`TemplateError` when an
+def evaluate(template: Template, scope: Scope) -> Any:
+    """The value of ``template`` in ``scope``; :class:`TemplateError` when an
     expression fails (its message says which)."""
     if isinstance(template, Constant):
         return _copy(template.value)
     if isinstance(template, Expr):
-        return _value(template, activation)
+        return _value(template, scope)
     if isinstance(template, Interpolated):
-        return "".join(p if isinstance(p, str) else _text(_value(p, activation)) for p in template.parts)
-    values = [evaluate(v, activation) for v in template.values]
+        return "".join(p if isinstance(p, str) else _text(_value(p, scope)) for p in template.parts)
+    values = [evaluate(v, scope) for v in template.values]
     if template.keys is None:
         return values
     return dict(zip(template.keys, values, strict=True))
 
 
-def _value(expr: Expr, activation: Any) -> Any:
-    outcome = expr.program.evaluate(activation)
+def _value(expr: Expr, scope: Scope) -> Any:
+    path = expr.path
+    if path is not None:
+        value: Any = scope.data
+        for key in path:
+            if type(value) is not dict or key not in value:
+                raise TemplateError(f"`${{{expr.source}}}` failed: no such key: {key}")
+            value = value[key]
+        return _copy(value)
+    outcome = expr.program.evaluate(scope.activation())
     if outcome.error is not None:
         raise TemplateError(f"`${{{expr.source}}}` failed: {outcome.error}")
     return outcome.value
