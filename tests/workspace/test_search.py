@@ -7,8 +7,10 @@ always, and on ripgrep too when ``rg`` is on PATH (the ripgrep-only tests skip o
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -184,8 +186,8 @@ def test_list_dir_does_not_expand_dependency_and_cache_directories(t: SearchTree
     assert "  node_modules/  (not expanded)" in out
     assert "index.js" not in out and ".pyc" not in out
     assert (
-        "[not expanded: node_modules/, src/__pycache__/ (dependency or cache directories); list one directly to see inside]"
-        in out
+        "[not expanded: node_modules/, src/__pycache__/ (dependency or cache directories); list one directly to see "
+        "inside]" in out
     )
     assert "index.js" in list_dir(t.ws, "node_modules", depth=2)
 
@@ -486,17 +488,15 @@ def test_grep_does_not_follow_symbolic_links(t: SearchTree, engine: GrepEngine) 
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_grep_skips_files_over_the_size_limit_and_names_them(
-    t: SearchTree, engine: GrepEngine, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_grep_skips_files_over_the_size_limit_and_names_them(t: SearchTree, engine: GrepEngine) -> None:
     with open(t.root / "huge.txt", "wb") as handle:
         handle.write(b"needle\n")
-        handle.truncate(search.MAX_FILE_BYTES + 1)
+        handle.truncate(search.DEFAULT_LIMITS.max_file_bytes + 1)
     out = grep(t.ws, "needle", output="files", engine=engine)
     assert "huge.txt\n" not in out
     assert out.endswith("[not searched: 1 file over 10 MB (huge.txt); read them in windows instead]")
-    monkeypatch.setattr(search, "MAX_FILE_BYTES", 20)
-    small_limit = grep(t.ws, "needle", "src/app", output="files", engine=engine)
+    tight = dataclasses.replace(search.DEFAULT_LIMITS, max_file_bytes=20)
+    small_limit = grep(t.ws, "needle", "src/app", output="files", engine=engine, limits=tight)
     assert "not searched: 2 files over" in small_limit and "src/app/main.py" in small_limit
 
 
@@ -606,18 +606,17 @@ def test_grep_refuses_bad_arguments(t: SearchTree, kwargs: dict[str, object], me
 
 
 def test_grep_rg_engine_without_rg_on_path_is_refused(t: SearchTree, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(search.shutil, "which", lambda _name, path=None: None)
+    monkeypatch.setenv("PATH", str(t.root / "no-programs-here"))
+    monkeypatch.setattr(sys, "executable", str(t.root / "no-programs-here" / "python"))  # rg beside it counts too
+    assert search.ripgrep() is None
     with pytest.raises(WorkspaceError, match="not on PATH"):
         grep(t.ws, "needle", engine="rg")
     assert "src/app/util.py:1:def needle():" in grep(t.ws, "needle", engine="auto")
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_grep_stops_at_the_time_limit_with_a_notice(
-    t: SearchTree, engine: GrepEngine, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(search, "TIME_LIMIT_S", 0.0)
-    out = grep(t.ws, "needle", engine=engine)
+def test_grep_stops_at_the_time_limit_with_a_notice(t: SearchTree, engine: GrepEngine) -> None:
+    out = grep(t.ws, "needle", engine=engine, limits=dataclasses.replace(search.DEFAULT_LIMITS, time_limit_s=0.0))
     assert "[search stopped after 0 s: results are incomplete; narrow the path or pattern]" in out
 
 
