@@ -39,13 +39,13 @@ def verdict(outcome: Outcome) -> str:
 
 @functools.cache
 def compiled(engine: str, source: str, variables: tuple[str, ...] = RULE_VARIABLES) -> Any:
-    return get_engine(engine).compile(source, variables)
+    return get_engine(engine, translated=False).compile(source, variables)
 
 
 def run(engine: str, program: Any, data: dict[str, Any], variables: tuple[str, ...]) -> str:
     """The verdict of ``program`` on ``data``; an exception escaping the engine is reported, not raised."""
     try:
-        activation = get_engine(engine).activation(data, variables)
+        activation = get_engine(engine, translated=False).activation(data, variables)
         return verdict(program.evaluate(activation))
     except Exception as err:
         return f"raised {type(err).__name__}: {err}"
@@ -393,7 +393,7 @@ def test_arguments_that_pass_validation_are_evaluated_without_raising(engine: st
     tool = snapshot.tools["file_edit"]
     args = {"path": "a.py", "mode": "insert", "content": "x", "line": 2**70}
     assert tool.arguments.validate(args) == ()
-    activation = get_engine(engine).activation(
+    activation = get_engine(engine, translated=False).activation(
         {"args": args, "tool": TOOL, "session": SESSION, "call": CALL}, RULE_VARIABLES
     )
     outcomes = [rule.program.evaluate(activation) for rule in tool.rules]
@@ -806,7 +806,7 @@ def test_a_variable_missing_from_the_activation_is_an_error(engine: str) -> None
 )
 def test_a_rule_whose_evaluation_errors_never_counts_as_passing(engine: str, expr: str) -> None:
     data = {"args": {"n": 1, "s": "x", "l": [1]}, "tool": TOOL, "session": SESSION, "call": CALL}
-    outcome = compiled(engine, expr).evaluate(get_engine(engine).activation(data, RULE_VARIABLES))
+    outcome = compiled(engine, expr).evaluate(get_engine(engine, translated=False).activation(data, RULE_VARIABLES))
     assert outcome.error
     assert outcome.value is None
     assert outcome.is_true is False
@@ -827,7 +827,7 @@ def test_a_rule_whose_evaluation_errors_never_counts_as_passing(engine: str, exp
 )
 def test_a_non_boolean_result_never_counts_as_passing(engine: str, expr: str, value: Any) -> None:
     data = {"args": {"t": "true", "n": 1, "z": None}, "tool": TOOL, "session": SESSION, "call": CALL}
-    outcome = compiled(engine, expr).evaluate(get_engine(engine).activation(data, RULE_VARIABLES))
+    outcome = compiled(engine, expr).evaluate(get_engine(engine, translated=False).activation(data, RULE_VARIABLES))
     assert outcome.error is None
     assert outcome.value == value
     assert outcome.is_true is False
@@ -884,7 +884,7 @@ SYNTAX_ERRORS = [
 @pytest.mark.parametrize(("source", "line", "col"), SYNTAX_ERRORS)
 def test_a_syntax_error_raises_with_a_one_based_position(engine: str, source: str, line: int, col: int) -> None:
     with pytest.raises(CelCompileError) as caught:
-        get_engine(engine).compile(source, RULE_VARIABLES)
+        get_engine(engine, translated=False).compile(source, RULE_VARIABLES)
     assert (caught.value.line, caught.value.col) == (line, col)
     assert caught.value.message
     assert isinstance(caught.value, ToolrtError)
@@ -896,7 +896,7 @@ def test_a_syntax_error_raises_with_a_one_based_position(engine: str, source: st
 )
 def test_an_expression_that_ends_too_early_raises_on_its_last_line(engine: str, source: str, line: int) -> None:
     with pytest.raises(CelCompileError) as caught:
-        get_engine(engine).compile(source, RULE_VARIABLES)
+        get_engine(engine, translated=False).compile(source, RULE_VARIABLES)
     last = source.splitlines()[-1]
     last_token_col = tokenize(last)[-1].offset + 1
     assert caught.value.line == line
@@ -911,7 +911,7 @@ def test_an_expression_that_ends_too_early_has_the_same_position_in_both_engines
     positions = set()
     for engine in ENGINES:
         with pytest.raises(CelCompileError) as caught:
-            get_engine(engine).compile("args.n >", RULE_VARIABLES)
+            get_engine(engine, translated=False).compile("args.n >", RULE_VARIABLES)
         positions.add((caught.value.line, caught.value.col))
     assert len(positions) == 1
 

@@ -1,0 +1,428 @@
+"""CEL expressions translated into Python closures at snapshot build.
+
+Building a CEL engine's activation (turning the call's data into the engine's
+values) and running its interpreter costs tens of microseconds with the fast engine
+and about a millisecond with the portable one, on every call. The subset of CEL that
+real rules use is translated here, once, from the project's own syntax tree
+(:mod:`runtime.policy.celast`) into nested Python closures that read the plain data
+directly:
+
+- literals (int, double, string, bool, null), lists and maps of them;
+- variables, field selection, ``has()``, indexing;
+- ``==`` ``!=`` (CEL's equality: no implicit conversion, numbers by value, a bool is
+  never a number), ``<`` ``<=`` ``>`` ``>=``, ``in``;
+- ``+`` ``-`` ``*`` ``/`` ``%`` and unary ``-`` on ints (int64: overflow and division
+  by zero are errors) and doubles (IEEE), ``+`` on strings and lists;
+- ``!`` ``&&`` ``||`` with CEL's error-absorbing semantics, ``c ? a : b``;
+- ``size``, ``contains``, ``startsWith``, ``endsWith``, ``matches`` (RE2, a literal
+  pattern compiled once);
+- ``all``, ``exists``, ``exists_one``, ``map``, ``filter``.
+
+A closure returns a value only when it is certain that CEL gives that value. Every
+error it meets raises :class:`CelError`; ``&&``, ``||``, ``all`` and ``exists``
+absorb errors the way CEL does, so an error that escapes is one CEL reports too, and
+the caller then asks the engine for its own wording of it (an error is the rare path;
+this way messages stay the engine's). A value outside the plain JSON types, or an
+integer beyond 64 bits, raises :class:`Defer`: the engine decides. Anything outside
+the subset is not translated at all (:func:`translate` returns None). The
+conformance test (tests/policy/test_cel_closures.py) holds the closures to the
+engines' values over the corpus and generated expressions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from runtime.policy.celast import Node, ParseError, parse
+from runtime.policy.celops import (
+    INT_MAX,
+    INT_MIN,
+    CelError,
+    Defer,
+    OverBudget,
+    arith,
+    category,
+    equal,
+    in_range,
+    index,
+    matches,
+    member,
+    order,
+    plain,
+    select,
+    size_of,
+    string_test,
+    truth,
+)
+from runtime.regex import re2_tester
+
+__all__ = ["MAX_STEPS", "CelError", "Closure", "Defer", "OverBudget", "run", "translate"]
+
+#: The data in (variable name -> plain value), the expression's value out.
+Closure = Callable[[dict[str, Any]], Any]
+
+#: Comprehension iterations one evaluation may run before it is stopped as an error
+#: (lint bounds inputs; this is the run-time backstop that keeps the event loop free).
+MAX_STEPS = 100_000
+_STEPS = "\x00steps"  # keys no CEL identifier can spell: the evaluation's step count,
+_CHECKED = "\x00checked"  # and the variables already found plain in this activation
+
+
+class _NotSubset(Exception):
+    pass
+
+
+def translate(source: str, variables: tuple[str, ...]) -> Closure | None:
+    """``source`` as a Python closure over ``{variable: value}``, or None when it uses
+    something outside the subset (the engine then evaluates it)."""
+    try:
+        node = parse(source)
+    except (ParseError, RecursionError):
+        return None
+    try:
+        return _Translator(frozenset(variables)).node(node, frozenset())
+    except (_NotSubset, RecursionError):
+        return None
+
+
+def run(closure: Closure, data: dict[str, Any], checked: set[str] | None = None) -> Any:
+    """Evaluate ``closure`` with a fresh step count (raises CelError, Defer).
+    ``checked`` names the variables of ``data`` already found plain (shared by the
+    evaluations of one activation, so each variable is walked once per call)."""
+    env = dict(data)
+    env[_STEPS] = 0
+    env[_CHECKED] = set() if checked is None else checked
+    return closure(env)
+
+
+# -- translation -----------------------------------------------------------------------
+
+_SIMPLE_ESCAPES = {
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "`": "`",
+    "?": "?",
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "v": "\v",
+}
+
+
+def _string(text: str) -> str:
+    """The value of a CEL string literal; escapes beyond the simple ones are left to the engine."""
+    raw = text[:1] in ("r", "R")
+    if raw:
+        text = text[1:]
+    quote = text[:3] if text[:3] in ("'''", '"""') else text[:1]
+    if quote not in ("'", '"', "'''", '"""') or len(text) < 2 * len(quote):
+        raise _NotSubset
+    body = text[len(quote) : len(text) - len(quote)]
+    if raw or "\\" not in body:
+        return body
+    out: list[str] = []
+    index = 0
+    while index < len(body):
+        char = body[index]
+        if char != "\\":
+            out.append(char)
+            index += 1
+            continue
+        escaped = _SIMPLE_ESCAPES.get(body[index + 1 : index + 2])
+        if escaped is None:
+            raise _NotSubset
+        out.append(escaped)
+        index += 2
+    return "".join(out)
+
+
+def _number(node: Node) -> int | float:
+    text = node.value
+    if node.kind == "double":
+        try:
+            return float(text)
+        except ValueError:
+            raise _NotSubset from None
+    body = text.lstrip("-")
+    if body.lower().startswith("0x"):
+        value = int(body, 16)
+    elif body.isdigit() and (body == "0" or not body.startswith("0")):
+        value = int(body)
+    else:
+        raise _NotSubset
+    value = -value if text.startswith("-") else value
+    if not INT_MIN <= value <= INT_MAX:
+        raise _NotSubset  # the engine reports the literal's overflow
+    return value
+
+
+def _constant(value: Any) -> Closure:
+    return lambda _env: value
+
+
+_METHODS = {"contains", "startsWith", "endsWith", "matches", "size"}
+_MACROS = {"all", "exists", "exists_one", "map", "filter"}
+
+
+class _Translator:
+    def __init__(self, variables: frozenset[str]) -> None:
+        self.variables = variables
+
+    def node(self, node: Node, bound: frozenset[str]) -> Closure:  # noqa: C901 - one branch per node kind
+        kind = node.kind
+        if kind in ("int", "double"):
+            return _constant(_number(node))
+        if kind == "string":
+            return _constant(_string(node.value))
+        if kind == "bool":
+            return _constant(node.value == "true")
+        if kind == "null":
+            return _constant(None)
+        if kind == "ident":
+            return self._ident(node.value, bound)
+        if kind == "select":
+            operand, field = self.node(node.args[0], bound), node.value
+            return lambda env: select(operand(env), field)
+        if kind == "has":
+            return self._has(node.args[0], bound)
+        if kind == "index":
+            container, key = (self.node(arg, bound) for arg in node.args)
+            return lambda env: index(container(env), key(env))
+        if kind == "list":
+            items = tuple(self.node(arg, bound) for arg in node.args)
+            return lambda env: [item(env) for item in items]
+        if kind == "map":
+            return self._map(node, bound)
+        if kind == "cond":
+            return self._cond(*(self.node(arg, bound) for arg in node.args))
+        if kind in ("not", "neg") and node.args[0].kind == kind:
+            raise _NotSubset  # CEL's parser drops a pair of `!` or `-`: `!!x` is x, whatever x is
+        if kind == "not":
+            inner = self.node(node.args[0], bound)
+            return lambda env: not truth(inner(env))
+        if kind == "neg":
+            return self._neg(self.node(node.args[0], bound))
+        if kind == "and":
+            return _logic(*(self.node(arg, bound) for arg in node.args), stop=False)
+        if kind == "or":
+            return _logic(*(self.node(arg, bound) for arg in node.args), stop=True)
+        if kind == "op":
+            return self._op(node.value, *(self.node(arg, bound) for arg in node.args))
+        if kind == "call":
+            return self._call(node, bound)
+        if kind == "macro":
+            return self._macro(node, bound)
+        raise _NotSubset  # uint, bytes
+
+    def _ident(self, name: str, bound: frozenset[str]) -> Closure:
+        if name not in bound and name not in self.variables:
+            raise _NotSubset  # a type name or an undeclared variable: the engine's to judge
+
+        if name in bound:
+
+            def element(env: dict[str, Any]) -> Any:
+                return env[name]  # checked as the comprehension took it
+
+            return element
+
+        def read(env: dict[str, Any]) -> Any:
+            try:
+                value = env[name]
+            except KeyError:
+                raise CelError(f"undeclared reference to '{name}'") from None
+            checked = env[_CHECKED]
+            if name not in checked:
+                if not plain(value):
+                    raise Defer
+                checked.add(name)
+            return value
+
+        return read
+
+    def _has(self, select: Node, bound: frozenset[str]) -> Closure:
+        operand, field = self.node(select.args[0], bound), select.value
+
+        def has(env: dict[str, Any]) -> bool:
+            value = operand(env)
+            if type(value) is dict:
+                return field in value
+            category(value)
+            raise CelError("has() applied to a value that is not a map")
+
+        return has
+
+    def _map(self, node: Node, bound: frozenset[str]) -> Closure:
+        pairs = tuple(
+            (self.node(node.args[i], bound), self.node(node.args[i + 1], bound)) for i in range(0, len(node.args), 2)
+        )
+
+        def build(env: dict[str, Any]) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for key_of, value_of in pairs:
+                key = key_of(env)
+                if type(key) is not str or key in out:
+                    raise CelError("unsupported or repeated map key")  # the engine words it
+                out[key] = value_of(env)
+            return out
+
+        return build
+
+    @staticmethod
+    def _cond(condition: Closure, then: Closure, otherwise: Closure) -> Closure:
+        return lambda env: then(env) if truth(condition(env)) else otherwise(env)
+
+    @staticmethod
+    def _neg(inner: Closure) -> Closure:
+        def negate(env: dict[str, Any]) -> Any:
+            value = inner(env)
+            kind = type(value)
+            if kind is int:
+                return in_range(-value)
+            if kind is float:
+                return -value
+            category(value)
+            raise CelError("no matching overload for -_")
+
+        return negate
+
+    @staticmethod
+    def _op(op: str, left: Closure, right: Closure) -> Closure:
+        if op == "==":
+            return lambda env: equal(left(env), right(env))
+        if op == "!=":
+            return lambda env: not equal(left(env), right(env))
+        if op == "in":
+            return lambda env: member(left(env), right(env))
+        if op in ("<", "<=", ">", ">="):
+            return lambda env: order(op, left(env), right(env))
+        if op in ("+", "-", "*", "/", "%"):
+            return lambda env: arith(op, left(env), right(env))
+        raise _NotSubset
+
+    def _call(self, node: Node, bound: frozenset[str]) -> Closure:
+        name = node.value
+        if name not in _METHODS:
+            raise _NotSubset
+        operands = ((node.target,) if node.target is not None else ()) + node.args
+        if len(operands) != (1 if name == "size" else 2):
+            raise _NotSubset
+        if name == "size":
+            inner = self.node(operands[0], bound)
+            return lambda env: size_of(inner(env))
+        subject = self.node(operands[0], bound)
+        if name == "matches":
+            pattern = operands[1]
+            if pattern.kind == "string":
+                literal = _string(pattern.value)
+                try:
+                    tester = re2_tester(literal)
+                except Exception:  # noqa: BLE001 - an invalid pattern: the engine reports it
+                    raise _NotSubset from None
+                return lambda env: matches(subject(env), literal, tester)
+            pattern_of = self.node(pattern, bound)
+            return lambda env: matches(subject(env), pattern_of(env))
+        if node.target is None:
+            raise _NotSubset  # contains("a", "b") is not a global function
+        test = string_test(name)
+        argument = self.node(operands[1], bound)
+        return lambda env: test(subject(env), argument(env))
+
+    def _macro(self, node: Node, bound: frozenset[str]) -> Closure:
+        if node.value not in _MACROS or len(node.names) != 1 or len(node.args) != 1 or node.target is None:
+            raise _NotSubset
+        name = node.names[0]
+        if name in self.variables or name == _STEPS:
+            raise _NotSubset  # shadowing a variable: left to the engine
+        source = self.node(node.target, bound)
+        body = self.node(node.args[0], bound | {name})
+        return _comprehension(node.value, name, source, body)
+
+
+def _logic(left: Closure, right: Closure, *, stop: bool) -> Closure:
+    """``&&`` (stop on false) or ``||`` (stop on true), absorbing an error on either
+    side when the other side settles the result, as CEL does."""
+
+    def logic(env: dict[str, Any]) -> bool:
+        try:
+            first = left(env)
+        except CelError as err:
+            if isinstance(err, OverBudget):
+                raise
+            first = err
+        if first is stop:
+            return stop
+        second = right(env)  # an error here is the result's, unless `first` settles it: it did not
+        if second is stop:
+            return stop
+        if isinstance(first, CelError):
+            raise first
+        if first is not (not stop) or second is not (not stop):
+            raise CelError("no matching overload: a logical operand is not a bool")
+        return not stop
+
+    return logic
+
+
+def _comprehension(macro: str, name: str, source: Closure, body: Closure) -> Closure:
+    def items(env: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+        value = source(env)
+        kind = type(value)
+        if kind is list:
+            elements = value
+        elif kind is dict:
+            elements = list(value)
+        else:
+            category(value)
+            raise CelError(f"{macro}() over a value that is neither a list nor a map")
+        steps = env[_STEPS] + len(elements)
+        if steps > MAX_STEPS:
+            raise OverBudget(f"the expression runs more than {MAX_STEPS} comprehension steps; it was stopped")
+        env[_STEPS] = steps
+        return dict(env), elements
+
+    def each(env: dict[str, Any]) -> Any:
+        scope, elements = items(env)
+        if macro in ("all", "exists"):
+            settle = macro == "exists"  # the element value that settles the result
+            error: CelError | None = None
+            for element in elements:
+                scope[name] = element
+                try:
+                    value = body(scope)
+                except CelError as err:
+                    if isinstance(err, OverBudget):
+                        raise
+                    error = err
+                    continue
+                if value is settle:
+                    env[_STEPS] = scope[_STEPS]
+                    return settle
+                if value is not (not settle):
+                    error = CelError(f"no matching overload: {macro}() body is not a bool")
+            env[_STEPS] = scope[_STEPS]
+            if error is not None:
+                raise error
+            return not settle
+        out: list[Any] = []
+        count = 0
+        for element in elements:
+            scope[name] = element
+            value = body(scope)
+            if macro == "map":
+                out.append(value)
+            elif value is True:
+                count += 1
+                out.append(element)
+            elif value is not False:
+                raise CelError(f"no matching overload: {macro}() body is not a bool")
+        env[_STEPS] = scope[_STEPS]
+        if macro == "exists_one":
+            return count == 1
+        return out
+
+    return each
