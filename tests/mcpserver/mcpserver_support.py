@@ -202,3 +202,49 @@ async def http_session(url: str, **client: Any) -> AsyncIterator[ClientSession]:
     ):
         await session.initialize()
         yield session
+
+
+class Held:
+    """An async context manager (a client with its server child) held open in a task of
+    its own, so that a module-scoped fixture can share one server among tests.
+
+    anyio's cancel scopes (inside the MCP client) must be left by the task that entered
+    them, and pytest-asyncio runs a fixture's setup and teardown in different tasks: a
+    task of its own enters the context, waits until :meth:`close`, and leaves it."""
+
+    def __init__(self, context: Any) -> None:
+        self._context = context
+        self._opened: asyncio.Future[Any] | None = None
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def open(self) -> Any:
+        self._opened = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._hold())
+        done, _ = await asyncio.wait({self._opened, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        if self._opened in done:
+            return self._opened.result()
+        self._task.result()  # raises what opening raised
+        raise RuntimeError("the held context ended before it opened")
+
+    async def _hold(self) -> None:
+        async with self._context as value:
+            assert self._opened is not None
+            self._opened.set_result(value)
+            await self._stop.wait()
+
+    async def close(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+
+
+class AnswerSwitch:
+    """An elicitation callback for a shared client: each test sets :attr:`current`."""
+
+    def __init__(self) -> None:
+        self.current: Any = None
+
+    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert self.current is not None, "no answer set for this test"
+        return await self.current(context, params)  # type: ignore[no-any-return]

@@ -14,9 +14,10 @@ from typing import Any
 
 import mcp_types as types
 import pytest
+import pytest_asyncio
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
-from mcpserver_support import CONFIG, REPO, serve_argv, text_of
+from mcpserver_support import CONFIG, REPO, AnswerSwitch, Held, serve_argv, text_of
 
 MODES = ["legacy", "auto"]  # auto negotiates 2026-07-28 with toolrt serve
 
@@ -58,18 +59,49 @@ async def test_an_accepted_question_runs_the_call_once(tmp_path: Path, mode: str
     assert len(callback.asked) == 1 and "Allow `deploy` to run?" in callback.asked[0]
 
 
+# Answers that deny leave nothing behind (no grant, no pending call): the tests of such
+# answers share one server child per mode, each test setting the answer it gives.
+shared_loop = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def denying(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[dict[str, tuple[Client, AnswerSwitch]]]:
+    clients: dict[str, tuple[Client, AnswerSwitch]] = {}
+    held: list[Held] = []
+    for mode in MODES:
+        switch = AnswerSwitch()
+        holder = Held(official(tmp_path_factory.mktemp(f"denying-{mode}"), mode, switch))
+        held.append(holder)
+        clients[mode] = (await holder.open(), switch)
+    yield clients
+    for holder in held:
+        await holder.close()
+
+
+async def ask_shared(denying: dict[str, tuple[Client, AnswerSwitch]], mode: str, callback: Any) -> types.CallToolResult:
+    client, switch = denying[mode]
+    switch.current = callback
+    try:
+        return await client.call_tool("deploy", {"service": "web"})
+    finally:
+        switch.current = None
+
+
+@shared_loop
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(
     ("action", "said"), [("decline", "declined in the MCP client"), ("cancel", "dismissed in the MCP client")]
 )
 async def test_a_declined_or_dismissed_question_denies_the_call(
-    tmp_path: Path, mode: str, action: str, said: str
+    denying: dict[str, tuple[Client, AnswerSwitch]], mode: str, action: str, said: str
 ) -> None:
-    async with official(tmp_path, mode, answering(action)) as client:
-        result = await client.call_tool("deploy", {"service": "web"})
+    callback = answering(action)
+    result = await ask_shared(denying, mode, callback)
     assert result.is_error is True and said in text_of(result)
+    assert len(callback.asked) == 1
 
 
+@shared_loop
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(
     "content",
@@ -84,10 +116,11 @@ async def test_a_declined_or_dismissed_question_denies_the_call(
     ids=["word-yes", "one", "string-true", "null", "other-field", "extra-field"],
 )
 async def test_an_answer_that_does_not_match_the_requested_type_denies(
-    tmp_path: Path, mode: str, content: dict[str, Any]
+    denying: dict[str, tuple[Client, AnswerSwitch]], mode: str, content: dict[str, Any]
 ) -> None:
-    async with official(tmp_path, mode, answering("accept", content)) as client:
-        result = await client.call_tool("deploy", {"service": "web"})
+    callback = answering("accept", content)
+    result = await ask_shared(denying, mode, callback)
+    assert len(callback.asked) == 1  # asked, not taken from an earlier answer on this server
     assert result.is_error is True
     assert "did not match the question" in text_of(result) or "not an elicitation result" in text_of(result)
 
@@ -101,7 +134,7 @@ async def test_allow_for_session_is_remembered_on_both_revisions(tmp_path: Path,
     assert (first.is_error, second.is_error) == (False, False)
     if mode == "legacy":  # one connection, one session: the grant covers the second call
         assert len(callback.asked) == 1
-    else:  # stateless: each call may be a session of its own; never fewer questions than legacy, never a run without one
+    else:  # stateless: each call may be a session of its own; never fewer questions than legacy, never a run
         assert 1 <= len(callback.asked) <= 2
 
 

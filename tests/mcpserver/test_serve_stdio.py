@@ -4,12 +4,17 @@ pipeline and comes back as one ``CallToolResult``."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import mcp_types as types
+import pytest
+import pytest_asyncio
 from mcpserver_support import (
     EXTRA_TOOL,
     TIMEOUT_S,
+    Held,
     Notifications,
     answering,
     copy_config,
@@ -18,12 +23,23 @@ from mcpserver_support import (
     wait_for_text,
 )
 
+# The first tests only read (list, call, refused calls): they share one server child.
+shared_loop = pytest.mark.asyncio(loop_scope="module")
 
-async def test_tools_list_has_every_tool_with_annotations_from_its_attributes(tmp_path: Path) -> None:
-    async with stdio_session(tmp_path) as client:
-        listed = await client.list_tools()
-        assert client.initialize_result is not None
-        capabilities = client.initialize_result.capabilities
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
+    held = Held(stdio_session(tmp_path_factory.mktemp("shared-serve")))
+    yield await held.open()
+    await held.close()
+
+
+@shared_loop
+async def test_tools_list_has_every_tool_with_annotations_from_its_attributes(shared: Any) -> None:
+    client = shared
+    listed = await client.list_tools()
+    assert client.initialize_result is not None
+    capabilities = client.initialize_result.capabilities
     tools = {tool.name: tool for tool in listed.tools}
     assert sorted(tools) == ["count_up", "deploy", "erase_disk", "lookup_city", "sleepy"]
     lookup = tools["lookup_city"]
@@ -41,33 +57,37 @@ async def test_tools_list_has_every_tool_with_annotations_from_its_attributes(tm
     assert capabilities.tools is not None and capabilities.tools.list_changed is True
 
 
-async def test_a_tool_returning_an_object_answers_with_structured_content(tmp_path: Path) -> None:
-    async with stdio_session(tmp_path) as client:
-        result = await client.call_tool("lookup_city", {"city": "Oslo"})
+@shared_loop
+async def test_a_tool_returning_an_object_answers_with_structured_content(shared: Any) -> None:
+    client = shared
+    result = await client.call_tool("lookup_city", {"city": "Oslo"})
     assert result.is_error is False
     assert result.structured_content == {"city": "Oslo", "temp_c": 21, "sunny": True}
     assert '"temp_c": 21' in text_of(result)
 
 
-async def test_arguments_failing_the_schema_are_an_error_result_saying_what_is_wrong(tmp_path: Path) -> None:
-    async with stdio_session(tmp_path) as client:
-        missing = await client.call_tool("lookup_city", {})
-        wrong_type = await client.call_tool("lookup_city", {"city": 5})
+@shared_loop
+async def test_arguments_failing_the_schema_are_an_error_result_saying_what_is_wrong(shared: Any) -> None:
+    client = shared
+    missing = await client.call_tool("lookup_city", {})
+    wrong_type = await client.call_tool("lookup_city", {"city": 5})
     assert missing.is_error is True and "missing required argument `city`" in text_of(missing)
     assert wrong_type.is_error is True and "`city` must be a string" in text_of(wrong_type)
     assert missing.structured_content is None
 
 
-async def test_an_unknown_tool_is_an_error_result_naming_the_available_tools(tmp_path: Path) -> None:
-    async with stdio_session(tmp_path) as client:
-        result = await client.call_tool("launch_rocket", {})
+@shared_loop
+async def test_an_unknown_tool_is_an_error_result_naming_the_available_tools(shared: Any) -> None:
+    client = shared
+    result = await client.call_tool("launch_rocket", {})
     assert result.is_error is True
     assert "Unknown tool `launch_rocket`" in text_of(result) and "lookup_city" in text_of(result)
 
 
-async def test_a_call_denied_by_policy_is_an_error_result_with_the_reason_and_never_runs(tmp_path: Path) -> None:
-    async with stdio_session(tmp_path) as client:
-        result = await client.call_tool("erase_disk", {})
+@shared_loop
+async def test_a_call_denied_by_policy_is_an_error_result_with_the_reason_and_never_runs(shared: Any) -> None:
+    client = shared
+    result = await client.call_tool("erase_disk", {})
     assert result.is_error is True
     assert (
         "Permission denied for `erase_disk` (rule `mcp-tests/no-erasing`): erasing disks is never allowed"
