@@ -160,12 +160,9 @@ async def test_results_come_back_in_call_order_paired_by_id(turn: Turn) -> None:
 
 
 async def test_consecutive_read_only_calls_run_concurrently(turn: Turn) -> None:
-    started = time.monotonic()
     results = await turn.run([nap("a"), nap("b"), nap("c")])
-    elapsed = time.monotonic() - started
     assert all(r.status is Status.ok for r in results)
-    assert elapsed < 0.6, f"three 0.3 s read-only calls took {elapsed:.2f} s"
-    assert turn.max_in_flight == 3
+    assert turn.max_in_flight == 3  # all three were in their handler at once
 
 
 async def test_a_write_call_splits_read_only_calls_into_batches(turn: Turn) -> None:
@@ -234,14 +231,14 @@ async def test_without_stop_on_error_later_calls_still_run(turn: Turn) -> None:
 async def test_deadline_cuts_a_running_write_short_as_unknown_and_skips_the_rest(turn: Turn, workspace: Path) -> None:
     calls = [
         nap("a", 0.05),
-        call("slow_write", {"tag": "w", "s": 3}, id="w"),
+        call("slow_write", {"tag": "w", "s": 30}, id="w"),
         nap("c", 0.01),
         call("quick_write", {"tag": "d"}, id="d"),
     ]
     started = time.monotonic()
     results = await turn.run(calls, deadline_s=0.4)
     elapsed = time.monotonic() - started
-    assert elapsed < 1.2
+    assert elapsed < 15  # cut at the deadline, not after the write's 30 s
     assert [r.call_id for r in results] == ["a", "w", "c", "d"]
     assert results[0].status is Status.ok
     assert (results[1].status, results[1].code) == (Status.unknown, "turn_deadline")
@@ -265,10 +262,10 @@ async def test_deadline_stops_running_read_only_calls_as_not_executed(turn: Turn
 async def test_an_interrupt_while_calls_run_still_answers_every_call_once(turn: Turn) -> None:
     interrupt = asyncio.Event()
     asyncio.get_running_loop().call_later(0.2, interrupt.set)
-    calls = [nap("a", 2), nap("b", 2), nap("w", 0.01, tool="nap_write"), nap("d", 0.01)]
+    calls = [nap("a", 30), nap("b", 30), nap("w", 0.01, tool="nap_write"), nap("d", 0.01)]
     started = time.monotonic()
     results = await turn.run(calls, interrupt=interrupt)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 15  # stopped at the interrupt, not after the calls' 30 s
     assert [r.call_id for r in results] == ["a", "b", "w", "d"]
     assert all(r.status is Status.not_executed and r.code == "interrupted" for r in results)
     assert results[0].content.startswith("Stopped: the turn was interrupted while it ran")
