@@ -85,7 +85,7 @@ class Grant:
                     return False
             else:
                 normal = _normalised(text)
-                compiled = _path_glob(glob)
+                compiled = _path_glob(glob) if isinstance(glob, str) else None
                 if normal is None or compiled is None or not compiled.matches(normal):
                     return False
         return True

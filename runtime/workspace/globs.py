@@ -31,7 +31,7 @@ there is no floating match, so ``*.py`` matches ``a.py`` but not ``src/a.py``
 Case is significant unless a caller asks otherwise (deny globs are matched
 case-insensitively). Globs compile to RE2 (linear time whatever the pattern and the
 path), once: the workspace compiles its deny globs when it is built into the
-snapshot, search compiles a request's glob once per call, grants once per pattern.
+snapshot; search and grant patterns are compiled on first use and remembered.
 
 Command lines are not paths: ``runtime.policy.bashglob`` is bash's own glob (``*``
 matching ``/`` in a word, ``extglob``, dot-file rules) for judging command lines, and
@@ -40,6 +40,7 @@ stays separate on purpose.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -112,9 +113,18 @@ class GlobSet:
 
 
 def compile_glob(pattern: str, *, case_sensitive: bool = True, relative: bool = True, braces: bool = True) -> Glob:
-    """Compile ``pattern`` (the dialect above) or raise :class:`GlobError` saying what is wrong."""
+    """Compile ``pattern`` (the dialect above) or raise :class:`GlobError` saying what is wrong.
+
+    Compiled globs are remembered (they are immutable), so a pattern the model sends
+    again and again is compiled once.
+    """
     if not isinstance(pattern, str):
         raise GlobError(f"a glob must be a string, not {type(pattern).__name__}")
+    return _compiled(pattern, case_sensitive, relative, braces)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(pattern: str, case_sensitive: bool, relative: bool, braces: bool) -> Glob:
     if len(pattern) > MAX_PATTERN_CHARS:
         raise GlobError(f"glob is too long ({len(pattern):,} characters; at most {MAX_PATTERN_CHARS:,})")
     if "\x00" in pattern:

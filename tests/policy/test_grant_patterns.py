@@ -67,3 +67,10 @@ def test_a_grant_pattern_covers_what_the_glob_dialect_matches(
     grants = SessionGrants()
     assert grants.add("s1", read("src/first.py"), pattern={"path": pattern}) is not None
     assert (grants.covering("s1", read(path)) is not None) is covered
+
+
+@pytest.mark.parametrize("pattern", [["src/*"], 3, None, {"a": 1}])
+def test_a_grant_pattern_that_is_not_text_covers_nothing(read: Callable[[str], ValidatedCall], pattern: object) -> None:
+    grants = SessionGrants()
+    grants.add("s1", read("src/first.py"), pattern={"path": pattern})  # type: ignore[dict-item]
+    assert grants.covering("s1", read("src/first.py")) is None
