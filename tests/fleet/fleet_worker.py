@@ -1,6 +1,6 @@
 """What one worker process of the fleet tests does: its own Runtime, pointed at the
-shared Redis (and PostgreSQL), started with multiprocessing's spawn so that nothing of
-the test process is inherited."""
+shared Redis (and PostgreSQL), started from multiprocessing's forkserver so that nothing
+of the test process is inherited."""
 
 from __future__ import annotations
 

@@ -316,7 +316,8 @@ from runtime.runtime import Runtime
 config, workspace, tool = sys.argv[1:4]
 rt = Runtime([config], workspace_root=workspace)
 try:
-    results = rt.run_turn_sync([Call(id="x", name=tool, args={}), Call(id="y", name="quick", args={"tag": "y"})], Session(mode="bypass"))
+    calls = [Call(id="x", name=tool, args={}), Call(id="y", name="quick", args={"tag": "y"})]
+    results = rt.run_turn_sync(calls, Session(mode="bypass"))
 except BaseException as err:
     print(json.dumps({"raised": type(err).__name__}))
 else:
