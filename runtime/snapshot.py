@@ -34,6 +34,7 @@ from runtime.policy.cel import CelProgram, Outcome
 from runtime.policy.celdirect import DirectCheck
 from runtime.policy.commands import CommandPatterns
 from runtime.validation.arguments import ArgumentValidator
+from runtime.validation.output import OutputCheck
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +114,7 @@ class CompiledTool:
     attributes: Mapping[str, Any]  # what CEL sees as `tool`
     redactor: Any = None  # runtime.shaping.redact.Redactor over `redaction`, built once
     rule_variables: frozenset[str] = frozenset()  # the CEL variables the rules read
+    output_check: OutputCheck | None = None  # the compiled output_schema, when the tool declares one
 
     @property
     def key(self) -> str:

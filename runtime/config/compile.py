@@ -23,7 +23,7 @@ from runtime.config.consistency import check_consistency
 from runtime.config.expressions import Finding, compile_expression
 from runtime.config.exprtypes import TypedCheck, type_findings, variable_types
 from runtime.config.files import builtin_pack_dirs, find_pack, read_source
-from runtime.config.handlers import resolve_handler
+from runtime.config.handlers import handler_parts, resolve_handler
 from runtime.config.load import LoadedConfig, LoadedDocument, load_documents
 from runtime.config.models import (
     DEFAULT_REDACTION,
@@ -68,7 +68,8 @@ from runtime.snapshot import (
     WhenPlan,
 )
 from runtime.validation.arguments import ArgumentValidator, fast_schema_available
-from runtime.validation.schemacheck import check_input_schema
+from runtime.validation.output import OutputCheck
+from runtime.validation.schemacheck import check_input_schema, check_output_schema
 from runtime.versions import RolloutTable, compile_rollout
 from runtime.workflow.compile import CompiledWorkflow, compile_workflow
 from runtime.workflow.templates import WORKFLOW_VARIABLES
@@ -135,6 +136,7 @@ class _ToolPieces:
     arguments: ArgumentValidator | None
     rules: tuple[CompiledRule, ...]
     variables: frozenset[str]
+    output_check: OutputCheck | None = None
 
 
 @dataclass(frozen=True)
@@ -507,6 +509,7 @@ class _Builder:
             attributes=_attributes(model, handler.kind),
             redactor=redactor,
             rule_variables=pieces.variables,
+            output_check=pieces.output_check,
         )
 
     def _tool_pieces(self, model: ToolDocument) -> _ToolPieces:
@@ -554,7 +557,12 @@ class _Builder:
         if spec.command_line is not None and schema_readable:
             findings.extend(_check_command_line(spec.command_line, spec.input_schema))
         findings.extend(_settings_that_do_nothing(spec))
-        return _ToolPieces(tuple(findings), arguments, tuple(rules), variables)
+        output_findings = _output_schema_findings(spec)
+        findings.extend(output_findings)
+        output_check = None
+        if spec.output_schema is not None and not any(not f.warning for f in output_findings):
+            output_check = OutputCheck(spec.output_schema, self.schema_engine)
+        return _ToolPieces(tuple(findings), arguments, tuple(rules), variables, output_check)
 
     def _expression(
         self, source: str, path: tuple[str | int, ...], variables: tuple[str, ...], schema: dict[str, Any] | None
@@ -770,6 +778,31 @@ def _check_command_line(name: str, schema: Mapping[str, Any]) -> list[Finding]:
             )
         ]
     return []
+
+
+def _output_schema_findings(spec: ToolSpec) -> list[Finding]:
+    """Lint for ``output_schema``: a sound object schema, on a handler that returns data."""
+    if spec.output_schema is None:
+        return []
+    findings = [
+        Finding(("spec", "output_schema", *f.path), f.code, f.message, f.warning)
+        for f in check_output_schema(spec.output_schema)
+    ]
+    kind = handler_parts(spec)[0]
+    if kind in _TEXT_HANDLERS:
+        findings.append(
+            Finding(
+                ("spec", "output_schema"),
+                "output-schema-on-text",
+                f"a `{kind}` handler {_TEXT_HANDLERS[kind]}, never a JSON object, so every call would fail the "
+                "output_schema. Remove output_schema, or use a python, http or mcp handler that returns an object.",
+            )
+        )
+    return findings
+
+
+# Handler kinds whose results are text by construction: an output_schema cannot hold for them.
+_TEXT_HANDLERS = {"command": "returns its output stream as text", "builtin": "returns toolrt's own text"}
 
 
 def _settings_that_do_nothing(spec: ToolSpec) -> list[Finding]:

@@ -285,6 +285,13 @@ class ToolSpec(_Model):
         default_factory=lambda: {"type": "object", "properties": {}},
         description="JSON Schema (Draft 2020-12) of the arguments.",
     )
+    output_schema: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "JSON Schema (Draft 2020-12, `type: object`) of the object the tool returns: every result is checked "
+            "against it (a result that does not match is an error) and MCP clients get it as `outputSchema`."
+        ),
+    )
     rules: list[Rule] = Field(default_factory=list, max_length=100)
     read_only: bool = Field(
         default=False, description="Only read-only calls run concurrently. Default false: the call runs alone."

@@ -101,7 +101,11 @@ def drift(locked: Sequence[ListedTool], live: Sequence[ListedTool]) -> list[str]
     changes += [f"`{name}` is gone" for name in sorted(before.keys() - after.keys())]
     for name in sorted(before.keys() & after.keys()):
         old, new = _tool_json(before[name]), _tool_json(after[name])
-        fields = [key for key in ("description", "input_schema", "annotations") if old[key] != new[key]]
+        fields = [
+            key
+            for key in ("description", "input_schema", "output_schema", "annotations")
+            if old.get(key) != new.get(key)
+        ]
         if fields:
             changes.append(f"`{name}` changed its {', '.join(fields)}")
     return changes
@@ -121,7 +125,7 @@ def report_drift(server: str, locked: Sequence[ListedTool], live: Sequence[Liste
 
 
 def _tool_json(tool: ListedTool) -> dict[str, Any]:
-    return {
+    data: dict[str, Any] = {
         "name": tool.name,
         "description": tool.description,
         "input_schema": json.loads(json.dumps(tool.input_schema, default=str)),
@@ -131,6 +135,9 @@ def _tool_json(tool: ListedTool) -> dict[str, Any]:
             "idempotentHint": tool.idempotent,
         },
     }
+    if tool.output_schema is not None:  # absent, not null, so locks written before it still match
+        data["output_schema"] = json.loads(json.dumps(tool.output_schema, default=str))
+    return data
 
 
 def _tool_of(item: Mapping[str, Any]) -> ListedTool:
@@ -138,6 +145,9 @@ def _tool_of(item: Mapping[str, Any]) -> ListedTool:
     schema = item["input_schema"]
     if not isinstance(schema, dict):
         raise TypeError(f"tool {item.get('name')!r}: input_schema is not an object")
+    output_schema = item.get("output_schema")
+    if output_schema is not None and not isinstance(output_schema, dict):
+        raise TypeError(f"tool {item.get('name')!r}: output_schema is not an object")
     return ListedTool(
         name=str(item["name"]),
         description=str(item.get("description") or ""),
@@ -145,4 +155,5 @@ def _tool_of(item: Mapping[str, Any]) -> ListedTool:
         read_only=hints.get("readOnlyHint"),
         destructive=hints.get("destructiveHint"),
         idempotent=hints.get("idempotentHint"),
+        output_schema=output_schema,
     )

@@ -7,7 +7,8 @@ synthesized Tool document that is then validated and compiled exactly like one f
 YAML:
 
 - name ``<server>__<tool>`` (characters model APIs refuse become ``_``; at most 64);
-- handler ``mcp:<server>/<tool>``; input schema: the server's ``inputSchema``;
+- handler ``mcp:<server>/<tool>``; input schema: the server's ``inputSchema``; output
+  schema: its ``outputSchema`` when it gives a usable one (results are then checked);
 - ``trust`` from the server document (untrusted unless declared). The server's hints
   are believed only from a trusted server: ``read_only`` from ``readOnlyHint``,
   ``idempotent`` from ``idempotentHint``, ``risk`` low for read-only tools, medium for
@@ -34,6 +35,7 @@ unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import re
 from collections.abc import Mapping, Sequence
@@ -60,7 +62,7 @@ from runtime.config.structure import check_structure
 from runtime.config.yamlsource import SourceDocument, content_hash
 from runtime.mcpclient.errors import McpFailure
 from runtime.mcpclient.pool import McpPool
-from runtime.validation.schemacheck import check_input_schema
+from runtime.validation.schemacheck import check_input_schema, check_output_schema
 
 MOUNT_PROFILE = "mcp-25k-tokens"
 # The limits of the mcp-25k-tokens profile (policies/output-default.yaml), for configs
@@ -87,6 +89,7 @@ class ListedTool:
     read_only: bool | None = None
     destructive: bool | None = None
     idempotent: bool | None = None
+    output_schema: Mapping[str, Any] | None = None
 
     @classmethod
     def of(cls, tool: Any) -> ListedTool:
@@ -100,6 +103,7 @@ class ListedTool:
             read_only=hints.read_only_hint if hints is not None else None,
             destructive=hints.destructive_hint if hints is not None else None,
             idempotent=hints.idempotent_hint if hints is not None else None,
+            output_schema=getattr(tool, "output_schema", None),
         )
 
 
@@ -217,6 +221,17 @@ def mount_server(
                 errors[0].message,
             )
             continue
+        if tool.output_schema is not None:
+            problems = [f for f in check_output_schema(dict(tool.output_schema)) if not f.warning]
+            if problems:
+                # The tool still works; its results are then not checked and no outputSchema is relisted.
+                logger.warning(
+                    "MCP server {}: tool `{}` is mounted without its output schema, which is not usable ({})",
+                    server,
+                    tool.name,
+                    problems[0].message,
+                )
+                tool = dataclasses.replace(tool, output_schema=None)
         data = _document(server, spec, tool, name, config)
         source = SourceDocument(
             file=f"mcp:{server}",
@@ -273,7 +288,7 @@ def _document(server: str, spec: McpServerSpec, tool: ListedTool, name: str, con
         own = override.output.model_dump(mode="json", exclude_none=True)
         output = own if "profile" in own else {**output, **own}
     description = (tool.description.strip() or f"Tool `{tool.name}` of MCP server `{server}`.")[:_MAX_DESCRIPTION]
-    return {
+    document: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "Tool",
         "metadata": {"name": name, "labels": {"mcp_server": server, "mcp_tool": tool.name}},
@@ -292,3 +307,7 @@ def _document(server: str, spec: McpServerSpec, tool: ListedTool, name: str, con
             "redaction": list(dict.fromkeys((*config.redaction, DEFAULT_REDACTION))),
         },
     }
+    if tool.output_schema is not None:
+        # The server's promise about its results, checked on each of them like a declared one.
+        document["spec"]["output_schema"] = dict(tool.output_schema)
+    return document

@@ -149,7 +149,10 @@ class ToolServer:
             question = request.pending.get("question")
             if question is not None and result.code == "denied":  # a stateless revision: ask, run on the next round
                 return types.InputRequiredResult(input_requests={INPUT_KEY: question}, request_state=ASKED_STATE)
-            return types.CallToolResult.model_validate(render_result(result))
+            # Checked against the outputSchema tools/list gives for this name (see render_result).
+            listed = self.runtime.snapshot.tools.get(params.name)
+            output_check = listed.output_check if listed is not None else None
+            return types.CallToolResult.model_validate(render_result(result, output_check))
         except Exception as err:  # noqa: BLE001 - the pipeline answers every call; this is a bug, and still an answer
             logger.opt(exception=err).error("MCP tools/call {} failed inside toolrt", params.name)
             text = f"toolrt could not run `{params.name}`: internal error ({type(err).__name__}). The call may not have run; report this to the operator."

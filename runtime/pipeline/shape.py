@@ -7,6 +7,7 @@ else is redacted here, error messages included.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -20,6 +21,8 @@ from runtime.shaping.serialize import serialize, to_text
 from runtime.shaping.truncate import read_more_call, truncate
 from runtime.shaping.untrusted import wrap_untrusted
 from runtime.snapshot import CompiledTool, ResolvedOutput
+from runtime.validation.arguments import ArgumentProblem
+from runtime.validation.output import mismatch_text
 
 
 def shape(call: Call, tool: CompiledTool, outcome: Outcome, env: TurnEnv, metadata: Mapping[str, Any]) -> ToolResult:
@@ -31,6 +34,7 @@ def shape(call: Call, tool: CompiledTool, outcome: Outcome, env: TurnEnv, metada
         and len(value) <= tool.output.max_chars
         and tool.spec.trust is Trust.trusted
         and not outcome.metadata
+        and tool.output_check is None
     ):
         return _short_text(call, tool, value, outcome, metadata)
     meta: dict[str, Any] = {**metadata, **{k: v for k, v in outcome.metadata.items() if k != "transient"}}
@@ -38,12 +42,18 @@ def shape(call: Call, tool: CompiledTool, outcome: Outcome, env: TurnEnv, metada
     is_error = outcome.is_error
     structured = None
     if isinstance(value, CollectedOutput):
+        if tool.output_check is not None and not is_error:
+            return _output_mismatch(call, tool, tool.output_check.problems(None), metadata)
         body, truncation = _collected(value, tool.output, is_error)
         redactions = _merge(redactions, value.redactions)
     else:
         serialized = serialize(value) if value is not None else None
         text = serialized.text if serialized is not None else ""
         structured = serialized.structured if serialized is not None else None
+        if tool.output_check is not None and not is_error:
+            problems = tool.output_check.problems(structured)
+            if problems:
+                return _output_mismatch(call, tool, problems, metadata)
         if tool.redactor is not None and tool.redactor.enabled:
             text, structured, redactions = _redact(tool.redactor, text, structured, redactions)
         body, info = truncate(text, tool.output, is_error=is_error, save=_saver(call, tool, env))
@@ -84,6 +94,28 @@ def shape(call: Call, tool: CompiledTool, outcome: Outcome, env: TurnEnv, metada
         structured=structured,
         metadata=MappingProxyType(meta),
     )
+
+
+def _output_mismatch(
+    call: Call, tool: CompiledTool, problems: tuple[ArgumentProblem, ...], metadata: Mapping[str, Any]
+) -> ToolResult:
+    """The error result for a result that breaks the tool's output_schema (its data withheld)."""
+    result = ToolResult(
+        call_id=call.id,
+        name=call.name,
+        content=mismatch_text(tool.name, problems),
+        status=Status.error,
+        code="output_invalid",
+        stage=Stage.shape,
+        metadata=MappingProxyType(
+            {**metadata, "problems": [{"pointer": p.pointer, "message": p.message} for p in problems]}
+        ),
+    )
+    # The messages can quote the data (`'sk-...' does not match ...`): redact them like any output.
+    result = redact_error(result, tool)
+    if tool.spec.trust is Trust.untrusted:
+        result = dataclasses.replace(result, content=wrap_untrusted(result.content, tool=tool.name))
+    return result
 
 
 def _redact(redactor: Any, text: str, structured: Any, redactions: dict[str, int]) -> tuple[str, Any, dict[str, int]]:

@@ -1,9 +1,11 @@
-"""Lint for a tool's ``input_schema``: is it a JSON Schema that will do what it says?
+"""Lint for a tool's ``input_schema`` and ``output_schema``: is each a JSON Schema that
+will do what it says?
 
 Finds, each with the path inside the schema:
 
 - meta-schema violations (``type: integr``, ``maximum: "x"``);
-- a top level that is not ``type: object`` (tool arguments are always an object);
+- a top level that is not ``type: object`` (tool arguments are always an object, and
+  so is MCP's ``structuredContent``);
 - keywords JSON Schema silently ignores (``maxLenght``): a typo that disables a check;
 - ``default``/``enum``/``examples`` values the schema itself rejects;
 - ``required`` names missing from ``properties`` when no other key is allowed;
@@ -131,6 +133,19 @@ def _meta_valid_fast(schema: Any) -> bool | None:
 
 def check_input_schema(schema: Any) -> list[SchemaFinding]:
     """All findings for one tool's input schema (empty when it is sound)."""
+    return _check_schema(schema, "input_schema must have `type: object`: a tool's arguments are always a JSON object.")
+
+
+def check_output_schema(schema: Any) -> list[SchemaFinding]:
+    """All findings for one tool's output schema (empty when it is sound)."""
+    return _check_schema(
+        schema,
+        "output_schema must have `type: object`: it describes the object a tool returns (MCP's structuredContent "
+        "is always a JSON object). A tool that returns text or a list declares no output_schema.",
+    )
+
+
+def _check_schema(schema: Any, not_object: str) -> list[SchemaFinding]:
     findings: list[SchemaFinding] = []
     if _meta_valid_fast(schema) is not True:
         for v in violations(_meta_validator(), schema, root="the schema"):
@@ -144,13 +159,7 @@ def check_input_schema(schema: Any) -> list[SchemaFinding]:
     if findings:
         return findings
     if not isinstance(schema, dict) or schema.get("type") != "object":
-        findings.append(
-            SchemaFinding(
-                (),
-                "schema-not-object",
-                "input_schema must have `type: object`: a tool's arguments are always a JSON object.",
-            )
-        )
+        findings.append(SchemaFinding((), "schema-not-object", not_object))
     for path, sub in _subschemas(schema, ()):
         findings.extend(_check_subschema(path, sub))
     return findings

@@ -70,6 +70,24 @@ TOOLS = [
         annotations=types.ToolAnnotations(read_only_hint=True),
     ),
     types.Tool(
+        name="typed",
+        description="Return an object its output schema describes.",
+        input_schema=_schema({"name": {"type": "string"}}, ["name"]),
+        output_schema=_schema({"name": {"type": "string"}, "size": {"type": "integer"}}, ["name", "size"]),
+    ),
+    types.Tool(
+        name="typed_liar",
+        description="Declare an output schema and break it.",
+        input_schema=_schema(),
+        output_schema=_schema({"size": {"type": "integer"}}, ["size"]),
+    ),
+    types.Tool(
+        name="typed_broken",
+        description="Its output schema is not valid JSON Schema.",
+        input_schema=_schema(),
+        output_schema={"type": _OBJECT, "properties": {"n": {"type": "integr"}}},
+    ),
+    types.Tool(
         name="broken.schema",
         description="Its input schema is not valid JSON Schema.",
         input_schema={"type": _OBJECT, "properties": {"n": {"type": "integr"}}},
@@ -94,6 +112,12 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
         return types.CallToolResult(content=_text(str(args["text"])))
     if name == "structured":
         value = {"name": args["name"], "token": "ghp_" + "a1B2" * 9, "items": [1, 2, 3]}
+        return types.CallToolResult(content=_text(str(value)), structured_content=value)
+    if name == "typed":
+        value = {"name": args["name"], "size": len(args["name"])}
+        return types.CallToolResult(content=_text(str(value)), structured_content=value)
+    if name in ("typed_liar", "typed_broken"):
+        value = {"size": "large"}
         return types.CallToolResult(content=_text(str(value)), structured_content=value)
     if name == "fail":
         return types.CallToolResult(content=_text("the widget is broken"), is_error=True)
