@@ -130,12 +130,16 @@ async def test_a_call_that_finished_before_the_turn_was_cancelled_is_recorded(ru
         runtime.run_turn(
             [
                 Call("a", "file_edit", {"path": "b.txt", "mode": "replace", "content": "x"}),
-                Call("b", "run_command", {"command": "sleep 5"}),
+                Call("b", "run_command", {"command": "touch started && sleep 30"}),
             ],
             session,
         )
     )
-    await asyncio.sleep(1.0)
+    # The two calls run one after the other: once b has started, a has finished.
+    started = tmp_path / "ws" / "started"
+    deadline = asyncio.get_running_loop().time() + 60
+    while not started.exists() and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.01)
     turn.cancel()
     with pytest.raises(asyncio.CancelledError):
         await turn
