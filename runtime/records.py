@@ -3,13 +3,13 @@
 Progress is carried by types, so that execution cannot be reached with unvalidated
 arguments::
 
-    Call -> BoundCall -> ValidatedCall -> (Decision) -> Outcome -> ToolResult
+    Call -> BoundCall -> ValidatedCall -> (Decision) -> HandlerOutcome -> ToolResult
 
 Every stage returns either the next record or a :class:`ToolResult` (an error result);
 a ToolResult is the only way out of the pipeline.
 
 The records handed to the app (Call, Session, ToolResult) are frozen. The ones that
-live only inside one call (BoundCall, ValidatedCall, Decision, Outcome) are never
+live only inside one call (BoundCall, ValidatedCall, Decision, HandlerOutcome) are never
 changed after they are made but are not frozen: a frozen dataclass costs about a
 microsecond more to build, and four of them are built for every call.
 """
@@ -111,7 +111,7 @@ class Decision:
 
 
 @dataclass(slots=True)
-class Outcome:
+class HandlerOutcome:
     """What a handler produced: a value (success) or an error text, before shaping."""
 
     value: Any = None

@@ -18,7 +18,7 @@ from typing import Any
 
 from runtime.http.guard import AddressRefused, system_resolver
 from runtime.http.request import HttpPlan, RequestError, render
-from runtime.records import Outcome, Status, ValidatedCall
+from runtime.records import HandlerOutcome, Status, ValidatedCall
 
 #: Methods that may be repeated without changing the result (RFC 9110).
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
@@ -26,16 +26,16 @@ _TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
 _ERROR_BODY_CHARS = 2000
 
 
-async def call_http(call: ValidatedCall, env: Any, failure: Callable[..., Outcome]) -> Outcome:
-    """Run one ``http`` tool call; every failure becomes an Outcome."""
+async def call_http(call: ValidatedCall, env: Any, failure: Callable[..., HandlerOutcome]) -> HandlerOutcome:
+    """Run one ``http`` tool call; every failure becomes a HandlerOutcome."""
     tool = call.tool
     plan: HttpPlan | None = tool.handler.prepared
     if plan is None:  # pragma: no cover - the snapshot builds one for every http handler
-        return Outcome(error="http handler without a plan", status=Status.internal, code="internal")
+        return HandlerOutcome(error="http handler without a plan", status=Status.internal, code="internal")
     try:
         from runtime.http.client import ResponseTooLarge, TooManyRedirects, send
     except ImportError:
-        return Outcome(
+        return HandlerOutcome(
             error=f"`{tool.name}` needs the `http` extra (pip install 'toolrt[http]'), which is not installed.",
             status=Status.error,
             code="not_available",
@@ -45,7 +45,7 @@ async def call_http(call: ValidatedCall, env: Any, failure: Callable[..., Outcom
     try:
         request = render(plan, call.args)
     except RequestError as err:
-        return Outcome(
+        return HandlerOutcome(
             error=f"`{tool.name}` cannot send its request: {err}.", status=Status.invalid, code="bad_request"
         )
     secrets = request.secret_values
@@ -58,24 +58,27 @@ async def call_http(call: ValidatedCall, env: Any, failure: Callable[..., Outcom
             tool, f"timed out after {timeout.total_s:g} s (total time)", Status.timeout, "timeout", transient=True
         )
     except AddressRefused as err:
-        return Outcome(
+        return HandlerOutcome(
             error=f"`{tool.name}` refused to connect: {_scrub(str(err), secrets)}",
             status=Status.denied,
             code="address_refused",
         )
     except TooManyRedirects as err:
-        return Outcome(
+        return HandlerOutcome(
             error=f"`{tool.name}` stopped: {_scrub(str(err), secrets)}.", status=Status.error, code="too_many_redirects"
         )
     except (httpx.InvalidURL, httpx.UnsupportedProtocol) as err:
-        return Outcome(
-            error=f"`{tool.name}` refused to connect: the URL (or a redirect's) is not valid: {_scrub(str(err), secrets)}.",
+        return HandlerOutcome(
+            error=(
+                f"`{tool.name}` refused to connect: the URL (or a redirect's) is not valid: "
+                f"{_scrub(str(err), secrets)}."
+            ),
             status=Status.denied,
             code="address_refused",
         )
     except httpx.RemoteProtocolError as err:
         if "location" in str(err).lower():  # a redirect to a URL that does not parse: never followed
-            return Outcome(
+            return HandlerOutcome(
                 error=f"`{tool.name}` refused to follow a redirect: {_scrub(str(err), secrets)}.",
                 status=Status.denied,
                 code="address_refused",
@@ -95,7 +98,7 @@ async def call_http(call: ValidatedCall, env: Any, failure: Callable[..., Outcom
         )
     except (httpx.ConnectError, httpx.ConnectTimeout) as err:
         # Nothing was sent: not an unknown result, even for a write.
-        return Outcome(
+        return HandlerOutcome(
             error=f"`{tool.name}` could not connect: {_scrub(_describe(err), secrets)}.",
             status=Status.error,
             code="connect_failed",
@@ -110,7 +113,7 @@ async def call_http(call: ValidatedCall, env: Any, failure: Callable[..., Outcom
             transient=True,
         )
     except (ValueError, UnicodeError) as err:
-        return Outcome(
+        return HandlerOutcome(
             error=f"`{tool.name}` cannot send its request: {_scrub(str(err), secrets)}.",
             status=Status.invalid,
             code="bad_request",
@@ -135,13 +138,13 @@ async def call_http(call: ValidatedCall, env: Any, failure: Callable[..., Outcom
             f" Response:\n{shown}" if shown else ""
         )
         transient = response.status in _TRANSIENT_STATUS
-        return Outcome(
+        return HandlerOutcome(
             error=message,
             status=Status.error,
             code="http_status",
             metadata=MappingProxyType({**meta, **({"transient": True} if transient else {})}),
         )
-    return Outcome(value={"status": response.status, "headers": response.headers, "body": body}, metadata=meta)
+    return HandlerOutcome(value={"status": response.status, "headers": response.headers, "body": body}, metadata=meta)
 
 
 def _body(raw: bytes, content_type: str, secrets: tuple[str, ...]) -> Any:

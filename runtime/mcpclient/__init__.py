@@ -5,7 +5,7 @@
 - :mod:`.connection`: one server's session: owner task, timeouts, restart with backoff;
 - :mod:`.transports`: stdio and streamable-HTTP, as the McpServer document declares;
 - :mod:`.calls`: stage 05 for ``mcp:<server>/<tool>`` handlers;
-- :mod:`.results`: ``CallToolResult`` -> Outcome;
+- :mod:`.results`: ``CallToolResult`` -> HandlerOutcome;
 - :mod:`.mount`: a server's listed tools -> Tool documents of the snapshot build.
 
 The MCP SDK is imported only when a session starts: without the ``mcp`` extra the

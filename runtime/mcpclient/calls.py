@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from runtime.mcpclient.errors import Lost, Refused, TimedOut, Unavailable
 from runtime.mcpclient.results import outcome_of
-from runtime.records import Outcome, Status, ValidatedCall
+from runtime.records import HandlerOutcome, Status, ValidatedCall
 
 if TYPE_CHECKING:
     from runtime.pipeline.env import TurnEnv
@@ -26,17 +26,17 @@ class Failure(Protocol):
 
     def __call__(
         self, tool: CompiledTool, what: str, status: Status, code: str, *, transient: bool = False
-    ) -> Outcome: ...
+    ) -> HandlerOutcome: ...
 
 
-async def call_mcp_tool(call: ValidatedCall, env: TurnEnv, failure: Failure) -> Outcome:
-    """Run ``call`` on its MCP server and map the answer to an :class:`Outcome`."""
+async def call_mcp_tool(call: ValidatedCall, env: TurnEnv, failure: Failure) -> HandlerOutcome:
+    """Run ``call`` on its MCP server and map the answer to a :class:`HandlerOutcome`."""
     tool = call.tool
     server, _, remote = tool.handler.target.partition("/")
     spec = env.snapshot.mcp_servers.get(server)
     pool: Any = getattr(env, "mcp", None)
     if spec is None or pool is None:
-        return Outcome(
+        return HandlerOutcome(
             error=f"`{tool.name}` cannot run: this runtime has no connection to MCP server `{server}`.",
             status=Status.error,
             code="not_available",
@@ -46,7 +46,7 @@ async def call_mcp_tool(call: ValidatedCall, env: TurnEnv, failure: Failure) -> 
     try:
         result = await pool.call_tool(server, spec, remote, call.args, total_s=total_s, idle_s=timeout.idle_s)
     except Unavailable as err:
-        return Outcome(
+        return HandlerOutcome(
             error=f"`{tool.name}` cannot run: MCP server `{server}` {err.message}.",
             status=Status.error,
             code="mcp_unavailable",
@@ -69,5 +69,5 @@ async def call_mcp_tool(call: ValidatedCall, env: TurnEnv, failure: Failure) -> 
             transient=True,
         )
     except Refused as err:
-        return Outcome(error=f"MCP server `{server}` {err.message}.", status=Status.error, code="mcp_error")
+        return HandlerOutcome(error=f"MCP server `{server}` {err.message}.", status=Status.error, code="mcp_error")
     return outcome_of(result)

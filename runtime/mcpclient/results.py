@@ -1,4 +1,4 @@
-"""An MCP ``CallToolResult`` as an :class:`Outcome`.
+"""An MCP ``CallToolResult`` as a :class:`HandlerOutcome`.
 
 ``isError``: an error outcome with the server's text (the tool ran and said it
 failed; the model can act on that). ``structuredContent``: that value, so it is
@@ -17,25 +17,25 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from runtime.records import Outcome, Status
+from runtime.records import HandlerOutcome, Status
 
 MAX_BLOCKS = 1000
 MAX_CHARS = 16 * 1024 * 1024
 _SEPARATOR = "\n\n"
 
 
-def outcome_of(result: Any) -> Outcome:
+def outcome_of(result: Any) -> HandlerOutcome:
     """The outcome of a ``CallToolResult``."""
     if result.is_error:
         text = joined(result.content or ())
-        return Outcome(
+        return HandlerOutcome(
             error=text or "The tool reported an error without saying what it was.",
             status=Status.error,
             code="tool_error",
         )
     if result.structured_content is not None:
-        return Outcome(value=result.structured_content)
-    return Outcome(value=joined(result.content or ()))
+        return HandlerOutcome(value=result.structured_content)
+    return HandlerOutcome(value=joined(result.content or ()))
 
 
 def joined(blocks: Iterable[Any]) -> str:

@@ -4,8 +4,8 @@ nowhere else::
     01 parse     (provider adapters: runtime.adapters)   -> Call
     02 lookup    runtime.pipeline.lookup                  -> BoundCall
     03 validate  runtime.pipeline.validate                -> ValidatedCall
-    04 permit    runtime.pipeline.permit                  -> Decision
-    05 execute   runtime.pipeline.execute                 -> Outcome
+    04 permit    runtime.pipeline.permit                  -> Permit
+    05 execute   runtime.pipeline.execute                 -> HandlerOutcome
     06 shape     runtime.pipeline.shape                   -> ToolResult
     07 respond   runtime.pipeline.turn (order, pairing)
 
@@ -24,11 +24,10 @@ from runtime.metrics import UNKNOWN_TOOL
 from runtime.pipeline.env import TurnEnv
 from runtime.pipeline.execute import execute
 from runtime.pipeline.lookup import lookup
-from runtime.pipeline.permit import settle
+from runtime.pipeline.permit import permit
 from runtime.pipeline.shape import redact_error, shape
 from runtime.pipeline.validate import validate
-from runtime.policy.limits import Refusal
-from runtime.records import BoundCall, Call, Decision, Outcome, Stage, Status, ToolResult, ValidatedCall, error_result
+from runtime.records import Call, Stage, Status, ToolResult, error_result
 
 
 async def run_call(call: Call, env: TurnEnv) -> ToolResult:
@@ -63,7 +62,10 @@ async def run_call(call: Call, env: TurnEnv) -> ToolResult:
             Status.internal,
             "internal_error",
             Stage.execute,
-            f"toolrt failed while handling this call ({type(err).__name__}); the call may not have run. This is a bug in toolrt, not in your arguments.",
+            (
+                f"toolrt failed while handling this call ({type(err).__name__}); the call may not have run. This is "
+                "a bug in toolrt, not in your arguments."
+            ),
         )
     executed_args = timings.pop("executed_args", call.args)
     timings["total_ms"] = (time.perf_counter() - started) * 1000
@@ -96,129 +98,46 @@ async def run_call(call: Call, env: TurnEnv) -> ToolResult:
 
 async def _stages(call: Call, env: TurnEnv, timings: dict[str, Any]) -> ToolResult:
     clock = time.perf_counter
-    if call.parse_error is not None:
+    if call.parse_error is not None:  # 01 parse
         return error_result(call, Status.invalid, "parse_error", Stage.parse, call.parse_error)
     t0 = clock()
-    bound = lookup(call, env.snapshot, env.session, env.canaries)
+    bound = lookup(call, env.snapshot, env.session, env.canaries)  # 02 lookup
     if isinstance(bound, ToolResult):
         return bound
-    timings["_tool"] = bound.tool  # the version that serves the call (a pin or a canary may choose it)
+    tool = timings["_tool"] = bound.tool  # the version that serves the call (a pin or a canary may choose it)
     t1 = clock()
-    validated = validate(bound, env.session, env.snapshot)
+    validated = validate(bound, env.session, env.snapshot)  # 03 validate
     t2 = clock()
     timings["validate_ms"] = (t2 - t1) * 1000
     if isinstance(validated, ToolResult):
-        return redact_error(validated, bound.tool)
-    verdict = env.permitter.decide(validated, env.session, env.snapshot)
-    decision: Decision | ToolResult = verdict
-    if verdict.effect != "allow":  # allow (the common case) needs no await
-        decision = await settle(validated, env.session, verdict, env.approver, env.approval_timeout_s, env.grants)
-        if isinstance(decision, Decision):
-            if decision.edited_args is not None:
-                edited = _judge_edited(bound, decision, env)
-                if isinstance(edited, ToolResult):
-                    return redact_error(edited, bound.tool)
-                validated = edited
-                timings["executed_args"] = edited.args  # what the audit log records: what ran
-            if decision.grant is not None and env.grants is not None:
-                env.grants.add(env.session.id, validated, decision.grant or None, rule=verdict.rule)
+        return redact_error(validated, tool)
+    permitted = await permit(validated, env)  # 04 permit: decide, ask, re-judge, grant, admit
     t3 = clock()
     timings["permit_ms"] = (t3 - t2) * 1000
-    if isinstance(decision, ToolResult):
-        return redact_error(decision, bound.tool)
-    admission = None
-    if env.limits:  # quotas and circuit breakers: only when some Policy declares them
-        admission = env.limits.admit(validated.tool.name, env.session.id)
-        if isinstance(admission, Refusal):
-            code = _REFUSAL_CODES[admission.kind]
-            return error_result(call, Status.denied, code, Stage.permit, admission.message, limit=admission.quota)
+    if isinstance(permitted, ToolResult):
+        return redact_error(permitted, tool)
+    if permitted.edited:
+        timings["executed_args"] = permitted.call.args  # what the audit log records: what ran
     try:
-        outcome = await execute(validated, env)
+        outcome = await execute(permitted.call, env)  # 05 execute
     except BaseException:  # cancelled: give back the admission's slot, then go on cancelling
-        if admission is not None:
-            admission.finish(seconds=clock() - t3, failed=True)
+        permitted.abandon(clock() - t3)
         raise
     t4 = clock()
     timings["execute_ms"] = (t4 - t3) * 1000
-    metadata: dict[str, Any] = {"decision": decision.effect}
-    if decision.rule:
-        metadata["rule"] = decision.rule
-    if decision.approved:
-        metadata["approved"] = decision.approved  # an ask, settled by a person or an earlier session grant
-    if decision.warnings:
-        metadata["warnings"] = decision.warnings
-    if decision.edited_args is not None:
-        metadata["arguments_edited_by_approver"] = True
     try:
-        result = shape(call, validated.tool, outcome, env, metadata)
+        result = shape(call, tool, outcome, env, permitted.metadata())  # 06 shape
     except BaseException:
-        if admission is not None:
-            admission.finish(seconds=t4 - t3, failed=True)
+        permitted.abandon(t4 - t3)
         raise
     timings["shape_ms"] = (clock() - t4) * 1000
-    if admission is not None:
-        job = (
-            env.jobs.get(outcome.metadata.get("job_id", ""))
-            if outcome.status is Status.background and env.jobs is not None
-            else None
-        )
-        if job is not None:
-            # Still running in the background: its slot and seconds are counted when it ends.
-            job.task.add_done_callback(
-                lambda _task, started=t3: admission.finish(seconds=time.perf_counter() - started)
-            )
-        else:
-            admission.finish(
-                seconds=t4 - t3,
-                output_bytes=len(result.content.encode("utf-8", "surrogatepass")),
-                failed=outcome.is_error,
-                counts_for_breaker=_counts_for_breaker(outcome),
-            )
+    permitted.settle(outcome, result, env, started=t3, ended=t4)
     timings["lookup_ms"] = (t1 - t0) * 1000
-    return result
+    return result  # 07 respond: runtime.pipeline.turn orders and pairs the results
 
 
-_REFUSAL_CODES = {"breaker": "circuit_open", "quota": "quota_exceeded", "store": "limit_store_unavailable"}
 # Outcomes that count against a canary: the version ran and failed (a bad argument or a denial is not its fault).
 _FAILED = frozenset({Status.error, Status.timeout, Status.unknown, Status.internal})
-_BREAKER_CODES = frozenset({"timeout", "handler_crashed", "handler_error", "spawn_failed"})
-
-
-def _counts_for_breaker(outcome: Outcome) -> bool:
-    """Timeouts, crashes and transient errors count toward a circuit breaker; a tool
-    that answers with an error on purpose ("ticket not found") is working fine."""
-    if not outcome.is_error:
-        return False
-    return outcome.code in _BREAKER_CODES or outcome.status is Status.unknown or bool(outcome.metadata.get("transient"))
-
-
-def _judge_edited(bound: BoundCall, approval: Decision, env: TurnEnv) -> ValidatedCall | ToolResult:
-    """Arguments an approver edited: validated and judged like the model's own. A person
-    approved them, so an ask stands approved; a deny still wins."""
-    call = bound.call
-    edited = Call(call.id, call.name, dict(approval.edited_args or {}), call.index)
-    validated = validate(BoundCall(edited, bound.tool), env.session, env.snapshot)
-    if isinstance(validated, ToolResult):
-        return error_result(
-            call,
-            validated.status,
-            validated.code or "invalid_arguments",
-            Stage.permit,
-            f"The approver's edited arguments were not accepted, so the call was not run. {validated.content}",
-        )
-    verdict = env.permitter.decide(validated, env.session, env.snapshot)
-    if verdict.effect == "deny":
-        rule = f" (rule `{verdict.rule}`)" if verdict.rule else ""
-        return error_result(
-            call,
-            Status.denied,
-            "denied",
-            Stage.permit,
-            f"Permission denied for `{call.name}` with the approver's edited arguments{rule}: {verdict.reason}.",
-            decision="deny",
-            rule=verdict.rule,
-        )
-    return validated
 
 
 def _split(name: str) -> tuple[str, str | None]:

@@ -1,4 +1,4 @@
-"""Stage 05, execute: run the handler under its timeouts; every failure becomes an Outcome.
+"""Stage 05, execute: run the handler under its timeouts; every failure becomes a HandlerOutcome.
 
 A timed-out or crashed call to a tool that is not read-only ends as ``unknown``: it
 may or may not have taken effect, and the model is told to check before retrying.
@@ -30,7 +30,7 @@ from runtime.execution.processes import run_process
 from runtime.execution.python import call_python
 from runtime.mcpclient.calls import call_mcp_tool
 from runtime.pipeline.env import TurnEnv
-from runtime.records import Outcome, Status, ValidatedCall
+from runtime.records import HandlerOutcome, Status, ValidatedCall
 from runtime.shaping.untrusted import defuse_markers
 from runtime.snapshot import CompiledTool
 from runtime.tools.builtins import HANDLERS as BUILTIN_HANDLERS
@@ -42,7 +42,7 @@ _CHILD_OUTPUT_LIMIT = 16 * 1024 * 1024
 _BACKGROUND_MAX_S = 3600.0  # a background job is stopped after an hour
 
 
-async def execute(call: ValidatedCall, env: TurnEnv) -> Outcome:
+async def execute(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
     """Run ``call``'s handler (with retries where safe) and report what happened."""
     tool = call.tool
     retry = tool.spec.retry
@@ -61,7 +61,7 @@ async def execute(call: ValidatedCall, env: TurnEnv) -> Outcome:
         transient = outcome.metadata.get("transient") is True
         if not (retry_allowed and transient and attempt < retry.attempts):
             if attempt:
-                outcome = Outcome(
+                outcome = HandlerOutcome(
                     outcome.value,
                     outcome.error,
                     outcome.status,
@@ -73,7 +73,7 @@ async def execute(call: ValidatedCall, env: TurnEnv) -> Outcome:
         attempt += 1
 
 
-async def _run_once(call: ValidatedCall, env: TurnEnv) -> Outcome:
+async def _run_once(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
     handler = call.tool.handler
     if handler.kind == "python":
         return await _python(call, env)
@@ -94,7 +94,9 @@ async def _run_once(call: ValidatedCall, env: TurnEnv) -> Outcome:
 
         return await run_as_tool(call, env)
     what = f"built-in `{handler.target}`" if handler.kind == "builtin" else f"{handler.kind} handlers"
-    return Outcome(error=f"{what} cannot run in this version of toolrt yet.", status=Status.error, code="not_available")
+    return HandlerOutcome(
+        error=f"{what} cannot run in this version of toolrt yet.", status=Status.error, code="not_available"
+    )
 
 
 def context_for(call: ValidatedCall, env: TurnEnv) -> ToolContext:
@@ -110,7 +112,7 @@ def context_for(call: ValidatedCall, env: TurnEnv) -> ToolContext:
     )
 
 
-async def _python(call: ValidatedCall, env: TurnEnv) -> Outcome:
+async def _python(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
     tool = call.tool
     if tool.spec.process_isolation:
         return await _isolated(call, env)
@@ -134,10 +136,10 @@ async def _python(call: ValidatedCall, env: TurnEnv) -> Outcome:
         return _failure(tool, what, Status.timeout, "timeout")
     error = result.exception
     if error is None:
-        return Outcome(value=result.value)
+        return HandlerOutcome(value=result.value)
     text = _text_of(error)
     if isinstance(error, ToolError):
-        return Outcome(
+        return HandlerOutcome(
             error=text or type(error).__name__,
             status=Status.error,
             code="tool_error",
@@ -149,7 +151,7 @@ async def _python(call: ValidatedCall, env: TurnEnv) -> Outcome:
     )
 
 
-async def _isolated(call: ValidatedCall, env: TurnEnv) -> Outcome:
+async def _isolated(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
     """A python handler in a child process, so that a timeout can kill it."""
     tool = call.tool
     handler = tool.handler
@@ -200,7 +202,10 @@ async def _isolated(call: ValidatedCall, env: TurnEnv) -> Outcome:
         limit = timeout.total_s if result.timed_out == "total" else timeout.idle_s
         return _failure(
             tool,
-            f"timed out after {limit:g} s ({'no progress' if result.timed_out == 'idle' else 'total time'}); its process was stopped",
+            (
+                f"timed out after {limit:g} s ({'no progress' if result.timed_out == 'idle' else 'total time'}); "
+                "its process was stopped"
+            ),
             Status.timeout,
             "timeout",
         )
@@ -213,9 +218,9 @@ async def _isolated(call: ValidatedCall, env: TurnEnv) -> Outcome:
         )
     payload = json.loads(text[at + len(marker) :].splitlines()[0])
     if payload["ok"]:
-        return Outcome(value=payload["value"])
+        return HandlerOutcome(value=payload["value"])
     if payload["tool_error"]:
-        return Outcome(
+        return HandlerOutcome(
             error=payload["message"] or payload["type"],
             status=Status.error,
             code="tool_error",
@@ -225,7 +230,7 @@ async def _isolated(call: ValidatedCall, env: TurnEnv) -> Outcome:
     return _failure(tool, f"failed with {detail}", Status.error, "handler_error")
 
 
-async def _builtin(call: ValidatedCall, env: TurnEnv) -> Outcome:
+async def _builtin(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
     function = BUILTIN_HANDLERS[call.tool.handler.target]
     timeout = call.tool.spec.timeout
     try:
@@ -239,32 +244,34 @@ async def _builtin(call: ValidatedCall, env: TurnEnv) -> Outcome:
     except TimeoutError:
         return _failure(call.tool, f"timed out after {timeout.total_s:g} s", Status.timeout, "timeout")
     except ToolError as err:
-        return Outcome(error=str(err), status=Status.error, code="tool_error")
-    return value if isinstance(value, Outcome) else Outcome(value=value)  # a built-in may report metadata too
+        return HandlerOutcome(error=str(err), status=Status.error, code="tool_error")
+    return (
+        value if isinstance(value, HandlerOutcome) else HandlerOutcome(value=value)
+    )  # a built-in may report metadata too
 
 
-async def _command(call: ValidatedCall, env: TurnEnv) -> Outcome:
+async def _command(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
     tool = call.tool
     command = tool.handler.command
     if command is None:  # pragma: no cover - the snapshot guarantees it
-        return Outcome(error="command handler without a command", status=Status.internal, code="internal")
+        return HandlerOutcome(error="command handler without a command", status=Status.internal, code="internal")
     try:
         prepared = prepare(command, call.args, env.workspace_root)
     except CommandError as err:
-        return Outcome(error=f"`{tool.name}` cannot run: {err}.", status=Status.invalid, code="bad_command")
+        return HandlerOutcome(error=f"`{tool.name}` cannot run: {err}.", status=Status.invalid, code="bad_command")
     return await _spawn(call, env, prepared, tool.spec.timeout.total_s)
 
 
-async def _run_command(call: ValidatedCall, env: TurnEnv) -> Outcome:
+async def _run_command(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
     """The run_command built-in: the command line runs through bash, in the workspace."""
     try:
         prepared, total_s = prepare_command_line(call.args, env, call.tool.spec.timeout.total_s)
     except ToolError as err:
-        return Outcome(error=str(err), status=Status.invalid, code="bad_command")
+        return HandlerOutcome(error=str(err), status=Status.invalid, code="bad_command")
     return await _spawn(call, env, prepared, total_s)
 
 
-async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, total_s: float) -> Outcome:
+async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, total_s: float) -> HandlerOutcome:
     """Run a prepared command under the tool's timeouts, streaming its output."""
     tool = call.tool
     collector = OutputCollector(
@@ -320,34 +327,37 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
             )
     except FileNotFoundError:
         collector.abort()
-        return Outcome(
+        return HandlerOutcome(
             error=f"`{tool.name}` cannot run: program `{prepared.argv[0]}` was not found.",
             status=Status.error,
             code="program_not_found",
         )
     except PermissionError:
         collector.abort()
-        return Outcome(
+        return HandlerOutcome(
             error=f"`{tool.name}` cannot run: program `{prepared.argv[0]}` is not executable.",
             status=Status.error,
             code="program_not_executable",
         )
     except (ValueError, UnicodeError):
         collector.abort()
-        return Outcome(
-            error=f"`{tool.name}` cannot run: an argument contains a NUL character or text that cannot be encoded; remove it.",
+        return HandlerOutcome(
+            error=(
+                f"`{tool.name}` cannot run: an argument contains a NUL character or text that cannot be encoded; "
+                "remove it."
+            ),
             status=Status.invalid,
             code="bad_command",
         )
     except OSError as err:
         collector.abort()
         if err.errno == errno.E2BIG:
-            return Outcome(
+            return HandlerOutcome(
                 error=f"`{tool.name}` cannot run: the arguments are too long for a command line; pass less text.",
                 status=Status.invalid,
                 code="bad_command",
             )
-        return Outcome(
+        return HandlerOutcome(
             error=f"`{tool.name}` cannot run: {err.strerror or err}.", status=Status.error, code="spawn_failed"
         )
     except BaseException:
@@ -361,7 +371,7 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
         failure = _failure(
             tool, f"timed out after {limit:g} s ({reason}); its process tree was stopped", Status.timeout, "timeout"
         )
-        return Outcome(
+        return HandlerOutcome(
             output,
             failure.error,
             failure.status,
@@ -369,37 +379,37 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
             MappingProxyType({**meta, "timed_out": result.timed_out}),
         )
     if result.exit_code != 0:
-        return Outcome(
+        return HandlerOutcome(
             output,
             f"`{tool.name}` exited with code {result.exit_code}.",
             Status.error,
             "exit_status",
             MappingProxyType(meta),
         )
-    return Outcome(output, metadata=MappingProxyType(meta))
+    return HandlerOutcome(output, metadata=MappingProxyType(meta))
 
 
-def _backgrounded(tool: CompiledTool, job: Any, after_s: float) -> Outcome:
+def _backgrounded(tool: CompiledTool, job: Any, after_s: float) -> HandlerOutcome:
     tail, total = job.collector.peek(2000)
     message = (
         f"`{tool.name}` is still running after {after_s:g} s and goes on in the background as job `{job.id}`. "
         f'Check on it with job_status(id="{job.id}"). Output so far: {total:,} characters'
         + (f"; the last part:\n{tail}" if tail else ".")
     )
-    return Outcome(
+    return HandlerOutcome(
         value=message, status=Status.background, code="background", metadata=MappingProxyType({"job_id": job.id})
     )
 
 
-def _failure(tool: CompiledTool, what: str, status: Status, code: str, *, transient: bool = False) -> Outcome:
+def _failure(tool: CompiledTool, what: str, status: Status, code: str, *, transient: bool = False) -> HandlerOutcome:
     if not tool.spec.read_only:
-        return Outcome(
+        return HandlerOutcome(
             error=_UNKNOWN.format(tool=tool.name, what=what),
             status=Status.unknown,
             code=code,
             metadata=_transient(transient),
         )
-    return Outcome(error=f"`{tool.name}` {what}.", status=status, code=code, metadata=_transient(transient))
+    return HandlerOutcome(error=f"`{tool.name}` {what}.", status=status, code=code, metadata=_transient(transient))
 
 
 def _progress_text(tool: CompiledTool, message: str | None) -> str | None:

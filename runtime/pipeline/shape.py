@@ -15,7 +15,7 @@ from typing import Any
 from runtime.config.models import TruncationMode, Trust
 from runtime.execution.output import CollectedOutput
 from runtime.pipeline.env import TurnEnv
-from runtime.records import Call, Outcome, Stage, Status, ToolResult
+from runtime.records import Call, HandlerOutcome, Stage, Status, ToolResult
 from runtime.shaping._unicode import clean
 from runtime.shaping.serialize import serialize, to_text
 from runtime.shaping.truncate import read_more_call, truncate
@@ -25,7 +25,9 @@ from runtime.validation.arguments import ArgumentProblem
 from runtime.validation.output import mismatch_text
 
 
-def shape(call: Call, tool: CompiledTool, outcome: Outcome, env: TurnEnv, metadata: Mapping[str, Any]) -> ToolResult:
+def shape(
+    call: Call, tool: CompiledTool, outcome: HandlerOutcome, env: TurnEnv, metadata: Mapping[str, Any]
+) -> ToolResult:
     """The result the model reads for ``outcome``."""
     value = outcome.value
     if (
@@ -138,7 +140,9 @@ def _redact(redactor: Any, text: str, structured: Any, redactions: dict[str, int
     return text, structured, redactions
 
 
-def _short_text(call: Call, tool: CompiledTool, text: str, outcome: Outcome, metadata: Mapping[str, Any]) -> ToolResult:
+def _short_text(
+    call: Call, tool: CompiledTool, text: str, outcome: HandlerOutcome, metadata: Mapping[str, Any]
+) -> ToolResult:
     """The common case, kept cheap: a short string result from a trusted tool."""
     text = clean(text)
     meta = dict(metadata)
@@ -197,7 +201,10 @@ def _collected(output: CollectedOutput, limits: ResolvedOutput, is_error: bool) 
     mode = limits.on_error if is_error else limits.on_success
     head, tail = output.head, output.tail
     where = (
-        f"The full output ({total:,} characters) is saved as artifact `{artifact.id}`; read more with {read_more_call(artifact.id, len(head[: limits.preview_chars]))}."
+        (
+            f"The full output ({total:,} characters) is saved as artifact `{artifact.id}`; read more with "
+            f"{read_more_call(artifact.id, len(head[: limits.preview_chars]))}."
+        )
         if artifact is not None
         else f"The full output ({total:,} characters) could not be kept: {output.spill_error or 'no artifact store'}."
     )
@@ -205,7 +212,10 @@ def _collected(output: CollectedOutput, limits: ResolvedOutput, is_error: bool) 
         preview = head[: limits.preview_chars]
         body = f"[Output truncated: showing the first {len(preview):,} of {total:,} characters. {where}]\n{preview}"
     elif mode is TruncationMode.head:
-        body = f"{head[: limits.head_chars or limits.max_chars]}\n[... output truncated after {limits.head_chars or limits.max_chars:,} of {total:,} characters. {where}]"
+        body = (
+            f"{head[: limits.head_chars or limits.max_chars]}\n[... output truncated after "
+            f"{limits.head_chars or limits.max_chars:,} of {total:,} characters. {where}]"
+        )
     elif mode is TruncationMode.tail:
         kept = tail[-(limits.tail_chars or limits.max_chars) :]
         body = f"[... output truncated: showing the last {len(kept):,} of {total:,} characters. {where}]\n{kept}"

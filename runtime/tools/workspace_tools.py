@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.config.models import HandlerCommand
 from runtime.errors import ToolError
 from runtime.execution.command import CommandError, PreparedCommand, prepare
-from runtime.records import Outcome
+from runtime.records import HandlerOutcome
 from runtime.workspace import FileEditor, FileReader, ReadCache, Workspace, WorkspaceError, delete_file
 from runtime.workspace import search as workspace_search
 from runtime.workspace.hardlinks import NO_PROTECTED_INODES, ProtectedInodes
@@ -109,7 +109,7 @@ def _integer(args: Mapping[str, Any], name: str, default: int | None) -> int | N
     return value
 
 
-async def file_read(args: Mapping[str, Any], env: TurnEnv) -> Outcome:
+async def file_read(args: Mapping[str, Any], env: TurnEnv) -> HandlerOutcome:
     """Numbered lines of a text file, with the whole file's sha256 for later edits."""
     tools = tools_for(env)
     result = await asyncio.to_thread(
@@ -121,10 +121,10 @@ async def file_read(args: Mapping[str, Any], env: TurnEnv) -> Outcome:
         "cache_hit": result.cache_hit,
         "total_lines": result.total_lines,
     }
-    return Outcome(value=result.render(), metadata=MappingProxyType(meta))
+    return HandlerOutcome(value=result.render(), metadata=MappingProxyType(meta))
 
 
-async def file_edit(args: Mapping[str, Any], env: TurnEnv) -> Outcome:
+async def file_edit(args: Mapping[str, Any], env: TurnEnv) -> HandlerOutcome:
     """replace / append / insert / str_replace, atomically, under a cross-process lock."""
     tools = tools_for(env)
     result = await asyncio.to_thread(
@@ -145,15 +145,15 @@ async def file_edit(args: Mapping[str, Any], env: TurnEnv) -> Outcome:
         "created": result.created,
         "changed": result.changed,
     }
-    return Outcome(value=result.render(), metadata=MappingProxyType(meta))
+    return HandlerOutcome(value=result.render(), metadata=MappingProxyType(meta))
 
 
-async def file_delete(args: Mapping[str, Any], env: TurnEnv) -> Outcome:
+async def file_delete(args: Mapping[str, Any], env: TurnEnv) -> HandlerOutcome:
     """Remove one regular file (never a directory or a link), under the edit lock."""
     tools = tools_for(env)
     result = await asyncio.to_thread(delete_file, tools.editor, str(args.get("path", "")), args.get("expected_hash"))
     meta = {"path": result.path, "hash_before": result.sha256, "deleted": True, "bytes": result.size}
-    return Outcome(value=result.render(), metadata=MappingProxyType(meta))
+    return HandlerOutcome(value=result.render(), metadata=MappingProxyType(meta))
 
 
 async def list_dir(args: Mapping[str, Any], env: TurnEnv) -> str:

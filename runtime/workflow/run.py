@@ -30,7 +30,7 @@ from typing import Any
 from runtime.pipeline import run_call
 from runtime.pipeline.env import TurnEnv
 from runtime.policy.cel import get_engine
-from runtime.records import Call, Outcome, Stage, Status, ToolResult, ValidatedCall
+from runtime.records import Call, HandlerOutcome, Stage, Status, ToolResult, ValidatedCall
 from runtime.workflow.compensate import compensate, first_line
 from runtime.workflow.compile import CompiledStep, CompiledWorkflow
 from runtime.workflow.journal import Journal, JournalError, journal_for
@@ -82,11 +82,11 @@ async def run_workflow(
             journal.deactivate(run_id)
 
 
-async def run_as_tool(call: ValidatedCall, env: TurnEnv) -> Outcome:
+async def run_as_tool(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
     """The execute stage of a workflow exposed as a tool: the run's report as the output."""
     workflow = env.snapshot.workflows.get(call.tool.handler.target)
     if workflow is None:  # pragma: no cover - the snapshot builds both from one document
-        return Outcome(
+        return HandlerOutcome(
             error=f"workflow `{call.tool.handler.target}` is not in this snapshot",
             status=Status.internal,
             code="internal",
@@ -94,13 +94,13 @@ async def run_as_tool(call: ValidatedCall, env: TurnEnv) -> Outcome:
     result = await run_workflow(workflow, call.args, env)
     meta = MappingProxyType({"workflow_run": result.run_id, "workflow_status": result.status})
     if result.ok:
-        return Outcome(value=result.render(), metadata=meta)
+        return HandlerOutcome(value=result.render(), metadata=meta)
     status = (
         Status.unknown
         if any(s.status == "unknown" for s in result.steps) and result.status != "compensated"
         else Status.error
     )
-    return Outcome(error=result.render(), status=status, code="workflow_" + result.status, metadata=meta)
+    return HandlerOutcome(error=result.render(), status=status, code="workflow_" + result.status, metadata=meta)
 
 
 class Run:
