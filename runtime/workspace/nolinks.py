@@ -17,8 +17,16 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 from typing import Any
+
+O_PATH: int = getattr(os, "O_PATH", 0)
+"""Open for looking up only (Linux); 0 elsewhere, where :func:`open_no_links` is never tried."""
+
+_MAX_PATH_BYTES = 4096  # Linux PATH_MAX
+_MAX_NAME_BYTES = 255  # Linux NAME_MAX
+_PLAIN_ASCII = re.compile(f"[ -~]{{1,{_MAX_PATH_BYTES}}}")  # printable ASCII, at most PATH_MAX bytes
 
 _SYS_OPENAT2 = 437  # the same number on every architecture Linux added it to after 5.x (not alpha)
 _AT_FDCWD = -100
@@ -68,3 +76,27 @@ def open_no_links(path: bytes, flags: int) -> int:
         _call = False  # an older kernel or a filter: the slow path from now on
         return -errno.ENOSYS
     return -err
+
+
+def plain_relative(path: object) -> str | None:
+    """``path`` in normal form when it is a plain relative path, else None.
+
+    Plain: relative, no ``..`` and no ``~`` start, no trailing ``/``, printable (no
+    control characters, no undecodable bytes), within PATH_MAX and NAME_MAX. ``.`` and
+    empty components are dropped (``./a//b`` is ``a/b``); the root itself is not plain.
+    Anything else is left to the full resolver, which words every refusal.
+    """
+    if type(path) is not str or path.startswith(("/", "~")) or path.endswith("/") or not path.strip():
+        return None
+    if path.isascii():
+        if not _PLAIN_ASCII.fullmatch(path):
+            return None
+        longest = max(map(len, path.split("/")))
+    elif path.isprintable() and len(encoded := path.encode()) <= _MAX_PATH_BYTES:  # no surrogates either
+        longest = max(map(len, encoded.split(b"/")))
+    else:
+        return None
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    if not parts or ".." in parts or longest > _MAX_NAME_BYTES:
+        return None
+    return "/".join(parts)

@@ -26,6 +26,10 @@ directory descriptor; the final component is then opened, created or renamed
 relative to that descriptor with ``O_NOFOLLOW``. A swap made after the check makes
 the operation fail instead of escaping.
 
+A plain path (no link, no ``..``: :func:`~runtime.workspace.nolinks.plain_relative`) is
+looked up or opened in one ``openat2`` call that refuses a link anywhere on the way;
+whatever that call cannot settle takes the way described above, which words refusals.
+
 Out of scope: hard links to files outside (a read would follow one; writes replace
 the directory entry and never modify the shared inode), bind mounts inside the root,
 and changes to the directories *above* the root.
@@ -38,7 +42,6 @@ import errno
 import functools
 import os
 import posixpath
-import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,7 +50,7 @@ from pathlib import Path, PurePosixPath
 from runtime.workspace.errors import WorkspaceError
 from runtime.workspace.globs import GlobSet
 from runtime.workspace.hardlinks import NO_PROTECTED_INODES, ProtectedInodes
-from runtime.workspace.nolinks import open_no_links
+from runtime.workspace.nolinks import O_PATH, open_no_links, plain_relative
 
 DEFAULT_DENY: tuple[str, ...] = (
     "**/.git/**",  # repository internals: hooks there run code, config holds remotes
@@ -95,8 +98,6 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _SHOWN_CHARS = 160
 _DENIED_REMEMBERED = 4096
-# ASCII paths the one-call open takes: printable, at most PATH_MAX bytes (others are looked at further).
-_PLAIN = re.compile(f"[ -~]{{1,{MAX_PATH_BYTES}}}")
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,8 @@ class Workspace:
         ``for_write`` also refuses directories, non-regular files, the root itself and
         reserved temporary-file names.
         """
+        if (fast := self._resolve_plain(path, for_write)) is not None:
+            return fast
         if not isinstance(path, str):
             raise WorkspaceError(f"path must be a string, not {type(path).__name__}")
         shown = _show(path)
@@ -329,22 +332,16 @@ class Workspace:
             os.close(fd)
         raise WorkspaceError(f"{resolved.relative} is a directory, not a file; list it to see what it contains")
 
+    def _plain(self, path: str) -> str | None:
+        """The relative path of a plain ``path`` (see :func:`plain_relative`) that no deny glob matches."""
+        relative = plain_relative(path)
+        if relative is None or self.denied_by(relative) is not None:
+            return None
+        return relative
+
     def _open_plain(self, path: str) -> tuple[Resolved, int, os.stat_result] | None:
-        if type(path) is not str or path.startswith(("/", "~")) or path.endswith("/") or not path.strip():
-            return None
-        if path.isascii():
-            if not _PLAIN.fullmatch(path):
-                return None
-            lengths = map(len, path.split("/"))
-        elif path.isprintable() and len(encoded := path.encode()) <= MAX_PATH_BYTES:  # no surrogates either
-            lengths = map(len, encoded.split(b"/"))
-        else:
-            return None
-        parts = [part for part in path.split("/") if part not in ("", ".")]
-        if not parts or ".." in parts or max(lengths) > MAX_NAME_BYTES:
-            return None
-        relative = "/".join(parts)
-        if self.denied_by(relative) is not None:
+        relative = self._plain(path)
+        if relative is None:
             return None
         location = f"{self._root_str}/{relative}"
         fd = open_no_links(os.fsencode(location), _READ_FLAGS)
@@ -359,6 +356,27 @@ class Workspace:
         is_dir = stat.S_ISDIR(st.st_mode)
         resolved = Resolved(path, location, relative, True, is_dir, stat.S_ISREG(st.st_mode))
         return resolved, fd, st
+
+    def _resolve_plain(self, path: str, for_write: bool) -> Resolved | None:
+        """:meth:`resolve` of an existing plain path in one ``openat2`` lookup; None
+        when the long way must decide (links, missing, anything it would refuse)."""
+        relative = self._plain(path)
+        if relative is None:
+            return None
+        location = f"{self._root_str}/{relative}"
+        fd = open_no_links(os.fsencode(location), O_PATH | os.O_NOFOLLOW)
+        if fd < 0:
+            return None
+        try:
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        is_dir, is_file = stat.S_ISDIR(st.st_mode), stat.S_ISREG(st.st_mode)
+        if stat.S_ISLNK(st.st_mode) or (
+            for_write and (not is_file or location.rsplit("/", 1)[1].startswith(TEMP_PREFIX))
+        ):
+            return None
+        return Resolved(path, location, relative, True, is_dir, is_file)
 
     def _strip_root(self, path: str, shown: str) -> list[str]:
         """The components of absolute ``path`` after the root, or a refusal.

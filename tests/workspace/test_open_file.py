@@ -135,3 +135,45 @@ def test_directories_and_fifos_are_refused_without_leaking_descriptors(tree: Tre
         with pytest.raises(WorkspaceError, match="not a regular file"):
             tree.reader.read("sub/pipe")
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def _resolved(ws: Workspace, path: str, kwargs: dict[str, bool]) -> str:
+    try:
+        r = ws.resolve(path, **kwargs)
+    except WorkspaceError as err:
+        return f"refused: {err}"
+    return f"{r.given}|{r.location}|{r.relative}|{r.exists}|{r.is_dir}|{r.is_file}|{r.absolute}"
+
+
+RESOLVE_EXTRA = {
+    "for_write_dir": "sub",
+    "temp_name": ".toolrt-tmp-abc",
+    "fifo": "sub/pipe",
+    "final_link_inside": "link_in",
+    "final_link_out": "link_out",
+    "dangling": "dangling_in",
+}
+
+
+@pytest.mark.parametrize("case", [*PATHS, *RESOLVE_EXTRA])
+def test_the_one_call_lookup_and_the_long_way_resolve_the_same(
+    tree: Tree, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raw = PATHS[case] if case in PATHS else RESOLVE_EXTRA[case]
+    path = _fill(raw if isinstance(raw, str) else raw[0], tree)
+    os.mkfifo(tree.root / "sub" / "pipe")
+    (tree.root / ".toolrt-tmp-abc").write_text("temp\n")
+    runs = ({}, {"must_exist": False}, {"for_write": True, "must_exist": False}, {"for_write": True})
+    fast = [_resolved(tree.ws, path, kwargs) for kwargs in runs]
+    monkeypatch.setattr(sandbox, "open_no_links", _no_openat2)
+    slow = [_resolved(Workspace(tree.root), path, kwargs) for kwargs in runs]
+    assert fast == slow
+
+
+def test_a_plain_existing_path_is_resolved_in_one_lookup(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> None:
+    results = _counting(monkeypatch)
+    if nolinks.open_no_links(str(tree.root / "sub/file.txt").encode(), os.O_RDONLY) == -errno.ENOSYS:
+        pytest.skip("openat2 is not available on this kernel")
+    assert tree.ws.resolve("sub/file.txt", for_write=True).relative == "sub/file.txt"
+    assert tree.ws.resolve("./sub//file.txt").relative == "sub/file.txt"
+    assert len(results) == 2 and all(result >= 0 for result in results)
