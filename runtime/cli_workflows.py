@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from runtime.cli_common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from runtime.records import Session
 from runtime.runtime import Runtime
 from runtime.settings import Settings
@@ -18,8 +19,6 @@ from runtime.snapshot import Snapshot
 from runtime.workflow import WorkflowResult
 from runtime.workflow.journal import Journal, JournalError, journal_for, journal_path
 from runtime.workflow.resume import summary
-
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
 
 def add_parsers(sub: argparse._SubParsersAction, runtime_options: Callable[[argparse.ArgumentParser], None]) -> None:  # type: ignore[type-arg]
