@@ -73,16 +73,20 @@ class ConfigFolder:
         self._module = types.ModuleType(f"toolrt_testing_fakes_{uuid.uuid4().hex[:12]}")
         sys.modules[self._module.__name__] = self._module
         self._runtimes: list[Runtime] = []
-        texts = [textwrap.dedent(text) for text in yaml_texts]
-        self._place_fakes(texts)
-        for index, text in enumerate(texts, start=1):
-            self.write("app.yaml" if index == 1 else f"app-{index}.yaml", text)
-        for name, content in (files or {}).items():
-            self.write(name, content)
-        for name, content in (workspace_files or {}).items():
-            target = self.workspace / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(textwrap.dedent(content), encoding="utf-8")
+        try:
+            texts = [textwrap.dedent(text) for text in yaml_texts]
+            self._place_fakes(texts)
+            for index, text in enumerate(texts, start=1):
+                self.write("app.yaml" if index == 1 else f"app-{index}.yaml", text)
+            for name, content in (files or {}).items():
+                self.write(name, content)
+            for name, content in (workspace_files or {}).items():
+                target = self.workspace / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(textwrap.dedent(content), encoding="utf-8")
+        except BaseException:
+            self.close()  # a folder that cannot be made leaves nothing behind
+            raise
 
     def write(self, name: str, text: str) -> Path:
         """Write (or overwrite) ``config/name``, e.g. to test a reload; fakes are not applied."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -37,11 +38,20 @@ spec:
 """
 
 
-def test_a_snapshot_compiles_from_indented_yaml_text_and_its_folder_is_gone_afterwards(tmp_path: Path) -> None:
-    before = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("toolrt-test-*"))
+@pytest.fixture
+def temp_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where this test's temporary folders go (of its own, so that other test workers'
+    folders do not show up in what it checks is left behind)."""
+    root = tmp_path / "temp"
+    root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+    return root
+
+
+def test_a_snapshot_compiles_from_indented_yaml_text_and_its_folder_is_gone_afterwards(temp_root: Path) -> None:
     snapshot = snapshot_from_yaml(READER, GREETER, files={"greeter.py": "def greet(args):\n    return 'hi'\n"})
     assert set(snapshot.tools) == {"file_read", "greet"}
-    assert set(Path(os.environ.get("TMPDIR", "/tmp")).glob("toolrt-test-*")) == before
+    assert list(temp_root.iterdir()) == []
 
 
 @pytest.mark.parametrize(
@@ -117,12 +127,11 @@ async def test_async_with_gives_a_runtime_for_async_tests() -> None:
     assert result.content == "async hi"
 
 
-def test_a_runtime_that_does_not_compile_raises_and_leaves_no_folder() -> None:
-    before = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("toolrt-test-*"))
+def test_a_runtime_that_does_not_compile_raises_and_leaves_no_folder(temp_root: Path) -> None:
     with pytest.raises(ConfigError, match="greeter"):
         with runtime_from_yaml(GREETER):
             raise AssertionError("never entered")
-    assert set(Path(os.environ.get("TMPDIR", "/tmp")).glob("toolrt-test-*")) == before
+    assert list(temp_root.iterdir()) == []
 
 
 def test_faking_keeps_the_rest_of_the_yaml_as_written_and_drops_process_isolation() -> None:
@@ -136,9 +145,12 @@ def test_faking_keeps_the_rest_of_the_yaml_as_written_and_drops_process_isolatio
     assert module not in sys.modules, "the fakes' module outlived its folder"
 
 
-def test_a_fake_for_a_tool_the_yaml_does_not_declare_is_refused_naming_the_declared_ones() -> None:
+def test_a_fake_for_a_tool_the_yaml_does_not_declare_is_refused_naming_the_declared_ones(temp_root: Path) -> None:
+    fakes_modules = {name for name in sys.modules if name.startswith("toolrt_testing_fakes_")}
     with pytest.raises(ValueError, match=r"do not declare: gret \(declared: greet\)"):
         ConfigFolder(GREETER, fakes={"gret": FakeTool()})
+    assert list(temp_root.iterdir()) == []
+    assert {name for name in sys.modules if name.startswith("toolrt_testing_fakes_")} == fakes_modules
 
 
 def test_a_fake_that_is_not_a_fake_tool_is_refused() -> None:
