@@ -34,7 +34,8 @@ _RESOLVE_NO_MAGICLINKS = 0x02
 _RESOLVE_NO_SYMLINKS = 0x04
 _UNSUPPORTED = frozenset({errno.ENOSYS, errno.EPERM, errno.E2BIG, errno.EINVAL, errno.EOPNOTSUPP})
 
-_call: Any = None  # (syscall, how-factory, sizeof, get_errno) once loaded; False when unavailable
+_call: Any = None  # (syscall, how-factory, sizeof, get_errno, byref) once loaded; False when unavailable
+_hows: dict[int, Any] = {}  # open flags -> (struct open_how, its reference)
 
 
 def _load() -> Any:
@@ -62,17 +63,21 @@ def open_no_links(path: bytes, flags: int) -> int:
     """A descriptor of absolute ``path`` opened with ``flags`` and no symbolic link followed
     anywhere on the way; ``-errno`` on failure (``-ELOOP``: a link was in the way;
     ``-ENOSYS``: not available here, and never tried again)."""
-    loaded = _load()
+    global _call
+    loaded = _call if _call else _load()
     if not loaded:
         return -errno.ENOSYS
     syscall, how_type, size, get_errno, byref = loaded
-    how = how_type(flags | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
-    fd = int(syscall(_SYS_OPENAT2, _AT_FDCWD, path, byref(how), size))
+    how = _hows.get(flags)
+    if how is None:
+        # The kernel only reads the struct: one per flag set, shared by every caller.
+        struct = how_type(flags | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
+        how = _hows[flags] = (struct, byref(struct))
+    fd = int(syscall(_SYS_OPENAT2, _AT_FDCWD, path, how[1], size))
     if fd >= 0:
         return fd
     err = get_errno()
     if err in _UNSUPPORTED:
-        global _call
         _call = False  # an older kernel or a filter: the slow path from now on
         return -errno.ENOSYS
     return -err
