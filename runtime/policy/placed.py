@@ -37,8 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from runtime.policy import gitrepo, linking, programs
+from runtime.policy import folders, gitrepo, linking, programs
 from runtime.policy.bashglob import BRACE_LIMIT, GlobExpander, brace_variants
+from runtime.policy.folders import Folders
 from runtime.policy.shell import GLOB, RUNTIME, XARGS_INPUT, CommandLine
 from runtime.workspace.hardlinks import NO_PROTECTED_INODES, ProtectedInodes
 
@@ -46,7 +47,6 @@ from runtime.workspace.hardlinks import NO_PROTECTED_INODES, ProtectedInodes
 UNKNOWN = -2  # no allow rule covers the item
 LITERAL = -1  # only a pattern word without wildcards covers the item
 
-_MAX_CWDS = 16  # directories a line's cd commands can have taken it to, tracked at most
 _MAX_ALIASES = 32  # names made earlier on a line followed at most (more: any path may be a link)
 
 _DEVICE_ROOTS = ("/proc", "/sys", "/dev")
@@ -340,7 +340,8 @@ class _Placer:
     def __init__(self, where: Where, cwd: str, text: str) -> None:
         self.where = where
         self.cwd = posixpath.normpath(cwd or ".")
-        self.cwds = [self.cwd]  # where the line may be: the start, and wherever a cd took it
+        self.cwds = [self.cwd]  # where the command being placed may be (Folders.at)
+        self.folders = Folders(self.cwd, ())
         # A line that may set dotglob & co. has its globs expanded as the worst case.
         self.globs = GlobExpander(where.root, self.cwd, loose=bool(_GLOB_STATE.search(text)))
         self.cdpath = "CDPATH" in text  # cd may then go to a folder named relative to it
@@ -363,9 +364,15 @@ class _Placer:
         placed: list[PlacedCommand] = []
         self.braces = dict(line.braces)
         shapes = line.shapes or tuple("l" * len(argv) for argv in line.commands)
-        for argv, shape in zip(line.commands, shapes, strict=True):
+        self.folders = Folders(self.cwd, line.gates)
+        for index, (argv, shape) in enumerate(zip(line.commands, shapes, strict=True)):
+            self.cwds = self.folders.at(index)
+            if self.cwds is not self.folders.everywhere and _names_folder(argv):
+                # The program table reads what `tar -C DIR`, `make -C DIR` ... write from the
+                # folder the command starts in, not from DIR: every folder stays in play.
+                self.cwds = list(dict.fromkeys([*self.cwds, *self.folders.everywhere]))
             placed.extend(self._command(argv, shape))
-            self._moved(argv, shape)
+            self._moved(index, argv, shape)
             self._made_names(argv)
             # Globs are expanded now, before the line runs: files a command makes first
             # (a link, a copy) would be matched by what runs after it.
@@ -398,7 +405,8 @@ class _Placer:
                 what = "the input xargs appends" if argv[index] == XARGS_INPUT else f"`{_short(argv[index])}`"
                 notes.append(f"{what} is only known when the line runs")
             elif kind == GLOB:
-                matches = self.globs.expand(argv[index]) if not self.wrote else None
+                # Globs are read from the start folder: after a cd they are only known at run time.
+                matches = self.globs.expand(argv[index]) if not self.wrote and self.cwds == [self.cwd] else None
                 self.globbed = True
                 if matches is None:
                     guards[index] = UNKNOWN
@@ -607,12 +615,13 @@ class _Placer:
         """ "inside", "outside", "holds" or "protected" for a path's text, from every
         directory the line may be in by then (``cd`` moves it): the worst of them counts."""
         if len(self.cwds) == 1 or text.startswith(("/", "~")):
-            return self._place_from(self.cwd, text, write=write)
+            return self._place_from(self.cwds[0], text, write=write)
         places = {self._place_from(cwd, text, write=write) for cwd in self.cwds}
         return next(place for place in _WORST_FIRST if place in places)
 
-    def _moved(self, argv: tuple[str, ...], shape: str) -> None:
-        """After ``cd DIR`` (or ``pushd``), later paths may be relative to DIR too."""
+    def _moved(self, index: int, argv: tuple[str, ...], shape: str) -> None:
+        """After ``cd DIR`` (or ``pushd``), later paths may be relative to DIR too; the
+        commands that wait for a ``cd`` to a plain folder of the workspace run there only."""
         if not argv or argv[0] not in ("cd", "pushd"):
             return
         operands = [(k, item) for k, item in enumerate(argv[1:], 1) if not item.startswith("-") or item == "-"]
@@ -620,14 +629,32 @@ class _Placer:
             target = "~"  # home, the previous directory or a run-time value: somewhere unknown
         else:
             target = operands[0][1]
-        moved = [
-            target if target.startswith(("/", "~")) else posixpath.normpath(posixpath.join(cwd, target))
-            for cwd in self.cwds
-        ]
-        if ".." in target and target != "~":
-            # bash's cd reads `..` from the text (-L) or after links (-P, `set -P`): both.
-            moved += [self._physical(cwd, target) for cwd in self.cwds]
-        self.cwds = list(dict.fromkeys([*self.cwds, *moved]))[:_MAX_CWDS]
+
+        def moves(cwd: str) -> list[str]:
+            found = [target if target.startswith(("/", "~")) else posixpath.normpath(posixpath.join(cwd, target))]
+            if ".." in target and target != "~":
+                # bash's cd reads `..` from the text (-L) or after links (-P, `set -P`): both.
+                found.append(self._physical(cwd, target))
+            return found
+
+        self.folders.moved(index, moves, self._certain_cd(argv, shape))
+
+    def _certain_cd(self, argv: tuple[str, ...], shape: str) -> list[str] | None:
+        """Where a command waiting for this ``cd`` runs, when that is certain: a plain
+        folder of the workspace reached without links, from every folder the line may be
+        in, with nothing made earlier on the line that could change the way there."""
+        target = folders.certain_target(argv, shape)
+        root = self.where.root_text
+        if target is None or root is None or self.cdpath or self.wrote or self.aliases or self.unknown_below:
+            return None
+        found: list[str] = []
+        for cwd in self.cwds:
+            checked = folders.real_folders(root, cwd, target)
+            if checked is None:
+                return None
+            self.resolved.extend((path, _KIND_MARK + "dir", None) for path in checked)
+            found.append(posixpath.normpath(posixpath.join(cwd, target)))
+        return list(dict.fromkeys(found))
 
     def _made_names(self, argv: tuple[str, ...]) -> None:
         """Remember the names ``argv`` makes (links, copies of links, moves) so later paths
@@ -902,6 +929,11 @@ def _rests_after(cwd: str, text: str, made: str) -> Iterator[str]:
             prefix = "/" + prefix.lstrip("/")
         if prefix == made:
             yield "/" + "/".join(parts[k:])
+
+
+def _names_folder(argv: tuple[str, ...]) -> bool:
+    """Whether the command works in a folder an option names (``-C DIR``, ``--directory``)."""
+    return any(access.kind == programs.DIR for access in programs.accesses(argv))
 
 
 def _within(path: str, folder: str) -> bool:

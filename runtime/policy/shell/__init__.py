@@ -67,7 +67,11 @@ def split_command_line(line: str) -> CommandLine:
         sink.problem("the command line nests too deeply to check")
     except Exception as err:  # noqa: BLE001 - a parser defect must fail closed, never let a line through unjudged
         sink.problem(f"the command line could not be checked (internal error: {type(err).__name__})")
-    return CommandLine(tuple(sink.commands), sink.summary(), tuple(sink.shapes), tuple(sink.braces.items()))
+    # `enable -n cd` turns the builtin off: `cd` may then be a program that moves nothing.
+    moved_builtin = any(argv[:1] == ("enable",) for argv in sink.commands)
+    unsure = sink.structured or moved_builtin or all(gate < 0 for gate in sink.gates)
+    gates = () if unsure else tuple(sink.gates)
+    return CommandLine(tuple(sink.commands), sink.summary(), tuple(sink.shapes), tuple(sink.braces.items()), gates)
 
 
 def command_matches(argv: Sequence[str], pattern: str) -> bool:

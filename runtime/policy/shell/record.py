@@ -45,6 +45,12 @@ class CommandLine:
     # Brace words and what bash makes of them, read with their quoting: (the item as it
     # is in argv, its variants, or None when there are too many to list).
     braces: tuple[tuple[str, tuple[str, ...] | None], ...] = ()
+    # One per command (empty when none applies): the index of the last ``cd`` the command
+    # waits for, -1 for none. Set only where the line's own shell runs that ``cd`` as a
+    # plain command of its top level, and the command runs only after it succeeded
+    # (``cd src && cat ../a``, not after ``||``, ``;``, ``|`` or ``&``, nor in a line
+    # with compound commands, whose loops and branches the order of the list hides).
+    gates: tuple[int, ...] = ()
 
     @property
     def certain(self) -> bool:
@@ -59,7 +65,7 @@ class Abort(Exception):
 class Sink:
     """Where every (sub)parser of one line puts commands and problems."""
 
-    __slots__ = ("commands", "shapes", "braces", "problems", "scanned", "shell_started")
+    __slots__ = ("commands", "shapes", "braces", "problems", "scanned", "shell_started", "gate", "gates", "structured")
 
     def __init__(self) -> None:
         self.commands: list[tuple[str, ...]] = []
@@ -69,6 +75,9 @@ class Sink:
         self.problems: dict[str, None] = {}
         self.scanned = 0  # how many commands started_shell has looked at
         self.shell_started = False
+        self.gate = -1  # the cd the commands being read wait for: see CommandLine.gates
+        self.gates: list[int] = []
+        self.structured = False  # the line has compound commands: no gates
 
     def started_shell(self) -> bool:
         """Whether a command listed so far is a shell (or su, sudo, doas); each command is looked at once."""
@@ -94,6 +103,7 @@ class Sink:
 
     def add(self, argv: tuple[str, ...], shape: str | None) -> None:
         self.commands.append(argv)
+        self.gates.append(self.gate)
         self.shapes.append(shape if shape is not None and len(shape) == len(argv) else LITERAL * len(argv))
 
     def problem(self, text: str) -> None:
@@ -107,6 +117,47 @@ class Sink:
         if len(problems) > 3:
             text += f" (and {len(problems) - 3} more)"
         return text
+
+
+@dataclass(slots=True)
+class Chain:
+    """Which ``cd`` the commands of the line's top-level lists wait for.
+
+    A ``cd`` gates the commands after it when it is a whole element of its and-or list
+    (not in a pipeline), starts the list or follows ``&&`` (after ``||`` it may be
+    skipped with a zero status), and ``&&`` follows it: from there on every command of
+    that list, until ``||``, waits for it. ``;``, ``&`` and newlines end the list.
+    """
+
+    sink: Sink
+    pending: int = -1  # the cd just read, if it may gate
+    in_pipe: bool = False
+    after_or: bool = False
+    joined: bool = False  # after &&, || or |: a newline does not end the list
+
+    def command(self, cd: int) -> None:
+        self.pending = cd if not self.in_pipe and not self.after_or else -1
+        self.joined = False
+
+    def and_(self) -> None:
+        if self.pending >= 0:
+            self.sink.gate = self.pending
+        self.pending, self.in_pipe, self.after_or, self.joined = -1, False, False, True
+
+    def or_(self) -> None:
+        self.sink.gate = -1
+        self.pending, self.in_pipe, self.after_or, self.joined = -1, False, True, True
+
+    def pipe(self) -> None:
+        self.pending, self.in_pipe, self.joined = -1, True, True
+
+    def end(self) -> None:
+        self.sink.gate = -1
+        self.pending, self.in_pipe, self.after_or, self.joined = -1, False, False, False
+
+    def newline(self) -> None:
+        if not self.joined:
+            self.end()
 
 
 class Lines(Protocol):

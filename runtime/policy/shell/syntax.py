@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from runtime.policy.shell.expansions import shape
-from runtime.policy.shell.record import PRIVILEGE_WRAPPERS, Abort, Context, Judge, Sink, is_shell_name
+from runtime.policy.shell.record import PRIVILEGE_WRAPPERS, Abort, Chain, Context, Judge, Sink, is_shell_name
 from runtime.policy.shell.substitutions import Expander
 from runtime.policy.shell.variables import check_assigned_names, check_test_operands
 from runtime.policy.shell.words import Word, basename, is_assignment, literal_word, short
@@ -22,6 +22,10 @@ _FD = re.compile(r"[0-9]+|\{[A-Za-z_][A-Za-z0-9_]*\}")
 _SKIPPED_KEYWORDS = frozenset(
     {"if", "then", "elif", "else", "fi", "while", "until", "do", "done", "!", "{", "}", "esac"}
 )
+
+
+# Keywords of compound commands (besides the skipped ones): a line with them has no gates.
+_COMPOUND = frozenset({"for", "select", "case", "function", "coproc", "until", "while", "if"})
 
 
 @dataclass(slots=True)
@@ -40,6 +44,7 @@ class Parser(Expander):
         self.judge = judge
         self.heredocs: list[_Heredoc] = []
         self.herestrings: list[Word] = []  # the <<< words of the commands being read
+        self.cd = -1  # the index of the command just read when it is a plain top-level cd
 
     def _child(self, text: str) -> Parser:
         return Parser(text, self.sink, self.depth + 1, self.judge)
@@ -60,6 +65,8 @@ class Parser(Expander):
         For "case" the list ends after ``;;`` / ``;&`` / ``;;&`` (returning ";;") or
         before an ``esac`` in command position (returning "esac").
         """
+        # The line's own top level: which cd later commands wait for (CommandLine.gates).
+        chain = Chain(self.sink) if self.depth == 0 and not closer else None
         while True:
             self._blanks()
             char = self._peek()
@@ -71,6 +78,8 @@ class Parser(Expander):
                 return ""
             if char == "\n":
                 self._newline()
+                if chain is not None:
+                    chain.newline()
             elif char == "#":
                 self._comment()
             elif char == ")":
@@ -80,6 +89,8 @@ class Parser(Expander):
                 self.sink.problem("a ')' has no matching '('")
             elif char == ";":
                 self.pos += 1
+                if chain is not None:
+                    chain.end()
                 if self._take(";") or self._take("&"):
                     self._take("&")
                     if closer == "case":
@@ -87,13 +98,26 @@ class Parser(Expander):
                     self.sink.problem("';;' appears outside a case statement")
             elif char == "|":
                 self.pos += 1
-                if not self._take("|"):
+                if self._take("|"):
+                    if chain is not None:
+                        chain.or_()
+                else:
                     self._take("&")
+                    if chain is not None:
+                        chain.pipe()
             elif char == "&" and self._peek2() != ">":
                 self.pos += 1
-                self._take("&")
-            elif self._command(closer):
-                return "esac"
+                if self._take("&"):
+                    if chain is not None:
+                        chain.and_()
+                elif chain is not None:
+                    chain.end()
+            else:
+                self.cd = -1
+                if self._command(closer):
+                    return "esac"
+                if chain is not None:
+                    chain.command(self.cd)
 
     def _command(self, closer: str) -> bool:
         """One simple command, with any keywords before it; True if it stopped before ``esac``."""
@@ -103,6 +127,7 @@ class Parser(Expander):
         header = ""  # "for-name", "for-in", "for-list" or "for-arith" while reading a for/select header
         after_time = False
         posix_break = -1  # len(words) at the first "&>", which ends the command in POSIX sh
+        plain = True  # no keyword, subshell or arithmetic command before the words
         while True:
             self._blanks()
             char = self._peek()
@@ -110,6 +135,7 @@ class Parser(Expander):
                 break
             at_start = not words and not assignments and not header
             if char == "(":
+                plain = False
                 if header == "for-name" and self._arith_command():
                     header = "for-arith"
                 elif at_start:
@@ -152,12 +178,16 @@ class Parser(Expander):
                     continue
             if at_start and word.is_plain:
                 keyword = word.value
+                if keyword in _COMPOUND or keyword in _SKIPPED_KEYWORDS and keyword != "!":
+                    self.sink.structured = True  # loops and branches: the list's order is not the run's
                 if keyword == "esac" and closer == "case":
                     self.pos = start
                     return True
                 if keyword in _SKIPPED_KEYWORDS:
+                    plain = False
                     continue
                 if keyword == "time":
+                    plain = False
                     after_time = True
                     continue
                 if keyword in ("for", "select"):
@@ -189,6 +219,17 @@ class Parser(Expander):
             for heredoc in self.heredocs[heredocs_before:]:
                 heredoc.feeds_shell = True  # its body is split when it is read, after this line
         self.judge(words, assignments, ctx)
+        commands = self.sink.commands
+        if (
+            plain
+            and self.depth == 0
+            and not assignments
+            and posix_break < 0
+            and words[:1] == [literal_word("cd")]
+            and commands
+            and commands[-1][:1] == ("cd",)
+        ):
+            self.cd = len(commands) - 1
         if 0 <= posix_break < len(words):
             # bash reads "a &>f b" as "a b" with a redirection; sh (dash) runs "a &" and then "b >f".
             ctx.problem(
