@@ -169,3 +169,19 @@ def test_options_reach_the_runtime_and_hot_reload_is_off_by_default() -> None:
     with ConfigFolder(READER) as folder:
         custom = folder.runtime(settings=folder.settings(max_concurrency=3))
         assert custom.settings.max_concurrency == 3 and custom.settings.state_dir == folder.state
+
+
+@pytest.mark.parametrize(
+    ("broken", "expected"),
+    [
+        (GREETER + "  description: twice\n", "description"),
+        (GREETER.replace("{who: {type: string}}", "{who: {type: string}"), "app.yaml:"),
+        (GREETER + "\t- tab\n", "app.yaml:"),
+    ],
+    ids=["duplicate-key", "unclosed-flow-mapping", "tab"],
+)
+def test_yaml_that_cannot_be_read_is_reported_by_the_build_with_its_position_even_with_fakes(
+    broken: str, expected: str
+) -> None:
+    with pytest.raises(ConfigError, match=expected):
+        snapshot_from_yaml(broken, fakes={"greet": FakeTool()})
