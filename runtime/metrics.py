@@ -8,9 +8,9 @@ copied on every call: their owners register a *gauge source*, a function read on
 when a snapshot is taken.
 
 :meth:`Metrics.snapshot` returns plain JSON-able data; :meth:`Metrics.prometheus`
-renders the same numbers in the Prometheus text exposition format 0.0.4. The
-module-level :data:`METRICS` is the process-wide registry and :func:`snapshot`,
-:func:`prometheus` and :func:`reset` act on it.
+renders the same numbers in the Prometheus text exposition format 0.0.4. Each
+:class:`~runtime.runtime.Runtime` keeps its own registry (``runtime.metrics``); there is
+no process-wide one.
 
 Cost and exactness. :meth:`Metrics.record_call` runs on the per-call hot path of a
 pipeline that costs tens of microseconds. It appends the call's facts to a deque (no
@@ -23,8 +23,7 @@ so counts are exact, on free-threaded builds too. Quantiles are computed only wh
 read, from the newest ``reservoir_size`` samples of each stage; counts and sums cover
 every observation.
 
-OpenTelemetry. :meth:`Metrics.bind_opentelemetry` (and :func:`bind_opentelemetry` for
-the process-wide registry) reports the same numbers through the app's MeterProvider
+OpenTelemetry. :meth:`Metrics.bind_opentelemetry` reports the same numbers through the app's MeterProvider
 as observable instruments, read only when the app collects; see
 :mod:`runtime.telemetry.meters` for the instrument names.
 """
@@ -33,16 +32,17 @@ from __future__ import annotations
 
 import bisect
 import math
-import re
 import threading
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from runtime.metricnames import SCALARS, sanitise
+
 if TYPE_CHECKING:
     from runtime.telemetry.meters import Binding
 
-__all__ = ["METRICS", "Metrics", "bind_opentelemetry", "prometheus", "reset", "snapshot"]
+__all__ = ["Metrics"]
 
 DEFAULT_RESERVOIR_SIZE = 4096
 #: Recorded calls are counted once this many are queued (and at every reading).
@@ -73,7 +73,6 @@ _BOUNDS_MS: tuple[float, ...] = tuple(bound * 1000 for bound in BUCKETS_S)
 #: The ``tool`` label of calls naming no tool of the snapshot: a model can make up any
 #: number of names, and each must not become a series of its own.
 UNKNOWN_TOOL = "(unknown)"
-_NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
 
 # Counter keys are tuples whose first element names the family; prebuilt where the
 # key has no variable part so the hot path does not build a tuple for them.
@@ -85,18 +84,9 @@ _BREAKER_TRIPS = ("breaker_trips",)
 _RELOAD_OK = ("reloads", "ok")
 _RELOAD_FAILED = ("reloads", "failed")
 
-# (snapshot key, metric name, help) of the unlabelled counters, in exposition order.
-_SCALARS: tuple[tuple[str, tuple[str], str, str], ...] = (
-    ("timeouts", _TIMEOUTS, "toolrt_timeouts_total", "Calls that ended in a timeout."),
-    ("retries", _RETRIES, "toolrt_retries_total", "Retries of transient handler failures."),
-    ("truncations", _TRUNCATIONS, "toolrt_truncations_total", "Calls whose output was truncated."),
-    ("quota_trips", _QUOTA_TRIPS, "toolrt_quota_trips_total", "Calls refused because a quota was exhausted."),
-    (
-        "breaker_trips",
-        _BREAKER_TRIPS,
-        "toolrt_breaker_trips_total",
-        "Calls refused because a circuit breaker was open.",
-    ),
+# (snapshot key, counter key, metric name, help) of the unlabelled counters, in exposition order.
+_SCALARS: tuple[tuple[str, tuple[str], str, str], ...] = tuple(
+    (key, (key,), metric, help_text) for key, metric, help_text in SCALARS
 )
 
 Source = Callable[[], Mapping[str, float]]
@@ -479,9 +469,7 @@ def _read_sources(sources: Mapping[str, Source]) -> tuple[dict[str, dict[str, fl
     return values, errors
 
 
-def _sanitise(part: str) -> str:
-    """A metric-name part: every character outside ``[a-zA-Z0-9_]`` becomes ``_``."""
-    return _NAME_UNSAFE.sub("_", part)
+_sanitise = sanitise
 
 
 def _escape_label(value: str) -> str:
@@ -541,27 +529,3 @@ class _Exposition:
 
     def text(self) -> str:
         return "\n".join(self._lines) + "\n"
-
-
-METRICS = Metrics()
-"""The process-wide registry."""
-
-
-def snapshot() -> dict[str, Any]:
-    """The process-wide metrics as plain data (see :meth:`Metrics.snapshot`)."""
-    return METRICS.snapshot()
-
-
-def prometheus() -> str:
-    """The process-wide metrics in Prometheus text format (see :meth:`Metrics.prometheus`)."""
-    return METRICS.prometheus()
-
-
-def reset() -> None:
-    """Zero the process-wide metrics (see :meth:`Metrics.reset`)."""
-    METRICS.reset()
-
-
-def bind_opentelemetry(meter_provider: Any = None, *, histograms: bool = False) -> Binding:
-    """Report the process-wide metrics through OpenTelemetry (see :meth:`Metrics.bind_opentelemetry`)."""
-    return METRICS.bind_opentelemetry(meter_provider, histograms=histograms)

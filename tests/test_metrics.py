@@ -154,15 +154,26 @@ def test_reset_zeroes_counters_and_samples_but_keeps_sources():
     assert m.snapshot()["calls"] == {"read_file": {"ok": 1}}
 
 
-def test_module_level_functions_act_on_the_process_registry():
-    metrics_module.reset()
+def test_there_is_no_process_wide_registry_each_runtime_counts_its_own_calls(tmp_path):
+    from runtime.records import Call
+    from runtime.runtime import Runtime
+    from runtime.settings import Settings
+
+    assert not hasattr(metrics_module, "METRICS") and not hasattr(metrics_module, "snapshot")
+    (tmp_path / "tools.yaml").write_text(
+        "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: echo}\n"
+        "spec: {description: Echo., handler: 'python:json:dumps', read_only: true, input_schema: {type: object}}\n"
+    )
+    first, second = (
+        Runtime([tmp_path], workspace_root=tmp_path, settings=Settings(audit_sink="off")) for _ in range(2)
+    )
     try:
-        metrics_module.METRICS.record_call("t", "ok", {"total_ms": 1.0}, "allow", None, False, None)
-        assert metrics_module.snapshot()["calls"] == {"t": {"ok": 1}}
-        assert 'toolrt_calls_total{tool="t",status="ok"} 1' in metrics_module.prometheus()
+        first.run_turn_sync([Call("c1", "echo", {})])
+        assert sum(first.metrics.snapshot()["calls"].get("echo", {}).values()) == 1
+        assert second.metrics.snapshot()["calls"] == {}
     finally:
-        metrics_module.reset()
-    assert metrics_module.snapshot()["calls"] == {}
+        first.close_sync()
+        second.close_sync()
 
 
 # -- quantiles and the reservoir ---------------------------------------------

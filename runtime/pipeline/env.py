@@ -2,17 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from runtime.records import Session
+from runtime.records import Call, Session, ToolResult
 from runtime.settings import Settings
 from runtime.snapshot import Snapshot
 
 if TYPE_CHECKING:
+    from runtime.execution.jobs import JobRegistry
+    from runtime.mcpclient.pool import McpPool
+    from runtime.metrics import Metrics
     from runtime.pipeline.permit import Approver, Permitter
+    from runtime.policy.grants import SessionGrants
+    from runtime.policy.limits import Limits
+    from runtime.shaping.artifacts import ArtifactStore
+    from runtime.tools.workspace_tools import WorkspaceTools
+    from runtime.versions.rollout import CanaryMonitor
+
+
+class CallTracer(Protocol):
+    """Runs one call of the turn inside its OpenTelemetry span (runtime.telemetry.traces)."""
+
+    async def call(self, call: Call, env: TurnEnv) -> ToolResult: ...
+
+
+#: Records one call's result in the audit log: (the turn, the call, its result, the
+#: arguments that ran, or None).
+AuditHook = Callable[["TurnEnv", Call, ToolResult, "Mapping[str, Any] | None"], None]
 
 
 @dataclass(slots=True)
@@ -27,20 +46,20 @@ class TurnEnv:
     session: Session
     permitter: Permitter
     approver: Approver | None
-    artifacts: Any  # runtime.shaping.artifacts.ArtifactStore | None
+    artifacts: ArtifactStore | None
     workspace_root: Path
     request_id: str
     trace_id: str | None = None
     approval_timeout_s: float = 300.0
-    jobs: Any = None  # runtime.execution.jobs.JobRegistry: background commands
-    grants: Any = None  # runtime.policy.grants.SessionGrants: "allow for this session" answers
-    workspace_tools: Any = None  # runtime.tools.workspace_tools.WorkspaceTools: file_read, file_edit, ...
-    audit: Any = None  # (env, call, result, executed args) -> None: records each result in the audit log
-    metrics: Any = None  # runtime.metrics.Metrics: counts and latencies of the calls
-    limits: Any = None  # runtime.policy.limits.Limits of this snapshot: quotas and circuit breakers (falsy when none)
-    mcp: Any = None  # runtime.mcpclient.McpPool: sessions with the declared MCP servers (None: mcp handlers cannot run)
-    canaries: Any = None  # runtime.versions.CanaryMonitor: counts outcomes per version, halts failing canaries
-    tracing: Any = None  # runtime.telemetry.traces: wraps each call in an OpenTelemetry span (None: tracing off)
+    jobs: JobRegistry | None = None  # background commands
+    grants: SessionGrants | None = None  # "allow for this session" answers
+    workspace_tools: WorkspaceTools | None = None  # file_read, file_edit, ...
+    audit: AuditHook | None = None  # records each result in the audit log
+    metrics: Metrics | None = None  # counts and latencies of the calls
+    limits: Limits | None = None  # this snapshot's quotas and circuit breakers (falsy when none)
+    mcp: McpPool | None = None  # sessions with the declared MCP servers (None: mcp handlers cannot run)
+    canaries: CanaryMonitor | None = None  # counts outcomes per version, halts failing canaries
+    tracing: CallTracer | None = None  # wraps each call in an OpenTelemetry span (None: tracing off)
     # Hears every ToolContext.progress() of the turn's python handlers as (call id, message),
     # e.g. to forward it to a client; called on the handler's thread, so it must be thread-safe.
     progress_listener: Callable[[str, str | None], None] | None = None

@@ -274,25 +274,27 @@ async def _run_command(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
 async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, total_s: float) -> HandlerOutcome:
     """Run a prepared command under the tool's timeouts, streaming its output."""
     tool = call.tool
+    artifacts = env.artifacts
     collector = OutputCollector(
         limit_chars=tool.output.max_chars,
         tail_chars=max(tool.output.tail_chars, tool.output.preview_chars),
         redactor=tool.redactor.stream() if tool.redactor is not None else None,
         open_writer=(
             (
-                lambda: env.artifacts.writer(
+                lambda: artifacts.writer(
                     call_id=call.call.id,
                     tool=tool.name,
                     session=env.session.id,
                     untrusted=tool.spec.trust is Trust.untrusted,
                 )
             )
-            if env.artifacts is not None
+            if artifacts is not None
             else None
         ),
     )
     timeout = tool.spec.timeout
-    background = timeout.on_timeout is OnTimeout.background and env.jobs is not None
+    jobs = env.jobs
+    background = timeout.on_timeout is OnTimeout.background and jobs is not None
     try:
         if background:
             process = asyncio.ensure_future(
@@ -311,8 +313,8 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
             except asyncio.CancelledError:
                 process.cancel()
                 raise
-            if not process.done():
-                job = env.jobs.adopt(tool.name, process, collector, session=env.session.id)
+            if not process.done() and jobs is not None:
+                job = jobs.adopt(tool.name, process, collector, session=env.session.id)
                 return _backgrounded(tool, job, total_s)
             result = process.result()
         else:

@@ -36,13 +36,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
-if TYPE_CHECKING:
-    from runtime.metrics import Metrics
+from runtime.metricnames import MetricsSource
 
 __all__ = ["Binding", "bind"]
 
@@ -89,7 +88,7 @@ class Binding:
     """A registry bound to a meter. :meth:`close` stops reporting (OpenTelemetry
     cannot remove instruments: after it they report nothing)."""
 
-    def __init__(self, registry: Metrics, meter: metrics.Meter, histograms: bool) -> None:
+    def __init__(self, registry: MetricsSource, meter: metrics.Meter, histograms: bool) -> None:
         self._registry = registry
         self._lock = threading.Lock()
         self._closed = False
@@ -140,7 +139,7 @@ class Binding:
             return self._taken
 
 
-def bind(registry: Metrics, meter_provider: Any = None, *, histograms: bool = False) -> Binding:
+def bind(registry: MetricsSource, meter_provider: Any = None, *, histograms: bool = False) -> Binding:
     """Report ``registry`` through the meter ``toolrt`` of ``meter_provider`` (default:
     the app's global MeterProvider; none is ever installed here)."""
     from runtime import __version__

@@ -32,15 +32,15 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from runtime.metrics import _SCALARS, Metrics, _sanitise
+from runtime.metricnames import SCALARS, MetricsSource, sanitise
 
 __all__ = ["ToolrtCollector", "register"]
 
 
 class ToolrtCollector(Collector):
-    """Reads one :class:`Metrics` registry at every scrape."""
+    """Reads one :class:`~runtime.metrics.Metrics` registry at every scrape."""
 
-    def __init__(self, metrics: Metrics) -> None:
+    def __init__(self, metrics: MetricsSource) -> None:
         self.metrics = metrics
 
     def collect(self) -> Iterator[Metric]:
@@ -56,7 +56,7 @@ class ToolrtCollector(Collector):
         for effect, n in snap["decisions"].items():
             decisions.add_metric([effect], n)
         yield decisions
-        for key, _counter, metric, help_text in _SCALARS:
+        for key, metric, help_text in SCALARS:
             yield CounterMetricFamily(metric.removesuffix("_total"), help_text, value=snap[key])
         redactions = CounterMetricFamily(
             "toolrt_redactions", "Redactions applied to outputs and records, by kind.", labels=["kind"]
@@ -84,7 +84,7 @@ class ToolrtCollector(Collector):
         seen: set[str] = set()
         for source, values in snap["sources"].items():
             for key, value in values.items():
-                name = f"toolrt_{_sanitise(source)}_{_sanitise(key)}"
+                name = f"toolrt_{sanitise(source)}_{sanitise(key)}"
                 if name not in seen:  # a sanitised name can collide with another: keep the first
                     seen.add(name)
                     yield GaugeMetricFamily(name, f"{key} reported by the {source} source.", value=value)
@@ -99,7 +99,7 @@ def _histogram(name: str, help_text: str, label: str, series: dict[str, Any]) ->
     return family
 
 
-def register(metrics: Metrics, registry: CollectorRegistry | None = None) -> ToolrtCollector:
+def register(metrics: MetricsSource, registry: CollectorRegistry | None = None) -> ToolrtCollector:
     """Register a collector for ``metrics`` in ``registry`` (default: prometheus_client's
     global ``REGISTRY``); unregister it with ``registry.unregister(collector)``."""
     collector = ToolrtCollector(metrics)

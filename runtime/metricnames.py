@@ -1,0 +1,37 @@
+"""What the metrics registry (runtime.metrics) and its exporters (runtime.telemetry)
+share: the unlabelled counters, how a name part is made safe, and the registry as the
+exporters read it (:class:`MetricsSource`). A leaf module, so that the exporters read
+the registry without importing it (runtime.metrics imports the exporters, lazily)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+
+class MetricsSource(Protocol):
+    """A metrics registry as the exporters read it (runtime.metrics.Metrics is one)."""
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+    def add_observer(self, observer: Callable[[Mapping[str, float]], None]) -> None: ...
+
+    def remove_observer(self, observer: Callable[[Mapping[str, float]], None]) -> None: ...
+
+
+#: (snapshot key, metric name, help) of the unlabelled counters, in exposition order.
+SCALARS: tuple[tuple[str, str, str], ...] = (
+    ("timeouts", "toolrt_timeouts_total", "Calls that ended in a timeout."),
+    ("retries", "toolrt_retries_total", "Retries of transient handler failures."),
+    ("truncations", "toolrt_truncations_total", "Calls whose output was truncated."),
+    ("quota_trips", "toolrt_quota_trips_total", "Calls refused because a quota was exhausted."),
+    ("breaker_trips", "toolrt_breaker_trips_total", "Calls refused because a circuit breaker was open."),
+)
+
+_NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
+
+
+def sanitise(part: str) -> str:
+    """A metric-name part: every character outside ``[a-zA-Z0-9_]`` becomes ``_``."""
+    return _NAME_UNSAFE.sub("_", part)
