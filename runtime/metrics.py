@@ -164,6 +164,7 @@ class Metrics:
         truncated: bool,
         redactions: Mapping[str, int] | None,
         retries: int = 0,
+        version: str | None = None,
     ) -> None:
         """Count one finished call.
 
@@ -179,7 +180,7 @@ class Metrics:
         first, so readers never see a call missing.
         """
         pending = self._pending
-        pending.append((tool, status, timings_ms, decision, code, truncated, redactions, retries))
+        pending.append((tool, status, timings_ms, decision, code, truncated, redactions, retries, version))
         if len(pending) >= FOLD_AT and self._lock.acquire(
             blocking=False
         ):  # a reader folding right now: the next call will
@@ -198,8 +199,10 @@ class Metrics:
         tools = self._tools
         bounds = _BOUNDS_MS
         while pending:
-            tool, status, timings_ms, decision, code, truncated, redactions, retries = pending.popleft()
+            tool, status, timings_ms, decision, code, truncated, redactions, retries, version = pending.popleft()
             counts[("calls", tool, status)] += 1
+            if version:  # the version that served it (a pin, a canary or the default)
+                counts[("versions", tool, version, status)] += 1
             # A write that timed out ends with status "unknown" (its effect is unknown) and
             # code "timeout": it is a timeout all the same.
             if status == "timeout" or code == "timeout":
@@ -247,6 +250,14 @@ class Metrics:
         stage = _Stage(key[:-3], self._reservoir_size) if key.endswith("_ms") and len(key) > 3 else None
         # setdefault is atomic: threads meeting a new stage at once all get the same one.
         return self._stages.setdefault(key, stage)
+
+    def record_workflow(self, workflow: str, status: str, steps: Mapping[str, int]) -> None:
+        """Count one finished workflow run: its status, and its steps by status."""
+        with self._lock:
+            counts = self._counts
+            counts[("workflows", workflow, status)] += 1
+            for step_status, n in steps.items():
+                counts[("workflow_steps", workflow, step_status)] += n
 
     def record_reload(self, ok: bool) -> None:
         """Count one snapshot reload attempt, successful or not."""
@@ -307,7 +318,8 @@ class Metrics:
     def snapshot(self) -> dict[str, Any]:
         """The metrics as plain JSON-able data.
 
-        Keys: ``calls`` ({tool: {status: n}}), ``decisions`` ({effect: n}),
+        Keys: ``calls`` ({tool: {status: n}}), ``versions`` ({tool: {version: {status: n}}}, by the
+        version that served), ``workflows`` ({name: {"runs"|"steps": {status: n}}}), ``decisions`` ({effect: n}),
         ``timeouts``, ``retries``, ``truncations``, ``redactions`` ({kind: n}),
         ``quota_trips``, ``breaker_trips``, ``reloads`` ({"ok": n, "failed": n}),
         ``latency_ms`` ({stage: {count, sum, p50, p90, p99, max}}; quantiles and max
@@ -335,10 +347,16 @@ class Metrics:
         calls: dict[str, dict[str, int]] = {}
         decisions: dict[str, int] = {}
         redactions: dict[str, int] = {}
+        versions: dict[str, dict[str, dict[str, int]]] = {}
+        workflows: dict[str, dict[str, dict[str, int]]] = {}
         for key, n in counts.items():
             family = key[0]
             if family == "calls":
                 calls.setdefault(key[1], {})[key[2]] = n
+            elif family == "versions":
+                versions.setdefault(key[1], {}).setdefault(key[2], {})[key[3]] = n
+            elif family in ("workflows", "workflow_steps"):  # runs, and their steps
+                workflows.setdefault(key[1], {"runs": {}, "steps": {}})[family[9:] or "runs"][key[2]] = n
             elif family == "decisions":
                 decisions[key[1]] = n
             elif family == "redactions":
@@ -355,6 +373,8 @@ class Metrics:
 
         snap: dict[str, Any] = {
             "calls": {tool: dict(sorted(by_status.items())) for tool, by_status in sorted(calls.items())},
+            "versions": {tool: dict(sorted(by.items())) for tool, by in sorted(versions.items())},
+            "workflows": dict(sorted(workflows.items())),
             "decisions": dict(sorted(decisions.items())),
             "redactions": dict(sorted(redactions.items())),
             "reloads": {"ok": counts.get(_RELOAD_OK, 0), "failed": counts.get(_RELOAD_FAILED, 0)},
@@ -392,6 +412,18 @@ class Metrics:
         for tool, by_status in snap["calls"].items():
             for status, n in by_status.items():
                 out.sample("toolrt_calls_total", {"tool": tool, "status": status}, n)
+        out.family("toolrt_version_calls_total", "counter", "Finished calls by tool, the version that served, status.")
+        for tool, by_version in snap["versions"].items():
+            for version, by_status in by_version.items():
+                for status, n in by_status.items():
+                    out.sample("toolrt_version_calls_total", {"tool": tool, "version": version, "status": status}, n)
+        out.family("toolrt_workflow_runs_total", "counter", "Finished workflow runs by workflow and status.")
+        out.family("toolrt_workflow_steps_total", "counter", "Steps of finished workflow runs by workflow and status.")
+        for workflow, entry in snap["workflows"].items():
+            for status, n in entry["runs"].items():
+                out.sample("toolrt_workflow_runs_total", {"workflow": workflow, "status": status}, n)
+            for status, n in entry["steps"].items():
+                out.sample("toolrt_workflow_steps_total", {"workflow": workflow, "status": status}, n)
         out.family("toolrt_decisions_total", "counter", "Policy decisions by effect.")
         for effect, n in snap["decisions"].items():
             out.sample("toolrt_decisions_total", {"effect": effect}, n)

@@ -92,6 +92,7 @@ async def run_call(call: Call, env: TurnEnv) -> ToolResult:
             bool(meta.get("truncated")),
             meta.get("redactions"),
             attempts - 1 if isinstance(attempts, int) else 0,
+            tool.version if tool is not None else None,
         )
     return result
 

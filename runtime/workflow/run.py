@@ -192,6 +192,12 @@ class Run:
             (time.perf_counter() - started) * 1000,
             note=self.note,
         )
+        metrics = self.env.metrics
+        if metrics is not None:
+            by_status: dict[str, int] = {}
+            for report in steps:
+                by_status[report.status] = by_status.get(report.status, 0) + 1
+            metrics.record_workflow(self.workflow.name, status, by_status)
         if self.log is not None:
             self.log.ended(result)
             if self.wrote:
