@@ -40,6 +40,7 @@ def decide_line(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Dec
     os.symlink("../outside", root / "lnk")  # leads out of the workspace
     os.symlink("src", root / "inside_link")  # stays inside, but is a link
     os.symlink("..", root / "src" / "up")  # a link back to the root
+    os.symlink("../../outside", root / "src" / "src")  # `cd src` twice leads out
     where = Where.of(root, (base / "state",))
     snapshot = build_snapshot(base / "snap", RULES)
     return lambda line: judge(snapshot, line, mode="default", where=where)
@@ -149,6 +150,22 @@ KEEPS_ASKING = [
     "for d in 1 2; do cd src && cat ../a.txt; done",
     "until cd src && cat ../a.txt; do true; done",
     "case x in x) cd src && cat ../a.txt;; esac",
+    # a loop: each round starts where the last one ended (`cd src` twice is src/src)
+    "for i in 1 2; do cd src; done; cat a.txt",
+    "for i in 1 2; do cd src; done && cat a.txt",
+    "for i in 1 2; do cd src && true; done; cat a.txt",
+    "for i in 1 2\ndo\ncd src\ndone\ncat a.txt",
+    "while true; do cd src || break; done; cat a.txt",
+    "until false; do cd src; done; cat a.txt",
+    "select d in src; do cd $d; done; cat a.txt",
+    "for ((i = 0; i < 2; i++)); do cd src; done; cat a.txt",
+    "for i in 1 2; do pushd src; done; cat a.txt",
+    "for i in 1 2; do builtin cd src; done; cat a.txt",
+    "for i in 1 2; do command cd src; done; cat a.txt",
+    "for i in 1 2; do eval cd src; done; cat a.txt",
+    "bash -c 'for i in 1 2; do cd src; done; cat a.txt'",
+    "for i in 1 2; do cd src; done 2>/dev/null; cat a.txt",
+    "for i in 1 2; do cd src; done | cat; cat a.txt",
     # `cd` that may not be the shell's builtin
     "/usr/bin/cd src && cat ../a.txt",
     "\\cd src && cat ../a.txt",

@@ -33,6 +33,8 @@ from runtime.policy.shell.record import Abort, CommandLine, Sink
 from runtime.policy.shell.syntax import Parser
 from runtime.policy.shell.words import GLOB, LITERAL, MAX_DEPTH, MAX_LINE_LENGTH, RUNTIME, XARGS_INPUT
 
+_MOVES = (("cd",), ("pushd",), ("popd",))
+
 __all__ = [
     "GLOB",
     "LITERAL",
@@ -67,6 +69,10 @@ def split_command_line(line: str) -> CommandLine:
         sink.problem("the command line nests too deeply to check")
     except Exception as err:  # noqa: BLE001 - a parser defect must fail closed, never let a line through unjudged
         sink.problem(f"the command line could not be checked (internal error: {type(err).__name__})")
+    if sink.loops and any(argv[:1] in _MOVES for argv in sink.commands):
+        # Each round starts where the last one ended: `cd src` twice is src/src, which the
+        # list of commands shows once.
+        sink.problem("a loop changes folders (cd, pushd, popd): where each round runs is only known at run time")
     # `enable -n cd` turns the builtin off: `cd` may then be a program that moves nothing.
     moved_builtin = any(argv[:1] == ("enable",) for argv in sink.commands)
     unsure = sink.structured or moved_builtin or all(gate < 0 for gate in sink.gates)

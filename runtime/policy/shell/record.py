@@ -65,7 +65,18 @@ class Abort(Exception):
 class Sink:
     """Where every (sub)parser of one line puts commands and problems."""
 
-    __slots__ = ("commands", "shapes", "braces", "problems", "scanned", "shell_started", "gate", "gates", "structured")
+    __slots__ = (
+        "commands",
+        "shapes",
+        "braces",
+        "problems",
+        "scanned",
+        "shell_started",
+        "gate",
+        "gates",
+        "structured",
+        "loops",
+    )
 
     def __init__(self) -> None:
         self.commands: list[tuple[str, ...]] = []
@@ -78,6 +89,7 @@ class Sink:
         self.gate = -1  # the cd the commands being read wait for: see CommandLine.gates
         self.gates: list[int] = []
         self.structured = False  # the line has compound commands: no gates
+        self.loops = False  # the line has a loop (for, select, while, until)
 
     def started_shell(self) -> bool:
         """Whether a command listed so far is a shell (or su, sudo, doas); each command is looked at once."""

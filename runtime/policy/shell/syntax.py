@@ -25,6 +25,7 @@ _SKIPPED_KEYWORDS = frozenset(
 
 
 # Keywords of compound commands (besides the skipped ones): a line with them has no gates.
+_LOOPS = frozenset({"for", "select", "while", "until"})
 _COMPOUND = frozenset({"for", "select", "case", "function", "coproc", "until", "while", "if"})
 
 
@@ -180,6 +181,7 @@ class Parser(Expander):
                 keyword = word.value
                 if keyword in _COMPOUND or keyword in _SKIPPED_KEYWORDS and keyword != "!":
                     self.sink.structured = True  # loops and branches: the list's order is not the run's
+                    self.sink.loops = self.sink.loops or keyword in _LOOPS
                 if keyword == "esac" and closer == "case":
                     self.pos = start
                     return True
