@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_observability.py
 	$(BIN)/python tests/benchmarks/bench_fleet.py
 	$(BIN)/python tests/benchmarks/bench_bridges.py
+	$(BIN)/python tests/benchmarks/bench_serve_memory.py
 
 schemas: $(STAMP)
 	$(BIN)/toolrt schema --out schemas

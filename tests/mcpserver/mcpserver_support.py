@@ -141,9 +141,10 @@ async def stdio_session(
 
 @contextmanager
 def http_server(
-    workspace: Path, *, config: Path = CONFIG, extra: tuple[str, ...] = ()
+    workspace: Path, *, config: Path = CONFIG, extra: tuple[str, ...] = (), env: dict[str, str] | None = None
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """A ``toolrt serve --transport http --port 0`` child: its URL (from stderr) and process."""
+    """A ``toolrt serve --transport http --port 0`` child: its URL (from stderr) and process
+    (``env``: extra variables)."""
     stderr_path = workspace / "serve.stderr"
     with open(stderr_path, "wb") as stderr:
         process = subprocess.Popen(
@@ -152,7 +153,7 @@ def http_server(
             stdout=subprocess.DEVNULL,
             stderr=stderr,
             cwd=REPO,
-            env=dict(os.environ),
+            env={**os.environ, **(env or {})},
         )
     try:
         yield wait_for_url(process, stderr_path), process
