@@ -26,6 +26,7 @@ from runtime.config.problems import Location, Problem
 from runtime.errors import ConfigError, ToolrtError
 from runtime.execution.jobs import JobRegistry
 from runtime.fleet import setup as fleet
+from runtime.fleet.ending import SessionEnds
 from runtime.loopthread import LoopThread
 from runtime.mcpclient import McpPool, Mounter
 from runtime.mcpclient.lock import read_lock
@@ -75,7 +76,8 @@ def _refused_empty(result: BuildResult, serving: int) -> BuildResult:
     problem = Problem(
         where,
         "no-tools",
-        f"the new config declares no tools at all; the {serving} tool(s) serving are kept. Restore the tool documents (or restart the runtime to serve none).",
+        f"the new config declares no tools at all; the {serving} tool(s) serving are kept."
+        " Restore the tool documents (or restart the runtime to serve none).",
     )
     return BuildResult(None, (*result.problems, problem), result.files, result.documents)
 
@@ -167,6 +169,7 @@ class Runtime:
             limit_store if limit_store is not None else self._made(fleet.limit_store_for(self.settings))
         )
         self._current: tuple[Snapshot, Limits] = (snapshot, self._limits(snapshot))
+        self._ends = SessionEnds(self._forget_session)  # session ends a down store could not record yet
         self.audit: AuditWriter | None = self._audit_writer(audit_sink)
         # With a shared Redis, this worker reports the snapshot it serves (`toolrt status`).
         self.presence = self._made(fleet.presence_for(self.settings, lambda: self.snapshot.version))
@@ -345,7 +348,7 @@ class Runtime:
             request_id=request_id or f"{self._id_prefix}{next(self._turns)}",
             trace_id=trace_id,
             jobs=self.jobs,
-            grants=self.grants,
+            grants=self._ends.grants_for(session.id, self.grants),
             limits=limits,
             workspace_tools=self.workspace_tools,
             audit=self._record if self.audit is not None else None,
@@ -441,10 +444,16 @@ class Runtime:
         Framework bridges use this to raise the framework's own approval interruption
         before the call runs (see :mod:`runtime.adapters.bridge`)."""
         session = session or Session(mode=self.settings.permission_mode.value)
-        return would_ask(call, session, self.snapshot, self.permitter, self.grants)
+        return would_ask(call, session, self.snapshot, self.permitter, self._ends.grants_for(session.id, self.grants))
 
     def end_session(self, session_id: str) -> None:
-        """Forget what the runtime keeps per session: its grants and quota counts."""
+        """Forget what the runtime keeps per session: its grants and quota counts.
+
+        Never raises: when a shared store cannot be used the end is logged, retried
+        later, and until then the session's turns use no grants (see runtime.fleet.ending)."""
+        self._ends.end(session_id)
+
+    def _forget_session(self, session_id: str) -> None:
         self.grants.forget(session_id)
         self._current[1].forget_session(session_id)
 
