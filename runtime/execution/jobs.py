@@ -36,6 +36,7 @@ class Job:
     exit_code: int | None = None
     output: CollectedOutput | None = None
     error: str | None = None
+    sharer: asyncio.Future[Any] | None = None  # shares its output with the fleet while it runs
 
     @property
     def running(self) -> bool:
@@ -67,6 +68,9 @@ class JobRegistry:
         self._jobs[job.id] = job
         if self.index is not None:
             self.index.started(job)
+            # Its output so far, for job_status on the fleet's other workers; the task
+            # ends with the job (held here so that it is not collected meanwhile).
+            job.sharer = asyncio.ensure_future(self.index.share_live(job), loop=task.get_loop())
         return job
 
     def lookup(self, job_id: object, *, session: str) -> Job | None:

@@ -2,11 +2,14 @@
 
 A background job is a process tree on one worker; it cannot move. What is shared is
 its entry: ``<prefix>j:<job id>`` holds its session, tool, worker (host and pid), when
-it started and, once it ended, its exit code or error and the last part of its
-(already redacted) output. A ``job_status`` call that lands on another worker then
-answers from it: where the job runs, or how it ended, for the session that started
-it only (any other session is told, as for an id that never existed, that there is
-no such job). Entries expire ``ttl_s`` after the job's last change.
+it started, while it runs the last part of its (already redacted) output so far
+(refreshed by its worker at most every ``LIVE_EVERY_S`` while the output grows), and
+once it ended its exit code or error and the end of its output. A ``job_status``
+call that lands on another worker then answers from it: where the job runs and its
+latest output, or how it ended, for the session that started it only (any other
+session is told, as for an id that never existed, that there is no such job).
+Entries expire ``ttl_s`` after the job's last change. What one entry holds is
+bounded: at most ``TAIL_CHARS`` characters of output, whatever the job prints.
 
 Failures of Redis never fail the job: a start or end that cannot be written is
 logged, and the job's own worker still answers from memory.
@@ -14,9 +17,11 @@ logged, and the job's own worker still answers from memory.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +30,10 @@ from loguru import logger
 from runtime.errors import LimitStoreError
 from runtime.fleet.connection import connect, guarded, shown_url
 
+#: Characters of output an entry keeps (the end of it), running or ended.
 TAIL_CHARS = 4000
+#: How often the worker running a job refreshes its output in the entry (when it grew).
+LIVE_EVERY_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +52,7 @@ class RemoteJob:
     tail: str
     artifact: str | None
     total_chars: int
+    updated: float | None = None  # when a running job's output was last shared (wall clock)
 
 
 class RedisJobIndex:
@@ -87,6 +96,24 @@ class RedisJobIndex:
             },
         )
 
+    def progress(self, job_id: str, tail: str, total_chars: int) -> None:
+        """Share a running job's output so far: its last ``TAIL_CHARS`` characters (redacted)."""
+        fields = {"tail": tail[-TAIL_CHARS:], "total_chars": total_chars, "updated": time.time()}
+        self._write(job_id, fields)
+
+    async def share_live(self, job: Any, every_s: float = LIVE_EVERY_S) -> None:
+        """While ``job`` runs, share its output every ``every_s`` when it grew (run it as a task
+        on the job's event loop: the output is read there, the write is sent from a thread)."""
+        shared = -1
+        while not job.task.done():
+            await asyncio.wait([job.task], timeout=every_s)
+            if job.task.done():
+                return  # finished() writes the end
+            tail, total = job.collector.peek(TAIL_CHARS)
+            if total != shared:
+                shared = total
+                await asyncio.to_thread(self.progress, job.id, tail, total)
+
     def finished(self, job: Any) -> None:
         """Record how ``job`` ended, with the end of its output."""
         output = job.output
@@ -129,6 +156,7 @@ class RedisJobIndex:
                 tail=fields.get("tail", ""),
                 artifact=fields.get("artifact") or None,
                 total_chars=int(fields.get("total_chars", "0") or 0),
+                updated=float(fields["updated"]) if fields.get("updated") else None,
             )
         except (KeyError, ValueError):
             return None
@@ -138,20 +166,28 @@ class RedisJobIndex:
         self._client.close()
 
 
-def describe(job: RemoteJob, tail_chars: int) -> str:
-    """``job_status``'s answer for a job of another worker."""
-    elapsed = max(0.0, time.time() - job.started)
+def describe(job: RemoteJob, tail_chars: int, mark: Callable[[str], str] = str) -> str:
+    """``job_status``'s answer for a job of another worker (``mark`` wraps output text,
+    e.g. as untrusted data)."""
+    now = time.time()
+    elapsed = max(0.0, now - job.started)
     where = f"worker {job.host} (pid {job.pid})"
+    shown = job.tail[-tail_chars:] if tail_chars > 0 else ""
     if job.running:
+        head = f"job `{job.id}` ({job.tool}) is running on {where} ({elapsed:.0f} s so far"
+        if job.updated is None:
+            return f"{head}, no output shared yet); ask again in a moment."
+        age = max(0.0, now - job.updated)
         return (
-            f"job `{job.id}` ({job.tool}) is running on {where} ({elapsed:.0f} s so far); "
-            "its output so far is only on that worker: ask again later, or in a turn served there."
+            f"{head}, {job.total_chars:,} characters of output as of {age:.0f} s ago)."
+            f" Last output (the last {TAIL_CHARS:,} characters at most are shared):\n{mark(shown)}"
         )
     state = job.error if job.error else f"exited with code {job.exit_code}"
     lines = [f"job `{job.id}` ({job.tool}) {state} on {where}."]
     if job.artifact:
         lines.append(
-            f"Its full output ({job.total_chars:,} characters) is artifact `{job.artifact}` on that worker (readable here only if artifacts are on a shared volume)."
+            f"Its full output ({job.total_chars:,} characters) is artifact `{job.artifact}` on that worker"
+            " (readable here only if artifacts are on a shared volume)."
         )
-    lines.append(f"Last output:\n{job.tail[-tail_chars:] if tail_chars > 0 else ''}")
+    lines.append(f"Last output:\n{mark(shown)}")
     return "\n".join(lines)

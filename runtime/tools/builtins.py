@@ -72,7 +72,10 @@ def _page_text(page: ArtifactPage, artifact_id: str) -> str:
     if page.next_offset is None:
         footer = f"[end of artifact: {page.total_chars:,} characters in all]"
     else:
-        footer = f'[characters {page.offset:,}-{page.next_offset:,} of {page.total_chars:,}; continue with artifact_read(id="{artifact_id}", offset={page.next_offset})]'
+        footer = (
+            f"[characters {page.offset:,}-{page.next_offset:,} of {page.total_chars:,};"
+            f' continue with artifact_read(id="{artifact_id}", offset={page.next_offset})]'
+        )
     text = page.text
     if page.untrusted and text:
         # Defused with what follows in view: a marker cut by the page's end is seen whole.
@@ -108,8 +111,12 @@ async def job_status(args: Mapping[str, Any], env: TurnEnv) -> str:
     if remote is not None:  # started by another worker of the fleet
         from runtime.fleet.jobs import describe
 
+        known = env.snapshot.tools.get(remote.tool)
+        untrusted = known is None or known.spec.trust is Trust.untrusted
         try:
-            return describe(remote, int(args.get("tail_chars", 2000)))
+            return describe(
+                remote, int(args.get("tail_chars", 2000)), lambda text: _marked(text, remote.tool, untrusted)
+            )
         except (TypeError, ValueError):
             raise ToolError("tail_chars must be a whole number") from None
     if job is None:
@@ -125,7 +132,10 @@ async def job_status(args: Mapping[str, Any], env: TurnEnv) -> str:
     untrusted = known is None or known.spec.trust is Trust.untrusted
     if job.running:
         tail, total = job.collector.peek(tail_chars)
-        return f"job `{job.id}` ({job.tool}) is running ({elapsed:.0f} s so far, {total:,} characters of output). Last output:\n{_marked(tail, job.tool, untrusted)}"
+        return (
+            f"job `{job.id}` ({job.tool}) is running ({elapsed:.0f} s so far, {total:,} characters of output)."
+            f" Last output:\n{_marked(tail, job.tool, untrusted)}"
+        )
     output = job.output
     state = f"exited with code {job.exit_code}" if job.error is None else job.error
     lines = [f"job `{job.id}` ({job.tool}) {state} after {elapsed:.0f} s."]
@@ -133,7 +143,8 @@ async def job_status(args: Mapping[str, Any], env: TurnEnv) -> str:
         text = output.text if output.text is not None else output.tail
         if output.artifact is not None:
             lines.append(
-                f'Its full output ({output.total_chars:,} characters) is artifact `{output.artifact.id}`: read it with artifact_read(id="{output.artifact.id}").'
+                f"Its full output ({output.total_chars:,} characters) is artifact `{output.artifact.id}`:"
+                f' read it with artifact_read(id="{output.artifact.id}").'
             )
         lines.append(f"Last output:\n{_marked(text[-tail_chars:], job.tool, untrusted)}")
     return "\n".join(lines)
