@@ -194,6 +194,10 @@ if counted then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
 return 1
 """
 
+#: How long a settlement waits for the next admission to carry it before the store's
+#: thread sends it alone: a slot is given back within this (plus a round trip).
+_SETTLE_GRACE_S = 0.005
+
 
 def encode_breaker(state: BreakerState | None) -> str:
     """A breaker state as the JSON text stored (deterministic: equal states, equal text)."""
@@ -271,6 +275,7 @@ class RedisLimitStore:
         self._in_flight = False
         self._wake = threading.Event()
         self._closing = False
+        self._closed = threading.Event()
         self._settler: threading.Thread | None = None
 
     # -- keys -------------------------------------------------------------------
@@ -416,6 +421,11 @@ class RedisLimitStore:
     def _settle_loop(self) -> None:
         while not self._closing:
             self._wake.wait()
+            # A call that follows within the grace carries the settlement in its own
+            # round trip; only when none comes does this thread send it. Waking at most
+            # once per grace (not once per call) also keeps this thread off the calls'
+            # interpreter lock on a busy worker.
+            self._closed.wait(_SETTLE_GRACE_S)
             self._wake.clear()
             self.flush()
 
@@ -545,6 +555,7 @@ class RedisLimitStore:
         if renewer is not None:
             renewer.join(timeout=1.0)
         self._closing = True
+        self._closed.set()
         self._wake.set()
         settler = self._settler
         if settler is not None:

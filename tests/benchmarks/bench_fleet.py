@@ -9,7 +9,9 @@ circuit breaker, with the limit state:
 - ``redis``: a redis-server on loopback started here (the fleet's store).
 
 Also printed: Redis commands per call (from the server's own counters): the
-common call should take one script to admit and one to settle.
+common call should take one script to admit and one to settle; and round trips per
+call (requests this process sent, counted at the client's socket): the goal is one,
+the settlement riding in the same pipeline as the next admission.
 
 Run: ``make bench`` (or ``python tests/benchmarks/bench_fleet.py``). Needs
 redis-server on PATH; without it only the first two rows are measured.
@@ -141,6 +143,27 @@ def _inner(stats: dict[str, Any]) -> int:
     )
 
 
+class RoundTrips:
+    """Counts the requests the Redis client sends (a pipeline is one), from any thread."""
+
+    def __init__(self) -> None:
+        import redis.connection
+
+        self.sent = 0
+        self._cls = redis.connection.AbstractConnection
+        self._original = self._cls.send_packed_command
+        counter = self
+
+        def counting(connection: Any, *args: Any, **kwargs: Any) -> Any:
+            counter.sent += 1
+            return counter._original(connection, *args, **kwargs)
+
+        self._cls.send_packed_command = counting  # type: ignore[method-assign]
+
+    def stop(self) -> None:
+        self._cls.send_packed_command = self._original  # type: ignore[method-assign]
+
+
 def ping_us(url: str) -> float:
     """One bare round trip to the server from this process, for scale."""
     import redis
@@ -176,10 +199,15 @@ def main() -> None:
     try:
         samples: dict[str, list[float]] = {name: [] for name in runtimes}
         commands: list[float] = []
+        trips: list[float] = []
         for _ in range(ROUNDS):  # interleaved, so drift on a busy machine hits every row alike
             for name, runtime in runtimes.items():
                 before = commands_processed(server[1]) if name == "redis" and server else 0
+                counter = RoundTrips() if name == "redis" else None
                 samples[name].append(per_call_us(runtime))
+                if counter is not None:
+                    counter.stop()
+                    trips.append(counter.sent / (CALLS + 100))
                 if name == "redis" and server:
                     commands.append((commands_processed(server[1]) - before) / (CALLS + 100))
         base = statistics.median(samples["in-memory"])
@@ -191,10 +219,13 @@ def main() -> None:
             ping = statistics.median(ping_us(server[1]) for _ in range(ROUNDS))
             extra = statistics.median(samples["redis"]) - base
             print(
-                f"  redis commands per call: {statistics.median(commands):.2f} (one script to admit on the call's path, one to settle, pipelined off it)"
+                f"  redis commands per call: {statistics.median(commands):.2f}"
+                " (one script to admit on the call's path, one to settle, in the same pipeline)"
             )
+            print(f"  redis round trips per call: {statistics.median(trips):.3f} (requests sent by this process)")
             print(
-                f"  one PING round trip on this machine now: {ping:.1f} us; redis adds {extra:.1f} us per call = {extra / ping:.2f} round trips"
+                f"  one PING round trip on this machine now: {ping:.1f} us;"
+                f" redis adds {extra:.1f} us per call = {extra / ping:.2f} PING times"
             )
         else:
             print("  redis: skipped (redis-server is not installed: apt-get install -y redis-server)")

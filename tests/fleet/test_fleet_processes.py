@@ -23,6 +23,10 @@ from runtime.settings import Settings
 # process) with the runtime already imported, instead of each importing it anew.
 CTX = multiprocessing.get_context("forkserver")
 CTX.set_forkserver_preload(["runtime", "runtime.settings", "runtime.records", "fleet_worker"])
+# A round trip may take seconds when 20 workers start at once on a busy 2-core machine; a
+# timed-out admission that the server did count would read as a miscount (the default 0.5 s
+# is for production, where a slow store must fail fast).
+TIMEOUT_S = 10.0
 
 
 def _start(target: Any, *args: Any) -> Any:
@@ -73,7 +77,7 @@ def test_twenty_workers_racing_on_one_session_admit_exactly_the_quota(
     collected = _race(
         config,
         workspace,
-        {"limit_store": redis_url, "audit_sink": "off"},
+        {"limit_store": redis_url, "limit_store_timeout_s": TIMEOUT_S, "audit_sink": "off"},
         workers=20,
         per_worker=5,
         session_of=lambda _: "shared",
@@ -94,7 +98,7 @@ def test_per_tool_quotas_are_exact_per_session_across_workers(tmp_path: Path, wo
     collected = _race(
         config,
         workspace,
-        {"limit_store": redis_url, "audit_sink": "off"},
+        {"limit_store": redis_url, "limit_store_timeout_s": TIMEOUT_S, "audit_sink": "off"},
         workers=8,
         per_worker=4,
         session_of=lambda i: f"s{i % 4}",
@@ -113,7 +117,7 @@ def test_workers_with_skewed_wall_clocks_share_one_breaker(tmp_path: Path, works
     collected = _race(
         config,
         workspace,
-        {"limit_store": redis_url, "audit_sink": "off"},
+        {"limit_store": redis_url, "limit_store_timeout_s": TIMEOUT_S, "audit_sink": "off"},
         workers=3,
         per_worker=1,
         session_of=lambda i: f"w{i}",
@@ -139,7 +143,7 @@ def test_a_grant_made_on_one_worker_is_honoured_on_another(tmp_path: Path, works
         ]
     }
     config = write_config(tmp_path / "config", policy)
-    settings = {"limit_store": redis_url, "audit_sink": "off"}
+    settings = {"limit_store": redis_url, "limit_store_timeout_s": TIMEOUT_S, "audit_sink": "off"}
     results = CTX.Queue()
     worker = _start(fleet_worker.grant, str(config), str(workspace), settings, "granted", results)
     assert results.get(timeout=120) == ("ok", None, "approver")
@@ -160,7 +164,7 @@ def test_a_killed_worker_frees_its_concurrency_slot_within_the_lease(
     tmp_path: Path, workspace: Path, redis_url: str
 ) -> None:
     config = write_config(tmp_path / "config", {"quotas": {"max_concurrent_per_tool": {"hold": 1}}})
-    settings = {"limit_store": redis_url, "audit_sink": "off", "limit_lease_s": 1.5}
+    settings = {"limit_store": redis_url, "limit_store_timeout_s": TIMEOUT_S, "audit_sink": "off", "limit_lease_s": 1.5}
     started, release = tmp_path / "started", tmp_path / "release"
     worker = _start(fleet_worker.hold_slot, str(config), str(workspace), settings, "holder", str(release), str(started))
     wait_for(started.exists, 120, "the worker to hold its slot")
@@ -187,7 +191,7 @@ def test_a_live_worker_keeps_its_slot_past_the_lease_by_renewing_it(
     tmp_path: Path, workspace: Path, redis_url: str
 ) -> None:
     config = write_config(tmp_path / "config", {"quotas": {"max_concurrent_per_tool": {"hold": 1}}})
-    settings = {"limit_store": redis_url, "audit_sink": "off", "limit_lease_s": 0.6}
+    settings = {"limit_store": redis_url, "limit_store_timeout_s": TIMEOUT_S, "audit_sink": "off", "limit_lease_s": 0.6}
     started, release = tmp_path / "started", tmp_path / "release"
     worker = _start(fleet_worker.hold_slot, str(config), str(workspace), settings, "holder", str(release), str(started))
     wait_for(started.exists, 120, "the worker to hold its slot")
@@ -213,7 +217,7 @@ def test_eight_workers_twenty_sessions_exact_quotas_and_one_audit_chain(
     from runtime.audit.pgread import query_postgres, verify_postgres
 
     config = write_config(tmp_path / "config", {"quotas": {"calls_per_session": 5}})
-    settings = {"limit_store": redis_url, "audit_sink": postgres_dsn}
+    settings = {"limit_store": redis_url, "limit_store_timeout_s": TIMEOUT_S, "audit_sink": postgres_dsn}
     sessions = [f"session-{i}" for i in range(20)]
     go, results = CTX.Event(), CTX.Queue()
     # Every worker makes 2 calls in every session: 16 attempts per session, 5 admitted.
