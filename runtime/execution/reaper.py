@@ -11,17 +11,52 @@ the grace period, then sends SIGKILL until nothing is left, reaps, and exits wit
 command's status. Nothing of this runs in the application's process: the subreaper
 flag and the signal handler belong to the supervisor alone.
 
+Where the machine allows it (a cgroup v2 hierarchy, and the supervisor's own cgroup
+writable: root, or a delegated subtree), the command also runs in a cgroup of its own,
+``toolrt-<supervisor pid>`` below the supervisor's own cgroup: membership is inherited by
+every descendant and cannot be left without write access elsewhere in the hierarchy,
+so the tree is found by membership, not by parent links, and is killed with
+``cgroup.kill`` (Linux 5.14+; else SIGKILL to every member until none is left); the
+cgroup is removed when the tree is down. Where it does not (read-only cgroupfs, cgroup
+v1 only, not allowed), the subreaper alone does the work; :func:`cgroup_base` says
+which applies.
+
 :data:`SUPERVISOR` is the program (run with ``python -I -S -c``, importing nothing of
 toolrt, so it starts in milliseconds); :func:`supervised` wraps an argv in it.
 """
 
 from __future__ import annotations
 
+import inspect
+import os
 import sys
 from collections.abc import Sequence
 
-SUPERVISOR = r"""
-import ctypes, os, signal, sys, time
+
+def own_cgroup() -> str | None:
+    """This process's cgroup v2 folder, if the unified hierarchy is mounted here (the
+    supervisor runs this same function, its source embedded in :data:`SUPERVISOR`)."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            path = next((line.rstrip("\n")[3:] for line in f if line.startswith("0::")), None)
+        if path is None:
+            return None
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                left, _, right = line.partition(" - ")
+                fields = left.split()
+                if right.split()[:1] == ["cgroup2"]:
+                    root, mount = fields[3], fields[4]
+                    if root == "/":
+                        return mount + path.rstrip("/")
+                    if path == root or path.startswith(root + "/"):
+                        return mount + path[len(root) :]
+    except (OSError, IndexError):
+        pass
+    return None
+
+
+SUPERVISOR_MAIN = r"""
 grace = float(sys.argv[1]); argv = sys.argv[2:]
 try:
     ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
@@ -32,6 +67,22 @@ except Exception:
 WATCHED = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD}
 signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)
 me = os.getpid()
+group = None
+base = None if os.environ.get("TOOLRT_NO_CGROUP") else own_cgroup()
+if base is not None:
+    try:
+        os.mkdir(base + "/toolrt-%d" % me)
+        group = base + "/toolrt-%d" % me
+    except OSError:
+        group = None
+def members():
+    if group is None:
+        return set()
+    try:
+        with open(group + "/cgroup.procs") as f:
+            return {int(p) for p in f.read().split()}
+    except (OSError, ValueError):
+        return set()
 def below():
     children = {}
     for entry in os.listdir("/proc"):
@@ -49,7 +100,7 @@ def below():
         for child in children.get(stack.pop(), []):
             if child not in found:
                 found.add(child); stack.append(child)
-    return found
+    return found | members()
 def reap():
     while True:
         try:
@@ -76,17 +127,43 @@ def take_down(grace):
         left = below()
         if not left:
             return
+        if group is not None:
+            try:
+                with open(group + "/cgroup.kill", "w") as f:
+                    f.write("1")  # every member at once: no fork can outrun it
+            except OSError:
+                pass
         send(left, signal.SIGKILL)
         time.sleep(0.005)
         reap()
+ready_r, ready_w = os.pipe()
 pid = os.fork()
 if pid == 0:
+    os.close(ready_r)
+    if group is not None:
+        # Join the command's cgroup before exec: everything it starts is born inside.
+        try:
+            with open(group + "/cgroup.procs", "w") as f:
+                f.write("0")
+            os.write(ready_w, b"1")
+        except OSError:
+            os.write(ready_w, b"0")
+    os.close(ready_w)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)  # exec keeps the mask: give the command the usual one
     try:
         os.execvp(argv[0], argv)
     except OSError as err:
         os.write(2, ("%s: %s\n" % (argv[0], err.strerror)).encode())
         os._exit(127)
+os.close(ready_w)
+joined = os.read(ready_r, 1) == b"1" if group is not None else False
+os.close(ready_r)
+if group is not None and not joined:
+    try:
+        os.rmdir(group)
+    except OSError:
+        pass
+    group = None
 status = None; stopped = None
 while status is None and stopped is None:
     while True:
@@ -105,6 +182,14 @@ while status is None and stopped is None:
         stopped = info.si_signo
 take_down(grace if stopped else min(grace, 0.5))
 reap()
+if group is not None:
+    for _ in range(200):  # the last members leave the cgroup as they are reaped
+        try:
+            os.rmdir(group)
+            break
+        except OSError:
+            reap()
+            time.sleep(0.005)
 code = os.waitstatus_to_exitcode(status) if status is not None else -(stopped or signal.SIGTERM)
 if code < 0:
     os.kill(me, -code)  # still blocked if it is one of WATCHED: delivered on the unblock below
@@ -113,7 +198,18 @@ if code < 0:
 os._exit(code & 0xFF)
 """
 
+#: The supervisor program: the cgroup lookup above, then the main part.
+SUPERVISOR = "import ctypes, os, signal, sys, time\n" + inspect.getsource(own_cgroup) + SUPERVISOR_MAIN
+
 
 def supervised(argv: Sequence[str], grace_s: float) -> list[str]:
     """``argv`` run under the supervisor (the same Python as this process)."""
     return [sys.executable, "-I", "-S", "-c", SUPERVISOR, repr(float(grace_s)), *argv]
+
+
+def cgroup_base() -> str | None:
+    """The cgroup v2 folder the supervisor makes each command's cgroup in (its own
+    cgroup, inherited from this process), or None when there is none or it is not
+    writable: then the subreaper alone takes trees down."""
+    found = own_cgroup()
+    return found if found is not None and os.access(found, os.W_OK) else None
