@@ -167,10 +167,12 @@ async def drive_http_abandoned(
     per_round: int,
     warm_up_rounds: int,
     on_sample: Callable[[int, int], Awaitable[None] | None] | None = None,
+    until: Callable[[Growth], bool] | None = None,
 ) -> Growth:
     """``rounds`` times: ``per_round`` clients each open a session over HTTP, make a call
     and abandon it; then wait until the server has expired every one (its log says so)
-    and sample its RSS. Samples are (sessions so far, KiB)."""
+    and sample its RSS. Samples are (sessions so far, KiB); ``until`` ends the run early
+    once it says yes (asked after each round)."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     log = workspace / "serve.stderr"
@@ -193,6 +195,8 @@ async def drive_http_abandoned(
                 waited = on_sample(opened, kib)
                 if waited is not None:
                     await waited
+            if until is not None and until(growth):
+                break
     growth.seconds = time.monotonic() - started
     return growth
 
