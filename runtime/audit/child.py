@@ -85,7 +85,8 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # our own process: the parent decides when we stop
     kind, path = argv[0], argv[1]
     sink = SqliteSink(path) if kind == "sqlite" else JsonlSink(path)
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    stdin = sys.stdin.buffer
+    stdout: Any = sys.stdout.buffer
     redactors: dict[int, Redactor] = {}
     try:
         while True:
@@ -107,8 +108,14 @@ def main(argv: list[str]) -> int:
                     stored = len(message[2])
                 except Exception as err:  # noqa: BLE001 - report it and go on with the next batch
                     error = f"{type(err).__name__}: {err}".replace("\n", " ")[:500]
-            stdout.write(f"ack {seq} {stored} {error}\n".encode())
-            stdout.flush()
+            if stdout is not None:
+                try:
+                    stdout.write(f"ack {seq} {stored} {error}\n".encode())
+                    stdout.flush()
+                except OSError:
+                    # The parent is gone (crashed, killed): nobody reads acks any more,
+                    # but every batch it sent is still stored, to the end of the pipe.
+                    stdout = None
     finally:
         sink.close()
 

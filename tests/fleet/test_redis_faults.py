@@ -113,7 +113,12 @@ def test_a_full_server_that_refuses_writes_fails_closed(tmp_path: Path, workspac
         with pytest.raises(Exception, match="maxmemory"):
             for index in range(1000):
                 client.set(f"fill:{index}", filler)
-        runtime = _runtime(write_config(tmp_path / "c", {"quotas": {"calls_per_session": 10}}), workspace, server.url)
+        runtime = _runtime(
+            write_config(tmp_path / "c", {"quotas": {"calls_per_session": 10}}),
+            workspace,
+            server.url,
+            limit_store_timeout_s=5.0,
+        )
         try:
             result = _ping(runtime)
             assert result.code == "limit_store_unavailable"
