@@ -543,7 +543,8 @@ class RedisLimitStore:
             return
         if policy and policy != b"noeviction":
             logger.warning(
-                "toolrt limit store {} may evict keys (maxmemory-policy {}): an evicted count starts over; set maxmemory-policy noeviction",
+                "toolrt limit store {} may evict keys (maxmemory-policy {}): an evicted count starts over;"
+                " set maxmemory-policy noeviction",
                 self.url,
                 policy.decode(),
             )
