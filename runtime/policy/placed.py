@@ -31,17 +31,24 @@ import functools
 import os
 import posixpath
 import re
-import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 
-from runtime.policy import folders, gitrepo, linking, programs
+from runtime.policy import folders, gitrepo, linking, placecache, programs, recursive
 from runtime.policy.bashglob import BRACE_LIMIT, GlobExpander, brace_variants
 from runtime.policy.folders import Folders
+from runtime.policy.placecache import (
+    Check,
+    compile_checks,
+    components,
+    resolve_below_stat,
+    still_kind,
+    still_valid,
+)
 from runtime.policy.shell import GLOB, RUNTIME, XARGS_INPUT, CommandLine
-from runtime.workspace.hardlinks import NO_PROTECTED_INODES, ProtectedInodes
+from runtime.policy.where import NOWHERE, Where
+from runtime.policy.where import within as _within
 
 #: Guard values (see :attr:`PlacedCommand.guards`).
 UNKNOWN = -2  # no allow rule covers the item
@@ -62,97 +69,6 @@ _DOES = {
 _HARMLESS_DEVICES = frozenset({"/dev/null"})
 # Lines that may change how bash expands globs (dotglob, nocaseglob, globstar, GLOBIGNORE).
 _GLOB_STATE = re.compile(r"shopt|GLOBIGNORE|BASHOPTS|SHELLOPTS|set\s+[-+]o")
-
-
-@dataclass(frozen=True, slots=True)
-class Protected:
-    """One of toolrt's own paths: a file, or a folder and everything in it. With
-    ``yaml_only`` (a config folder that holds the workspace itself), only the YAML
-    files below it: those are what a reload would read."""
-
-    path: Path
-    yaml_only: bool = False
-    text: str = ""  # str(path), filled in by Where.of
-    # A YAML-only folder strictly inside the workspace (``toolrt.d``): its sub-folders may
-    # hold config YAML too, so writing one is writing a folder that holds toolrt's files.
-    nested: bool = False
-
-    def holds_text(self, real: str) -> bool:
-        """Whether the resolved path ``real`` is this path or inside it."""
-        if not _within(real, self.text):
-            return False
-        return not self.yaml_only or real.lower().endswith((".yaml", ".yml"))
-
-
-@dataclass(frozen=True, slots=True)
-class Where:
-    """Where command lines run: the workspace (None when unknown, as in ``toolrt lint``),
-    toolrt's own paths inside or outside it, and what to do with paths outside it
-    (``ask``: no wildcard allow covers them; ``deny``; ``allow``: judge them like any word)."""
-
-    root: Path | None = None
-    protected: tuple[Protected, ...] = ()
-    outside: str = "ask"
-    root_text: str | None = None  # str(root), filled in by Where.of
-    # toolrt's own files under other names (hard links), filled in by Where.of.
-    inodes: ProtectedInodes = NO_PROTECTED_INODES
-    # Lines placed here lately: (text, cwd) -> (the placed line, the paths it rests on).
-    recent: dict[tuple[str, str], tuple[PlacedLine, tuple[tuple[str, str, tuple[str, ...] | None], ...]]] = field(
-        default_factory=dict, compare=False, hash=False, repr=False
-    )
-
-    @staticmethod
-    def of(
-        root: Path | str | None,
-        protected: Sequence[Path | str] = (),
-        outside: str = "ask",
-        *,
-        configs: Sequence[Path | str] = (),
-    ) -> Where:
-        """A Where with resolved paths. A protected folder that is the workspace root or
-        holds it protects only its YAML files (the agent must be able to work). So does a
-        config folder (``configs``) that holds the workspace or lies inside it: the YAML
-        files below it are what a reload reads."""
-        resolved_root = Path(root).resolve() if root is not None else None
-        found: list[Protected] = []
-        for path, config in [*((p, False) for p in protected), *((p, True) for p in configs)]:
-            candidate = Path(path)
-            if not candidate.is_absolute() and resolved_root is not None:
-                candidate = resolved_root / candidate
-            real = Path(os.path.realpath(candidate))
-            overlaps = resolved_root is not None and (
-                resolved_root.is_relative_to(real) or (config and real.is_relative_to(resolved_root))
-            )
-            yaml_only = overlaps and real.is_dir()
-            nested = (
-                yaml_only and resolved_root is not None and real != resolved_root and real.is_relative_to(resolved_root)
-            )
-            found.append(Protected(real, yaml_only, str(real), nested))
-        unique = tuple(dict.fromkeys(found))
-        inodes = ProtectedInodes((entry.path, entry.yaml_only) for entry in unique)
-        return Where(
-            resolved_root, unique, outside, str(resolved_root) if resolved_root is not None else None, inodes=inodes
-        )
-
-    def deny_globs(self) -> tuple[str, ...]:
-        """The protected paths inside the workspace as workspace deny globs (for the file tools)."""
-        root = self.root
-        if root is None:
-            return ()
-        globs: list[str] = []
-        for protected in self.protected:
-            if not protected.path.is_relative_to(root):
-                continue
-            relative = protected.path.relative_to(root).as_posix()
-            base = "" if relative == "." else re.sub(r"([*?\[\]])", r"[\1]", relative) + "/"
-            if protected.yaml_only:
-                globs += [f"{base}**/*.yaml", f"{base}**/*.yml"]
-            elif base:
-                globs.append(f"{base}**")
-        return tuple(dict.fromkeys(globs))
-
-
-NOWHERE = Where()
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,10 +153,7 @@ def place(line: CommandLine, where: Where = NOWHERE, cwd: str = ".", text: str =
     key = (text, cwd)
     cached = recent.get(key) if text else None
     if cached is not None:
-        for check in cached[1]:
-            if not _still(check):
-                break
-        else:
+        if still_valid(cached[1]):
             return cached[0]
     try:
         placer = _Placer(where, cwd, text)
@@ -250,83 +163,16 @@ def place(line: CommandLine, where: Where = NOWHERE, cwd: str = ".", text: str =
             tuple(PlacedCommand(argv, {0: UNKNOWN}) for argv in line.commands),
             f"the command line could not be checked (internal error: {type(err).__name__})",
         )
-    if text and not placer.globbed:
+    validator = compile_checks(placer.resolved) if text and not placer.globbed else None
+    if validator is not None:
         if len(recent) >= _RECENT_LINES:
             with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # another thread evicted first
                 recent.pop(next(iter(recent)))
-        recent[key] = (placed, tuple(placer.resolved))
+        recent[key] = (placed, validator)
     return placed
 
 
 _RECENT_LINES = 4096
-
-
-# What a remembered placement rests on, per path: the path as _resolve reads it, what it
-# resolved to, and when no link was on the way, the components to lstat (a cheaper check).
-_Check = tuple[str, str, tuple[str, ...] | None]
-
-
-def _still(check: _Check) -> bool:
-    """Whether a path resolves as it did: no component has become a link (or, for a
-    path that went through one, the whole path resolves the same), and it is not a
-    file with several names (a hard link may be toolrt's own file: judged again)."""
-    path, real, components = check
-    if real.startswith(_KIND_MARK):
-        return _still_kind(path, real[len(_KIND_MARK) :])
-    if components is None:
-        if _resolve(path) != real:
-            return False
-        try:
-            return not _has_other_names(os.lstat(real))
-        except OSError:
-            return True
-    st = None
-    for component in components:
-        try:
-            st = os.lstat(component)
-        except OSError:
-            return True  # neither this nor anything below it exists: nothing to follow
-        if stat.S_ISLNK(st.st_mode):
-            return False
-    return st is None or not _has_other_names(st)
-
-
-_KIND_MARK = "\0kind:"  # a check of what kind of entry a path is, not of where it leads
-
-
-def _still_kind(path: str, kind: str) -> bool:
-    """Whether ``path`` is (still) a real folder (``kind`` "dir"), nothing ("absent"), or
-    a folder changed at the same time (``"mtime:<ns>"``: no entry made or removed in it)."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return kind == "absent"
-    if kind.startswith("mtime:"):
-        return kind == f"mtime:{st.st_mtime_ns}"
-    return kind == "dir" and stat.S_ISDIR(st.st_mode)
-
-
-def _has_other_names(st: os.stat_result) -> bool:
-    return st.st_nlink > 1 and stat.S_ISREG(st.st_mode)
-
-
-def _components(path: str, real: str) -> tuple[str, ...] | None:
-    """The components of ``path`` to lstat when it resolved without a link, else None."""
-    root, separator, relative = path.partition("\0")
-    if not separator:
-        root, relative = "", path.lstrip("/")
-    lexical = f"{root}/{relative}" if relative not in ("", ".") else (root or "/")
-    if posixpath.normpath(lexical) != real:
-        return None  # a link (or ..) on the way: compare the whole resolution
-    parts = [part for part in relative.split("/") if part and part != "."]
-    return tuple(f"{root}/" + "/".join(parts[: k + 1]) for k in range(len(parts)))
-
-
-def _resolve(path: str) -> str:
-    """A path with its symbolic links resolved: through ``_resolve_below`` when it is
-    written as ``root\0relative`` (the root already resolved), else realpath."""
-    root, separator, relative = path.partition("\0")
-    return _resolve_below(root, relative) if separator else os.path.realpath(path)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -351,7 +197,7 @@ class _Placer:
         self.linked: list[str] = []  # paths that may go through a link made earlier on the line
         self.globbed = False  # a glob was expanded: the result depends on the files present
         self.wrote = False  # an earlier command of the line may have made files
-        self.resolved: list[_Check] = []  # the paths the placement rests on
+        self.resolved: list[Check] = []  # the paths the placement rests on
         # Names earlier commands of the line make (linking.name_effects), workspace-relative
         # or absolute: (made, what it stands for); and folders where links may appear.
         self.aliases: list[tuple[str, str]] = []
@@ -359,6 +205,10 @@ class _Placer:
         self.copies: set[tuple[str, str]] = set()  # the aliases made by copying or moving (cp, mv, rsync)
         self.unknown_below: list[str] = []
         self.braces: dict[str, tuple[str, ...] | None] = {}  # CommandLine.braces
+        # Folders a command lists the files below (find, ls -R), and whether a command of
+        # the line reads files it is fed (xargs, a run-time word): together, a recursive read.
+        self.listed: list[tuple[tuple[str, ...], int, str]] = []
+        self.fed = False
 
     def run(self, line: CommandLine) -> PlacedLine:
         placed: list[PlacedCommand] = []
@@ -377,6 +227,9 @@ class _Placer:
             # Globs are expanded now, before the line runs: files a command makes first
             # (a link, a copy) would be matched by what runs after it.
             self.wrote = self.wrote or programs.may_create_files(argv)
+        if self.fed:
+            for argv, index, folder in self.listed:
+                self._tree_read(argv, index, folder)
         return PlacedLine(
             tuple(placed),
             line.problem,
@@ -483,6 +336,11 @@ class _Placer:
             self._check_path(_path_text(argv[index]), argv, index, guards, notes, write=argv[0] == ">")
         if argv[0] == "git" or argv[0].endswith("/git"):
             self._check_repository(argv, guards, notes)
+        if not redirection:
+            for index, folder in recursive.tree_reads(argv):
+                self._tree_read(argv, index, folder)
+            self.listed.extend((argv, index, folder) for index, folder in recursive.lists_tree(argv))
+            self.fed = self.fed or XARGS_INPUT in argv or RUNTIME in shape
         for folder in linking.tree_writers(argv):
             # patch, git apply, git reset --hard: the files written are named by input the line does not show.
             self._check_path(folder, argv, 0, guards, notes, write=True)
@@ -501,20 +359,40 @@ class _Placer:
             if start == "~":
                 continue
             real = os.path.realpath(start if start.startswith("/") else f"{root}/{start}")
-            if real == root and _still_kind(f"{root}/.git", "dir"):
-                self.resolved.append((f"{root}/.git", _KIND_MARK + "dir", None))  # re-checked when the line is reused
+            if real == root and still_kind(f"{root}/.git", "dir"):
+                self.resolved.append((f"{root}/.git", placecache.DIR, None))  # re-checked when the line is reused
                 continue
-            if real == root and _still_kind(f"{root}/.git", "absent") and _still_kind(f"{root}/HEAD", "absent"):
+            if real == root and still_kind(f"{root}/.git", "absent") and still_kind(f"{root}/HEAD", "absent"):
                 # No repository here: git looks above the workspace, which is not the agent's to
-                # make. Making .git or HEAD in the root changes the root's mtime: one lstat re-checks.
-                with contextlib.suppress(OSError):
-                    self.resolved.append((root, f"{_KIND_MARK}mtime:{os.lstat(root).st_mtime_ns}", None))
-                    continue
+                # make. Making .git or HEAD in the root changes the root's entries: one lstat re-checks.
+                self.resolved.extend((f"{root}/{name}", placecache.ABSENT, None) for name in (".git", "HEAD"))
+                continue
             self.globbed = True  # what git finds depends on files beside the paths: judged afresh each time
             problem = gitrepo.repository_problem(root, real)
             if problem is not None:
                 guards[0] = UNKNOWN
                 notes.append(problem)
+
+    def _tree_read(self, argv: tuple[str, ...], index: int, text: str) -> None:
+        """``argv`` reads every file below the folder ``text`` (``grep -r``, ``rg``, ``cp -r``):
+        a denial when toolrt's own files are among them, as reading them by name is."""
+        self.globbed = True  # what the folder holds is only read when the line runs: judged afresh each time
+        root = self.where.root_text
+        for cwd in self.cwds:
+            if text.startswith("~") or cwd.startswith("~"):
+                continue  # outside the workspace: asked as such
+            if not text.startswith("/") and root is None:
+                continue  # where a relative folder is, is unknown without the workspace
+            base = cwd if cwd.startswith("/") else f"{root}/{cwd}"
+            real = os.path.realpath(text if text.startswith("/") else posixpath.join(base, text))
+            problem = recursive.tree_problem(self.where, real, argv)
+            if problem is not None:
+                shown = _short(argv[index]) if index else "the working folder"
+                self.protected = self.protected or (
+                    f"`{_short(' '.join(argv))}` reads every file below {shown}, which {problem}; "
+                    "name the folders beside them instead"
+                )
+                return
 
     def _path_items(self, argv: tuple[str, ...], shape: str) -> Iterator[int]:
         """The items that may name a file: operands, ``--opt=value`` values, redirection targets."""
@@ -525,7 +403,7 @@ class _Placer:
             return
         if programs.text_operands(argv[0]):
             return
-        skip = programs.pattern_operands(argv)
+        skip = programs.pattern_operands(argv) | recursive.name_globs(argv)
         for index in range(1, len(argv)):
             if index in skip:
                 continue
@@ -563,7 +441,8 @@ class _Placer:
         if variants is None:
             self.protected = (
                 self.protected
-                or f"`{_short(argv[index])}` has too many brace variants to check (more than {BRACE_LIMIT}); toolrt's own files could be among them"
+                or f"`{_short(argv[index])}` has too many brace variants to check (more than {BRACE_LIMIT}); "
+                "toolrt's own files could be among them"
             )
             return
         for variant in dict.fromkeys(variants):
@@ -578,7 +457,8 @@ class _Placer:
                 if place == "holds" and destroys:
                     self.protected = (
                         self.protected
-                        or f"`{_short(argv[index])}` holds toolrt's own files, and `{argv[0]}` would delete, change or link it"
+                        or f"`{_short(argv[index])}` holds toolrt's own files, "
+                        f"and `{argv[0]}` would delete, change or link it"
                     )
                 else:
                     self._mark(place, text, argv, index, guards, notes)
@@ -652,7 +532,7 @@ class _Placer:
             checked = folders.real_folders(root, cwd, target)
             if checked is None:
                 return None
-            self.resolved.extend((path, _KIND_MARK + "dir", None) for path in checked)
+            self.resolved.extend((path, placecache.DIR, None) for path in checked)
             found.append(posixpath.normpath(posixpath.join(cwd, target)))
         return list(dict.fromkeys(found))
 
@@ -819,10 +699,10 @@ class _Placer:
         else:
             base, separator, below = path.partition("\0")
             if separator:
-                real, st = _resolve_below_stat(base, below)
+                real, st = resolve_below_stat(base, below)
             else:
                 real, st = os.path.realpath(path), None
-            self.resolved.append((path, real, _components(path, real)))
+            self.resolved.append((path, real, components(path, real)))
             if st is None:
                 with contextlib.suppress(OSError):
                     st = os.lstat(real)
@@ -838,31 +718,6 @@ class _Placer:
         return "inside"
 
     # -- globs -------------------------------------------------------------------------
-
-
-def _resolve_below(root: str, relative: str) -> str:
-    """``root/relative`` with symbolic links resolved, for a resolved ``root``: one
-    ``lstat`` per component that exists (realpath would walk the root's own too)."""
-    return _resolve_below_stat(root, relative)[0]
-
-
-def _resolve_below_stat(root: str, relative: str) -> tuple[str, os.stat_result | None]:
-    """``_resolve_below``, and the ``lstat`` of the last component when it was reached
-    without a link (None when it does not exist or a link was on the way)."""
-    if relative == ".":
-        return root, None
-    current = root
-    parts = relative.split("/")
-    st = None
-    for k, part in enumerate(parts):
-        current = f"{current}/{part}"
-        try:
-            st = os.lstat(current)
-        except OSError:
-            return "/".join([current, *parts[k + 1 :]]), None  # the rest does not exist: nothing to follow
-        if stat.S_ISLNK(st.st_mode):
-            return os.path.realpath("/".join([current, *parts[k + 1 :]])), None
-    return current, st
 
 
 def _settled(word: str) -> bool:
@@ -934,11 +789,6 @@ def _rests_after(cwd: str, text: str, made: str) -> Iterator[str]:
 def _names_folder(argv: tuple[str, ...]) -> bool:
     """Whether the command works in a folder an option names (``-C DIR``, ``--directory``)."""
     return any(access.kind == programs.DIR for access in programs.accesses(argv))
-
-
-def _within(path: str, folder: str) -> bool:
-    """Whether ``path`` is ``folder`` or below it (both absolute and normalised)."""
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def _path_text(item: str) -> str:

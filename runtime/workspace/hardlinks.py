@@ -79,3 +79,36 @@ class ProtectedInodes:
 
 
 NO_PROTECTED_INODES = ProtectedInodes(())
+
+
+def linked_protected(inodes: ProtectedInodes) -> frozenset[tuple[int, int]] | None:
+    """The (device, inode) of every one of toolrt's files that has another name (a hard
+    link somewhere), or None when there are too many files to look through (assume the
+    worst). Empty, as it usually is, when no such link exists anywhere."""
+    found: set[tuple[int, int]] = set()
+    walked = 0
+    for top, yaml_only in inodes._paths:  # noqa: SLF001 - the same module's own class
+        try:
+            st = os.lstat(top)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            if st.st_nlink > 1 and stat.S_ISREG(st.st_mode):
+                found.add((st.st_dev, st.st_ino))
+            continue
+        for folder, dirs, files in os.walk(top):
+            if yaml_only:
+                dirs[:] = [d for d in dirs if d not in _NOT_CONFIG]
+            walked += len(dirs) + len(files)
+            if walked > _MAX_ENTRIES:
+                return None
+            for name in files:
+                if yaml_only and not name.lower().endswith((".yaml", ".yml")):
+                    continue
+                try:
+                    entry = os.lstat(os.path.join(folder, name))
+                except OSError:
+                    continue
+                if entry.st_nlink > 1 and stat.S_ISREG(entry.st_mode):
+                    found.add((entry.st_dev, entry.st_ino))
+    return frozenset(found)

@@ -15,6 +15,7 @@ Run: ``make bench`` (or ``python tests/benchmarks/bench_policy.py``).
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import tempfile
@@ -25,6 +26,7 @@ from typing import Any
 from runtime.config.compile import load_snapshot
 from runtime.pipeline.lookup import lookup
 from runtime.pipeline.validate import validate
+from runtime.policy import placecache
 from runtime.policy.decision import PolicyPermitter
 from runtime.policy.placed import NOWHERE, Where
 from runtime.records import BoundCall, Call, Session, ValidatedCall
@@ -65,7 +67,8 @@ def config(rules: str, directory: Path) -> Path:
 def cel_rules(count: int, tools: str) -> str:
     effects = ("deny", "ask", "allow")
     return "".join(
-        f"    - {{name: r{i}, effect: {effects[i % 3]}, tools: {tools.format(i=i % 20)}, when: 'args.path.startsWith(\"/secret{i}\") && args.limit > {i}'}}\n"
+        f"    - {{name: r{i}, effect: {effects[i % 3]}, tools: {tools.format(i=i % 20)}, "
+        f"when: 'args.path.startsWith(\"/secret{i}\") && args.limit > {i}'}}\n"
         for i in range(count)
     )
 
@@ -73,7 +76,8 @@ def cel_rules(count: int, tools: str) -> str:
 def command_rules(count: int) -> str:
     words = ("git", "npm", "ls", "cat", "grep", "make", "pytest", "rm", "curl", "python")
     return "".join(
-        f"    - {{name: c{i}, effect: {'deny' if i % 2 else 'allow'}, tools: [shell], commands: ['{words[i % 10]} {'push' if i % 3 else '*'} *']}}\n"
+        f"    - {{name: c{i}, effect: {'deny' if i % 2 else 'allow'}, tools: [shell], "
+        f"commands: ['{words[i % 10]} {'push' if i % 3 else '*'} *']}}\n"
         for i in range(count)
     )
 
@@ -125,11 +129,57 @@ def main() -> int:
         (workspace / "src").mkdir(parents=True)
         where = Where.of(workspace, [root / "commands", workspace / ".toolrt"])
         results["commands, ws"] = statistics.median(per_call_us(*cases["commands"], 20_000, where))
+        results.update(shipped_packs(root, settings))
     base = results["none"]
     print(f"policy decision per call ({engine} CEL engine), median of 10 rounds:")
     for label, value in results.items():
-        print(f"  {label:<14} {value:8.2f} us   {value / base:6.1f}x the no-rule baseline")
+        print(f"  {label:<40} {value:8.2f} us   {value / base:6.1f}x the no-rule baseline")
+    print("a plain line, shipped packs, placed in a workspace (cached) vs the same line unplaced:")
+    for line in PLAIN_LINES:
+        placed, unplaced = results[f"packs ws: {line}"], results[f"packs: {line}"]
+        print(f"  {line:<30} {placed:8.2f} us vs {unplaced:8.2f} us   {placed / unplaced:5.2f}x")
     return 0
+
+
+PACKS = """\
+apiVersion: toolrt/v1
+kind: Include
+metadata: {name: packs}
+spec: {packs: [workspace-tools, permissions-default, redaction-default, output-default]}
+---
+apiVersion: toolrt/v1
+kind: Policy
+metadata: {name: shell}
+spec:
+  rules:
+    - {name: no-rm, effect: deny, tools: [run_command], commands: ['rm *']}
+    - {name: ro, effect: allow, tools: [run_command], commands: ['ls *', 'cat *', 'git status *', 'git diff *']}
+"""
+PLAIN_LINES = ("cat README.md", "git diff HEAD~1", "ls src && git status --short")
+
+
+def shipped_packs(root: Path, settings: Settings) -> dict[str, float]:
+    """A cached decision on plain lines with the shipped packs, placed in a workspace (the
+    path every run_command call takes) and unplaced (no workspace: nothing resolved)."""
+    directory = root / "packs"
+    directory.mkdir()
+    (directory / "c.yaml").write_text(PACKS)
+    snapshot = load_snapshot([directory], settings)
+    workspace = root / "packs-ws"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / ".git").mkdir()
+    (workspace / "README.md").write_text("x\n")
+    where = Where.of(workspace, [workspace / ".toolrt"], configs=[directory])
+    # The placement cache trusts a folder only once its timestamps are older than the
+    # racy window (a change within it may not show): wait for that, as a long session would.
+    while time.time_ns() - os.lstat(workspace).st_ctime_ns < placecache.RACY_NS:
+        time.sleep(0.05)
+    found: dict[str, float] = {}
+    for line in PLAIN_LINES:
+        call = validated(snapshot, "run_command", {"command": line})
+        for label, at in ((f"packs ws: {line}", where), (f"packs: {line}", NOWHERE)):
+            found[label] = statistics.median(per_call_us(snapshot, call, 20_000, at))
+    return found
 
 
 if __name__ == "__main__":

@@ -47,7 +47,9 @@ EXTRA_FILES = {
     "cfg": "--pre=id\n",
     # A git repository outside any `.git` folder, whose config runs a command on `git status`.
     "evil2/HEAD": "ref: refs/heads/master\n",
-    "evil2/config": '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = "id >&2; false"\n',
+    "evil2/config": (
+        '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = "id >&2; false"\n'
+    ),
     "evil2/objects/info/.keep": "",
     "evil2/refs/heads/.keep": "",
     # Folders whose names, matched by a bare `*`, read as options.
@@ -420,9 +422,6 @@ PROTECTED = [
         "none",
         "bypass",
         "ask",
-        marks=hole(
-            "a recursive reader of a folder that holds toolrt's files prints them (design-level: the ordinary line `grep -rn TODO .` must stay allowed, so this needs the files excluded when the line runs, or a sandbox)"
-        ),
         id="grep -r of a folder that holds them",
     ),
     # Brace lists are run-time words, but the check that looks through them for toolrt's

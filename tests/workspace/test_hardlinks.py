@@ -256,10 +256,6 @@ async def test_a_command_line_does_not_show_toolrt_files_under_another_name(
     assert MARK not in result.content and "metadata: {name: extra}" not in result.content
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a folder operand is not walked for hard links: grep -r over the folder reads the config's other name",
-)
 async def test_a_recursive_grep_over_a_folder_does_not_show_toolrt_files_under_another_name(
     runtime_place: tuple[Runtime, Path],
 ) -> None:
