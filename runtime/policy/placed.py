@@ -31,8 +31,7 @@ import functools
 import os
 import posixpath
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from types import MappingProxyType
 
 from runtime.policy import folders, gitrepo, linking, placecache, programs, recursive
@@ -41,105 +40,36 @@ from runtime.policy.folders import Folders
 from runtime.policy.placecache import (
     Check,
     compile_checks,
-    components,
-    resolve_below_stat,
     still_kind,
     still_valid,
+)
+from runtime.policy.placedline import LITERAL, UNKNOWN, PlacedCommand, PlacedLine
+from runtime.policy.placepaths import (
+    PROCESS_STATE,
+    names_folder,
+    path_text,
+    place_now,
+    relative_ln,
+    relinked,
+    rests_after,
+    settled,
+    short,
+    symlink_targets,
 )
 from runtime.policy.shell import GLOB, RUNTIME, XARGS_INPUT, CommandLine
 from runtime.policy.where import NOWHERE, Where
 from runtime.policy.where import within as _within
 
-#: Guard values (see :attr:`PlacedCommand.guards`).
-UNKNOWN = -2  # no allow rule covers the item
-LITERAL = -1  # only a pattern word without wildcards covers the item
-
 _MAX_ALIASES = 32  # names made earlier on a line followed at most (more: any path may be a link)
 
-_DEVICE_ROOTS = ("/proc", "/sys", "/dev")
-# A process's own state under /proc (environment, open files, root, working folder):
-# through the parent's id it is toolrt's.
-_PROCESS_STATE = re.compile(r"/proc/+[^/]+(?:/+task/+[^/]+)?/+(?:environ|cwd|root|fd|fdinfo|map_files|mem|exe)(?:/|$)")
 _WORST_FIRST = ("protected", "holds", "linked", "outside", "inside")
 _DOES = {
     programs.CODE: "runs code",
     programs.WRITE: "writes a file",
     programs.FOLLOW: "follows symbolic links, which can lead out of the workspace",
 }
-_HARMLESS_DEVICES = frozenset({"/dev/null"})
 # Lines that may change how bash expands globs (dotglob, nocaseglob, globstar, GLOBIGNORE).
 _GLOB_STATE = re.compile(r"shopt|GLOBIGNORE|BASHOPTS|SHELLOPTS|set\s+[-+]o")
-
-
-@dataclass(frozen=True, slots=True)
-class PlacedCommand:
-    """One command as rules judge it.
-
-    ``guards`` maps argv indices to what an allow pattern word needs to cover that item:
-    :data:`UNKNOWN` (nothing covers it), :data:`LITERAL` (a word without wildcards), or
-    a number of leading characters it must spell out. ``own``: allow rules must cover it
-    (False for what only deny and ask rules look at: a glob command whose expansion
-    stands in for it, the files an option reads or writes). ``notes`` say why items are
-    guarded, in words.
-    """
-
-    argv: tuple[str, ...]
-    guards: Mapping[int, int] = field(default_factory=dict)
-    own: bool = True
-    notes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class PlacedLine:
-    """A command line's commands as rules judge them; ``problem`` as in CommandLine;
-    ``protected``: why the line touches toolrt's own files (a denial), else None;
-    ``outside``: the items that name paths outside the workspace; ``holding``: folders
-    the line writes that hold toolrt's own files (``rm -rf .``): asked, in every mode."""
-
-    commands: tuple[PlacedCommand, ...]
-    problem: str | None = None
-    protected: str | None = None
-    outside: tuple[str, ...] = ()
-    holding: tuple[str, ...] = ()  # written folders that hold toolrt's own files: a person approves
-    # Paths that may go through a link an earlier command unpacks or checks out: asked, in every mode.
-    linked: tuple[str, ...] = ()
-    # Derived once, read by every allow rule: is the line certain; the commands allow
-    # rules must cover, (index, argv) of those without guards and (index, command) of the rest.
-    certain: bool = field(init=False)
-    own_plain: tuple[tuple[int, tuple[str, ...]], ...] = field(init=False)
-    own_guarded: tuple[tuple[int, PlacedCommand], ...] = field(init=False)
-    # Why a whole-tool allow rule cannot cover the line, or None when it can: a word only
-    # known at run time, or a path outside the workspace, is covered by no wildcard, and
-    # a rule without ``commands`` is one.
-    unjudged: str | None = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "certain", self.problem is None)
-        object.__setattr__(self, "unjudged", _unjudged(self))
-        object.__setattr__(
-            self, "own_plain", tuple((i, c.argv) for i, c in enumerate(self.commands) if c.own and not c.guards)
-        )
-        object.__setattr__(
-            self, "own_guarded", tuple((i, c) for i, c in enumerate(self.commands) if c.own and c.guards)
-        )
-
-    @property
-    def argvs(self) -> tuple[tuple[str, ...], ...]:
-        """Every command's argv, as CEL rules see them (``commands``)."""
-        return tuple(c.argv for c in self.commands)
-
-
-def _unjudged(line: PlacedLine) -> str | None:
-    if line.problem is not None:
-        return f"the command line cannot be judged with certainty ({line.problem})"
-    for command in line.commands:
-        if command.own and any(need < 0 for need in command.guards.values()):
-            return (
-                command.notes[0]
-                if command.notes
-                else f"`{' '.join(command.argv)[:80]}` cannot be judged before it runs"
-            )
-    return None
 
 
 def place(line: CommandLine, where: Where = NOWHERE, cwd: str = ".", text: str = "") -> PlacedLine:
@@ -217,7 +147,7 @@ class _Placer:
         self.folders = Folders(self.cwd, line.gates)
         for index, (argv, shape) in enumerate(zip(line.commands, shapes, strict=True)):
             self.cwds = self.folders.at(index)
-            if self.cwds is not self.folders.everywhere and _names_folder(argv):
+            if self.cwds is not self.folders.everywhere and names_folder(argv):
                 # The program table reads what `tar -C DIR`, `make -C DIR` ... write from the
                 # folder the command starts in, not from DIR: every folder stays in play.
                 self.cwds = list(dict.fromkeys([*self.cwds, *self.folders.everywhere]))
@@ -248,14 +178,14 @@ class _Placer:
         has_glob = False
         for index, kind in enumerate(shape):
             variants = self.braces.get(argv[index]) if kind == RUNTIME else None
-            if variants is not None and all(_settled(variant) for variant in variants):
+            if variants is not None and all(settled(variant) for variant in variants):
                 # A brace word of plain words (`{src,docs}`, `f{1..3}.txt`): bash makes
                 # them before the line runs, so allow rules must cover each of them.
                 expanded[index] = list(variants)
                 has_glob = True
             elif kind == RUNTIME:
                 guards[index] = UNKNOWN
-                what = "the input xargs appends" if argv[index] == XARGS_INPUT else f"`{_short(argv[index])}`"
+                what = "the input xargs appends" if argv[index] == XARGS_INPUT else f"`{short(argv[index])}`"
                 notes.append(f"{what} is only known when the line runs")
             elif kind == GLOB:
                 # Globs are read from the start folder: after a cd they are only known at run time.
@@ -268,7 +198,7 @@ class _Placer:
                         if self.wrote
                         else "could not be expanded against the workspace"
                     )
-                    notes.append(f"the glob `{_short(argv[index])}` {why}")
+                    notes.append(f"the glob `{short(argv[index])}` {why}")
                 else:
                     expanded[index] = matches
                     has_glob = True
@@ -295,13 +225,13 @@ class _Placer:
         redirection = argv[:1] in (("<",), (">",))
         # A symbolic link's relative target, read from the folder the link is made in
         # (each folder it may be made in); not from where the command runs.
-        link_targets = {} if redirection else _symlink_targets(argv)
+        link_targets = {} if redirection else symlink_targets(argv)
         if not redirection:
             for access in programs.accesses(argv):
                 current = guards.get(access.index, 0)
                 if access.kind in programs.GUARDED and access.named > 0 and current >= 0:
                     guards[access.index] = max(current, access.named)
-                    notes.append(f"`{_short(argv[access.index])}` {_DOES[access.kind]}")
+                    notes.append(f"`{short(argv[access.index])}` {_DOES[access.kind]}")
                 if access.path is not None and access.kind in (programs.READ, programs.WRITE):
                     extra.append(PlacedCommand(("<" if access.kind == programs.READ else ">", access.path), own=False))
                 if access.path is not None:
@@ -333,7 +263,7 @@ class _Placer:
                 for target in link_targets[index]:
                     self._check_path(target, argv, index, guards, notes, write=True, destroys=True)
                 continue
-            self._check_path(_path_text(argv[index]), argv, index, guards, notes, write=argv[0] == ">")
+            self._check_path(path_text(argv[index]), argv, index, guards, notes, write=argv[0] == ">")
         if argv[0] == "git" or argv[0].endswith("/git"):
             self._check_repository(argv, guards, notes)
         if not redirection:
@@ -387,9 +317,9 @@ class _Placer:
             real = os.path.realpath(text if text.startswith("/") else posixpath.join(base, text))
             problem = recursive.tree_problem(self.where, real, argv)
             if problem is not None:
-                shown = _short(argv[index]) if index else "the working folder"
+                shown = short(argv[index]) if index else "the working folder"
                 self.protected = self.protected or (
-                    f"`{_short(' '.join(argv))}` reads every file below {shown}, which {problem}; "
+                    f"`{short(' '.join(argv))}` reads every file below {shown}, which {problem}; "
                     "name the folders beside them instead"
                 )
                 return
@@ -436,17 +366,17 @@ class _Placer:
             if spelled in self.braces and variants is not None:
                 quoted = self.braces[spelled]
                 variants = (
-                    None if quoted is None else [*variants, *(_path_text(v) if spelled != text else v for v in quoted)]
+                    None if quoted is None else [*variants, *(path_text(v) if spelled != text else v for v in quoted)]
                 )
         if variants is None:
             self.protected = (
                 self.protected
-                or f"`{_short(argv[index])}` has too many brace variants to check (more than {BRACE_LIMIT}); "
+                or f"`{short(argv[index])}` has too many brace variants to check (more than {BRACE_LIMIT}); "
                 "toolrt's own files could be among them"
             )
             return
         for variant in dict.fromkeys(variants):
-            if _PROCESS_STATE.match(variant):
+            if PROCESS_STATE.match(variant):
                 # /proc/$PPID/environ: whatever the id, it is a process's own state.
                 self._mark("protected", text, argv, index, guards, notes)
                 continue
@@ -457,7 +387,7 @@ class _Placer:
                 if place == "holds" and destroys:
                     self.protected = (
                         self.protected
-                        or f"`{_short(argv[index])}` holds toolrt's own files, "
+                        or f"`{short(argv[index])}` holds toolrt's own files, "
                         f"and `{argv[0]}` would delete, change or link it"
                     )
                 else:
@@ -470,18 +400,18 @@ class _Placer:
         if place == "protected":
             self.protected = (
                 self.protected
-                or f"`{_short(argv[index])}` names toolrt's own files (config, audit log, artifacts or state)"
+                or f"`{short(argv[index])}` names toolrt's own files (config, audit log, artifacts or state)"
             )
         elif place == "holds":
             self.holding.append(text)
             guards[index] = UNKNOWN
-            notes.append(f"`{_short(argv[index])}` writes a folder that holds toolrt's own files")
+            notes.append(f"`{short(argv[index])}` writes a folder that holds toolrt's own files")
         elif place == "linked":
             # Where it leads is only known once the line runs: toolrt's files, perhaps.
             self.linked.append(text)
             guards[index] = UNKNOWN
             notes.append(
-                f"`{_short(argv[index])}` may go through a link an earlier command of the line unpacks or checks out"
+                f"`{short(argv[index])}` may go through a link an earlier command of the line unpacks or checks out"
             )
         elif place == "outside":
             self.outside.append(text)
@@ -489,7 +419,7 @@ class _Placer:
                 return
             if guards.get(index, 0) >= 0:
                 guards[index] = LITERAL
-            notes.append(f"`{_short(argv[index])}` names a path outside the workspace")
+            notes.append(f"`{short(argv[index])}` names a path outside the workspace")
 
     def _place(self, text: str, *, write: bool) -> str:
         """ "inside", "outside", "holds" or "protected" for a path's text, from every
@@ -560,7 +490,7 @@ class _Placer:
                         # with -r (alone or in a bundle: -sr) ln computes it from the cwd reading.
                         readings = [
                             self._joined(posixpath.dirname(name), source),
-                            *(readings if _relative_ln(argv) else ()),
+                            *(readings if relative_ln(argv) else ()),
                         ]
                         self.link_texts[name] = source
                     elif effect.kind == linking.ALIAS:
@@ -575,27 +505,11 @@ class _Placer:
                                 what = "hard links" if effect.kind == linking.HARD else "links"
                                 self.protected = (
                                     self.protected
-                                    or f"`{argv[0]}` {what} `{_short(source)}`, which is or holds toolrt's own files"
+                                    or f"`{argv[0]}` {what} `{short(source)}`, which is or holds toolrt's own files"
                                 )
                         self.aliases.append((name, stands_for))
                         if argv[0] != "ln":
                             self.copies.add((name, stands_for))
-
-    def _relinked(self, made: str, stands_for: str, rest: str) -> Iterator[str]:
-        """A copied or moved folder's symbolic links keep their text: for each relative
-        link on ``rest`` below ``stands_for`` now, the path read from the copy ``made``."""
-        root = self.where.root_text
-        if root is None or stands_for.startswith("~"):
-            return
-        base = stands_for if stands_for.startswith("/") else f"{root}/{stands_for}"
-        parts = [part for part in rest.split("/") if part]
-        for k in range(len(parts)):
-            try:
-                text = os.readlink(posixpath.join(base, *parts[: k + 1]))
-            except OSError:
-                continue
-            if not text.startswith("/"):
-                yield posixpath.join(made, *parts[:k], text, *parts[k + 1 :])
 
     def _link_text(self, cwd: str, source: str) -> str | None:
         """The target text of ``source`` when it names a symbolic link (made earlier on
@@ -658,9 +572,9 @@ class _Placer:
                 rest = joined[len(made) :]
                 places.add(self._place_made(".", stands_for + rest, write=write, depth=depth + 1))
                 if (made, stands_for) in self.copies:
-                    for relinked in self._relinked(made, stands_for, rest):
-                        places.add(self._place_made(".", relinked, write=write, depth=depth + 1))
-            for rest in _rests_after(cwd, text, made):
+                    for copy in relinked(self.where.root_text, made, stands_for, rest):
+                        places.add(self._place_made(".", copy, write=write, depth=depth + 1))
+            for rest in rests_after(cwd, text, made):
                 # `made/../x`: the kernel applies `..` to where the new name leads, which
                 # the normalised text above has already dropped.
                 places.add(self._place_made(".", stands_for + rest, write=write, depth=depth + 1))
@@ -668,138 +582,6 @@ class _Placer:
 
     def _place_now(self, cwd: str, text: str, *, write: bool) -> str:
         """ "inside", "outside", "holds" or "protected" for a path as the files are now."""
-        if not text.startswith("/") and cwd.startswith("/"):
-            text = posixpath.join(cwd, text)
-        where = self.where
-        root = where.root_text
-        # The kernel applies `..` to where a link led, not to the text before it
-        # (`sub/link_to_ws/..` is the workspace's parent): such paths resolve as written.
-        physical = ".." in text and _dotdot_after_name(text if text.startswith("/") else posixpath.join(cwd, text))
-        if text.startswith("/"):
-            text = "/" + text.lstrip("/")  # `//proc` is `/proc`
-            absolute = posixpath.normpath(text)
-            if absolute in _HARMLESS_DEVICES:
-                return "inside"
-            if _PROCESS_STATE.match(absolute):
-                return "protected"  # another process's (toolrt's own) environment, files, root or directory
-            if any(absolute == device or absolute.startswith(device + "/") for device in _DEVICE_ROOTS):
-                return "outside"
-            path = text if physical else absolute
-        else:
-            relative = posixpath.normpath(posixpath.join(cwd, text))
-            if root is None:
-                # Without the workspace, where a `..` after a name leads is unknown.
-                return "outside" if physical or relative == ".." or relative.startswith("../") else "inside"
-            if physical:
-                path = f"{root}/{posixpath.join(cwd, text)}"
-            else:
-                path = posixpath.normpath(f"{root}/{relative}") if relative.startswith("..") else f"{root}\0{relative}"
-        if root is None:
-            real = path
-        else:
-            base, separator, below = path.partition("\0")
-            if separator:
-                real, st = resolve_below_stat(base, below)
-            else:
-                real, st = os.path.realpath(path), None
-            self.resolved.append((path, real, components(path, real)))
-            if st is None:
-                with contextlib.suppress(OSError):
-                    st = os.lstat(real)
-            if st is not None and st.st_nlink > 1 and where.inodes.holds(st):
-                return "protected"  # a hard link: toolrt's own file under another name
-        for protected in where.protected:
-            if protected.holds_text(real):
-                return "protected"
-            if write and (_within(protected.text, real) or (protected.nested and _within(real, protected.text))):
-                return "holds"
-        if root is None or not _within(real, root):
-            return "outside"
-        return "inside"
+        return place_now(self.where, self.resolved, cwd, text, write=write)
 
     # -- globs -------------------------------------------------------------------------
-
-
-def _settled(word: str) -> bool:
-    """Whether a brace variant is a plain word (no glob, no ``~``, no ``$``): known now."""
-    return not word.startswith("~") and not any(char in word for char in "*?[$`")
-
-
-def _dotdot_after_name(path: str) -> bool:
-    """Whether a ``..`` in ``path`` follows a name (where it leads then depends on
-    whether that name is a link)."""
-    seen_name = False
-    for part in path.split("/"):
-        if part == "..":
-            if seen_name:
-                return True
-        elif part not in ("", "."):
-            seen_name = True
-    return False
-
-
-def _symlink_targets(argv: tuple[str, ...]) -> dict[int, list[str]]:
-    """For ``ln -s`` (without -r): each relative target's argv index, and the target as
-    read from each folder the link may be made in (relative to where ``ln`` runs)."""
-    if not argv or posixpath.basename(argv[0]) != "ln" or _relative_ln(argv):
-        return {}
-    found: dict[int, list[str]] = {}
-    for effect in linking.name_effects(argv):
-        source = effect.source or ""
-        if effect.kind != linking.ALIAS or not source or source.startswith(("/", "~")):
-            continue
-        names = []
-        if effect.into is not True:
-            names.append(effect.made)
-        if effect.into is not False:
-            names.append(posixpath.join(effect.made, posixpath.basename(source.rstrip("/")) or "."))
-        found.setdefault(effect.index, []).extend(posixpath.join(posixpath.dirname(name), source) for name in names)
-    return found
-
-
-def _relative_ln(argv: Sequence[str]) -> bool:
-    """Whether ``ln`` may be given -r (--relative), also inside a bundle of short options."""
-    for item in argv[1:]:
-        if item == "--":
-            return False
-        if item == "--relative" or (item.startswith("-") and not item.startswith("--") and "r" in item[1:]):
-            return True
-    return False
-
-
-def _rests_after(cwd: str, text: str, made: str) -> Iterator[str]:
-    """For a path (``text`` read from ``cwd``) with a ``..`` after a name: what follows
-    each leading part that names ``made`` (as ``_joined`` spells names), with its ``..``
-    kept, to be read from where ``made`` leads."""
-    raw = text if text.startswith("/") else posixpath.join(cwd, text)
-    if ".." not in raw or not _dotdot_after_name(raw):
-        return
-    absolute = raw.startswith("/")
-    parts = [part for part in raw.split("/") if part not in ("", ".")]
-    for k in range(1, len(parts)):
-        if ".." not in parts[k:]:
-            return  # the normalised reading already covers what follows
-        prefix = posixpath.normpath("/".join(parts[:k]))
-        if absolute:
-            prefix = "/" + prefix.lstrip("/")
-        if prefix == made:
-            yield "/" + "/".join(parts[k:])
-
-
-def _names_folder(argv: tuple[str, ...]) -> bool:
-    """Whether the command works in a folder an option names (``-C DIR``, ``--directory``)."""
-    return any(access.kind == programs.DIR for access in programs.accesses(argv))
-
-
-def _path_text(item: str) -> str:
-    """The path an item names: the value of ``--opt=value`` or of ``-oVALUE``, else the item."""
-    if item.startswith("-") and "=" in item:
-        return item.partition("=")[2]
-    if item.startswith("-") and not item.startswith("--") and len(item) > 2:
-        return item[2:]
-    return item
-
-
-def _short(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
