@@ -43,6 +43,7 @@ class Parser(Expander):
     def __init__(self, text: str, sink: Sink, depth: int, judge: Judge) -> None:
         super().__init__(text, sink, depth)
         self.judge = judge
+        self.lines = _Nested(sink, judge)  # how handlers split nested text
         self.heredocs: list[_Heredoc] = []
         self.herestrings: list[Word] = []  # the <<< words of the commands being read
         self.cd = -1  # the index of the command just read when it is a plain top-level cd
@@ -51,7 +52,7 @@ class Parser(Expander):
         return Parser(text, self.sink, self.depth + 1, self.judge)
 
     def _context(self) -> Context:
-        return Context(self.sink, self.depth, _Nested(self.sink, self.judge), self.judge)
+        return Context(self.sink, self.depth, self.lines, self.judge)
 
     def _newline(self) -> None:
         self.pos += 1
