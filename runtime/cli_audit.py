@@ -41,7 +41,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         "--dsn",
         default=None,
         metavar="postgresql://...",
-        help="read the PostgreSQL audit log of a fleet (default: the audit_sink setting when it is a postgresql:// URL)",
+        help="read the PostgreSQL audit log of a fleet (default: the audit_sink setting when it is a postgresql://"
+        " URL)",
     )
     audit.add_argument(
         "--chain", default=None, help="with --dsn: only this workspace's chain (verify walks every chain otherwise)"

@@ -57,7 +57,8 @@ def _calls_payload(provider: str, payload: object) -> tuple[object, str | None]:
     if not isinstance(payload, (dict, list)):
         return (
             None,
-            f"the calls file holds a JSON {type(payload).__name__}: give the assistant message, its list of calls, or one call",
+            f"the calls file holds a JSON {type(payload).__name__}: give the assistant message, its list of calls,"
+            f" or one call",
         )
     return payload, None
 
@@ -103,7 +104,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if not calls:
             runtime.close_sync()
             err.write(
-                f"toolrt run: no {args.provider} tool call found in the calls file (is --provider right?); nothing was run\n"
+                f"toolrt run: no {args.provider} tool call found in the calls file (is --provider right?); nothing"
+                f" was run\n"
             )
             return EXIT_PROBLEMS
     session = Session(mode=args.mode or runtime.settings.permission_mode.value)

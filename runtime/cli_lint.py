@@ -132,7 +132,8 @@ def _reference(target: Path | None, out: TextIO, err: TextIO) -> int:
         return EXIT_USAGE
     if BEGIN not in text or END not in text:
         err.write(
-            f"toolrt schema: {target} has no reference markers; add these two lines where the reference goes:\n{BEGIN}\n{END}\n"
+            f"toolrt schema: {target} has no reference markers; add these two lines where the reference"
+            f" goes:\n{BEGIN}\n{END}\n"
         )
         return EXIT_USAGE
     target.write_text(update_between_markers(text), encoding="utf-8")
@@ -150,7 +151,8 @@ def cmd_test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     results = run_policy_tests(snapshot)
     if not results:
         err.write(
-            "toolrt test: no PolicyTest cases in the config: a test run that checks nothing does not pass. Add a PolicyTest document.\n"
+            "toolrt test: no PolicyTest cases in the config: a test run that checks nothing does not pass. Add a"
+            " PolicyTest document.\n"
         )
         return EXIT_PROBLEMS
     for case in results:

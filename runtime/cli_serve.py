@@ -40,7 +40,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     """Register the `mcp`, `watch`, `status`, `serve` commands."""
     mcp = sub.add_parser(
         "mcp",
-        help="MCP servers: `lock` lists their tools once into a lock file that lint, test, explain and tools read offline",
+        help="MCP servers: `lock` lists their tools once into a lock file that lint, test, explain and tools read"
+        " offline",
     )
     mcp.add_argument("action", choices=("lock",))
     mcp.add_argument(
@@ -192,7 +193,8 @@ def cmd_status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     url = args.limit_store if args.limit_store is not None else Settings().limit_store
     if not fleet_setup.is_redis(url):
         err.write(
-            "toolrt status: no fleet to report: the limit store is this process's memory; give --limit-store redis://... (or set TOOLRT_LIMIT_STORE)\n"
+            "toolrt status: no fleet to report: the limit store is this process's memory; give --limit-store"
+            " redis://... (or set TOOLRT_LIMIT_STORE)\n"
         )
         return EXIT_USAGE
     from runtime.errors import LimitStoreError

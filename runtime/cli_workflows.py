@@ -209,7 +209,8 @@ def versions_command(args: argparse.Namespace, out: TextIO, err: TextIO, load: C
             if table.rollback is not None:
                 rb = table.rollback
                 out.write(
-                    f"  rollback: canary error rate over stable + {rb.max_error_rate_margin:.0%} in {rb.window_s:g} s (at least {rb.min_calls} calls)\n"
+                    f"  rollback: canary error rate over stable + {rb.max_error_rate_margin:.0%} in {rb.window_s:g}"
+                    f" s (at least {rb.min_calls} calls)\n"
                 )
     if not shown:
         out.write("no tool is declared in more than one version\n")

@@ -53,7 +53,7 @@ class RunLog:
         assert self._start is not None  # noqa: S101 - started() comes first
         run_id, name, fp, session, args, at = self._start
         encoded = dumps(result.to_dict()) if result is not None else None
-        row = (run_id, name, fp, dumps(_session(session)), dumps(args), status, self.journal.owner, at, at, encoded)
+        row = (run_id, name, fp, _session_text(session), dumps(args), status, self.journal.owner, at, at, encoded)
         return [(_START, row)]
 
     def _event(self, kind: str, step: str, data: Any, backup: bytes | None = None) -> None:
@@ -100,6 +100,18 @@ class RunLog:
         """Write every row so far, without fsync (after a write step: a kill from here on
         finds it ended, not in flight). :class:`JournalError` if it cannot be."""
         self.journal.write()
+
+
+_LAST_SESSION: list[Any] = [None, ""]  # the last session encoded: runs of one session in a row encode it once
+
+
+def _session_text(session: Session) -> str:
+    last = _LAST_SESSION
+    if last[0] is not None and last[0] == session:
+        return str(last[1])
+    text = dumps(_session(session))
+    _LAST_SESSION[:] = [session, text]
+    return text
 
 
 def _session(session: Session) -> dict[str, Any]:
