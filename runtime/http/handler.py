@@ -31,7 +31,7 @@ async def call_http(call: ValidatedCall, env: Any, failure: Callable[..., Handle
     tool = call.tool
     plan: HttpPlan | None = tool.handler.prepared
     if plan is None:  # pragma: no cover - the snapshot builds one for every http handler
-        return HandlerOutcome(error="http handler without a plan", status=Status.internal, code="internal")
+        return HandlerOutcome(error="http handler without a plan", status=Status.internal, code="internal_error")
     try:
         from runtime.http.client import ResponseTooLarge, TooManyRedirects, send
     except ImportError:

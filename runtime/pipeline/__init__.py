@@ -19,6 +19,7 @@ import time
 from types import MappingProxyType
 from typing import Any
 
+from runtime.codes import ResultCode
 from runtime.logs import call_finished, calls_logged
 from runtime.metrics import UNKNOWN_TOOL
 from runtime.pipeline.env import TurnEnv
@@ -48,7 +49,7 @@ async def run_call(call: Call, env: TurnEnv) -> ToolResult:
                 error_result(
                     call,
                     Status.unknown,
-                    "cancelled",
+                    ResultCode.cancelled,
                     Stage.execute,
                     "cancelled while it ran",
                     snapshot=env.snapshot.version,
@@ -60,7 +61,7 @@ async def run_call(call: Call, env: TurnEnv) -> ToolResult:
         result = error_result(
             call,
             Status.internal,
-            "internal_error",
+            ResultCode.internal_error,
             Stage.execute,
             (
                 f"toolrt failed while handling this call ({type(err).__name__}); the call may not have run. This is "
@@ -100,7 +101,7 @@ async def run_call(call: Call, env: TurnEnv) -> ToolResult:
 async def _stages(call: Call, env: TurnEnv, timings: dict[str, Any]) -> ToolResult:
     clock = time.perf_counter
     if call.parse_error is not None:  # 01 parse
-        return error_result(call, Status.invalid, "parse_error", Stage.parse, call.parse_error)
+        return error_result(call, Status.invalid, ResultCode.parse_error, Stage.parse, call.parse_error)
     t0 = clock()
     bound = lookup(call, env.snapshot, env.session, env.canaries)  # 02 lookup
     if isinstance(bound, ToolResult):

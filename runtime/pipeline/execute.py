@@ -20,6 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from runtime.codes import ResultCode
 from runtime.config.models import OnTimeout, Trust
 from runtime.context import ToolContext
 from runtime.errors import ToolError, TransientError
@@ -95,7 +96,7 @@ async def _run_once(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
         return await run_as_tool(call, env)
     what = f"built-in `{handler.target}`" if handler.kind == "builtin" else f"{handler.kind} handlers"
     return HandlerOutcome(
-        error=f"{what} cannot run in this version of toolrt yet.", status=Status.error, code="not_available"
+        error=f"{what} cannot run in this version of toolrt yet.", status=Status.error, code=ResultCode.not_available
     )
 
 
@@ -133,7 +134,7 @@ async def _python(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
         what = f"timed out after {limit:g} s ({'no progress' if result.timed_out == 'idle' else 'total time'})"
         if result.abandoned:
             what += " and could not be stopped: it is still running"
-        return _failure(tool, what, Status.timeout, "timeout")
+        return _failure(tool, what, Status.timeout, ResultCode.timeout)
     error = result.exception
     if error is None:
         return HandlerOutcome(value=result.value)
@@ -142,12 +143,16 @@ async def _python(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
         return HandlerOutcome(
             error=text or type(error).__name__,
             status=Status.error,
-            code="tool_error",
+            code=ResultCode.tool_error,
             metadata=_transient(isinstance(error, TransientError)),
         )
     detail = f"{type(error).__name__}: {text}" if text else type(error).__name__
     return _failure(
-        tool, f"failed with {detail}", Status.error, "handler_error", transient=isinstance(error, _TRANSIENT_OS)
+        tool,
+        f"failed with {detail}",
+        Status.error,
+        ResultCode.handler_error,
+        transient=isinstance(error, _TRANSIENT_OS),
     )
 
 
@@ -207,7 +212,7 @@ async def _isolated(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
                 "its process was stopped"
             ),
             Status.timeout,
-            "timeout",
+            ResultCode.timeout,
         )
     marker = RESULT_MARKER + nonce + " "
     text = "".join(output)
@@ -223,11 +228,11 @@ async def _isolated(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
         return HandlerOutcome(
             error=payload["message"] or payload["type"],
             status=Status.error,
-            code="tool_error",
+            code=ResultCode.tool_error,
             metadata=_transient(payload["transient"]),
         )
     detail = f"{payload['type']}: {payload['message']}" if payload["message"] else payload["type"]
-    return _failure(tool, f"failed with {detail}", Status.error, "handler_error")
+    return _failure(tool, f"failed with {detail}", Status.error, ResultCode.handler_error)
 
 
 async def _builtin(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
@@ -242,9 +247,9 @@ async def _builtin(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
                 else function(call.args, env)
             )
     except TimeoutError:
-        return _failure(call.tool, f"timed out after {timeout.total_s:g} s", Status.timeout, "timeout")
+        return _failure(call.tool, f"timed out after {timeout.total_s:g} s", Status.timeout, ResultCode.timeout)
     except ToolError as err:
-        return HandlerOutcome(error=str(err), status=Status.error, code="tool_error")
+        return HandlerOutcome(error=str(err), status=Status.error, code=ResultCode.tool_error)
     return (
         value if isinstance(value, HandlerOutcome) else HandlerOutcome(value=value)
     )  # a built-in may report metadata too
@@ -254,11 +259,15 @@ async def _command(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
     tool = call.tool
     command = tool.handler.command
     if command is None:  # pragma: no cover - the snapshot guarantees it
-        return HandlerOutcome(error="command handler without a command", status=Status.internal, code="internal")
+        return HandlerOutcome(
+            error="command handler without a command", status=Status.internal, code=ResultCode.internal_error
+        )
     try:
         prepared = prepare(command, call.args, env.workspace_root)
     except CommandError as err:
-        return HandlerOutcome(error=f"`{tool.name}` cannot run: {err}.", status=Status.invalid, code="bad_command")
+        return HandlerOutcome(
+            error=f"`{tool.name}` cannot run: {err}.", status=Status.invalid, code=ResultCode.bad_command
+        )
     return await _spawn(call, env, prepared, tool.spec.timeout.total_s)
 
 
@@ -267,7 +276,7 @@ async def _run_command(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
     try:
         prepared, total_s = prepare_command_line(call.args, env, call.tool.spec.timeout.total_s)
     except ToolError as err:
-        return HandlerOutcome(error=str(err), status=Status.invalid, code="bad_command")
+        return HandlerOutcome(error=str(err), status=Status.invalid, code=ResultCode.bad_command)
     return await _spawn(call, env, prepared, total_s)
 
 
@@ -332,14 +341,14 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
         return HandlerOutcome(
             error=f"`{tool.name}` cannot run: program `{prepared.argv[0]}` was not found.",
             status=Status.error,
-            code="program_not_found",
+            code=ResultCode.program_not_found,
         )
     except PermissionError:
         collector.abort()
         return HandlerOutcome(
             error=f"`{tool.name}` cannot run: program `{prepared.argv[0]}` is not executable.",
             status=Status.error,
-            code="program_not_executable",
+            code=ResultCode.program_not_executable,
         )
     except (ValueError, UnicodeError):
         collector.abort()
@@ -349,7 +358,7 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
                 "remove it."
             ),
             status=Status.invalid,
-            code="bad_command",
+            code=ResultCode.bad_command,
         )
     except OSError as err:
         collector.abort()
@@ -357,10 +366,10 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
             return HandlerOutcome(
                 error=f"`{tool.name}` cannot run: the arguments are too long for a command line; pass less text.",
                 status=Status.invalid,
-                code="bad_command",
+                code=ResultCode.bad_command,
             )
         return HandlerOutcome(
-            error=f"`{tool.name}` cannot run: {err.strerror or err}.", status=Status.error, code="spawn_failed"
+            error=f"`{tool.name}` cannot run: {err.strerror or err}.", status=Status.error, code=ResultCode.spawn_failed
         )
     except BaseException:
         collector.abort()
@@ -399,7 +408,10 @@ def _backgrounded(tool: CompiledTool, job: Any, after_s: float) -> HandlerOutcom
         + (f"; the last part:\n{tail}" if tail else ".")
     )
     return HandlerOutcome(
-        value=message, status=Status.background, code="background", metadata=MappingProxyType({"job_id": job.id})
+        value=message,
+        status=Status.background,
+        code=ResultCode.background,
+        metadata=MappingProxyType({"job_id": job.id}),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtime.codes import ResultCode
 from runtime.config.suggest import ranked
 from runtime.records import BoundCall, Call, Session, Stage, Status, ToolResult, error_result
 from runtime.snapshot import Snapshot
@@ -29,7 +30,7 @@ def lookup(
         return error_result(
             call,
             Status.invalid,
-            "unknown_version",
+            ResultCode.unknown_version,
             Stage.lookup,
             f"This session pins `{name}` to version `{pinned[:64]}`, which is not declared (versions: {versions}). The app must change the session's pin; the call was not run.",
         )
@@ -39,7 +40,7 @@ def lookup(
         return error_result(
             call,
             Status.invalid,
-            "unknown_version",
+            ResultCode.unknown_version,
             Stage.lookup,
             f"Tool `{name}` has no version `{shown_version}` (versions: {versions}). Call `{name}` without a version to use the default.",
         )
@@ -49,7 +50,7 @@ def lookup(
     return error_result(
         call,
         Status.invalid,
-        "unknown_tool",
+        ResultCode.unknown_tool,
         Stage.lookup,
         f"Unknown tool `{shown}`. Available tools: {listed or 'none'}.",
     )

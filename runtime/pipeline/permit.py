@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from runtime.codes import ResultCode
 from runtime.pipeline.lookup import lookup
 from runtime.pipeline.validate import validate
 from runtime.policy.grants import SessionGrants, describe
@@ -170,8 +171,14 @@ async def permit(validated: ValidatedCall, env: TurnEnv) -> Permit | ToolResult:
     return Permit(decision, validated, admission)
 
 
-_REFUSAL_CODES = {"breaker": "circuit_open", "quota": "quota_exceeded", "store": "limit_store_unavailable"}
-_BREAKER_CODES = frozenset({"timeout", "handler_crashed", "handler_error", "spawn_failed"})
+_REFUSAL_CODES = {
+    "breaker": ResultCode.circuit_open,
+    "quota": ResultCode.quota_exceeded,
+    "store": ResultCode.limit_store_unavailable,
+}
+_BREAKER_CODES = frozenset(
+    {ResultCode.timeout, ResultCode.handler_crashed, ResultCode.handler_error, ResultCode.spawn_failed}
+)
 
 
 def _counts_for_breaker(outcome: HandlerOutcome) -> bool:
@@ -192,7 +199,7 @@ def _judge_edited(validated: ValidatedCall, approval: Decision, env: TurnEnv) ->
         return error_result(
             call,
             revalidated.status,
-            revalidated.code or "invalid_arguments",
+            revalidated.code or ResultCode.invalid_arguments,
             Stage.permit,
             f"The approver's edited arguments were not accepted, so the call was not run. {revalidated.content}",
         )
@@ -202,7 +209,7 @@ def _judge_edited(validated: ValidatedCall, approval: Decision, env: TurnEnv) ->
         return error_result(
             call,
             Status.denied,
-            "denied",
+            ResultCode.denied,
             Stage.permit,
             f"Permission denied for `{call.name}` with the approver's edited arguments{rule}: {verdict.reason}.",
             decision="deny",
@@ -309,7 +316,7 @@ def _denied(call: ValidatedCall, decision: Decision, why: str) -> ToolResult:
     return error_result(
         call.call,
         Status.denied,
-        "denied",
+        ResultCode.denied,
         Stage.permit,
         f"Permission denied for `{call.tool.name}`{rule}: {why.rstrip('.')}.",
         decision=decision.effect,

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from runtime.codes import ResultCode
 from runtime.config.models import TruncationMode, Trust
 from runtime.execution.output import CollectedOutput
 from runtime.pipeline.env import TurnEnv
@@ -107,7 +108,7 @@ def _output_mismatch(
         name=call.name,
         content=mismatch_text(tool.name, problems),
         status=Status.error,
-        code="output_invalid",
+        code=ResultCode.output_invalid,
         stage=Stage.shape,
         metadata=MappingProxyType(
             {**metadata, "problems": [{"pointer": p.pointer, "message": p.message} for p in problems]}

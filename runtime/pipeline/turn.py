@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from runtime.codes import ResultCode
 from runtime.pipeline import run_call
 from runtime.pipeline.env import TurnEnv
 from runtime.pipeline.shape import not_executed
@@ -40,7 +41,7 @@ async def run_turn(
                 env,
                 call,
                 f"another call in this turn already uses the id `{call.id}`; give every call its own id",
-                "duplicate_id",
+                ResultCode.duplicate_id,
             )
         else:
             seen.add(call.id)
@@ -61,7 +62,7 @@ async def run_turn(
             continue
         await _run_batch(calls, batch, env, results, limit, deadline, interrupt)
     return [
-        r if r is not None else _skipped(env, calls[i], "it was not reached", "not_reached")
+        r if r is not None else _skipped(env, calls[i], "it was not reached", ResultCode.not_reached)
         for i, r in enumerate(results)
     ]
 
@@ -102,11 +103,11 @@ def _stop_reason(
     loop: asyncio.AbstractEventLoop,
 ) -> tuple[str, str] | None:
     if interrupt is not None and interrupt.is_set():
-        return "the turn was interrupted before this call started", "interrupted"
+        return "the turn was interrupted before this call started", ResultCode.interrupted
     if deadline is not None and loop.time() >= deadline:
-        return "the turn's time limit passed before this call started", "turn_deadline"
+        return "the turn's time limit passed before this call started", ResultCode.turn_deadline
     if stop_on_error and any(r is not None and r.is_error for r in results):
-        return "an earlier call in this turn failed, and the turn stops at the first error", "stopped_on_error"
+        return "an earlier call in this turn failed, and the turn stops at the first error", ResultCode.stopped_on_error
     return None
 
 
@@ -150,7 +151,7 @@ async def _run_batch(
                 for task in pending:
                     index = tasks[task]
                     results[index] = _cut_short(
-                        calls[index], env, why, "interrupted" if interrupted else "turn_deadline"
+                        calls[index], env, why, ResultCode.interrupted if interrupted else ResultCode.turn_deadline
                     )
                 pending = set()
     finally:

@@ -7,6 +7,7 @@ from types import MappingProxyType
 from typing import Any
 
 from runtime.adapters.arguments import MAX_DEPTH
+from runtime.codes import ResultCode
 from runtime.config.models import FailurePolicy
 from runtime.policy.cel import RULE_VARIABLES, Outcome, get_engine
 from runtime.policy.celdata import call_activation, cel_data
@@ -23,7 +24,7 @@ def validate(bound: BoundCall, session: Session, snapshot: Snapshot) -> Validate
         return error_result(
             call,
             Status.invalid,
-            "bad_arguments",
+            ResultCode.bad_arguments,
             Stage.validate,
             f"Arguments for `{tool.name}` could not be read: {call.parse_error or 'missing'}.",
         )
@@ -34,7 +35,7 @@ def validate(bound: BoundCall, session: Session, snapshot: Snapshot) -> Validate
         return error_result(
             call,
             Status.invalid,
-            "invalid_arguments",
+            ResultCode.invalid_arguments,
             Stage.validate,
             f"Arguments for `{tool.name}` nest deeper than {MAX_DEPTH} levels of lists and objects; send a flatter structure.",
         )
@@ -44,7 +45,7 @@ def validate(bound: BoundCall, session: Session, snapshot: Snapshot) -> Validate
         return error_result(
             call,
             Status.invalid,
-            "invalid_arguments",
+            ResultCode.invalid_arguments,
             Stage.validate,
             f"Arguments for `{tool.name}` contain an integer beyond the 64-bit range; send large numbers as strings.",
         )
@@ -55,7 +56,7 @@ def validate(bound: BoundCall, session: Session, snapshot: Snapshot) -> Validate
         return error_result(
             call,
             Status.invalid,
-            "invalid_arguments",
+            ResultCode.invalid_arguments,
             Stage.validate,
             f"Invalid arguments for `{tool.name}`:\n{lines}{more}\nFix the arguments and call `{tool.name}` again.",
             problems=tuple({"pointer": p.pointer, "message": p.message} for p in problems),
@@ -93,7 +94,7 @@ def _check_rules(validated: ValidatedCall, session: Session, snapshot: Snapshot)
         return error_result(
             call,
             Status.invalid,
-            "rule_failed",
+            ResultCode.rule_failed,
             Stage.validate,
             f"`{tool.name}` refused these arguments: {message}",
             rule=rule.name,

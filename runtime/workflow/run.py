@@ -89,7 +89,7 @@ async def run_as_tool(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
         return HandlerOutcome(
             error=f"workflow `{call.tool.handler.target}` is not in this snapshot",
             status=Status.internal,
-            code="internal",
+            code="internal_error",
         )
     result = await run_workflow(workflow, call.args, env)
     meta = MappingProxyType({"workflow_run": result.run_id, "workflow_status": result.status})
