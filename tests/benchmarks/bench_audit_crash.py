@@ -60,6 +60,8 @@ spec:
 
 
 def newest_ts(store: Path, sink: str) -> float:
+    if not store.exists():
+        return 0.0
     if sink == "sqlite":
         with sqlite3.connect(store) as conn:
             return float(conn.execute("SELECT max(ts) FROM calls").fetchone()[0] or 0.0)
@@ -72,8 +74,26 @@ def newest_ts(store: Path, sink: str) -> float:
     return newest
 
 
+def writer_children(path: Path) -> list[int]:
+    """Pids of audit writer children (``audit_writer=process``) still storing into ``path``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"runtime.audit.child" in argv and str(path).encode() in argv:
+                found.append(int(entry.name))
+    return found
+
+
 def settled(path: Path) -> None:
-    """Wait until the store stops changing (a writer child may still finish its batch)."""
+    """Wait until a writer child has stored what it was sent and exited, then until the
+    store stops changing."""
+    deadline = time.monotonic() + 120
+    while writer_children(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
     last = None
     for _ in range(100):
         files = sorted(path.parent.glob(path.name + "*"))
@@ -100,7 +120,12 @@ def one(root: Path, sink: str, writer: str) -> float:
     )
     assert child.stdout is not None
     assert child.stdout.readline().strip() == b"warm"
-    time.sleep(2.0)  # full speed for a while: the queue and the writer in their steady state
+    # Steady state: records are reaching the store (a writer child is up: it imports the
+    # runtime first, seconds on a busy machine), then full speed for a while.
+    deadline = time.monotonic() + 60
+    while newest_ts(store, sink) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(2.0)
     killed_at = time.time()
     os.kill(child.pid, signal.SIGKILL)  # the app (with audit_writer=process, its writer child lives on)
     child.wait()
@@ -109,11 +134,14 @@ def one(root: Path, sink: str, writer: str) -> float:
     return killed_at - newest if newest > 0 else float("inf")  # inf: nothing reached the store
 
 
+CONFIGS = (("sqlite", "process"), ("sqlite", "thread"), ("jsonl", "thread"))
+
+
 def main(kills: int) -> None:
     print(f"audit records lost by a SIGKILL at full load (seconds before the kill), {kills} kills each")
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        for sink, writer in (("sqlite", "process"), ("sqlite", "thread"), ("jsonl", "thread")):
+        for sink, writer in CONFIGS[: int(sys.argv[2])] if len(sys.argv) > 2 else CONFIGS:
             losses = [one(root, sink, writer) for _ in range(kills)]
             if any(loss == float("inf") for loss in losses):
                 empty = sum(loss == float("inf") for loss in losses)
