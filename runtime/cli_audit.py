@@ -64,6 +64,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 
 
 def cmd_audit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``toolrt audit``: query the audit log, or verify its hash chain."""
     settings = Settings()
     dsn = (
         args.dsn

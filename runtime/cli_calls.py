@@ -64,6 +64,7 @@ def _calls_payload(provider: str, payload: object) -> tuple[object, str | None]:
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``toolrt run`` and ``toolrt call``: run one turn's calls (or one call) and print what to send back."""
     if report_missing(args.config, err):
         return EXIT_USAGE
     if args.command == "run":
@@ -120,6 +121,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_tools(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``toolrt tools``: print the tool definitions in a provider's format."""
     snapshot = load_snapshot(args.config, err)
     if snapshot is None:
         return EXIT_PROBLEMS

@@ -21,6 +21,7 @@ EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
 
 def engine_settings(engine: str | None) -> Settings:
+    """Settings with the CEL and JSON Schema engine of ``--engine`` (None: as configured)."""
     if engine is None:
         return Settings()
     return Settings.model_validate({"cel_engine": engine, "schema_engine": engine})
@@ -35,6 +36,7 @@ def report_missing(paths: Sequence[Path], err: TextIO, what: str = "config") -> 
 
 
 def print_problems(error: ConfigError, err: TextIO) -> None:
+    """Print every problem of a config that did not compile."""
     for problem in error.problems:
         err.write(f"{problem}\n")
 
@@ -55,6 +57,7 @@ def locked_tools(paths: Sequence[Path]) -> LockedMounter | None:
 
 
 def make_runtime(args: argparse.Namespace, err: TextIO) -> Runtime | None:
+    """The Runtime a one-shot command runs with (None after printing the config's problems)."""
     try:
         settings = Settings()
         return Runtime(

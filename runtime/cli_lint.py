@@ -77,6 +77,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 
 
 def cmd_lint(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``toolrt lint``: compile the config and report every problem (exit 1 on errors, or warnings with --strict)."""
     try:
         settings = engine_settings(args.engine)
     except Exception as error:  # noqa: BLE001 - bad TOOLRT_* settings are a usage error
@@ -96,6 +97,7 @@ def cmd_lint(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_schema(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``toolrt schema``: print, write or check the JSON Schemas of the config kinds, or the YAML reference."""
     if args.reference:
         return _reference(args.update, out, err)
     schemas = all_schemas()
@@ -142,6 +144,7 @@ def _reference(target: Path | None, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``toolrt test``: run the config's PolicyTest cases (nothing is executed)."""
     paths = args.paths or [Settings().config_dir]
     if report_missing(paths, err, "file or directory"):
         return EXIT_USAGE
@@ -167,6 +170,7 @@ def cmd_test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``toolrt explain``: dry-run one call through lookup, validation and permission."""
     try:
         call_args = json.loads(args.args)
         raw_session = json.loads(args.session)

@@ -145,6 +145,7 @@ def workflow_command(
     make_runtime: Callable[[argparse.Namespace, TextIO], Runtime | None],
     load: Callable[..., Snapshot | None],
 ) -> int:
+    """``toolrt workflow run|resume|status|list``."""
     if args.action == "list":
         return _list(args, out, err, load)
     if args.action == "status":
@@ -187,6 +188,7 @@ def _report(args: argparse.Namespace, result: WorkflowResult, out: TextIO, err: 
 
 
 def versions_command(args: argparse.Namespace, out: TextIO, err: TextIO, load: Callable[..., Snapshot | None]) -> int:
+    """``toolrt versions``: each tool's versions, its rollout and the split it declares."""
     snapshot = load(args.config, err)
     if snapshot is None:
         return EXIT_PROBLEMS
