@@ -265,8 +265,10 @@ class _Translator:
             out: dict[str, Any] = {}
             for key_of, value_of in pairs:
                 key = key_of(env)
-                if type(key) is not str or key in out:
-                    raise CelError("unsupported or repeated map key")  # the engine words it
+                if type(key) is not str:
+                    raise Defer  # keys of other kinds: the engine's rules
+                if key in out:
+                    raise CelError("repeated map key")
                 out[key] = value_of(env)
             return out
 

@@ -92,7 +92,9 @@ def member(item: Any, container: Any) -> bool:
     if kind is list:
         return any(equal(item, x) for x in container)
     if kind is dict:
-        return any(equal(item, k) for k in container)
+        if type(item) is str:  # a map's keys are strings here
+            return item in container
+        raise Defer  # another kind of key: the engine's rules (some are no overload, some false)
     category(container)
     raise CelError("no matching overload for _in_")
 
@@ -218,6 +220,8 @@ def index(container: Any, key: Any) -> Any:
             return container[key]
         except KeyError:
             raise CelError(f"no such key: {key}") from None
+    if (kind is list and type(key) is float) or (kind is dict and type(key) is not str):
+        raise Defer  # a double index, a key of another kind: the engine's conversion rules
     category(container)
     category(key)
     raise CelError("no matching overload for _[_]")  # or a lookup the engine words (double index, int key)

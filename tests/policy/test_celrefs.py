@@ -258,7 +258,7 @@ def test_offset_to_line_col_is_one_based(offset: int, line_col: tuple[int, int])
 
 
 def test_matches_calls_are_renamed_for_the_cached_regex_function_but_strings_are_not() -> None:
-    from runtime.policy.cel import _with_cached_matches
+    from runtime.policy.celfast import _with_cached_matches
 
     source = "args.p.matches('x') || matches(args.q, 'matches(y)') || args.matches == 1"
     rewritten = _with_cached_matches(source)

@@ -1,0 +1,94 @@
+"""How policy conditions are planned and settled."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from runtime.config.cache import CompileCache
+from runtime.config.models import Effect, Enforcement
+from runtime.errors import CelCompileError
+from runtime.policy.cel import POLICY_VARIABLES, CelEngine, Outcome
+from runtime.snapshot import CompiledPolicyRule, CompiledTool, WhenPlan
+
+_CHANGING = re.compile(r"(?<![A-Za-z0-9_])(args|session|call)(?![A-Za-z0-9_])")
+_CHANGING_WITH_LINE = re.compile(r"(?<![A-Za-z0-9_])(args|session|call|commands)(?![A-Za-z0-9_])")
+
+
+class ConditionPlanner:
+    """Plans, at snapshot build, how each tool's policy conditions are settled per call."""
+
+    def __init__(self, engine: CelEngine, cache: CompileCache) -> None:
+        self.engine = engine
+        self.cache = cache
+
+    def plans(
+        self, rule_index: Mapping[str, tuple[CompiledPolicyRule, ...]], tools: Mapping[str, Mapping[str, CompiledTool]]
+    ) -> Mapping[str, WhenPlan]:
+        """Per tool key: conditions that depend on the tool alone, evaluated now, and
+        the rest as one list program (fast engine; compiled once per distinct set)."""
+        programs: dict[tuple[int, ...], Any] = {}
+        plans: dict[str, WhenPlan] = {}
+        for name, versions in tools.items():
+            for version, tool in versions.items():
+                key = f"{name}@{version}" if version else name
+                plan = self._plan(rule_index.get(key, ()), tool, programs)
+                if plan is not None:
+                    plans[key] = plan
+        return MappingProxyType(plans)
+
+    def _plan(
+        self, rules: Sequence[CompiledPolicyRule], tool: CompiledTool, programs: dict[tuple[int, ...], Any]
+    ) -> WhenPlan | None:
+        static = {"tool"} if tool.spec.command_line else {"tool", "commands"}
+        changing = _CHANGING_WITH_LINE if tool.spec.command_line else _CHANGING
+        constants: dict[int, Outcome] = {}
+        dynamic: list[int] = []
+        activation = None
+        for position, rule in enumerate(rules):
+            if rule.when is None:
+                continue
+            # Static only if the references say so AND no per-call variable's name appears
+            # anywhere in the source (a backstop against any form the reference scan misses,
+            # such as root-scoped `.args`); a name inside a string just costs the folding.
+            if rule.when_variables <= static and not changing.search(rule.when.source):
+                if activation is None:
+                    activation = self.engine.activation(
+                        {"tool": dict(tool.attributes), "commands": [], "args": {}, "session": {}, "call": {}},
+                        POLICY_VARIABLES,
+                    )
+                constants[position] = rule.when.evaluate(activation)
+            elif rule.when_direct is None:  # a direct condition costs less alone than its place in a batch
+                dynamic.append(position)
+        batch = None
+        if len(dynamic) >= 2 and self.engine.name == "fast":  # the portable engine pays per element, not per evaluation
+            identity = tuple(id(rules[p]) for p in dynamic)
+            if identity not in programs:
+                sources = [rules[p].when.source for p in dynamic]  # type: ignore[union-attr]
+                source = (
+                    "[" + ", ".join(f"({text}\n)" for text in sources) + "]"
+                )  # the newline ends a trailing // comment
+                try:
+                    programs[identity] = self.cache.compiled(
+                        ("when-batch", self.engine.name, source), lambda: self.engine.compile(source, POLICY_VARIABLES)
+                    )
+                except CelCompileError:
+                    programs[identity] = None  # each condition compiled alone: evaluate them one by one
+            batch = programs[identity]
+        quick = None
+        if not tool.spec.command_line and all(rule.enforce is Enforcement.deny for rule in rules):
+            live = [
+                rule
+                for position, rule in enumerate(rules)
+                if position not in constants or constants[position].error is not None or constants[position].is_true
+            ]
+            quick = tuple(
+                tuple(rule for rule in live if rule.effect is effect)
+                for effect in (Effect.deny, Effect.ask, Effect.allow)
+            )
+        if not constants and batch is None and quick is None:
+            return None
+        known = MappingProxyType({id(rules[position]): outcome for position, outcome in constants.items()})
+        return WhenPlan(MappingProxyType(constants), batch, tuple(dynamic) if batch is not None else (), known, quick)  # type: ignore[arg-type]
