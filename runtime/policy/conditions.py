@@ -1,4 +1,20 @@
-"""How policy conditions are planned and settled."""
+"""How policy conditions are planned (at snapshot build) and settled (per call).
+
+A rule's ``when`` is settled in one of four ways, tried in this order:
+
+1. **folded at build**: a condition that reads only ``tool`` (and ``commands`` for a
+   tool without a command line) has one outcome per tool, evaluated once here;
+2. **batched** (fast engine): the conditions of a tool that need the engine are
+   compiled as one list program and evaluated together, once per call; an error in
+   any of them settles none, and each is then evaluated alone;
+3. **direct**: a simple condition read straight from the arguments
+   (:mod:`runtime.policy.celdirect`), when it is certain;
+4. **its program**: CEL translated into closures where it can be, else the engine
+   (:mod:`runtime.policy.cel`).
+
+:class:`ConditionPlanner` makes the plan; :func:`settle_batch`, :func:`outcome_of` and
+:func:`holds_without_cel` are what the permit stage calls per call.
+"""
 
 from __future__ import annotations
 
@@ -92,3 +108,61 @@ class ConditionPlanner:
             return None
         known = MappingProxyType({id(rules[position]): outcome for position, outcome in constants.items()})
         return WhenPlan(MappingProxyType(constants), batch, tuple(dynamic) if batch is not None else (), known, quick)  # type: ignore[arg-type]
+
+
+_TRUE = Outcome(value=True)
+_NOT_TRUE = Outcome(value=False)
+NOTHING_KNOWN: Mapping[int, Outcome] = MappingProxyType({})
+
+
+def settle_batch(plan: WhenPlan, rules: Sequence[CompiledPolicyRule], activation: Any) -> Mapping[int, Outcome]:
+    """``id(rule)`` -> outcome for the conditions ``plan`` settles for this call: the
+    ones folded at build, and the batch evaluated once. If the batch errors, none of
+    its conditions is settled here (each is then evaluated alone, so each error is
+    told apart and fails closed on its own). ``activation`` is called only for a batch."""
+    if plan.batch is None:
+        return plan.known  # read only: no copy
+    known = dict(plan.known)
+    outcome = plan.batch.evaluate(activation())
+    values = outcome.value
+    if outcome.error is not None or not isinstance(values, list) or len(values) != len(plan.positions):
+        return plan.known
+    for position, value in zip(plan.positions, values, strict=True):
+        known[id(rules[position])] = _TRUE if value is True else _NOT_TRUE
+    return known
+
+
+def direct_outcome(rule: CompiledPolicyRule, args: Mapping[str, Any]) -> Outcome | None:
+    """The outcome of a simple ``when`` read straight from the arguments, if certain."""
+    direct = rule.when_direct
+    if direct is None:
+        return None
+    verdict = direct(args)
+    return None if verdict is None else (_TRUE if verdict else _NOT_TRUE)
+
+
+def outcome_of(
+    rule: CompiledPolicyRule, known: Mapping[int, Outcome], args: Mapping[str, Any], activation: Any
+) -> Outcome:
+    """The outcome of ``rule``'s ``when`` (which it must have) for this call: settled
+    ahead (``known``), read directly, or evaluated (``activation()`` builds the
+    activation, called only then)."""
+    outcome = known.get(id(rule)) or direct_outcome(rule, args)
+    if outcome is not None:
+        return outcome
+    assert rule.when is not None  # noqa: S101 - callers ask only for rules with a condition
+    return rule.when.evaluate(activation())
+
+
+def holds_without_cel(rule: CompiledPolicyRule, known: Mapping[int, Outcome], args: Mapping[str, Any]) -> bool | None:
+    """Whether ``rule`` matches a call of a tool without a command line, if that is
+    certain without evaluating CEL; else None."""
+    if rule.command_patterns is not None:
+        return False  # no command line to match
+    if rule.when is None:
+        return True
+    outcome = known.get(id(rule))
+    if outcome is not None:
+        return None if outcome.error is not None else outcome.value is True
+    direct = rule.when_direct
+    return direct(args) if direct is not None else None
