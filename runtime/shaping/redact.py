@@ -14,59 +14,31 @@ position (an 18-digit number that is not a card number may still be a resident I
 and the scan goes on from the next character (so a card number glued to a preceding
 number is still found, which ``re.sub`` would skip).
 
-How the pattern that matched is known: not by capture groups (one wrapping group per
-pattern, told apart by group offsets, was the first design; RE2 then runs its
-submatch engine on every candidate, ~13-16 us each, against 3.5 us for the DFA alone,
-and a log with an order id on every fifth line has thousands of candidates). The scan
-is non-capturing; the winner is settled on the candidate's span afterwards (see
-:meth:`_Scanner.identify`), exactly as the capturing alternation would have.
-
-The text is scanned as UTF-8 bytes, encoded once: google-re2's ``str`` interface
-re-encodes the whole text on every ``search`` call, which would make a scan with
-many candidates quadratic.
+The scanning machinery is in :mod:`runtime.shaping.redact_scan`, streaming in
+:mod:`runtime.shaping.redact_stream`.
 """
 
 from __future__ import annotations
 
-import functools
 import re
-import re._parser as sre_parser
-import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
-import re2
-
 from runtime.shaping._unicode import to_utf8
-from runtime.shaping.secret_checks import is_reference, value_span
-from runtime.shaping.validators import VALIDATORS
-from runtime.snapshot import CompiledPattern, CompiledRedaction
+from runtime.shaping.redact_scan import (
+    _build_scanners,
+    _compile,
+    _is_anchored,
+    _is_edge_anchored,
+    _pattern_source,
+    _scan,
+    _shortest_match,
+)
+from runtime.shaping.redact_stream import DEFAULT_WINDOW, StreamRedactor
+from runtime.shaping.secret_checks import is_reference
+from runtime.snapshot import CompiledRedaction
 
-try:  # google-re2's matcher below its Python wrapper (see _Regex)
-    from re2 import _re2 as _low
-
-    _UNANCHORED = _low.RE2.Anchor.UNANCHORED
-    _ANCHOR_START = _low.RE2.Anchor.ANCHOR_START
-    _ANCHOR_BOTH = _low.RE2.Anchor.ANCHOR_BOTH
-except (ImportError, AttributeError):  # pragma: no cover - other google-re2 layouts
-    _low = None
-
-DEFAULT_WINDOW = 64 * 1024
-"""Bytes of output a :class:`StreamRedactor` holds back between chunks.
-
-A secret split across chunks is redacted as long as its match is at most this long
-(a 4 KB PEM private key is; so is every token pattern shipped). A match longer than
-the window may be missed or only partly redacted. The stream emits text only once
-twice this much is pending, so every byte is scanned at most about twice.
-"""
-
-# The DFA of a big alternation (many profiles) can outgrow RE2's default budget of
-# 8 MiB, and RE2 then falls back to its much slower NFA. The shipped 20 patterns fit
-# either way; the headroom is for larger configs. Memory is only used as the DFA
-# grows, and one compiled alternation is shared by every tool that uses the same
-# profiles (see _compile).
-_MAX_MEM = 64 << 20
+__all__ = ["DEFAULT_WINDOW", "SECRET_FIELD", "SECRET_FIELD_MARK", "Redactor", "StreamRedactor"]
 
 _MAX_VALUE_DEPTH = 200  # redact_value() nesting limit
 _MAX_KEY_VERDICTS = 4096  # is_secret_key() answers kept
@@ -75,362 +47,6 @@ SECRET_FIELD = "secret_field"
 """The name counted for a value redacted because of its key (see :meth:`Redactor.redact_value`)."""
 SECRET_FIELD_MARK = f"[REDACTED:{SECRET_FIELD}]"
 _MARKS = re.compile(r"\[REDACTED:[^\]]*\]")
-
-
-def _options() -> Any:
-    options = re2.Options()
-    options.log_errors = False  # RE2 would otherwise write to the app's stderr
-    options.max_mem = _MAX_MEM
-    # Capture groups are never needed (patterns are told apart without them, see
-    # _Scanner.identify) and make RE2 run its slow submatch engine on every match:
-    # measured 13-16 us per candidate with groups, 3.5 us without.
-    options.never_capture = True
-    return options
-
-
-@functools.lru_cache(maxsize=1024)
-def _compile(source: str) -> Any:
-    # Cached by source: tools sharing the same profiles share one RE2 object (and its
-    # DFA cache) instead of each holding a copy.
-    return re2.compile(source, _options())
-
-
-@functools.lru_cache(maxsize=256)
-def _compile_set(sources: tuple[str, ...]) -> Any:
-    patterns = re2.Set.FullMatchSet(_options())
-    for source in sources:
-        # One optional character on each side: the slice handed to the set carries the
-        # characters around the candidate, so \b, ^ and $ at its edges see them (a
-        # set cannot be given a position inside a longer text).
-        patterns.Add(f"(?s:.)?(?:{source})(?s:.)?")
-    patterns.Compile()
-    return patterns
-
-
-class _Regex:
-    """A compiled pattern applied to UTF-8 bytes at a position, with the text around as context.
-
-    Calls google-re2's matcher directly when it can: the public wrapper spends ~3 us
-    per call building a generator and a match object, more than the match itself
-    costs on a short candidate, and a log full of look-alike numbers has thousands.
-    """
-
-    __slots__ = ("_public", "_match")
-
-    def __init__(self, regex: Any) -> None:
-        self._public = regex
-        low = getattr(regex, "_regexp", None)
-        self._match = low.Match if _low is not None and low is not None and hasattr(low, "Match") else None
-
-    def search(self, data: bytes, pos: int) -> tuple[int, int] | None:
-        """The span of the leftmost match at or after ``pos``, or None."""
-        if self._match is not None:
-            span = self._match(_UNANCHORED, data, pos, len(data))[0]
-            return None if span[0] < 0 else span
-        found = self._public.search(data, pos)
-        return None if found is None else found.span()
-
-    def match_end(self, data: bytes, pos: int) -> int | None:
-        """Where a match starting exactly at ``pos`` ends, or None."""
-        if self._match is not None:
-            end = self._match(_ANCHOR_START, data, pos, len(data))[0][1]
-            return None if end < 0 else end
-        found = self._public.match(data, pos)
-        return None if found is None else found.end()
-
-    def spans(self, data: bytes, pos: int, end: int) -> bool:
-        """True when a match covers exactly ``data[pos:end]`` (context: the whole ``data``)."""
-        if self._match is not None:
-            return self._match(_ANCHOR_BOTH, data, pos, end)[0][0] >= 0
-        return self._public.fullmatch(data, pos, end) is not None
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    """One pattern of a scanner."""
-
-    name: str
-    replacement: bytes | None  # None: a look-alike to keep as it is
-    validator: Callable[[str], bool] | None
-    shields: frozenset[str]  # a look-alike's: patterns whose matches starting inside it are kept
-    value_only: bool  # <name> <separator> <value>: only the value is replaced
-    alone: _Regex  # the pattern by itself: to confirm which pattern matched, and to retry
-
-
-def _pattern_source(pattern: CompiledPattern) -> str:
-    source: str = pattern.regex.pattern
-    if isinstance(source, bytes):
-        source = source.decode("utf-8")
-    # compile_re2 applies case-insensitivity as an option, not inline; inside the
-    # alternation it must become an inline flag scoped to the pattern's own group.
-    return source if pattern.regex.options.case_sensitive else f"(?i){source}"
-
-
-class _Scanner:
-    """One RE2 alternation of several patterns, and how to tell which one matched.
-
-    The alternation is non-capturing: RE2 answers "where is the leftmost match" with
-    its DFA alone. Which pattern it was is then settled on the candidate only: an
-    ``RE2::Set`` of all patterns lists those that match that exact span, and the
-    first of them (in pattern order) that also matches in place, with the real text
-    around it, is the one the alternation chose (leftmost-first: an earlier pattern
-    matching at that position would have been chosen instead).
-    """
-
-    __slots__ = ("finder", "entries", "_sources", "_set", "_later")
-
-    def __init__(self, patterns: Sequence[CompiledPattern]) -> None:
-        sources = tuple(_pattern_source(p) for p in patterns)
-        self._sources = sources
-        self.finder = _Regex(_compile("|".join(f"(?:{source})" for source in sources)))
-        self.entries = tuple(
-            _Entry(
-                name=pattern.name,
-                replacement=None if pattern.keep else to_utf8(pattern.replacement),
-                validator=VALIDATORS.get(pattern.validator) if pattern.validator is not None else None,
-                alone=_Regex(_compile(source)),
-                shields=pattern.shields if pattern.keep else frozenset(),
-                value_only=pattern.value_only and not pattern.keep,
-            )
-            for pattern, source in zip(patterns, sources, strict=True)
-        )
-        try:
-            self._set: Any = _compile_set(sources) if len(sources) > 1 else None
-        except re2.error:
-            self._set = None  # too big for a set: identify() tries the patterns in order
-        # The alternation of the patterns after each one: where a candidate rejected by
-        # its validator may still match (built when first needed, then kept).
-        self._later: dict[int, _Regex | None] = {}
-        for index, entry in enumerate(self.entries):
-            if entry.validator is not None:
-                self._later_finder(index)
-
-    def _later_finder(self, index: int) -> _Regex | None:
-        if index not in self._later:
-            rest = self._sources[index + 1 :]
-            self._later[index] = _Regex(_compile("|".join(f"(?:{source})" for source in rest))) if rest else None
-        return self._later[index]
-
-    def identify(self, data: bytes, begin: int, end: int, after: int = -1) -> int:
-        """The first pattern after index ``after`` that matches exactly ``data[begin:end]`` in place."""
-        entries = self.entries
-        if self._set is not None:
-            lo = _char_start(data, begin - 1) if begin > 0 else begin
-            hi = end + _char_len(data[end]) if end < len(data) else end
-            for index in sorted(self._set.Match(data[lo:hi]) or ()):
-                if index > after and entries[index].alone.spans(data, begin, end):
-                    return index
-        for index in range(after + 1, len(entries)):  # no set (or a bug in it): the slow, sure way
-            if entries[index].alone.spans(data, begin, end):
-                return index
-        raise AssertionError("a match of the alternation matched none of its patterns")
-
-    def token_at(self, data: bytes, begin: int) -> bool:
-        """Whether a pattern other than a look-alike or a ``value_only`` one matches at ``begin``."""
-        end = self.finder.match_end(data, begin)
-        if end is None:
-            return False
-        accepted = self.accept(data, begin, end)
-        return accepted is not None and accepted[0].replacement is not None and not accepted[0].value_only
-
-    def accept(self, data: bytes, begin: int, end: int) -> tuple[_Entry, int] | None:
-        """The pattern to redact this candidate with and where its match ends; or None.
-
-        A candidate rejected by its pattern's validator (or empty, which would redact
-        nothing) is offered to the later patterns at the same position; earlier ones
-        cannot match there (leftmost-first).
-        """
-        index = self.identify(data, begin, end)
-        while True:
-            entry = self.entries[index]
-            if end > begin and (entry.validator is None or _valid(entry.validator, data[begin:end])):
-                return entry, end
-            later = self._later_finder(index)
-            stop = later.match_end(data, begin) if later is not None else None
-            if stop is None:
-                return None
-            index, end = self.identify(data, begin, stop, after=index), stop
-
-
-def _value_bytes(data: bytes, begin: int, stop: int) -> tuple[int, int] | None:
-    """The byte span of the value inside the ``<name> <separator> <value>`` match ``data[begin:stop]``."""
-    candidate = data[begin:stop].decode("utf-8", "replace")
-    span = value_span(candidate)
-    if span is None:
-        return None
-    return begin + len(to_utf8(candidate[: span[0]])), begin + len(to_utf8(candidate[: span[1]]))
-
-
-def _build_scanners(patterns: Sequence[CompiledPattern]) -> tuple[_Scanner, ...]:
-    """As few alternations as possible; normally exactly one.
-
-    Patterns that cannot share one alternation (beyond RE2's program size limit)
-    start another one; the scanners then run one after the other.
-    """
-    scanners: list[_Scanner] = []
-    pending: list[CompiledPattern] = list(patterns)
-    while pending:
-        count = len(pending)
-        while True:
-            try:
-                scanners.append(_Scanner(pending[:count]))
-                break
-            except re2.error:
-                if count == 1:
-                    raise  # a pattern that compiled alone always compiles alone again
-                count = max(1, count // 2)
-        pending = pending[count:]
-    return tuple(scanners)
-
-
-def _char_len(lead: int) -> int:
-    """Bytes of the UTF-8 character whose first byte is ``lead``."""
-    return 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
-
-
-def _char_start(data: bytes | bytearray, index: int) -> int:
-    """The start of the UTF-8 character containing byte ``index`` (or ``index`` itself)."""
-    while 0 < index < len(data) and data[index] & 0xC0 == 0x80:
-        index -= 1
-    return index
-
-
-def _scan(
-    scanner: _Scanner, data: bytes, start: int, limit: int | None, out: list[bytes], counts: dict[str, int]
-) -> int:
-    """Redact ``data[start:]`` into ``out``; return where the output stops.
-
-    Only matches that begin before ``limit`` (None: anywhere) are redacted. Output is
-    produced up to the end of the last redacted match or ``limit``, whichever is
-    later, and always ends on a character boundary. Text before ``start`` is context
-    only (so ``\\b`` and ``^`` see the character before it), never output.
-    """
-    end = len(data) if limit is None else limit
-    emitted = pos = start
-    shield_begin, shield_end, shielded = -1, -1, frozenset[str]()  # a look-alike's span, and which patterns it protects
-    search = scanner.finder.search
-    while pos <= len(data):
-        span = search(data, pos)
-        if span is None or span[0] >= end:
-            break
-        begin = span[0]
-        accepted = scanner.accept(data, begin, span[1])
-        if accepted is None:
-            # Nothing to redact here: go on from the next character (not from the end
-            # of the rejected candidate, which may contain a real match).
-            pos = begin + _char_len(data[begin]) if begin < len(data) else begin + 1
-            continue
-        entry, stop = accepted
-        step = begin + _char_len(data[begin]) if begin < len(data) else begin + 1
-        if entry.replacement is None:
-            # A look-alike: the patterns it shields may not start inside it; every other
-            # pattern still may (a token in http://TOKEN@host is still a token).
-            shield_begin, shield_end, shielded = begin, max(shield_end, stop), entry.shields
-            pos = step
-            continue
-        if begin < shield_end and entry.name in shielded:
-            pos = step
-            continue
-        if entry.value_only:
-            value = _value_bytes(data, begin, stop)
-            if value is not None:
-                start, stop = value
-                if scanner.token_at(data, start):
-                    # A known token opens the value: leave it to its own pattern (and name),
-                    # which the next search finds right there.
-                    out.append(data[emitted:start])
-                    emitted = pos = start
-                    continue
-                begin = start
-        out.append(data[emitted:begin])
-        out.append(entry.replacement)
-        counts[entry.name] = counts.get(entry.name, 0) + 1
-        emitted = pos = stop
-    boundary = max(end, emitted)
-    if limit is not None and shield_end > boundary and start < shield_begin and emitted <= shield_begin:
-        # A look-alike runs past the limit: the next round scans it again whole, so that
-        # what it shields beyond the limit is still seen inside it.
-        boundary = shield_begin
-    out.append(data[emitted:boundary])
-    return boundary
-
-
-def _is_anchored(source: str) -> bool:
-    """Whether ``source`` uses ``^``, ``$``, ``\\A`` or ``\\z`` outside a character class."""
-    in_class = False
-    index = 0
-    while index < len(source):
-        char = source[index]
-        if char == "\\":
-            if not in_class and source[index + 1 : index + 2] in ("A", "z"):
-                return True
-            index += 2
-            continue
-        if in_class:
-            if char == "]":
-                in_class = False
-        elif char == "[":
-            in_class = True
-            if source[index + 1 : index + 2] == "^":
-                index += 1  # a negated class, not an anchor
-            if source[index + 1 : index + 2] == "]":
-                index += 1  # a literal ] first in the class
-        elif char in "^$":
-            return True
-        index += 1
-    return False
-
-
-_LEADING_FLAGS = re.compile(r"\(\?([a-zA-Z]+)\)")
-
-
-def _is_edge_anchored(source: str) -> bool:
-    """Whether ``source`` is anchored to the start or end of the whole text: ``\\A``,
-    ``\\z``, or ``^``/``$`` without multi-line mode set for the whole pattern by its
-    leading flags (``(?m)``). A pattern anchored only to line edges matches a string the
-    same whether it stands alone or between newlines."""
-    if not _is_anchored(source):
-        return False
-    if "\\A" in source or "\\z" in source or "-" in "".join(_flag_groups(source)):
-        return True
-    rest, multiline = source, False
-    while (found := _LEADING_FLAGS.match(rest)) is not None:
-        multiline = multiline or "m" in found.group(1)
-        rest = rest[found.end() :]
-    return not multiline
-
-
-def _flag_groups(source: str) -> list[str]:
-    """The flag letters of every ``(?flags)`` and ``(?flags:`` group in ``source``."""
-    return re.findall(r"\(\?([a-zA-Z-]+)[:)]", source)
-
-
-_POSIX_CLASS = re.compile(r"\[:\^?[a-z]+:\]")  # [:alpha:], [:^digit:] (inside a bracket expression)
-
-
-def _shortest_match(source: str) -> int:
-    """A lower bound on the characters any match of ``source`` spans (at least 1).
-
-    Python's regex parser measures it; for the few RE2 forms it cannot read, 1 (no
-    text is then skipped for this pattern). Character classes, repetitions and
-    alternations mean the same in both dialects, which is all the width depends on.
-    """
-    if _POSIX_CLASS.search(source):
-        return 1  # RE2's POSIX classes ([[:digit:]]) read as something else by Python's parser
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "possible nested set" and the like
-            low = sre_parser.parse(source).getwidth()[0]
-    except Exception:  # noqa: BLE001 - RE2-only syntax: assume the shortest possible
-        return 1
-    return max(1, int(low))
-
-
-def _valid(validator: Callable[[str], bool], candidate: bytes) -> bool:
-    try:
-        return bool(validator(candidate.decode("utf-8", "replace")))
-    except Exception:  # noqa: BLE001 - a failing check must not fail the call; redact to be safe
-        return True
 
 
 class Redactor:
@@ -517,6 +133,38 @@ class Redactor:
             return text, counts
         return data.decode("utf-8"), counts
 
+    def spans(self, text: str) -> list[tuple[int, int, str]]:
+        """Where :meth:`redact` finds something to replace in ``text``: ``(start, end,
+        replacement)`` in characters, in order, overlapping spans merged. A span covers
+        the whole match, also where only a value is replaced (``password=...``): the
+        value is a secret only beside its key.
+
+        Every scanner runs on ``text`` itself (``redact`` runs each on the previous
+        one's output), so a span may be found that ``redact`` leaves to an earlier
+        replacement: callers use spans to keep secrets whole, where more is safer."""
+        if not self._scanners or len(text) < self._shortest:
+            return []
+        data = to_utf8(text)
+        found: list[tuple[int, int, bytes]] = []
+        for scanner in self._scanners:
+            _scan(scanner, data, 0, None, [], {}, found)
+        merged: list[tuple[int, int, bytes]] = []
+        for begin, end, replacement in sorted(found):
+            if merged and begin < merged[-1][1]:
+                first = merged[-1]
+                merged[-1] = (first[0], max(first[1], end), first[2])
+            else:
+                merged.append((begin, end, replacement))
+        spans: list[tuple[int, int, str]] = []
+        chars = done = 0  # characters in data[:done]
+        for begin, end, replacement in merged:
+            chars += len(data[done:begin].decode("utf-8", "replace"))
+            start = chars
+            chars += len(data[begin:end].decode("utf-8", "replace"))
+            done = end
+            spans.append((start, chars, replacement.decode("utf-8", "replace")))
+        return spans
+
     def has_candidate(self, text: str) -> bool:
         """Whether any pattern matches somewhere in ``text`` (validators not consulted).
 
@@ -602,101 +250,3 @@ class Redactor:
     def stream(self) -> StreamRedactor:
         """A redactor for output that arrives in chunks (see :class:`StreamRedactor`)."""
         return StreamRedactor(self)
-
-
-class _Stage:
-    """Streaming state of one scanner: the held-back bytes and one character of context."""
-
-    __slots__ = ("scanner", "window", "pending", "context", "counts")
-
-    def __init__(self, scanner: _Scanner, window: int, counts: dict[str, int]) -> None:
-        self.scanner = scanner
-        self.window = window
-        self.pending = bytearray()
-        self.context = b""  # the last character already emitted: \b and ^ need it
-        self.counts = counts
-
-    def feed(self, data: bytes) -> bytes:
-        self.pending += data
-        # Scan only once two windows are pending: each scan emits at least one window,
-        # so every byte is scanned about twice instead of once per chunk.
-        if len(self.pending) < 2 * self.window:
-            return b""
-        return self._process(final=False)
-
-    def finish(self) -> bytes:
-        return self._process(final=True)
-
-    def preview(self, more: bytes) -> bytes:
-        """What :meth:`finish` would return after ``more`` came in, without changing anything."""
-        data = self.context + bytes(self.pending) + more
-        out: list[bytes] = []
-        _scan(self.scanner, data, len(self.context), None, out, {})
-        return b"".join(out)
-
-    def _process(self, *, final: bool) -> bytes:
-        data = self.context + bytes(self.pending)
-        start = len(self.context)
-        # A match that starts before `limit` and is at most `window` long lies wholly in
-        # `data`, so it is found exactly as in the whole text. Later starts wait.
-        limit = None if final else max(start, _char_start(data, len(data) - self.window))
-        out: list[bytes] = []
-        boundary = _scan(self.scanner, data, start, limit, out, self.counts)
-        self.pending = bytearray(data[boundary:])
-        self.context = data[_char_start(data, boundary - 1) : boundary] if boundary > 0 else b""
-        return b"".join(out)
-
-
-class StreamRedactor:
-    """Redacts output that arrives in chunks, across chunk boundaries.
-
-    ``feed(chunk)`` returns the redacted text that is now safe to pass on (possibly
-    ``""``: up to two windows are held back so that a secret split across chunks is
-    still seen whole); ``finish()`` returns the rest. ``counts`` accumulates the
-    matches by pattern name. Matches longer than the redactor's window (64 KiB by
-    default) may be missed. Emitted text always ends on a character boundary.
-    """
-
-    __slots__ = ("counts", "_stages", "_finished")
-
-    def __init__(self, redactor: Redactor) -> None:
-        self.counts: dict[str, int] = {}
-        self._stages = tuple(_Stage(scanner, redactor.window, self.counts) for scanner in redactor._scanners)
-        self._finished = False
-
-    def feed(self, chunk: str) -> str:
-        """Take the next chunk; return the redacted text that can be emitted now."""
-        if self._finished:
-            raise RuntimeError("feed() after finish(): start a new stream")
-        if not self._stages:
-            return chunk
-        data = to_utf8(chunk)
-        for stage in self._stages:
-            if not data:
-                break  # nothing released: the later stages have nothing new either
-            data = stage.feed(data)
-        return data.decode("utf-8")
-
-    def preview(self) -> str:
-        """The text still held back, redacted as if the output ended now; nothing is
-        consumed (for a look at a running command's latest output)."""
-        if self._finished or not self._stages:
-            return ""
-        data = b""
-        for stage in self._stages:
-            data = stage.preview(data)
-        return data.decode("utf-8", "replace")
-
-    def finish(self) -> str:
-        """End of output: return everything still held back, redacted."""
-        if self._finished:
-            return ""
-        self._finished = True
-        if not self._stages:
-            return ""
-        data = b""
-        for stage in self._stages:
-            # Whatever an earlier stage still held goes through the later ones too.
-            stage.pending += data
-            data = stage.finish()
-        return data.decode("utf-8")

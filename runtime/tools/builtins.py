@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.config.models import Trust
 from runtime.errors import ToolError
 from runtime.shaping.artifacts import ArtifactError, ArtifactPage
+from runtime.shaping.page_secrets import LOOK_BEHIND, keep_secrets_whole
 from runtime.shaping.untrusted import LOOK_AHEAD, defuse_page, wrap_untrusted
 from runtime.tools.workspace_tools import HANDLERS as WORKSPACE_HANDLERS
 
@@ -55,6 +56,8 @@ async def artifact_read(args: Mapping[str, Any], env: TurnEnv, tool: CompiledToo
             page = env.artifacts.read(
                 artifact_id, offset=offset, limit=limit, pattern=pattern, session=env.session.id, look_ahead=LOOK_AHEAD
             )
+            if redactor is not None and pattern is None:
+                page = keep_secrets_whole(page, _before(env, artifact_id, offset), redactor)
         except ArtifactError as err:
             raise ToolError(str(err)) from err
         content = _page_text(page, str(artifact_id))
@@ -66,6 +69,14 @@ async def artifact_read(args: Mapping[str, Any], env: TurnEnv, tool: CompiledToo
 
 
 artifact_read.wants_tool = True  # type: ignore[attr-defined]
+
+
+def _before(env: TurnEnv, artifact_id: Any, offset: int) -> str:
+    """Up to :data:`LOOK_BEHIND` characters of the artifact before ``offset``."""
+    if offset <= 0 or env.artifacts is None:
+        return ""
+    first = max(0, offset - LOOK_BEHIND)
+    return env.artifacts.read(artifact_id, offset=first, limit=offset - first, session=env.session.id).text
 
 
 def _page_text(page: ArtifactPage, artifact_id: str) -> str:

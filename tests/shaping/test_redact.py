@@ -207,7 +207,7 @@ def all_samples_text() -> str:
 def test_results_are_the_same_through_google_re2s_public_wrapper(
     default_profiles: tuple[CompiledRedaction, ...], redactor: Redactor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import runtime.shaping.redact as redact_module
+    import runtime.shaping.redact_scan as redact_module
 
     monkeypatch.setattr(redact_module, "_low", None)
     public_only = Redactor(default_profiles)
@@ -220,7 +220,7 @@ def test_results_are_the_same_without_a_pattern_set(
 ) -> None:
     import re2
 
-    import runtime.shaping.redact as redact_module
+    import runtime.shaping.redact_scan as redact_module
 
     def no_set(sources: tuple[str, ...]) -> object:
         raise re2.error("set too large")
@@ -234,7 +234,7 @@ def test_results_are_the_same_without_a_pattern_set(
 def test_patterns_that_cannot_share_one_alternation_still_all_apply(monkeypatch: pytest.MonkeyPatch) -> None:
     import re2
 
-    import runtime.shaping.redact as redact_module
+    import runtime.shaping.redact_scan as redact_module
 
     real = redact_module._compile
 
@@ -266,7 +266,7 @@ def test_a_pattern_that_matches_the_empty_string_redacts_nothing() -> None:
 
 
 def test_a_validator_that_raises_counts_as_a_match(monkeypatch: pytest.MonkeyPatch) -> None:
-    import runtime.shaping.redact as redact_module
+    import runtime.shaping.redact_scan as redact_module
 
     def broken(text: str) -> bool:
         raise RuntimeError("bug")

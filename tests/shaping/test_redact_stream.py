@@ -169,7 +169,7 @@ def test_streams_with_several_scanners_chain_their_stages(
 ) -> None:
     import re2
 
-    import runtime.shaping.redact as redact_module
+    import runtime.shaping.redact_scan as redact_module
 
     real = redact_module._compile
 
