@@ -150,14 +150,12 @@ def test_submit_does_not_wait_for_a_stuck_sink() -> None:
     try:
         writer.submit(record(0))
         assert sink.entered.wait(5)
-        started = time.perf_counter()
         for index in range(1, 20_001):
             writer.submit(record(index))
-        elapsed = time.perf_counter() - started
-        # The sink is still stuck, yet every submit returned: none of them waited on it.
+        # The sink is still stuck, yet every submit returned: none of them waited on it
+        # (a submit that waited would never return, since nothing releases the sink).
         assert not sink.release.is_set() and sink.batches == []
         assert writer.pending == 20_000
-        assert elapsed < 5  # generous: ~20k deque appends; a wait on the sink would never end
         sink.release.set()
         assert writer.flush(timeout=20) is True
         assert writer.written == 20_001
