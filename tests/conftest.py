@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import tempfile
 
 os.environ.setdefault("TOOLRT_HOT_RELOAD", "false")
@@ -23,3 +24,10 @@ os.environ.setdefault("TOOLRT_RELOAD_SETTLE_MS", "150")
 _STATE_HOME = tempfile.mkdtemp(prefix="toolrt-tests-state-")
 os.environ["XDG_STATE_HOME"] = _STATE_HOME
 atexit.register(shutil.rmtree, _STATE_HOME, True)
+
+# A suite started in the background (`nohup make test &`, a CI step without a terminal)
+# inherits SIGINT ignored, and so would every `toolrt watch` or `serve` the tests start
+# and then stop with SIGINT, as a user at a terminal would. With a handler here, the
+# children start with SIGINT at its default (exec resets handlers, not "ignored").
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
