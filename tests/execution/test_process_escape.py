@@ -204,7 +204,13 @@ async def test_where_the_machine_allows_it_the_tree_runs_in_a_cgroup_of_its_own(
     base = cgroup_base()
     seen = tmp_path / "cgroup"
     result = await run_process(
-        ["sh", "-c", f"env -i {sys.executable} -c \"$DAEMON\" pids; grep '^0::' /proc/self/cgroup > cgroup"],
+        # The shell waits for the daemon's pid before it ends (and the tree is killed).
+        [
+            "sh",
+            "-c",
+            f'env -i {sys.executable} -c "$DAEMON" pids; while [ ! -s pids ]; do sleep 0.01; done;'
+            " grep '^0::' /proc/self/cgroup > cgroup",
+        ],
         cwd=tmp_path,
         env=_env("cgroup"),
         total_s=30,
