@@ -11,6 +11,7 @@ import ctypes
 import os
 import sys
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -106,8 +107,17 @@ def test_writes_and_reads_racing_a_swapping_thread_never_reach_outside(swappable
             exchange(tree.root / "d", tree.root / "d_swap")
             swaps["done"] += 1
 
+    def both_seen() -> bool:
+        return outcomes["written"] > 0 and outcomes["refused by the check"] + outcomes["caught after the check"] > 0
+
+    # At least 300 edits each, and on until a write and a refusal have both been seen:
+    # how often the swap lands between check and use depends on the machine's load.
+    deadline = time.monotonic() + 120
+
     def writer(worker: int) -> None:
-        for k in range(300):
+        k = 0
+        while k < 300 or (not both_seen() and time.monotonic() < deadline):
+            k += 1
             try:
                 tree.editor.edit("d/f.txt", "replace", content=f"w{worker}-{k}\n")
                 outcomes["written"] += 1
