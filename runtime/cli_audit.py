@@ -113,9 +113,7 @@ def _audit_postgres(args: argparse.Namespace, dsn: str, out: TextIO, err: TextIO
         err.write("toolrt audit: --store and --dsn name two different logs; give one\n")
         return EXIT_USAGE
     if args.action == "verify":
-        filters = [name for name in ("session", "tool", "status", "since", "until") if getattr(args, name) is not None]
-        if filters:
-            err.write(f"toolrt audit verify: --{filters[0]} filters a query; verify walks the whole log\n")
+        if _filters_given_to_verify(args, err):
             return EXIT_USAGE
         try:
             anchors = dict(parse_anchor(text) for text in args.anchor)
@@ -158,9 +156,7 @@ def _audit_postgres(args: argparse.Namespace, dsn: str, out: TextIO, err: TextIO
 
 def _audit_verify(args: argparse.Namespace, store: Path, out: TextIO, err: TextIO) -> int:
     """``toolrt audit verify``: 0 when the chain is intact, 1 at its first broken link, 2 on usage errors."""
-    filters = [name for name in ("session", "tool", "status", "since", "until") if getattr(args, name) is not None]
-    if filters:
-        err.write(f"toolrt audit verify: --{filters[0]} filters a query; verify walks the whole log\n")
+    if _filters_given_to_verify(args, err):
         return EXIT_USAGE
     try:
         anchors = dict(parse_anchor(text) for text in args.anchor)
@@ -170,3 +166,11 @@ def _audit_verify(args: argparse.Namespace, store: Path, out: TextIO, err: TextI
         return EXIT_USAGE
     out.write((report_json(report) if args.format == "json" else report.to_text()) + "\n")
     return EXIT_OK if report.ok else EXIT_PROBLEMS
+
+
+def _filters_given_to_verify(args: argparse.Namespace, err: TextIO) -> bool:
+    """Whether ``verify`` was given a query filter (said on ``err``): it walks the whole log."""
+    filters = [name for name in ("session", "tool", "status", "since", "until") if getattr(args, name) is not None]
+    if filters:
+        err.write(f"toolrt audit verify: --{filters[0]} filters a query; verify walks the whole log\n")
+    return bool(filters)

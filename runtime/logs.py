@@ -242,44 +242,26 @@ def call_finished(env: TurnEnv, call: Call, result: ToolResult) -> None:
     meta = result.metadata
     timings = meta.get("timings_ms") or {}
     is_error = result.is_error
+    facts = (
+        env.request_id,
+        env.session.id,
+        env.trace_id,
+        call.id,
+        result.name,
+        result.status,
+        result.code,
+        result.stage,
+        timings.get("total_ms"),
+        meta.get("decision"),
+        env.snapshot.version,
+    )
     direct = _state["direct"]
     if direct is not None:
         writer, threshold = direct
         if _LEVELS["WARNING" if is_error else "INFO"] >= threshold:
-            # Raw facts only: the writer thread words and encodes them.
-            writer.write_call(
-                is_error,
-                (
-                    env.request_id,
-                    env.session.id,
-                    env.trace_id,
-                    call.id,
-                    result.name,
-                    result.status,
-                    result.code,
-                    result.stage,
-                    timings.get("total_ms"),
-                    meta.get("decision"),
-                    env.snapshot.version,
-                ),
-            )
+            writer.write_call(is_error, facts)  # raw facts only: the writer thread words and encodes them
         return
-    level, message, values = _call_record(
-        is_error,
-        (
-            env.request_id,
-            env.session.id,
-            env.trace_id,
-            call.id,
-            result.name,
-            result.status,
-            result.code,
-            result.stage,
-            timings.get("total_ms"),
-            meta.get("decision"),
-            env.snapshot.version,
-        ),
-    )
+    level, message, values = _call_record(is_error, facts)
     logger.bind(**dict(zip(CALL_FIELDS, values, strict=True))).log(level, message)
 
 

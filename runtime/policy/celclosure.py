@@ -52,6 +52,7 @@ from runtime.policy.celops import (
     plain,
     select,
     size_of,
+    string_literal,
     string_test,
     truth,
 )
@@ -116,29 +117,10 @@ _SIMPLE_ESCAPES = {
 
 def _string(text: str) -> str:
     """The value of a CEL string literal; escapes beyond the simple ones are left to the engine."""
-    raw = text[:1] in ("r", "R")
-    if raw:
-        text = text[1:]
-    quote = text[:3] if text[:3] in ("'''", '"""') else text[:1]
-    if quote not in ("'", '"', "'''", '"""') or len(text) < 2 * len(quote):
+    value = string_literal(text, _SIMPLE_ESCAPES)
+    if value is None:
         raise _NotSubset
-    body = text[len(quote) : len(text) - len(quote)]
-    if raw or "\\" not in body:
-        return body
-    out: list[str] = []
-    index = 0
-    while index < len(body):
-        char = body[index]
-        if char != "\\":
-            out.append(char)
-            index += 1
-            continue
-        escaped = _SIMPLE_ESCAPES.get(body[index + 1 : index + 2])
-        if escaped is None:
-            raise _NotSubset
-        out.append(escaped)
-        index += 2
-    return "".join(out)
+    return value
 
 
 def _number(node: Node) -> int | float:

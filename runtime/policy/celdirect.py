@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from runtime.policy.celops import string_literal
 from runtime.policy.celrefs import LexError, Token, tokenize
 from runtime.regex import re2_tester
 
@@ -222,27 +223,7 @@ def _either(left: DirectCheck, right: DirectCheck) -> DirectCheck:
 def _string_literal(token: Token) -> str:
     """The value of a CEL string literal; only the common escapes are decoded here
     (anything rarer leaves the expression to the engine, which knows them all)."""
-    text = token.text
-    raw = text[:1] in ("r", "R")
-    if raw:
-        text = text[1:]
-    if text[:1] not in ("'", '"'):
-        raise _NotDirect  # bytes literals
-    quote = text[:3] if text[:3] in ("'''", '"""') else text[:1]
-    body = text[len(quote) : len(text) - len(quote)]
-    if raw:
-        return body
-    out: list[str] = []
-    index = 0
-    while index < len(body):
-        char = body[index]
-        if char != "\\":
-            out.append(char)
-            index += 1
-            continue
-        escaped = _SIMPLE_ESCAPES.get(body[index + 1 : index + 2])
-        if escaped is None:
-            raise _NotDirect
-        out.append(escaped)
-        index += 2
-    return "".join(out)
+    value = string_literal(token.text, _SIMPLE_ESCAPES)
+    if value is None:
+        raise _NotDirect  # a bytes literal, or an escape left to the engine
+    return value

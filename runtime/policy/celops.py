@@ -231,3 +231,32 @@ def truth(value: Any) -> bool:
     if value is True or value is False:
         return value
     raise CelError("no matching overload: a logical operand is not a bool")
+
+
+def string_literal(text: str, escapes: dict[str, str]) -> str | None:
+    """The value of the CEL string literal ``text`` (raw and triple-quoted forms too), with
+    the escapes ``escapes`` maps decoded; None for a bytes literal, a malformed one, or an
+    escape outside ``escapes`` (the engine, which knows them all, decides those)."""
+    raw = text[:1] in ("r", "R")
+    if raw:
+        text = text[1:]
+    quote = text[:3] if text[:3] in ("'''", '"""') else text[:1]
+    if quote not in ("'", '"', "'''", '"""') or len(text) < 2 * len(quote):
+        return None
+    body = text[len(quote) : len(text) - len(quote)]
+    if raw or "\\" not in body:
+        return body
+    out: list[str] = []
+    index = 0
+    while index < len(body):
+        char = body[index]
+        if char != "\\":
+            out.append(char)
+            index += 1
+            continue
+        escaped = escapes.get(body[index + 1 : index + 2])
+        if escaped is None:
+            return None
+        out.append(escaped)
+        index += 2
+    return "".join(out)
