@@ -25,6 +25,7 @@ from runtime.config.files import builtin_pack_dirs
 from runtime.config.problems import Location, Problem
 from runtime.errors import ConfigError, ToolrtError
 from runtime.execution.jobs import JobRegistry
+from runtime.execution.reaper import cgroup_base, sweep_stale_cgroups
 from runtime.fleet import setup as fleet
 from runtime.fleet.ending import SessionEnds
 from runtime.loopthread import LoopThread
@@ -184,6 +185,10 @@ class Runtime:
             if self.workspace_root.is_dir()
             else None
         )
+        # cgroups of command supervisors that were SIGKILLed (with what still runs in them).
+        threading.Thread(
+            target=lambda: sweep_stale_cgroups(cgroup_base()), name="toolrt-cgroup-sweep", daemon=True
+        ).start()
         if self.workspace_tools is not None:
             # Temporary files of writers that crashed (a SIGKILL during file_edit): gone
             # before the agent could come across them, without delaying the start.

@@ -13,11 +13,16 @@ flag and the signal handler belong to the supervisor alone.
 
 Where the machine allows it (a cgroup v2 hierarchy, and the supervisor's own cgroup
 writable: root, or a delegated subtree), the command also runs in a cgroup of its own,
-``toolrt-<supervisor pid>`` below the supervisor's own cgroup: membership is inherited by
+``toolrt-<supervisor pid>-<its start time>`` below the supervisor's own cgroup: membership is inherited by
 every descendant and cannot be left without write access elsewhere in the hierarchy,
 so the tree is found by membership, not by parent links, and is killed with
 ``cgroup.kill`` (Linux 5.14+; else SIGKILL to every member until none is left); the
-cgroup is removed when the tree is down. Where it does not (read-only cgroupfs, cgroup
+cgroup is removed when the tree is down. A supervisor killed by SIGKILL cannot remove
+its cgroup: :func:`sweep_stale_cgroups` (run by each supervisor once its command has
+started, and by a Runtime when it starts) kills what is left in the cgroup of a dead
+supervisor and removes it. Its name says whose it is: the pid and the start time of the
+supervisor that made it, so a pid reused by another process does not keep it, and a
+live supervisor's cgroup is never touched. Where it does not (read-only cgroupfs, cgroup
 v1 only, not allowed), the subreaper alone does the work; :func:`cgroup_base` says
 which applies.
 
@@ -30,6 +35,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import time
 from collections.abc import Sequence
 
 
@@ -56,6 +62,69 @@ def own_cgroup() -> str | None:
     return None
 
 
+def sweep_stale_cgroups(base: str | None) -> list[str]:
+    """Kill what is left in, and remove, the cgroups below ``base`` made by supervisors
+    that are gone (SIGKILLed before they could clean up); return the paths removed.
+
+    A cgroup is stale when its name is ``toolrt-<pid>-<start time>`` and no process has
+    that pid with that start time (``toolrt-<pid>``, the older name, when the pid has no
+    process), and it belongs to this user. Never waits long: a cgroup whose members are
+    still dying is left to the next sweep. (Runs inside the supervisor too: standard
+    library only, names local.)"""
+    removed: list[str] = []
+    if base is None:
+        return removed
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return removed
+    for name in names:
+        parts = name.split("-")
+        if parts[0] != "toolrt" or len(parts) not in (2, 3) or not all(p.isdigit() for p in parts[1:]):
+            continue
+        try:
+            with open(f"/proc/{parts[1]}/stat", "rb") as f:
+                stat = f.read()
+            fields = stat[stat.rfind(b")") + 2 :].split()
+            if fields[0] not in (b"Z", b"X") and (len(parts) == 2 or fields[19].decode() == parts[2]):
+                continue  # its supervisor is alive
+        except (OSError, IndexError):
+            pass
+        path = f"{base}/{name}"
+        try:
+            if os.stat(path).st_uid != os.geteuid():
+                continue  # not ours to remove
+        except OSError:
+            continue
+        try:
+            with open(path + "/cgroup.kill", "w") as f:
+                f.write("1")  # Linux 5.14+: every member of the subtree at once
+        except OSError:
+            pass
+        for _ in range(100):
+            left = []
+            for folder, _dirs, _files in os.walk(path, topdown=False):
+                try:
+                    with open(folder + "/cgroup.procs") as f:
+                        pids = [int(p) for p in f.read().split()]
+                except (OSError, ValueError):
+                    pids = []
+                for pid in pids:
+                    try:
+                        os.kill(pid, 9)
+                    except OSError:
+                        pass
+                try:
+                    os.rmdir(folder)
+                except OSError:
+                    left.append(folder)
+            if not left:
+                removed.append(path)
+                break
+            time.sleep(0.005)
+    return removed
+
+
 SUPERVISOR_MAIN = r"""
 grace = float(sys.argv[1]); argv = sys.argv[2:]
 try:
@@ -71,9 +140,11 @@ group = None
 base = None if os.environ.get("TOOLRT_NO_CGROUP") else own_cgroup()
 if base is not None:
     try:
-        os.mkdir(base + "/toolrt-%d" % me)
-        group = base + "/toolrt-%d" % me
-    except OSError:
+        with open("/proc/self/stat", "rb") as f:
+            started = f.read().rsplit(b")", 1)[1].split()[19].decode()
+        os.mkdir(base + "/toolrt-%d-%s" % (me, started))
+        group = base + "/toolrt-%d-%s" % (me, started)
+    except (OSError, IndexError):
         group = None
 def members():
     if group is None:
@@ -164,6 +235,11 @@ if group is not None and not joined:
     except OSError:
         pass
     group = None
+if base is not None:
+    try:
+        sweep_stale_cgroups(base)  # those of supervisors SIGKILLed before they could clean up
+    except Exception:
+        pass
 status = None; stopped = None
 while status is None and stopped is None:
     while True:
@@ -199,7 +275,12 @@ os._exit(code & 0xFF)
 """
 
 #: The supervisor program: the cgroup lookup above, then the main part.
-SUPERVISOR = "import ctypes, os, signal, sys, time\n" + inspect.getsource(own_cgroup) + SUPERVISOR_MAIN
+SUPERVISOR = (
+    "import ctypes, os, signal, sys, time\n"
+    + inspect.getsource(own_cgroup)
+    + inspect.getsource(sweep_stale_cgroups)
+    + SUPERVISOR_MAIN
+)
 
 
 def supervised(argv: Sequence[str], grace_s: float) -> list[str]:
