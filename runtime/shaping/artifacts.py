@@ -27,31 +27,53 @@ share, never lists the sessions), and a read from any other session gets exactly
 answer an id that never existed gets: another session's artifact cannot be read, nor
 told apart from a missing one. A commit record without an owner (written before owners
 were recorded) belongs to no session.
+
+The files, ids and records are in ``artifact_format``, writing in ``artifact_writer``;
+this module is the store: saving, reading pages (filtered or not) and retention.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import hmac
 import io
 import json
 import os
-import secrets
-import tempfile
 import time
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any, BinaryIO
 
-from runtime.errors import ToolrtError
 from runtime.regex import RegexRejected, compile_re2
-from runtime.shaping._unicode import clean, to_utf8
+from runtime.shaping.artifact_format import (
+    BIG_ENDIAN,
+    DEFAULT_SESSION,
+    INDEX_STRIDE,
+    TEMP_PREFIX,
+    ArtifactError,
+    ArtifactPage,
+    ArtifactRef,
+    ArtifactSaveError,
+    artifact_paths,
+    check_artifact_id,
+    is_artifact_id,
+    owned_by,
+    unlink,
+)
+from runtime.shaping.artifact_writer import ArtifactWriter
 
-INDEX_STRIDE = 4096
-"""Characters between two entries of an artifact's offset index."""
+__all__ = [
+    "DEFAULT_SESSION",
+    "INDEX_STRIDE",
+    "MAX_PAGE_CHARS",
+    "PATTERN_SCAN_CHARS",
+    "ArtifactError",
+    "ArtifactPage",
+    "ArtifactRef",
+    "ArtifactSaveError",
+    "ArtifactStore",
+    "ArtifactWriter",
+    "check_artifact_id",
+]
 
 MAX_PAGE_CHARS = 1_000_000
 """The largest ``limit`` :meth:`ArtifactStore.read` accepts."""
@@ -63,117 +85,7 @@ in a 1 GB artifact must not make one call read 1 GB."""
 
 _LINE_CHUNK = 65_536  # lines longer than this are matched piece by piece
 _BATCH_CHARS = 262_144  # lines checked together by one prefilter pass
-_PREFIX = "art_"
-_HEX = frozenset("0123456789abcdef")
-_TEMP_PREFIX = ".tmp-"
 _WRITE_SLICE = 1 << 20  # characters encoded at a time by save(): bounds the extra memory
-DEFAULT_SESSION = "default"
-"""The session id of calls made without a session (``Session().id``)."""
-
-
-class ArtifactError(ToolrtError):
-    """An artifact id that is invalid or unknown, a bad read request, or a failed save."""
-
-
-class ArtifactSaveError(ArtifactError, OSError):
-    """An artifact could not be saved (disk full, too large, no permission).
-
-    Also an :class:`OSError`: it is an I/O failure, and code that streams output to
-    a writer and handles I/O errors (falling back to head and tail) handles it too.
-    """
-
-
-@dataclass(frozen=True, slots=True)
-class ArtifactRef:
-    """A saved artifact: its id, file, size in characters and bytes, and SHA-256 of the UTF-8 text."""
-
-    id: str
-    path: Path
-    chars: int
-    bytes: int
-    sha256: str
-
-
-@dataclass(frozen=True, slots=True)
-class ArtifactPage:
-    """Part of an artifact. ``next_offset`` is where to go on reading, None at the end."""
-
-    text: str
-    offset: int
-    next_offset: int | None
-    total_chars: int
-    # About the page, not the page: left out of comparisons.
-    tool: str = field(default="", compare=False)  # the tool whose output this is
-    untrusted: bool = field(default=False, compare=False)  # that tool is `trust: untrusted`: mark its text when shown
-    after: str = field(default="", compare=False)  # up to `look_ahead` characters that follow the page (not part of it)
-
-
-def check_artifact_id(artifact_id: object) -> str:
-    """``artifact_id`` if it is a well-formed id, else :class:`ArtifactError` saying why.
-
-    Ids come from the model, so anything that is not exactly ``art_`` + 24 lowercase
-    hex digits is rejected before it is used in a path.
-    """
-    if not isinstance(artifact_id, str):
-        raise ArtifactError(f"artifact id must be a string, not {type(artifact_id).__name__}.")
-    shown = repr(artifact_id[:60]) + ("..." if len(artifact_id) > 60 else "")
-    if "\x00" in artifact_id:
-        raise ArtifactError(
-            f"invalid artifact id {shown}: it contains a NUL byte. Use the id from the truncation notice, e.g. art_0123456789abcdef01234567."
-        )
-    if "/" in artifact_id or "\\" in artifact_id or ".." in artifact_id:
-        raise ArtifactError(
-            f"invalid artifact id {shown}: it contains a path separator or `..`; an artifact id is a name, not a path. Use the id from the truncation notice, e.g. art_0123456789abcdef01234567."
-        )
-    token = artifact_id[len(_PREFIX) :]
-    if not artifact_id.startswith(_PREFIX) or len(token) != 24 or not _HEX.issuperset(token):
-        raise ArtifactError(
-            f"invalid artifact id {shown}: expected `art_` followed by 24 lowercase hex digits, e.g. art_0123456789abcdef01234567."
-        )
-    return artifact_id
-
-
-def _is_artifact_id(name: str) -> bool:
-    return name.startswith(_PREFIX) and len(name) == len(_PREFIX) + 24 and _HEX.issuperset(name[len(_PREFIX) :])
-
-
-def _fsync_dir(path: Path) -> None:
-    # Makes the renames durable: without it a crash can lose a rename that was done.
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return  # not supported here (e.g. some network file systems): best effort
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _unlink(path: str | Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-
-
-def _owner_record(session: str) -> str:
-    """``<salt>:<SHA-256 of salt + session id>``: checks a session without naming it."""
-    salt = secrets.token_hex(16)
-    return f"{salt}:{_owner_digest(salt, session)}"
-
-
-def _owner_digest(salt: str, session: str) -> str:
-    return hashlib.sha256(f"{salt}\x00{session}".encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _owned_by(record: object, session: object) -> bool:
-    """Whether the owner ``record`` of a commit record names ``session`` (False when either is malformed)."""
-    if not isinstance(record, str) or not isinstance(session, str):
-        return False
-    salt, colon, digest = record.partition(":")
-    if not colon or not salt or len(digest) != 64 or not _HEX.issuperset(digest):
-        return False  # also keeps compare_digest, which refuses non-ASCII text, from raising
-    return hmac.compare_digest(_owner_digest(salt, session), digest)
 
 
 class ArtifactStore:
@@ -223,8 +135,7 @@ class ArtifactStore:
     # -- reading -----------------------------------------------------------------------
 
     def _paths(self, artifact_id: str) -> tuple[Path, Path, Path]:
-        base = self.root / artifact_id
-        return base.with_suffix(".txt"), base.with_suffix(".idx"), base.with_suffix(".json")
+        return artifact_paths(self.root, artifact_id)
 
     def _meta(self, artifact_id: str, session: str) -> dict[str, Any]:
         check_artifact_id(artifact_id)
@@ -236,7 +147,7 @@ class ArtifactStore:
             raise self._unknown(artifact_id) from None
         except (OSError, ValueError) as err:
             raise ArtifactError(f"artifact {artifact_id} cannot be read: {err}") from err
-        if not isinstance(meta, dict) or not _owned_by(meta.get("owner"), session):
+        if not isinstance(meta, dict) or not owned_by(meta.get("owner"), session):
             # Word for word the answer for an id that does not exist: the caller learns nothing.
             raise self._unknown(artifact_id)
         if meta.get("id") != artifact_id:
@@ -338,7 +249,7 @@ class ArtifactStore:
             raise ArtifactError("the artifact's offset index is damaged.")
         position = array("Q")
         position.frombytes(packed)
-        if _BIG_ENDIAN:
+        if BIG_ENDIAN:
             position.byteswap()
         raw.seek(position[0])
         return offset - entry * stride
@@ -364,12 +275,12 @@ class ArtifactStore:
                 stat = entry.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue  # deleted meanwhile by another process
-            if name.startswith(_TEMP_PREFIX):
+            if name.startswith(TEMP_PREFIX):
                 if now - stat.st_mtime > self.stale_temp_s:
-                    _unlink(entry.path)
+                    unlink(entry.path)
                 continue
             stem, dot, suffix = name.partition(".")
-            if not dot or suffix not in ("txt", "idx", "json") or not _is_artifact_id(stem):
+            if not dot or suffix not in ("txt", "idx", "json") or not is_artifact_id(stem):
                 continue  # not ours: leave it alone
             group = groups.setdefault(stem, _Group(stem))
             group.bytes += stat.st_size
@@ -399,9 +310,6 @@ class ArtifactStore:
         return deleted
 
 
-_BIG_ENDIAN = array("Q", [1]).tobytes()[0] == 0  # the index is little-endian on disk
-
-
 @dataclass(slots=True)
 class _Group:
     """The files of one artifact id found in the directory."""
@@ -416,7 +324,7 @@ class _Group:
         # The commit record goes first: a concurrent reader then sees "expired", never
         # a half-deleted artifact.
         for path in sorted(self.files, key=lambda p: not p.endswith(".json")):
-            _unlink(path)
+            unlink(path)
 
 
 def _open_nofollow(path: Path) -> BinaryIO:
@@ -473,165 +381,3 @@ def _filter_lines(
             if size >= limit:
                 return "".join(found), position
     return "".join(found), position
-
-
-class ArtifactWriter:
-    """Streams one artifact to disk: ``write(chunk)`` any number of times, then ``close()``.
-
-    Nothing is visible until :meth:`close` commits it; :meth:`abort` (or leaving a
-    ``with`` block with an exception) discards it. The whole text is never held in
-    memory: only the offset index (8 bytes per 4,096 characters) is.
-    """
-
-    def __init__(
-        self, store: ArtifactStore, *, call_id: str, tool: str, session: str = DEFAULT_SESSION, untrusted: bool = False
-    ) -> None:
-        self.id = _PREFIX + secrets.token_hex(12)  # 96 random bits: not guessable from any other id
-        self._store = store
-        self._call_id = call_id
-        self._tool = tool
-        self._owner = _owner_record(session)
-        self._untrusted = untrusted
-        fd, temp = _mkstemp(store.root, ".txt")
-        self._temp = Path(temp)
-        self._file: BinaryIO | None = open(fd, "wb")  # closed by close() or abort()
-        self._hash = hashlib.sha256()
-        self._chars = 0
-        self._bytes = 0
-        self._offsets = array("Q", [0])  # byte offset of character k * INDEX_STRIDE
-        self._done = False
-
-    @property
-    def chars(self) -> int:
-        """Characters written so far."""
-        return self._chars
-
-    def write(self, chunk: str) -> None:
-        """Append ``chunk``. Raises :class:`ArtifactError` past the store's ``max_bytes``."""
-        if self._file is None:
-            raise ArtifactError("this artifact is already closed or aborted.")
-        if not chunk:
-            return
-        chunk = clean(chunk)
-        if chunk.isascii():
-            # One character, one byte: the index points follow by arithmetic.
-            data = chunk.encode("ascii")
-            point = len(self._offsets) * INDEX_STRIDE
-            while point < self._chars + len(chunk):
-                self._offsets.append(self._bytes + point - self._chars)
-                point += INDEX_STRIDE
-            self._emit(data)
-            self._chars += len(chunk)
-            return
-        base = self._chars
-        start = 0
-        while True:
-            point = len(self._offsets) * INDEX_STRIDE - base  # the next index point, within chunk
-            if point >= len(chunk):
-                break
-            self._emit(to_utf8(chunk[start:point]))
-            self._offsets.append(self._bytes)  # the byte where character base + point starts
-            start = point
-        self._emit(to_utf8(chunk[start:]))
-        self._chars = base + len(chunk)
-
-    def _emit(self, data: bytes) -> None:
-        if self._file is None:
-            raise ArtifactError("this artifact is already closed or aborted.")
-        if self._bytes + len(data) > self._store.max_bytes:
-            self.abort()
-            raise ArtifactSaveError(
-                f"the output is larger than the artifact store's limit of {self._store.max_bytes:,} bytes; it was not kept."
-            )
-        try:
-            self._file.write(data)
-        except OSError as err:
-            self.abort()
-            raise ArtifactSaveError(f"could not write the artifact: {err.strerror or err}") from err
-        self._hash.update(data)
-        self._bytes += len(data)
-
-    def close(self) -> ArtifactRef:
-        """Commit the artifact (fsync, rename, fsync directory) and apply retention."""
-        if self._file is None:
-            raise ArtifactError("this artifact is already closed or aborted.")
-        store = self._store
-        text_path, index_path, meta_path = store._paths(self.id)
-        temps: list[Path] = [self._temp]
-        try:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
-            self._file = None
-            if self._bytes != self._chars:
-                index = array("Q", self._offsets)
-                if _BIG_ENDIAN:
-                    index.byteswap()
-                temps.append(_write_temp(store.root, ".idx", index.tobytes()))
-                os.replace(temps[-1], index_path)
-            os.replace(self._temp, text_path)
-            digest = self._hash.hexdigest()
-            meta = {
-                "id": self.id,
-                "call_id": self._call_id,
-                "tool": self._tool,
-                "owner": self._owner,
-                "chars": self._chars,
-                "bytes": self._bytes,
-                "sha256": digest,
-                "stride": INDEX_STRIDE,
-                "created": time.time(),
-                "untrusted": self._untrusted,
-            }
-            temps.append(_write_temp(store.root, ".json", json.dumps(meta, ensure_ascii=False).encode("utf-8")))
-            os.replace(temps[-1], meta_path)  # the commit point
-            _fsync_dir(store.root)
-        except OSError as err:
-            self.abort()
-            for path in (*temps, text_path, index_path):
-                _unlink(path)
-            raise ArtifactSaveError(f"could not save the artifact: {err.strerror or err}") from err
-        self._done = True
-        try:
-            store.enforce_retention(keep=self.id)
-        except OSError:
-            pass  # retention is housekeeping: the artifact itself is saved
-        return ArtifactRef(self.id, text_path, self._chars, self._bytes, digest)
-
-    def abort(self) -> None:
-        """Discard everything written. Safe to call more than once, and after a failure."""
-        if self._file is not None:
-            with contextlib.suppress(OSError):
-                self._file.close()
-            self._file = None
-        if not self._done:
-            _unlink(self._temp)
-
-    def __enter__(self) -> ArtifactWriter:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
-        if kind is not None or self._file is not None:
-            self.abort()  # an exception, or the block ended without close(): keep nothing
-
-
-def _mkstemp(root: Path, suffix: str) -> tuple[int, str]:
-    try:
-        return tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=suffix, dir=root)  # mode 0600
-    except OSError as err:
-        raise ArtifactSaveError(
-            f"cannot create a file in the artifact directory {root}: {err.strerror or err}"
-        ) from err
-
-
-def _write_temp(root: Path, suffix: str, data: bytes) -> Path:
-    fd, temp = _mkstemp(root, suffix)
-    try:
-        with open(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except OSError:
-        _unlink(temp)
-        raise
-    return Path(temp)
