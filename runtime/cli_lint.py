@@ -19,11 +19,11 @@ from runtime.cli_common import (
 )
 from runtime.config.compile import build_snapshot
 from runtime.config.schema import all_schemas, render
+from runtime.dryrun.explain import explain
+from runtime.dryrun.policytests import run_policy_tests
 from runtime.lint.report import FORMATS
 from runtime.lint.report import render as render_report
-from runtime.policy.explain import explain
 from runtime.policy.placed import NOWHERE, Where
-from runtime.policy.policytests import run_policy_tests
 from runtime.settings import Settings
 
 

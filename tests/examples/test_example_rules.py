@@ -16,10 +16,10 @@ import pytest
 from runtime import Runtime
 from runtime.approvers import ScriptedApprover
 from runtime.config.compile import load_snapshot
+from runtime.dryrun.policytests import run_policy_tests
 from runtime.pipeline.lookup import lookup
 from runtime.pipeline.validate import validate
 from runtime.policy.decision import PolicyPermitter
-from runtime.policy.policytests import run_policy_tests
 from runtime.records import Call, Session, ToolResult, ValidatedCall
 from runtime.settings import Settings
 from runtime.snapshot import Snapshot

@@ -9,10 +9,10 @@ import pytest
 
 from runtime import Call, Runtime, Session, load_snapshot
 from runtime.cli import main
+from runtime.dryrun.policytests import run_policy_tests
 from runtime.pipeline.lookup import lookup
 from runtime.pipeline.validate import validate
 from runtime.policy.decision import PolicyPermitter
-from runtime.policy.policytests import run_policy_tests
 from runtime.records import BoundCall, ValidatedCall
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -35,7 +35,8 @@ def make(tmp_path: Path, rules: str, *, forbidden: str = "[]") -> Path:
         TOOLS.format(name="reader", read_only="true", risk="low"),
         TOOLS.format(name="writer", read_only="false", risk="medium"),
         TOOLS.format(name="launcher", read_only="false", risk="critical"),
-        f"apiVersion: toolrt/v1\nkind: Policy\nmetadata: {{name: p}}\nspec:\n  forbidden_modes: {forbidden}\n  rules:\n{rules}",
+        f"apiVersion: toolrt/v1\nkind: Policy\nmetadata: {{name: p}}\nspec:\n  forbidden_modes: {forbidden}\n  "
+        f"rules:\n{rules}",
     ]
     (tmp_path / "c.yaml").write_text("\n---\n".join(docs))
     return tmp_path

@@ -116,7 +116,10 @@ def explain(
     found = Explanation(
         tool=tool.key,
         found=True,
-        lookup=f"`{tool.key}` ({tool.handler.kind} handler, read_only={str(tool.spec.read_only).lower()}, risk={tool.spec.risk.value}) from {tool.source}",
+        lookup=(
+            f"`{tool.key}` ({tool.handler.kind} handler, read_only={str(tool.spec.read_only).lower()}, "
+            f"risk={tool.spec.risk.value}) from {tool.source}"
+        ),
     )
     if call.args is None:
         found.schema_errors.append({"pointer": "", "message": call.parse_error or "no arguments"})
