@@ -4,7 +4,7 @@ a commit marker lives (see :mod:`runtime.reload`)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,14 +55,23 @@ def _is_configmap_entry(name: str) -> bool:
 
 
 class ChangeFilter:
-    """watchfiles filter: keep the changes a config load could see."""
+    """watchfiles filter: keep the changes a config load could see.
 
-    def __init__(self, targets: WatchTargets) -> None:
+    ``on_ignored`` is called with each path the filter drops (the watcher counts them)."""
+
+    def __init__(self, targets: WatchTargets, on_ignored: Callable[[str], None] | None = None) -> None:
         self.dirs = targets.dirs
         self.files = frozenset(targets.files)
         self.file_dirs = frozenset(os.path.dirname(f) for f in targets.files)
+        self._on_ignored = on_ignored
 
     def __call__(self, change: watchfiles.Change, path: str) -> bool:
+        kept = self._keeps(change, path)
+        if not kept and self._on_ignored is not None:
+            self._on_ignored(path)
+        return kept
+
+    def _keeps(self, change: watchfiles.Change, path: str) -> bool:
         if path in self.files or path in self.dirs:
             return True
         name = os.path.basename(path)

@@ -101,6 +101,11 @@ class ConfigWatcher:
         self.reloads_discarded = 0  # builds thrown away because the files changed while compiling
         self.callback_errors = 0
         self.watch_errors = 0
+        # Diagnostics (and the tests' positive signals): file system changes the filter
+        # dropped, and how often the watch loop came back with nothing left to handle.
+        # A change seen before an idle wake has been handled (or dropped) by then.
+        self.changes_ignored = 0
+        self.idle_wakes = 0
         self.last_error: ReloadEvent | None = None  # the latest failed attempt; None once one succeeds
         self.last_event: ReloadEvent | None = None
 
@@ -332,6 +337,9 @@ class ConfigWatcher:
 
     # -- the watch thread -------------------------------------------------------
 
+    def _ignored(self, path: str) -> None:
+        self.changes_ignored += 1
+
     def _run(self, stop: threading.Event) -> None:
         while not stop.is_set():
             try:
@@ -354,7 +362,7 @@ class ConfigWatcher:
             raise FileNotFoundError("no existing config path to watch")
         changes_seen = watchfiles.watch(
             *targets.watch,
-            watch_filter=ChangeFilter(targets),
+            watch_filter=ChangeFilter(targets, on_ignored=self._ignored),
             debounce=self.max_wait_ms,
             step=self.debounce_ms,
             stop_event=stop,
@@ -367,15 +375,17 @@ class ConfigWatcher:
                 self._ready.set()
                 if stop.is_set():
                     return False
-                if changes:
-                    self._changed(sorted({path for _, path in changes}), stop)
-                    # A config folder removed (its watch is gone) or created (it was watched
-                    # through its parent): watch the new set of folders.
-                    if (
-                        watch_targets([*self.paths, *([self.marker] if self.marker is not None else [])]).watch
-                        != targets.watch
-                    ):
-                        return True
+                if not changes:
+                    self.idle_wakes += 1
+                    continue
+                self._changed(sorted({path for _, path in changes}), stop)
+                # A config folder removed (its watch is gone) or created (it was watched
+                # through its parent): watch the new set of folders.
+                if (
+                    watch_targets([*self.paths, *([self.marker] if self.marker is not None else [])]).watch
+                    != targets.watch
+                ):
+                    return True
         finally:
             changes_seen.close()  # release the OS watches now, not when the generator is collected
         return False

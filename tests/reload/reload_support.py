@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from runtime.reload import ReloadEvent
+from runtime.reload import ConfigWatcher, ReloadEvent
 
 # Generous: the suite must pass on a loaded two-core machine.
 WAIT_S = 10.0
@@ -130,3 +130,13 @@ def wait_until(condition: Callable[[], bool], timeout: float = WAIT_S, what: str
 
 def watcher_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "toolrt-config-watcher" and t.is_alive()]
+
+
+def wait_caught_up(watcher: ConfigWatcher, ignored: int = 0) -> None:
+    """Wait until the watcher has dropped ``ignored`` more changes and then come back idle:
+    every change made before this call has been handled (or dropped) by then. The positive
+    signal tests use instead of sleeping before they assert that nothing happened."""
+    wanted = watcher.changes_ignored + ignored
+    wait_until(lambda: watcher.changes_ignored >= wanted, what=f"{ignored} changes dropped by the filter")
+    wakes = watcher.idle_wakes
+    wait_until(lambda: watcher.idle_wakes > wakes, what="the watcher idle again")

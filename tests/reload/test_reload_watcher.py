@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from reload_support import (
     ConfigMapDir,
     EventLog,
     tools_yaml,
+    wait_caught_up,
     wait_until,
     watcher_threads,
     write_by_rename,
@@ -84,16 +84,16 @@ def test_a_single_config_file_given_by_path_is_watched_through_saves_by_rename(
     config = tmp_path / "tools.yaml"
     write_in_place(config, tools_yaml({"finder": "One file."}))
     runtime = Runtime([config], workspace_root=tmp_path)
-    with ConfigWatcher([config], runtime.reload, current=lambda: runtime.snapshot, on_event=events):
+    with ConfigWatcher([config], runtime.reload, current=lambda: runtime.snapshot, on_event=events) as watcher:
         for round_ in range(2):  # the second save proves the watch survived the first rename
             mark = events.mark()
             write_by_rename(config, tools_yaml({"finder": f"Renamed {round_}."}))
             events.wait_for(lambda e: e.changed == ("finder",), since=mark)
             assert description(runtime) == f"Renamed {round_}."
-        time.sleep(0.3)  # nothing left in flight
+        wait_caught_up(watcher)  # nothing left in flight
         mark = events.mark()
         write_in_place(tmp_path / "other.yaml", tools_yaml({"stranger": "Not part of the config."}))
-        time.sleep(0.6)
+        wait_caught_up(watcher, ignored=1)  # the watcher saw the file, dropped it, and is idle
         assert events.since(mark) == []  # a YAML file beside it, but not the one configured
 
 
@@ -105,7 +105,7 @@ def test_a_burst_of_edits_is_debounced_into_few_reloads_ending_on_the_last_conte
         write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": f"Burst edit {i}."}))
 
     wait_until(serves(runtime, "Burst edit 19."), what="the last edit serving")
-    time.sleep(0.5)  # let any trailing reload land before counting
+    wait_caught_up(watcher)  # any trailing reload has landed before counting
 
     reloads = events.since(mark)
     assert 1 <= len(reloads) <= 10, [e.to_dict() for e in reloads]
@@ -231,7 +231,7 @@ def test_editor_scratch_files_and_other_files_do_not_trigger_reloads(
     (config_dir / ".tools.yaml.swp").write_text("swap")
     (config_dir / "notes.txt").write_text("notes")
     (config_dir / "tools.yaml~").write_text("backup")
-    time.sleep(0.6)
+    wait_caught_up(watcher, ignored=3)  # all three seen and dropped, and the watcher idle
     assert events.since(mark) == []
 
     write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": "Real edit."}))
@@ -306,7 +306,7 @@ def test_stop_is_idempotent_leaves_no_thread_and_installs_no_signal_handler(
     assert {sig: signal.getsignal(sig) for sig in handlers} == handlers
     mark = events.mark()
     write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": "After stop."}))
-    time.sleep(0.4)
+    # No watcher thread is left (asserted above) to see the write: nothing can arrive.
     assert events.since(mark) == []
     assert description(runtime) == "Before stop."
 
@@ -324,7 +324,7 @@ def test_a_config_folder_deleted_and_created_again_keeps_being_watched(
     write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": "Deployed again."}))
     wait_until(serves(runtime, "Deployed again."), what="the recreated folder serving")
 
-    time.sleep(0.5)  # let the catch-up reload after re-watching land first
+    wait_caught_up(watcher)  # the catch-up reload after re-watching has landed first
     mark = events.mark()
     write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": "Edited after the redeploy."}))
     events.wait_for(lambda e: e.changed == ("finder",), since=mark)
@@ -332,25 +332,15 @@ def test_a_config_folder_deleted_and_created_again_keeps_being_watched(
 
 
 async def test_a_runtime_built_with_watch_serves_an_edit_without_a_manual_reload(tmp_path: Path) -> None:
-    import asyncio
-
-    from runtime import Runtime
-
     config = tmp_path / "config"
     config.mkdir()
-    tool = "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {{name: t}}\nspec:\n  description: {text}\n  handler: builtin:tool_search\n  read_only: true\n  input_schema: {{type: object, properties: {{query: {{type: string}}}}}}\n"
-    (config / "tools.yaml").write_text(tool.format(text="first"))
-    events = []
+    (config / "tools.yaml").write_text(tools_yaml({"t": "first"}))
+    events = EventLog()
     runtime = Runtime([config], workspace_root=tmp_path, watch=False)
-    runtime.watch(on_event=events.append)
-    before = runtime.snapshot.version
-    (config / "tools.yaml.tmp").write_text(tool.format(text="second"))
-    (config / "tools.yaml.tmp").replace(config / "tools.yaml")
-    for _ in range(100):
-        if runtime.snapshot.version != before:
-            break
-        await asyncio.sleep(0.05)
+    runtime.watch(on_event=events)
+    write_by_rename(config / "tools.yaml", tools_yaml({"t": "second"}))
+    event = events.wait_for(lambda e: e.event == "reloaded")  # a wait on the watcher's thread, not this loop's
     assert runtime.snapshot.tools["t"].spec.description == "second"
-    assert events and events[-1].event == "reloaded" and events[-1].changed == ("t",)
+    assert event.changed == ("t",) and event.serving == runtime.snapshot.version
     await runtime.close()
     assert runtime.watcher is not None and not runtime.watcher.running
