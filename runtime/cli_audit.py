@@ -9,6 +9,7 @@ from typing import TextIO
 
 from runtime.audit import format_json, format_table, parse_since, query
 from runtime.audit.location import store_path
+from runtime.audit.query import ANY_STAGED
 from runtime.audit.verify import parse_anchor, report_json, verify
 from runtime.cli_common import (
     EXIT_OK,
@@ -57,6 +58,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     audit.add_argument("--session", default=None, help="only this session id")
     audit.add_argument("--tool", default=None, help="only this tool")
     audit.add_argument("--status", default=None, help="only this status (ok, error, denied, timeout, ...)")
+    audit.add_argument(
+        "--staged",
+        nargs="?",
+        const=ANY_STAGED,
+        default=None,
+        metavar="POLICY/RULE",
+        help=(
+            "only calls a rule under staged rollout (enforce: warn or audit) matched; with POLICY/RULE, only those "
+            "that rule matched. DETAIL shows what each such rule would have done"
+        ),
+    )
     audit.add_argument("--since", default=None, help="only calls since: 15m, 2h, 7d, or an ISO-8601 date/time")
     audit.add_argument("--until", default=None, help="only calls before: same forms as --since")
     audit.add_argument("--limit", type=int, default=100, help="at most this many calls, newest first (default 100)")
@@ -91,6 +103,7 @@ def cmd_audit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             session=args.session,
             tool=args.tool,
             status=args.status,
+            staged=args.staged,
             since=since,
             until=until,
             limit=max(1, args.limit),
@@ -143,6 +156,7 @@ def _audit_postgres(args: argparse.Namespace, dsn: str, out: TextIO, err: TextIO
             session=args.session,
             tool=args.tool,
             status=args.status,
+            staged=args.staged,
             since=since,
             until=until,
             limit=max(1, args.limit),
@@ -170,7 +184,9 @@ def _audit_verify(args: argparse.Namespace, store: Path, out: TextIO, err: TextI
 
 def _filters_given_to_verify(args: argparse.Namespace, err: TextIO) -> bool:
     """Whether ``verify`` was given a query filter (said on ``err``): it walks the whole log."""
-    filters = [name for name in ("session", "tool", "status", "since", "until") if getattr(args, name) is not None]
+    filters = [
+        name for name in ("session", "tool", "status", "staged", "since", "until") if getattr(args, name) is not None
+    ]
     if filters:
         err.write(f"toolrt audit verify: --{filters[0]} filters a query; verify walks the whole log\n")
     return bool(filters)

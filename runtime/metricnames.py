@@ -29,6 +29,28 @@ SCALARS: tuple[tuple[str, str, str], ...] = (
     ("breaker_trips", "toolrt_breaker_trips_total", "Calls refused because a circuit breaker was open."),
 )
 
+#: The labelled counter of staged-rule matches (``enforce: warn`` or ``audit``): the
+#: snapshot key, the Prometheus name, the OpenTelemetry instrument name and the help.
+#: Labels ``rule`` (policy/rule), ``effect`` (what the rule would have done) and
+#: ``enforce`` (warn or audit).
+STAGED: tuple[str, str, str, str] = (
+    "staged",
+    "toolrt_staged_matches_total",
+    "toolrt.staged_matches",
+    "Matches of rules under staged rollout (enforce: warn or audit), by rule, would-be effect and enforce mode.",
+)
+
+
+def staged_series(snap: Mapping[str, Any]) -> list[tuple[dict[str, str], int]]:
+    """The staged-match counts of a metrics snapshot as (labels, count) pairs."""
+    return [
+        ({"rule": rule, "effect": effect, "enforce": enforce}, n)
+        for rule, by_effect in snap.get(STAGED[0], {}).items()
+        for effect, by_enforce in by_effect.items()
+        for enforce, n in by_enforce.items()
+    ]
+
+
 _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
 
 

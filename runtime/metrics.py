@@ -37,7 +37,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from runtime.metricnames import SCALARS, sanitise
+from runtime.metricnames import SCALARS, STAGED, sanitise, staged_series
 
 if TYPE_CHECKING:
     from runtime.telemetry.meters import Binding
@@ -165,13 +165,15 @@ class Metrics:
         redactions: Mapping[str, int] | None,
         retries: int = 0,
         version: str | None = None,
+        staged: tuple[tuple[str, str, str], ...] | None = None,
     ) -> None:
         """Count one finished call.
 
         ``status`` is the result status (``"timeout"`` also counts as a timeout);
         ``decision`` the policy effect, if one was reached; ``code`` the error code
         (``"quota_exceeded"`` and ``"circuit_open"`` count as quota and breaker
-        trips). Each ``<stage>_ms`` entry of ``timings_ms`` is one latency sample of
+        trips). ``staged``: the staged rules that matched, ``(policy/rule, would-be
+        effect, enforce)`` each. Each ``<stage>_ms`` entry of ``timings_ms`` is one latency sample of
         that stage; other keys and None values are ignored.
 
         The call is queued and counted in batches (see :data:`FOLD_AT`): counting
@@ -180,7 +182,7 @@ class Metrics:
         first, so readers never see a call missing.
         """
         pending = self._pending
-        pending.append((tool, status, timings_ms, decision, code, truncated, redactions, retries, version))
+        pending.append((tool, status, timings_ms, decision, code, truncated, redactions, retries, version, staged))
         if len(pending) >= FOLD_AT and self._lock.acquire(
             blocking=False
         ):  # a reader folding right now: the next call will
@@ -199,7 +201,9 @@ class Metrics:
         tools = self._tools
         bounds = _BOUNDS_MS
         while pending:
-            tool, status, timings_ms, decision, code, truncated, redactions, retries, version = pending.popleft()
+            tool, status, timings_ms, decision, code, truncated, redactions, retries, version, staged = (
+                pending.popleft()
+            )
             counts[("calls", tool, status)] += 1
             if version:  # the version that served it (a pin, a canary or the default)
                 counts[("versions", tool, version, status)] += 1
@@ -214,6 +218,9 @@ class Metrics:
                     counts[_QUOTA_TRIPS] += 1
                 elif code == "circuit_open":
                     counts[_BREAKER_TRIPS] += 1
+            if staged:
+                for rule, effect, enforce in staged:
+                    counts[("staged", rule, effect, enforce)] += 1
             if truncated:
                 counts[_TRUNCATIONS] += 1
             if retries:
@@ -320,7 +327,8 @@ class Metrics:
 
         Keys: ``calls`` ({tool: {status: n}}), ``versions`` ({tool: {version: {status: n}}}, by the
         version that served), ``workflows`` ({name: {"runs"|"steps": {status: n}}}), ``decisions`` ({effect: n}),
-        ``timeouts``, ``retries``, ``truncations``, ``redactions`` ({kind: n}),
+        ``timeouts``, ``retries``, ``truncations``, ``redactions`` ({kind: n}), ``staged``
+        ({policy/rule: {would-be effect: {enforce: n}}}, matches of rules under staged rollout),
         ``quota_trips``, ``breaker_trips``, ``reloads`` ({"ok": n, "failed": n}),
         ``latency_ms`` ({stage: {count, sum, p50, p90, p99, max}}; quantiles and max
         over the newest retained samples, count and sum over all), ``durations_s``
@@ -349,6 +357,7 @@ class Metrics:
         redactions: dict[str, int] = {}
         versions: dict[str, dict[str, dict[str, int]]] = {}
         workflows: dict[str, dict[str, dict[str, int]]] = {}
+        staged: dict[str, dict[str, dict[str, int]]] = {}
         for key, n in counts.items():
             family = key[0]
             if family == "calls":
@@ -361,6 +370,8 @@ class Metrics:
                 decisions[key[1]] = n
             elif family == "redactions":
                 redactions[key[1]] = n
+            elif family == "staged":
+                staged.setdefault(key[1], {}).setdefault(key[2], {})[key[3]] = n
 
         latency: dict[str, dict[str, float | int | None]] = {}
         for stage_name in sorted(latencies):
@@ -377,6 +388,7 @@ class Metrics:
             "workflows": dict(sorted(workflows.items())),
             "decisions": dict(sorted(decisions.items())),
             "redactions": dict(sorted(redactions.items())),
+            STAGED[0]: dict(sorted(staged.items())),
             "reloads": {"ok": counts.get(_RELOAD_OK, 0), "failed": counts.get(_RELOAD_FAILED, 0)},
             "latency_ms": latency,
             "durations_s": {"tools": dict(sorted(tool_hist.items())), "stages": dict(sorted(stage_hist.items()))},
@@ -430,6 +442,9 @@ class Metrics:
         for name, _key, metric, help_text in _SCALARS:
             out.family(metric, "counter", help_text)
             out.sample(metric, {}, snap[name])
+        out.family(STAGED[1], "counter", STAGED[3])
+        for labels, n in staged_series(snap):
+            out.sample(STAGED[1], labels, n)
         out.family("toolrt_redactions_total", "counter", "Redactions applied to outputs and records, by kind.")
         for kind, n in snap["redactions"].items():
             out.sample("toolrt_redactions_total", {"kind": kind}, n)

@@ -108,6 +108,9 @@ class Decision:
         None  # the approver allowed this for the session (the argument pattern; empty: any)
     )
     approved: str | None = None  # how an ask was settled: "approver" or "session-grant"
+    #: Rules under staged rollout (``enforce: warn`` or ``audit``) that matched: what each
+    #: would have done, as ``(policy/rule, effect, enforce)``. They never change the decision.
+    staged: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(slots=True)

@@ -36,8 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime.audit.record import COLUMNS
+
 # The C encoder (no indent); tuples and lists both become arrays.
 _ARRAY = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+# A stored row's length once ``staged`` (its last column) exists.
+_STAGED_ROW = len(COLUMNS)
 
 #: The ``prev_hash`` of the first record of a chain.
 GENESIS = "0" * 64
@@ -53,7 +58,12 @@ def row_body(row: Sequence[Any]) -> bytes:
 
     Raises ValueError or TypeError for values no writer stores (NaN, bytes), and
     UnicodeEncodeError for a lone surrogate (which SQLite cannot store either).
+
+    A row whose last column (``staged``, added later) is empty is hashed without it, as
+    rows were before the column existed: logs written earlier still verify.
     """
+    if len(row) == _STAGED_ROW and row[-1] is None:
+        row = row[:-1]
     return _ARRAY.encode(row).encode("utf-8")
 
 

@@ -57,7 +57,8 @@ def _connect(dsn: str) -> Iterator[Any]:
             found = probe.fetchone()
         if found is None or found[0] is None:
             raise UsageError(
-                f"{shown_dsn(dsn)}: no toolrt audit log in this database (no {TABLE} table): no calls have been recorded there yet, or the DSN is wrong"
+                f"{shown_dsn(dsn)}: no toolrt audit log in this database (no {TABLE} table): no calls have been "
+                "recorded there yet, or the DSN is wrong"
             )
         conn.rollback()
         yield conn
@@ -81,6 +82,7 @@ def query_postgres(
     since: float | None = None,
     until: float | None = None,
     status: str | Enum | None = None,
+    staged: str | None = None,
     limit: int | None = 1000,
 ) -> list[dict[str, Any]]:
     """Audit rows, newest first, filtered like :func:`runtime.audit.query` (plus ``chain``);
@@ -89,7 +91,11 @@ def query_postgres(
         raise ValueError(f"limit must be at least 1 (or None for no limit), not {limit}")
     wanted = status.value if isinstance(status, Enum) else status
     where, params = where_clause(
-        (("chain", chain), ("session_id", session), ("tool", tool), ("status", wanted)), since, until, "%s"
+        (("chain", chain), ("session_id", session), ("tool", tool), ("status", wanted)),
+        since,
+        until,
+        "%s",
+        staged=staged,
     )
     sql = f"SELECT id, chain, {_QUOTED} FROM {TABLE}{where} ORDER BY ts DESC, id DESC"
     if limit is not None:

@@ -77,12 +77,15 @@ SCHEMA = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} (id BIGSERIAL PRIMARY KEY, chain TEXT NOT NULL, "
     + ", ".join(f'"{name}" {_column_type(name)}' for name in COLUMNS)
     + ", seq BIGINT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL, batch TEXT NOT NULL)",
+    f'ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS "staged" TEXT',  # a table made before the column
     f"CREATE INDEX IF NOT EXISTS {TABLE}_chain_id ON {TABLE} (chain, id)",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_ts ON {TABLE} (ts)",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_session_ts ON {TABLE} (session_id, ts)",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_tool_ts ON {TABLE} (tool, ts)",
-    f"CREATE TABLE IF NOT EXISTS {HEAD} (chain TEXT PRIMARY KEY, seq BIGINT NOT NULL, hash TEXT NOT NULL, before BIGINT)",
-    f"CREATE TABLE IF NOT EXISTS {BATCHES} (id TEXT PRIMARY KEY, chain TEXT NOT NULL, stored_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+    f"CREATE TABLE IF NOT EXISTS {HEAD} (chain TEXT PRIMARY KEY, seq BIGINT NOT NULL, hash TEXT NOT NULL, before "
+    "BIGINT)",
+    f"CREATE TABLE IF NOT EXISTS {BATCHES} (id TEXT PRIMARY KEY, chain TEXT NOT NULL, stored_at TIMESTAMPTZ NOT NULL "
+    "DEFAULT now())",
 )
 _COPY = (
     f"COPY {TABLE} (chain, {', '.join(chr(34) + c + chr(34) for c in COLUMNS)}, seq, prev_hash, hash, batch) FROM STDIN"
@@ -201,7 +204,8 @@ class PostgresSink:
             return
         self._spool_lost += len(rows)
         logger.error(
-            "toolrt audit: {} record(s) lost: PostgreSQL is unreachable and the local spool {} is full ({} bytes, audit_spool_max_bytes)",
+            "toolrt audit: {} record(s) lost: PostgreSQL is unreachable and the local spool {} is full ({} bytes, "
+            "audit_spool_max_bytes)",
             len(rows),
             self.spool.folder,
             self.spool.max_bytes,

@@ -18,26 +18,46 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from runtime.audit.record import COLUMNS
+from runtime.audit.record import COLUMNS, parse_staged
 from runtime.errors import UsageError
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
-_SINCE_HELP = "expected a relative age such as 30s, 15m, 2h, 7d or 2w, or an ISO-8601 date or date-time such as 2024-05-01, 2024-05-01T12:30 or 2024-05-01T12:30:00Z (no zone means local time)"
+_SINCE_HELP = (
+    "expected a relative age such as 30s, 15m, 2h, 7d or 2w, or an ISO-8601 date or date-time such as "
+    "2024-05-01, 2024-05-01T12:30 or 2024-05-01T12:30:00Z (no zone means local time)"
+)
+
+
+#: ``staged=ANY_STAGED``: records where any staged rule matched.
+ANY_STAGED = "*"
 
 
 def where_clause(
-    equal: Sequence[tuple[str, Any]], since: float | None, until: float | None, mark: str
+    equal: Sequence[tuple[str, Any]],
+    since: float | None,
+    until: float | None,
+    mark: str,
+    *,
+    staged: str | None = None,
 ) -> tuple[str, list[Any]]:
     """The WHERE clause (empty without filters) and its parameters of an audit query:
-    each ``(column, value)`` of ``equal`` whose value is not None, and ``since <= ts <
-    until``. ``mark`` is the driver's placeholder (``?`` for SQLite, ``%s`` for psycopg)."""
+    each ``(column, value)`` of ``equal`` whose value is not None, ``since <= ts <
+    until``, and ``staged`` (:data:`ANY_STAGED`: some staged rule matched; a
+    ``policy/rule``: that staged rule matched). ``mark`` is the driver's placeholder
+    (``?`` for SQLite, ``%s`` for psycopg)."""
     where: list[str] = []
     params: list[Any] = []
     for column, value in equal:
         if value is not None:
             where.append(f'"{column}" = {mark}')
             params.append(value)
+    if staged == ANY_STAGED:
+        where.append("staged IS NOT NULL")
+    elif staged is not None:
+        # Items are "policy/rule:effect:enforce" separated by spaces (see staged_text).
+        where.append(f"(' ' || staged) LIKE {mark} ESCAPE '\\'")
+        params.append(f"% {_like_literal(staged)}:%")
     if since is not None:
         where.append(f"ts >= {mark}")
         params.append(float(since))
@@ -45,6 +65,20 @@ def where_clause(
         where.append(f"ts < {mark}")
         params.append(float(until))
     return (" WHERE " + " AND ".join(where) if where else ""), params
+
+
+def _like_literal(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def staged_matches(row: dict[str, Any], staged: str | None) -> bool:
+    """Whether a record read back (``staged`` as stored) passes the ``staged`` filter."""
+    if staged is None:
+        return True
+    text = row.get("staged")
+    if not isinstance(text, str) or not text:
+        return False
+    return staged == ANY_STAGED or any(item["rule"] == staged for item in parse_staged(text))
 
 
 def query(
@@ -55,13 +89,16 @@ def query(
     since: float | None = None,
     until: float | None = None,
     status: str | Enum | None = None,
+    staged: str | None = None,
     limit: int | None = 1000,
 ) -> list[dict[str, Any]]:
     """Audit rows from the database at ``path``, newest first.
 
     Every filter is optional and they combine with AND: ``session`` and ``tool``
     match exactly, ``since``/``until`` are unix times (``since <= ts < until``),
-    ``status`` is a status name or :class:`~runtime.records.Status`. ``limit=None``
+    ``status`` is a status name or :class:`~runtime.records.Status`; ``staged`` keeps
+    the calls a staged rule matched (:data:`ANY_STAGED`) or the rule ``policy/rule``
+    matched (rules under ``enforce: warn`` or ``audit``). ``limit=None``
     returns every match. Each row is a dict with the audit columns plus ``id``;
     ``args`` is decoded back from JSON and ``truncated`` is a bool.
 
@@ -70,19 +107,22 @@ def query(
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be at least 1 (or None for no limit), not {limit}")
     if _is_json_lines(Path(path)):
-        return _query_json_lines(
-            Path(path), session, tool, since, until, status.value if isinstance(status, Enum) else status, limit
-        )
+        wanted = status.value if isinstance(status, Enum) else status
+        return _query_json_lines(Path(path), session, tool, since, until, wanted, staged, limit)
     wanted = status.value if isinstance(status, Enum) else status
-    where, params = where_clause((("session_id", session), ("tool", tool), ("status", wanted)), since, until, "?")
-    sql = f"SELECT id, {', '.join(COLUMNS)} FROM calls{where} ORDER BY ts DESC, id DESC"
-    if limit is not None:
-        sql += " LIMIT ?"
-        params.append(int(limit))
+    where, params = where_clause(
+        (("session_id", session), ("tool", tool), ("status", wanted)), since, until, "?", staged=staged
+    )
     conn = open_for_reading(Path(path))
     try:
         conn.row_factory = sqlite3.Row
         try:
+            if staged is not None and "staged" not in _columns(conn):
+                return []  # written before staged matches were recorded: none to show
+            sql = f"SELECT id, {column_list(_columns(conn))} FROM calls{where} ORDER BY ts DESC, id DESC"
+            if limit is not None:
+                sql += " LIMIT ?"
+                params.append(int(limit))
             rows = conn.execute(sql, params).fetchall()
         except sqlite3.OperationalError as err:
             if "no such table" in str(err) or "no such column" in str(err):
@@ -93,6 +133,15 @@ def query(
     finally:
         conn.close()
     return [_decode(row) for row in rows]
+
+
+def column_list(present: set[str]) -> str:
+    """The SELECT list of the audit columns; one an older database lacks reads as NULL."""
+    return ", ".join(name if name in present or not present else f"NULL AS {name}" for name in COLUMNS)
+
+
+def _columns(conn: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in conn.execute("PRAGMA table_info(calls)")}
 
 
 def _is_json_lines(path: Path) -> bool:
@@ -112,6 +161,7 @@ def _query_json_lines(
     since: float | None,
     until: float | None,
     status: str | None,
+    staged: str | None,
     limit: int | None,
 ) -> list[dict[str, Any]]:
     """The same query over a JSON-lines log; lines that do not parse (a last line cut
@@ -129,12 +179,14 @@ def _query_json_lines(
                 (session is not None and row.get("session_id") != session)
                 or (tool is not None and row.get("tool") != tool)
                 or (status is not None and row.get("status") != status)
+                or not staged_matches(row, staged)
             ):
                 continue
             if (since is not None and row["ts"] < since) or (until is not None and row["ts"] >= until):
                 continue
             row["id"] = number
             row["truncated"] = bool(row.get("truncated"))
+            row.setdefault("staged", None)
             rows.append(row)
     rows.sort(key=lambda r: (r["ts"], r["id"]), reverse=True)
     return rows if limit is None else rows[:limit]
@@ -145,7 +197,8 @@ def open_for_reading(path: Path) -> sqlite3.Connection:
     changed). Raises UsageError when there is no such file or it is no database."""
     if not path.exists():
         raise UsageError(
-            f"no audit database at {path}: no calls have been recorded there yet, or the path is wrong (set the audit path the runtime writes to)"
+            f"no audit database at {path}: no calls have been recorded there yet, or the path is wrong (set the "
+            "audit path the runtime writes to)"
         )
     if path.is_dir():
         raise UsageError(f"{path} is a directory, not an audit database file")
@@ -209,7 +262,8 @@ _TABLE: tuple[tuple[str, str, int, bool], ...] = (
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
     """Rows as a fixed-width text table (local times; long values end in ``…``).
 
-    The last column, DETAIL, shows whichever of rule, code, path and artifact are set.
+    The last column, DETAIL, shows whichever of rule, code, path and artifact are set,
+    and each staged rule that matched (``warn:policy/rule would deny``).
     """
     if not rows:
         return "no matching calls"
@@ -233,6 +287,9 @@ def _display(row: dict[str, Any], key: str) -> str:
         return f"{value:.3f}" if value < 1 else f"{value:.1f}" if value < 10_000 else f"{value:.0f}"
     if key == "":
         parts = [f"{name}={row[name]}" for name in ("rule", "code", "path", "artifact") if row.get(name)]
+        parts.extend(
+            f"{item['enforce']}:{item['rule']} would {item['effect']}" for item in parse_staged(row.get("staged"))
+        )
         if row.get("truncated"):
             parts.append("truncated")
         return " ".join(parts)
@@ -255,6 +312,8 @@ def format_json(rows: Sequence[dict[str, Any]]) -> str:
     for row in rows:
         item = dict(row)
         ts = item.get("ts")
+        if isinstance(item.get("staged"), str):
+            item["staged"] = parse_staged(item["staged"])
         if isinstance(ts, int | float):
             item["time"] = _dt.datetime.fromtimestamp(ts, _dt.UTC).isoformat().replace("+00:00", "Z")
         out.append(item)

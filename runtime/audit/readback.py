@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.audit.chain import Head, Link, head_path, parse_head, parse_line, row_body
-from runtime.audit.query import open_for_reading
-from runtime.audit.record import COLUMNS
+from runtime.audit.query import column_list, open_for_reading
 from runtime.errors import UsageError
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -103,7 +102,7 @@ def _sqlite(path: Path) -> Iterator[StoreState]:
         chained = {"seq", "prev_hash", "hash"} <= columns
         head = _sqlite_head(conn) if chained else None
         links = "seq, prev_hash, hash" if chained else "NULL, NULL, NULL"
-        cursor = conn.execute(f"SELECT id, {', '.join(COLUMNS)}, {links} FROM calls ORDER BY id")
+        cursor = conn.execute(f"SELECT id, {column_list(columns)}, {links} FROM calls ORDER BY id")
 
         def locate(seq: int, after: int) -> int | None:
             found = (

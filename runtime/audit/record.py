@@ -59,6 +59,7 @@ COLUMNS: tuple[str, ...] = (
     "hash_before",
     "hash_after",
     "snapshot",
+    "staged",
 )
 
 
@@ -72,7 +73,9 @@ class AuditRecord:
 
     ``ts`` is a unix time in seconds (when the record was made, normally as the
     call finished). ``path``, ``hash_before`` and ``hash_after`` are set for writes:
-    the resolved path and the content hashes before and after the change.
+    the resolved path and the content hashes before and after the change. ``staged``
+    names the rules under staged rollout (``enforce: warn`` or ``audit``) that matched
+    the call and what each would have done (:func:`staged_text`).
 
     ``metadata``, when set, is a result's metadata that the fields still unset are
     read from by :meth:`resolve` (see :meth:`from_result`); it is not stored itself.
@@ -101,6 +104,9 @@ class AuditRecord:
     hash_before: str | None = None
     hash_after: str | None = None
     snapshot: str | None = None
+    # Rules under staged rollout that matched: ``policy/rule:effect:enforce`` items
+    # (what each would have done), separated by spaces; see :func:`staged_text`.
+    staged: str | None = None
     metadata: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
     # The tool's Redactor, applied to ``args`` by resolve() on the writer thread, so
     # that redacting arguments costs the call nothing; not stored itself.
@@ -160,6 +166,7 @@ class AuditRecord:
             None,
             None,
             None,
+            None,
             result.metadata,
         )
         if extra:
@@ -214,6 +221,10 @@ class AuditRecord:
             self.hash_after = get("hash_after")
         if self.snapshot is None:
             self.snapshot = get("snapshot")
+        if self.staged is None:
+            staged = get("staged")
+            if staged:
+                self.staged = staged_text(staged)
         return self
 
     def to_row(self) -> tuple[Any, ...]:
@@ -247,6 +258,7 @@ class AuditRecord:
             self.hash_before,
             self.hash_after,
             self.snapshot,
+            self.staged,
         )
         # The writer thread shares the GIL with the calls, so the usual record (text or
         # None in the text columns, non-zero finite floats in the two number columns)
@@ -286,6 +298,7 @@ class AuditRecord:
             _hash(self.hash_before),
             _hash(self.hash_after),
             _text(self.snapshot),
+            _text(self.staged),
         )
 
     def to_json(self) -> str:
@@ -299,11 +312,34 @@ def row_json(row: Sequence[Any]) -> str:
     of the JSON-lines log, and the body its hash chain covers. Raises ValueError for
     values JSON cannot carry (a row from :meth:`AuditRecord.to_row` has none)."""
     head = dict(zip(COLUMNS, row, strict=True))
+    if head["staged"] is None:
+        del head["staged"]  # a later column: a record without it is the line it always was
     args_json = head.pop("args")
     head["truncated"] = bool(head["truncated"])
     text = _ENCODER.encode(head)
     # Splice the already-encoded (and capped) args in rather than decoding them again.
     return f'{text[:-1]},"args":{args_json}}}' if args_json is not None else f'{text[:-1]},"args":null}}'
+
+
+def staged_text(staged: Any) -> str | None:
+    """The ``staged`` column for a decision's staged matches (``(policy/rule, effect,
+    enforce)`` each): ``policy/rule:effect:enforce`` items separated by spaces. Rule and
+    policy names hold no spaces or colons (letters, digits, ``_ . -``), so the text reads
+    back unambiguously (:func:`parse_staged`)."""
+    items = [":".join(str(part) for part in match) for match in staged if isinstance(match, tuple | list)]
+    return " ".join(items) or None
+
+
+def parse_staged(text: Any) -> list[dict[str, str]]:
+    """The ``staged`` column read back: ``[{"rule", "effect", "enforce"}, ...]``."""
+    if not isinstance(text, str):
+        return []
+    out = []
+    for item in text.split():
+        rule, _, rest = item.partition(":")
+        effect, _, enforce = rest.partition(":")
+        out.append({"rule": rule, "effect": effect, "enforce": enforce})
+    return out
 
 
 def scrub_row(row: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -39,8 +39,9 @@ from runtime.audit.record import COLUMNS, AuditRecord, scrub_row
 from runtime.errors import ToolrtError
 
 #: The layout version this module writes, kept in ``PRAGMA user_version``. Version 2
-#: added the hash chain (``seq``, ``prev_hash``, ``hash`` and the ``chain_head`` table).
-SCHEMA_VERSION = 2
+#: added the hash chain (``seq``, ``prev_hash``, ``hash`` and the ``chain_head`` table),
+#: version 3 the ``staged`` column (staged-rollout rules that matched).
+SCHEMA_VERSION = 3
 
 _CALLS = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -65,6 +66,7 @@ CREATE TABLE IF NOT EXISTS calls (
     hash_before  TEXT,
     hash_after   TEXT,
     snapshot     TEXT,
+    staged       TEXT,
     seq          INTEGER,
     prev_hash    TEXT,
     hash         TEXT
@@ -193,7 +195,8 @@ class SqliteSink:
             name = f"{self.path}{suffix}"
             if _locked_flags(name):
                 raise AuditStoreError(
-                    f"{name} is immutable or append-only (chattr); the audit database cannot be written. Clear the flag (chattr -i -a) or move the store."
+                    f"{name} is immutable or append-only (chattr); the audit database cannot be written. Clear the "
+                    "flag (chattr -i -a) or move the store."
                 )
 
     def _current_identity(self) -> tuple[int, int] | None:
@@ -239,7 +242,8 @@ class SqliteSink:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise AuditStoreError(
-                f"{self.path}: audit database has schema version {version}, newer than this toolrt understands ({SCHEMA_VERSION})"
+                f"{self.path}: audit database has schema version {version}, newer than this toolrt understands "
+                f"({SCHEMA_VERSION})"
             )
         if version == SCHEMA_VERSION:
             return
@@ -267,6 +271,8 @@ class SqliteSink:
         if "seq" not in columns and columns:
             for statement in _CHAIN_COLUMNS.split(";"):
                 conn.execute(statement)
+        if "staged" not in columns and columns:
+            conn.execute("ALTER TABLE calls ADD COLUMN staged TEXT")  # version 2 to 3: NULL in the rows there
         conn.execute(_HEAD)
         before = conn.execute("SELECT count(*) FROM calls").fetchone()[0]
         conn.execute("INSERT OR IGNORE INTO chain_head (id, seq, hash, before) VALUES (1, 0, ?, ?)", (GENESIS, before))
@@ -387,7 +393,8 @@ class SqliteSink:
             self._discard_stale_side_files()
             self.recreated += 1
             logger.bind(audit_store=str(self.path)).warning(
-                "toolrt audit database {} was deleted or replaced; making a new one (records written before are in the old file only)",
+                "toolrt audit database {} was deleted or replaced; making a new one (records written before are in "
+                "the old file only)",
                 self.path,
             )
             self._prepare()

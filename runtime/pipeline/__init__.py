@@ -94,6 +94,7 @@ async def run_call(call: Call, env: TurnEnv) -> ToolResult:
             meta.get("redactions"),
             attempts - 1 if isinstance(attempts, int) else 0,
             tool.version if tool is not None else None,
+            meta.get("staged"),
         )
     return result
 

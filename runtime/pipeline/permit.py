@@ -106,6 +106,8 @@ class Permit:
             metadata["approved"] = decision.approved  # an ask, settled by a person or an earlier session grant
         if decision.warnings:
             metadata["warnings"] = decision.warnings
+        if decision.staged:
+            metadata["staged"] = decision.staged  # staged rules that matched: the audit log and metrics keep them
         if decision.edited_args is not None:
             metadata["arguments_edited_by_approver"] = True
         return metadata
@@ -240,6 +242,7 @@ async def settle(
                 reason=f"allowed earlier for this session ({describe(earlier.pattern)})",
                 warnings=decision.warnings,
                 approved="session-grant",
+                staged=decision.staged,
             )
     if approver is None:
         return _denied(
@@ -288,6 +291,7 @@ async def settle(
         edited_args=answer.args,
         grant=grant,
         approved="approver",
+        staged=decision.staged,
     )
 
 
@@ -313,12 +317,18 @@ def would_ask(
 
 def _denied(call: ValidatedCall, decision: Decision, why: str) -> ToolResult:
     rule = f" (rule `{decision.rule}`)" if decision.rule else ""
+    message = f"Permission denied for `{call.tool.name}`{rule}: {why.rstrip('.')}."
+    if decision.staged:
+        return error_result(
+            call.call,
+            Status.denied,
+            ResultCode.denied,
+            Stage.permit,
+            message,
+            decision=decision.effect,
+            rule=decision.rule,
+            staged=decision.staged,
+        )
     return error_result(
-        call.call,
-        Status.denied,
-        ResultCode.denied,
-        Stage.permit,
-        f"Permission denied for `{call.tool.name}`{rule}: {why.rstrip('.')}.",
-        decision=decision.effect,
-        rule=decision.rule,
+        call.call, Status.denied, ResultCode.denied, Stage.permit, message, decision=decision.effect, rule=decision.rule
     )

@@ -240,7 +240,10 @@ class _Evaluation:
         if line is not None and line.outside and self.where.outside == "deny":
             return Decision(
                 "deny",
-                reason=f"{_quote_words(line.outside)} names a path outside the workspace, and commands outside it are denied (setting commands_outside_workspace)",
+                reason=(
+                    f"{_quote_words(line.outside)} names a path outside the workspace, and commands outside it are "
+                    "denied (setting commands_outside_workspace)"
+                ),
             )
         decision = self._decided(rules)
         if line is None or decision.effect != "allow" or decision.rule is not None:
@@ -252,22 +255,36 @@ class _Evaluation:
                 "ask",
                 reason=f"{_quote_words(line.outside)} names a path outside the workspace, so a person approves it",
                 warnings=decision.warnings,
+                staged=decision.staged,
             )
         if line.linked:
             return Decision(
                 "ask",
-                reason=f"{_quote_words(line.linked)} may go through a link that an earlier command of the line unpacks or checks out, so a person approves it",
+                reason=(
+                    f"{_quote_words(line.linked)} may go through a link that an earlier command of the line unpacks "
+                    "or checks out, so a person approves it"
+                ),
                 warnings=decision.warnings,
+                staged=decision.staged,
             )
         if line.holding:
             return Decision(
                 "ask",
-                reason=f"{_quote_words(line.holding)} holds toolrt's own files and the line writes it, so a person approves it",
+                reason=(
+                    f"{_quote_words(line.holding)} holds toolrt's own files and the line writes it, so a person "
+                    "approves it"
+                ),
                 warnings=decision.warnings,
+                staged=decision.staged,
             )
         unjudged = line.unjudged
         if unjudged is not None and self.session.mode != "bypass":
-            return Decision("ask", reason=f"{unjudged}, so a person approves the line", warnings=decision.warnings)
+            return Decision(
+                "ask",
+                reason=f"{unjudged}, so a person approves the line",
+                warnings=decision.warnings,
+                staged=decision.staged,
+            )
         return decision
 
     def _decided(self, rules: Sequence[CompiledPolicyRule]) -> Decision:
@@ -284,9 +301,10 @@ class _Evaluation:
         }
         covered: dict[int, CompiledPolicyRule] = {}  # command index -> the allow rule that covers it
         warnings: list[str] = []
+        staged: list[tuple[str, str, str]] = []
         for rule in rules:
             if rule.enforce is not Enforcement.deny:
-                self._staged(rule, warnings)
+                self._staged(rule, warnings, staged)
                 continue
             applies, why = self._applies(rule, covered)
             if not applies:
@@ -297,15 +315,23 @@ class _Evaluation:
         if matched[Effect.deny]:
             rule, why = matched[Effect.deny][0]
             return Decision(
-                "deny", rule=f"{rule.policy}/{rule.name}", reason=self._explained(rule, why), warnings=tuple(warnings)
+                "deny",
+                rule=f"{rule.policy}/{rule.name}",
+                reason=self._explained(rule, why),
+                warnings=tuple(warnings),
+                staged=tuple(staged),
             )
         if self.session.mode == "plan" and not tool.spec.read_only:
             # Before ask: in plan mode nothing that changes things runs, approved or not.
-            return Decision("deny", reason=_PLAN_DENIAL, warnings=tuple(warnings))
+            return Decision("deny", reason=_PLAN_DENIAL, warnings=tuple(warnings), staged=tuple(staged))
         if matched[Effect.ask]:
             rule, why = matched[Effect.ask][0]
             return Decision(
-                "ask", rule=f"{rule.policy}/{rule.name}", reason=self._explained(rule, why), warnings=tuple(warnings)
+                "ask",
+                rule=f"{rule.policy}/{rule.name}",
+                reason=self._explained(rule, why),
+                warnings=tuple(warnings),
+                staged=tuple(staged),
             )
         allowed = self._allowed(matched[Effect.allow], covered)
         if allowed is not None:
@@ -316,13 +342,20 @@ class _Evaluation:
                     rule=f"{deciding.policy}/{deciding.name}",
                     reason=_critical_reason(tool),
                     warnings=tuple(warnings),
+                    staged=tuple(staged),
                 )
-            return Decision("allow", rule=f"{deciding.policy}/{deciding.name}", reason=reason, warnings=tuple(warnings))
+            return Decision(
+                "allow",
+                rule=f"{deciding.policy}/{deciding.name}",
+                reason=reason,
+                warnings=tuple(warnings),
+                staged=tuple(staged),
+            )
         default = _mode_default(tool, self.session)
         reason = default.reason or ""
         if self.line is not None and default.effect != "allow":
             reason = f"{reason}; {self._uncovered(covered)}"
-        return Decision(default.effect, default.rule, reason, tuple(warnings))
+        return Decision(default.effect, default.rule, reason, tuple(warnings), staged=tuple(staged))
 
     def _judge(self, rule: CompiledPolicyRule) -> tuple[bool, str]:
         """A :data:`Judge` that evaluates what it must (it always can tell)."""
@@ -352,13 +385,14 @@ class _Evaluation:
         verdict = direct(self.call.args)
         return None if verdict is None else (_TRUE if verdict else _NOT_TRUE)
 
-    def _staged(self, rule: CompiledPolicyRule, warnings: list[str]) -> None:
+    def _staged(self, rule: CompiledPolicyRule, warnings: list[str], staged: list[tuple[str, str, str]]) -> None:
         """A rule under staged rollout (``enforce: warn`` or ``audit``): evaluated and
-        reported, never deciding. A warn rule that matches adds a warning saying what
-        it would have done."""
+        reported, never deciding. A match is recorded (the audit log and the metrics
+        keep what the rule would have done); a warn rule also adds a warning."""
         applies, why = self._applies(rule, {})
         if not applies:
             return
+        staged.append((f"{rule.policy}/{rule.name}", rule.effect.value, rule.enforce.value))
         if rule.enforce is Enforcement.warn:
             warnings.append(f"{rule.policy}/{rule.name} would {rule.effect.value}: {self._reason(rule)}")
             self._note(rule, True, f"{why}; warn only, the decision is unchanged")
@@ -395,7 +429,8 @@ class _Evaluation:
                 self._note(
                     rule,
                     False,
-                    f"the command line cannot be judged with certainty ({line.problem}), so allow rules cover none of it",
+                    f"the command line cannot be judged with certainty ({line.problem}), so allow rules cover none "
+                    "of it",
                 )
                 return False, ""
             patterns = rule.command_patterns
@@ -473,7 +508,10 @@ def _critical_reason(tool: CompiledTool) -> str:
     return f"`{tool.name}` is a critical-risk tool; only allow rules that name it can skip approval"
 
 
-_PLAN_DENIAL = "the session is in plan mode: only read-only tools may run. Describe the change in your plan instead, or ask the user to leave plan mode"
+_PLAN_DENIAL = (
+    "the session is in plan mode: only read-only tools may run. Describe the change in your plan instead, or ask "
+    "the user to leave plan mode"
+)
 
 
 def _mode_default(tool: CompiledTool, session: Session) -> Decision:
@@ -500,7 +538,10 @@ def _forbidden_mode(snapshot: Snapshot, mode: str) -> Decision | None:
             return Decision(
                 "deny",
                 rule=policy.name,
-                reason=f"permission mode `{mode}` is not allowed by policy `{policy.name}`; start the session in another mode",
+                reason=(
+                    f"permission mode `{mode}` is not allowed by policy `{policy.name}`; start the session in "
+                    "another mode"
+                ),
             )
     return None
 

@@ -16,6 +16,7 @@ instrument                     kind               attributes
 ``toolrt.quota_trips``         counter
 ``toolrt.breaker_trips``       counter
 ``toolrt.reloads``             counter            ``result`` (ok, failed)
+``toolrt.staged_matches``      counter            ``rule``, ``effect``, ``enforce``: staged rules
 ``toolrt.stage.runs``          counter            ``stage``: latency samples taken
 ``toolrt.stage.time``          counter (ms)       ``stage``: their sum
 ``toolrt.stage.latency``       gauge (ms)         ``stage``, ``quantile`` (0.5, 0.9, 0.99)
@@ -41,7 +42,7 @@ from typing import Any
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
-from runtime.metricnames import MetricsSource
+from runtime.metricnames import STAGED, MetricsSource, staged_series
 
 __all__ = ["Binding", "bind"]
 
@@ -205,6 +206,11 @@ def _hit_rate(snap: Mapping[str, Any]) -> Iterable[Observation]:
         yield Observation(rate)
 
 
+def _staged(snap: Mapping[str, Any]) -> Iterable[Observation]:
+    for labels, n in staged_series(snap):
+        yield Observation(n, labels)
+
+
 def _sources(snap: Mapping[str, Any]) -> Iterable[Observation]:
     for source, values in snap["sources"].items():
         for key, value in values.items():
@@ -221,6 +227,7 @@ _COUNTERS: tuple[tuple[str, str, str, Reader], ...] = (
         _labelled("redactions", "kind"),
     ),
     ("toolrt.reloads", "{reload}", "Snapshot reload attempts by result.", _labelled("reloads", "result")),
+    (STAGED[2], "{match}", STAGED[3], _staged),
     ("toolrt.stage.runs", "{sample}", "Latency samples taken per pipeline stage.", _stage_field("count")),
     ("toolrt.stage.time", "ms", "Time spent per pipeline stage, summed over every sample.", _stage_field("sum")),
 )

@@ -15,6 +15,7 @@ is recorded twice. Families, by the Prometheus naming conventions: counters
 ``toolrt_timeouts_total`` (writes that timed out included), ``toolrt_retries_total``,
 ``toolrt_truncations_total``, ``toolrt_redactions_total{kind}``,
 ``toolrt_quota_trips_total``, ``toolrt_breaker_trips_total``,
+``toolrt_staged_matches_total{rule,effect,enforce}`` (rules under staged rollout),
 ``toolrt_reloads_total{result}``; histograms in seconds
 ``toolrt_tool_call_duration_seconds{tool}`` and ``toolrt_stage_duration_seconds{stage}``;
 gauges ``toolrt_<source>_<key>`` for the gauge sources. The ``tool`` label holds only
@@ -32,7 +33,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from runtime.metricnames import SCALARS, MetricsSource, sanitise
+from runtime.metricnames import SCALARS, STAGED, MetricsSource, sanitise, staged_series
 
 __all__ = ["ToolrtCollector", "register"]
 
@@ -58,6 +59,10 @@ class ToolrtCollector(Collector):
         yield decisions
         for key, metric, help_text in SCALARS:
             yield CounterMetricFamily(metric.removesuffix("_total"), help_text, value=snap[key])
+        staged = CounterMetricFamily(STAGED[1].removesuffix("_total"), STAGED[3], labels=["rule", "effect", "enforce"])
+        for labels, n in staged_series(snap):
+            staged.add_metric([labels["rule"], labels["effect"], labels["enforce"]], n)
+        yield staged
         redactions = CounterMetricFamily(
             "toolrt_redactions", "Redactions applied to outputs and records, by kind.", labels=["kind"]
         )

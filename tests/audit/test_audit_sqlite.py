@@ -73,6 +73,7 @@ def test_a_record_round_trips_through_the_sink_and_query(db: Path) -> None:
         hash_before="sha256:00",
         hash_after="sha256:11",
         snapshot="snap-3",
+        staged="policy/shadow:deny:warn",
     )
     sink = SqliteSink(db)
     sink.write_batch([original])
@@ -100,6 +101,7 @@ def test_a_record_round_trips_through_the_sink_and_query(db: Path) -> None:
         "hash_before": "sha256:00",
         "hash_after": "sha256:11",
         "snapshot": "snap-3",
+        "staged": "policy/shadow:deny:warn",
     }
 
 
