@@ -2,6 +2,13 @@
 
 cel-python leans on Python semantics where CEL differs; the overrides below make it
 give cel-cpp's verdicts. Its evaluation is not thread-safe: it runs under one lock.
+
+Each evaluation is bounded (:mod:`runtime.policy.celbudget`): it counts a step for
+every syntax-tree node it visits and for every item it copies or scans natively, and
+it is stopped, as an evaluation error (so a deny or ask rule matches: fail closed),
+after :data:`~runtime.policy.celbudget.MAX_STEPS` steps or
+:data:`~runtime.policy.celbudget.TIME_BUDGET_S` seconds of CPU, whichever comes first. The
+lock is never held longer than that.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.errors import CelCompileError
+from runtime.policy import celbudget
 from runtime.policy.cel import CelProgram, Outcome
 from runtime.regex import re2_tester
 
@@ -42,7 +50,10 @@ class _PortableProgram:
             return Outcome(error=activation.reason)
         try:
             with _PORTABLE_LOCK:
+                celbudget.start()
                 result = self._runner.evaluate(activation)
+        except celbudget.Exhausted as err:
+            return Outcome(error=str(err))
         except CELEvalError as err:
             return Outcome(error=_celpy_message(err))
         except Exception as err:  # noqa: BLE001 - translate every engine failure into an outcome
@@ -66,7 +77,7 @@ class PortableEngine:
         # bounded in size and nesting at load time instead. The interpreted runner
         # is used: the compiled one keeps evaluation state in module globals (not
         # thread-safe) and ignores function overrides.
-        self._env = celpy.Environment(runner_class=celpy.InterpretedRunner)
+        self._env = celpy.Environment(runner_class=celbudget.bounded_runner())
         sys.setrecursionlimit(limit)
         self._functions = _portable_overrides()
 
@@ -146,6 +157,8 @@ def _portable_overrides() -> dict[str, Any]:
         kind = category(a)
         if kind != category(b):
             return False
+        if kind in ("list", "map"):
+            celbudget.charge(len(a))
         if kind == "number":
             return plain(a) == plain(b)
         if kind == "list":
@@ -189,6 +202,7 @@ def _portable_overrides() -> dict[str, Any]:
         if error is not None:
             return error
         if isinstance(container, (celtypes.ListType, list)):
+            celbudget.charge(len(container))
             return celtypes.BoolType(any(equal(item, x) for x in container))
         if isinstance(container, (celtypes.MapType, dict)):
             return celtypes.BoolType(any(equal(item, k) for k in container))
@@ -210,6 +224,10 @@ def _portable_overrides() -> dict[str, Any]:
                 if x == 0.0 or math.isnan(x):
                     return celtypes.DoubleType(math.nan)
                 return celtypes.DoubleType(math.copysign(math.inf, x) * math.copysign(1.0, float(b)))
+            if name == "_+_" and category(a) in ("list", "string", "bytes"):
+                # A copy of both sides: a step per item, per 64 characters of text.
+                size = len(a) + len(b)
+                celbudget.charge(size if category(a) == "list" else size // 64)
             return base(a, b)
 
         return apply
