@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import sqlite3
 import threading
@@ -26,6 +27,7 @@ from runtime.config.problems import Location, Problem
 from runtime.errors import ConfigError, ToolrtError
 from runtime.execution.jobs import JobRegistry
 from runtime.execution.reaper import cgroup_base, sweep_stale_cgroups
+from runtime.execution.sandbox import covered_paths, sandbox_available
 from runtime.fleet import setup as fleet
 from runtime.fleet.ending import SessionEnds
 from runtime.loopthread import LoopThread
@@ -176,6 +178,8 @@ class Runtime:
         self.presence = self._made(fleet.presence_for(self.settings, lambda: self.snapshot.version))
         if watch if watch is not None else self.settings.hot_reload:
             self.watch()
+        # Commands run where toolrt's own paths are out of sight, where the machine allows it.
+        self.hide: tuple[str, ...] = self._sandbox_cover()
         # file_read, file_edit, ...: one sandbox, read cache and lock directory for every turn.
         deny = (*self.settings.workspace_deny, *self.where.deny_globs())
         self.workspace_tools = (
@@ -206,6 +210,27 @@ class Runtime:
                 return {k: v for k, v in found.items() if isinstance(v, int | float)}
 
             self.metrics.gauge_source("audit", audit_stats)
+
+    def _sandbox_cover(self) -> tuple[str, ...]:
+        """The paths the command sandbox covers (empty: no sandbox), by the
+        ``command_sandbox`` setting and what this machine allows."""
+        wanted = self.settings.command_sandbox
+        if wanted == "off":
+            return ()
+        if not sandbox_available():
+            if wanted == "on":
+                message = (
+                    "command_sandbox is `on`, but this machine does not allow mount and PID namespaces"
+                    " (run as root or in a container that allows unshare, or set command_sandbox: auto)"
+                )
+                raise ConfigError([Problem(Location("settings"), "sandbox_unavailable", message)])
+            return ()
+        for folder in (self._under_workspace(self.settings.state_dir), self.artifacts.root):
+            # Made now, so that the cover hides them: a folder made later by a command would not be.
+            with contextlib.suppress(OSError):
+                folder.mkdir(parents=True, exist_ok=True)
+        entries = ((p.path, p.yaml_only, p.nested) for p in self.where.protected)
+        return covered_paths(entries, self.where.root)
 
     def _made(self, store: T) -> T:
         if hasattr(store, "close"):
@@ -362,6 +387,7 @@ class Runtime:
             canaries=self.canaries,
             approval_timeout_s=self.settings.approval_timeout_s,
             progress_listener=progress_listener,
+            hide=self.hide,
         )
 
     async def run_turn(

@@ -171,6 +171,14 @@ class Settings(BaseSettings):
     )
     max_config_file_bytes: int = Field(default=1_048_576, ge=1024)
     default_output: DefaultOutput = Field(default_factory=DefaultOutput)
+    command_sandbox: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description=(
+            "Run each command (command handlers, run_command) in a mount and PID namespace of its own in which"
+            " toolrt's config, packs, state, artifacts, locks and audit log are hidden: auto = where the machine"
+            " allows it, else the policy alone; on = a Runtime refuses to start where it cannot; off = never."
+        ),
+    )
     commands_outside_workspace: Literal["ask", "deny", "allow"] = Field(
         default="ask",
         description=(

@@ -78,20 +78,22 @@ async def run_process(
     idle_s: float | None,
     grace_s: float,
     on_output: Callable[[str], None],
+    hide: Sequence[str] = (),
 ) -> ProcessResult:
     """Run ``argv``; feed its combined stdout/stderr text to ``on_output`` as it arrives.
 
     On a timeout the whole process tree is stopped before this returns. If the
     awaiting task is cancelled, the tree is stopped too and the cancellation goes on.
     A descendant left running after the command itself exited (and holding its
-    output open) is stopped after a short drain period.
+    output open) is stopped after a short drain period. With ``hide``, the command runs
+    in the sandbox with those paths covered (:mod:`runtime.execution.sandbox`).
     """
     loop = asyncio.get_running_loop()
     tag = secrets.token_hex(8)
     if not argv or shutil.which(argv[0], path=env.get("PATH", os.defpath)) is None and not _runnable(argv[0], cwd):
         raise FileNotFoundError(2, "No such file or directory", argv[0] if argv else "")
     proc = await asyncio.create_subprocess_exec(
-        *supervised(argv, grace_s),
+        *supervised(argv, grace_s, hide),
         cwd=str(cwd),
         env={**env, TAG_VARIABLE: tag},
         stdin=asyncio.subprocess.DEVNULL,

@@ -38,6 +38,8 @@ import sys
 import time
 from collections.abc import Sequence
 
+from runtime.execution.sandbox import encode, enter_sandbox, sandbox_init
+
 
 def own_cgroup() -> str | None:
     """This process's cgroup v2 folder, if the unified hierarchy is mounted here (the
@@ -126,7 +128,8 @@ def sweep_stale_cgroups(base: str | None) -> list[str]:
 
 
 SUPERVISOR_MAIN = r"""
-grace = float(sys.argv[1]); argv = sys.argv[2:]
+grace = float(sys.argv[1]); hide = [os.fsdecode(p) for p in bytes.fromhex(sys.argv[2]).split(b"\0") if p]
+argv = sys.argv[3:]
 try:
     ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 except Exception:
@@ -208,6 +211,14 @@ def take_down(grace):
         time.sleep(0.005)
         reap()
 ready_r, ready_w = os.pipe()
+status_r = status_w = None
+if hide:
+    # The command's child becomes pid 1 of a PID namespace of its own (the sandbox,
+    # runtime.execution.sandbox): it tells this process the command's wait status.
+    status_r, status_w = os.pipe()
+    if ctypes.CDLL(None, use_errno=True).unshare(0x20000000) != 0:  # CLONE_NEWPID
+        os.write(2, b"toolrt: the command sandbox could not be set up (unshare: PID namespace)\n")
+        os._exit(126)
 pid = os.fork()
 if pid == 0:
     os.close(ready_r)
@@ -220,6 +231,14 @@ if pid == 0:
         except OSError:
             os.write(ready_w, b"0")
     os.close(ready_w)
+    if hide:
+        os.close(status_r)
+        try:
+            enter_sandbox(hide)
+        except OSError as err:
+            os.write(2, ("toolrt: the command sandbox could not be set up (%s)\n" % err).encode())
+            os._exit(126)
+        sandbox_init(argv, status_w, grace, WATCHED)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)  # exec keeps the mask: give the command the usual one
     try:
         os.execvp(argv[0], argv)
@@ -227,6 +246,8 @@ if pid == 0:
         os.write(2, ("%s: %s\n" % (argv[0], err.strerror)).encode())
         os._exit(127)
 os.close(ready_w)
+if status_w is not None:
+    os.close(status_w)
 joined = os.read(ready_r, 1) == b"1" if group is not None else False
 os.close(ready_r)
 if group is not None and not joined:
@@ -266,6 +287,15 @@ if group is not None:
         except OSError:
             reap()
             time.sleep(0.005)
+if status_r is not None and status is not None:
+    # The sandbox's pid 1 sent the command's own status (nothing: it did not get that far).
+    os.set_blocking(status_r, False)
+    try:
+        sent = os.read(status_r, 4)
+    except OSError:
+        sent = b""
+    if len(sent) == 4:
+        status = int.from_bytes(sent, "little", signed=True)
 code = os.waitstatus_to_exitcode(status) if status is not None else -(stopped or signal.SIGTERM)
 if code < 0:
     os.kill(me, -code)  # still blocked if it is one of WATCHED: delivered on the unblock below
@@ -276,16 +306,19 @@ os._exit(code & 0xFF)
 
 #: The supervisor program: the cgroup lookup above, then the main part.
 SUPERVISOR = (
-    "import ctypes, os, signal, sys, time\n"
+    "from __future__ import annotations\nimport ctypes, os, signal, sys, time\n"
     + inspect.getsource(own_cgroup)
     + inspect.getsource(sweep_stale_cgroups)
+    + inspect.getsource(enter_sandbox)
+    + inspect.getsource(sandbox_init)
     + SUPERVISOR_MAIN
 )
 
 
-def supervised(argv: Sequence[str], grace_s: float) -> list[str]:
-    """``argv`` run under the supervisor (the same Python as this process)."""
-    return [sys.executable, "-I", "-S", "-c", SUPERVISOR, repr(float(grace_s)), *argv]
+def supervised(argv: Sequence[str], grace_s: float, hide: Sequence[str] = ()) -> list[str]:
+    """``argv`` run under the supervisor (the same Python as this process); with ``hide``,
+    in the sandbox with those paths covered (:mod:`runtime.execution.sandbox`)."""
+    return [sys.executable, "-I", "-S", "-c", SUPERVISOR, repr(float(grace_s)), encode(hide), *argv]
 
 
 def cgroup_base() -> str | None:

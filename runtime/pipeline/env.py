@@ -63,3 +63,5 @@ class TurnEnv:
     # Hears every ToolContext.progress() of the turn's python handlers as (call id, message),
     # e.g. to forward it to a client; called on the handler's thread, so it must be thread-safe.
     progress_listener: Callable[[str, str | None], None] | None = None
+    # toolrt's own paths, covered in the command sandbox (empty: commands run without it).
+    hide: tuple[str, ...] = ()

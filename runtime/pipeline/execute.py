@@ -315,6 +315,7 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
                     idle_s=timeout.idle_s,
                     grace_s=timeout.grace_s,
                     on_output=collector.feed,
+                    hide=env.hide,
                 )
             )
             try:
@@ -335,6 +336,7 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
                 idle_s=timeout.idle_s,
                 grace_s=timeout.grace_s,
                 on_output=collector.feed,
+                hide=env.hide,
             )
     except FileNotFoundError:
         collector.abort()

@@ -15,7 +15,9 @@ import pytest
 
 from runtime import Call, Runtime, Session
 from runtime.loopthread import LoopThread
+from runtime.settings import Settings
 
+BUILD = "echo compiling; while [ ! -e release-{name} ]; do sleep 0.02; done; echo built > built-{name}; echo done"
 CONFIG = """
 apiVersion: toolrt/v1
 kind: Include
@@ -27,7 +29,7 @@ kind: Tool
 metadata: {name: build}
 spec:
   description: A long build that writes its result when released.
-  handler: {command: {argv: [sh, -c, "echo compiling; while [ ! -e release-{name} ]; do sleep 0.02; done; echo built > built-{name}; echo done"]}}
+  handler: {command: {argv: [sh, -c, "BUILD"]}}
   input_schema: {type: object, properties: {name: {type: string, pattern: "^[a-z0-9]+$"}}, required: [name]}
   read_only: true
   timeout: {total_s: 0.3, on_timeout: background}
@@ -42,6 +44,7 @@ spec:
   timeout: {total_s: 0.2, grace_s: 0.2, on_timeout: background}
 """
 
+CONFIG = CONFIG.replace("BUILD", BUILD)
 WAIT_S = 60.0
 
 
@@ -50,7 +53,9 @@ def runtime(tmp_path: Path) -> Runtime:
     config = tmp_path / "config"
     config.mkdir()
     (config / "tools.yaml").write_text(CONFIG)
-    return Runtime([config], workspace_root=tmp_path)
+    # The commands write their pids for the test to watch: pids as this process sees them,
+    # so outside the command sandbox's PID namespace.
+    return Runtime([config], workspace_root=tmp_path, settings=Settings(command_sandbox="off"))
 
 
 def _until(condition: object, what: str) -> None:

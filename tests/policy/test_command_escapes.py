@@ -794,26 +794,6 @@ PROTECTED = [
     pytest.param("find . -delete", id="find -delete from the root"),
     pytest.param("find . -name '*.yaml' -delete", id="find -delete of every yaml file"),
     pytest.param("git clean -fdx", id="git clean -fdx"),
-    pytest.param(
-        "cat $(echo toolrt.d/p.yaml)",
-        marks=hole("a run-time word is allowed by bypass mode whatever it names"),
-        id="the config named by a substitution",
-    ),
-    pytest.param(
-        "f=toolrt.d/p.yaml; cat $f",
-        marks=hole("a run-time word is allowed by bypass mode whatever it names"),
-        id="the config named by a variable",
-    ),
-    pytest.param(
-        "cat $PWD/toolrt.d/p.yaml",
-        marks=hole("a run-time word is allowed by bypass mode whatever it names"),
-        id="the config under $PWD",
-    ),
-    pytest.param(
-        "shopt -s globstar; sed -i s/deny/allow/ **/*.yaml",
-        marks=hole("a globstar glob cannot be expanded, and bypass mode allows it"),
-        id="sed -i over a globstar glob",
-    ),
 ]
 
 
@@ -823,6 +803,33 @@ PROTECTED = [
 def test_toolrt_own_files_are_denied_in_every_mode(decided: Judge, outside: str, mode: str, line: str) -> None:
     decision = decided(line, rules="wide", mode=mode, outside=outside)
     assert decision.effect == "deny", decision
+
+
+#: Lines that name toolrt's own files only at run time. Outside bypass mode they never run
+#: unasked; in bypass mode the policy cannot see what they name, and the command sandbox
+#: stops them when they run (tests/execution/test_command_sandbox.py runs each of them).
+PROTECTED_AT_RUN_TIME = [
+    pytest.param("cat $(echo toolrt.d/p.yaml)", id="the config named by a substitution"),
+    pytest.param("f=toolrt.d/p.yaml; cat $f", id="the config named by a variable"),
+    pytest.param("cat $PWD/toolrt.d/p.yaml", id="the config under $PWD"),
+    pytest.param("shopt -s globstar; sed -i s/deny/allow/ **/*.yaml", id="sed -i over a globstar glob"),
+]
+
+
+@pytest.mark.parametrize("outside", ["ask", "allow"])
+@pytest.mark.parametrize("mode", ["default", "accept_edits"])
+@pytest.mark.parametrize("line", PROTECTED_AT_RUN_TIME)
+def test_toolrt_own_files_named_at_run_time_never_run_unasked(
+    decided: Judge, outside: str, mode: str, line: str
+) -> None:
+    decision = decided(line, rules="wide", mode=mode, outside=outside)
+    assert decision.effect != "allow", decision
+
+
+@pytest.mark.parametrize("line", PROTECTED_AT_RUN_TIME)
+def test_bypass_mode_leaves_toolrt_own_files_named_at_run_time_to_the_sandbox(decided: Judge, line: str) -> None:
+    # What the policy cannot see it cannot refuse: the sandbox is what holds here.
+    assert decided(line, rules="wide", mode="bypass").effect == "allow"
 
 
 def test_the_denial_of_toolrt_own_files_names_the_word(decided: Judge) -> None:
