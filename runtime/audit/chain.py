@@ -29,17 +29,14 @@ catch that. :mod:`runtime.audit.verify` walks the chain.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime.audit.jsontext import compact
 from runtime.audit.record import COLUMNS
-
-# The C encoder (no indent); tuples and lists both become arrays.
-_ARRAY = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 # A stored row's length once ``staged`` (its last column) exists.
 _STAGED_ROW = len(COLUMNS)
@@ -64,7 +61,7 @@ def row_body(row: Sequence[Any]) -> bytes:
     """
     if len(row) == _STAGED_ROW and row[-1] is None:
         row = row[:-1]
-    return _ARRAY.encode(row).encode("utf-8")
+    return compact(row).encode("utf-8")  # tuples and lists both become arrays
 
 
 def link_hash(prev_hash: str, seq: int, body: bytes) -> str:

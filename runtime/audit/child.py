@@ -1,18 +1,22 @@
-"""The audit process: ``python -m runtime.audit.child sqlite|jsonl PATH``.
+"""The audit process: ``python -m runtime.audit.child sqlite|jsonl STORE HANDOFF``.
 
-Reads frames from stdin (see :mod:`runtime.audit.remote`), redacts and stores each
-batch with the real sink, and answers one ``ack`` line per batch and per sync on
-stdout. Exits when stdin closes, after storing everything read.
+Reads frames from the hand-off file HANDOFF (see :mod:`runtime.audit.handoff` and
+:mod:`runtime.audit.remote`), redacts and stores each batch with the real sink, and
+answers one ``ack`` line per batch and per sync on stdout. A byte on stdin says more
+was appended. Exits when stdin closes, after storing everything in the file and
+removing it. Before that, it finishes any hand-off file of the store that a child
+which died left behind.
 """
 
 from __future__ import annotations
 
-import pickle
+import os
 import signal
-import struct
 import sys
-from typing import Any, BinaryIO
+from pathlib import Path
+from typing import Any
 
+from runtime.audit import handoff
 from runtime.audit.jsonl import JsonlSink
 from runtime.audit.record import AuditRecord
 from runtime.audit.sinks import SqliteSink
@@ -20,19 +24,6 @@ from runtime.config.models import Validator
 from runtime.regex import compile_re2
 from runtime.shaping.redact import Redactor
 from runtime.snapshot import CompiledPattern, CompiledRedaction
-
-_HEADER = struct.Struct(">I")
-
-
-def _read_exactly(stream: BinaryIO, size: int) -> bytes | None:
-    chunks = []
-    while size:
-        chunk = stream.read(size)
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
 
 
 def _redactor(specs: Any) -> Redactor:
@@ -81,43 +72,96 @@ _REFUSE = _RefuseArgs()
 
 
 def main(argv: list[str]) -> int:
-    """Serve one parent until its pipe closes."""
+    """Serve one parent until its pipe closes, then store the rest of the hand-off file."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # our own process: the parent decides when we stop
-    kind, path = argv[0], argv[1]
+    kind, path, given = argv[0], Path(argv[1]), Path(argv[2])
     sink = SqliteSink(path) if kind == "sqlite" else JsonlSink(path)
-    stdin = sys.stdin.buffer
-    stdout: Any = sys.stdout.buffer
-    redactors: dict[int, Redactor] = {}
+    server = _Server(sink, sys.stdout.buffer)
     try:
-        while True:
-            header = _read_exactly(stdin, _HEADER.size)
-            if header is None:
-                return 0
-            payload = _read_exactly(stdin, _HEADER.unpack(header)[0])
-            if payload is None:
-                return 0
-            message = pickle.loads(payload)  # noqa: S301 - frames come only from the parent that started us, over our own pipe
-            tag = message[0]
-            if tag == "redactor":
-                redactors[message[1]] = _redactor(message[2])
-                continue
-            seq, stored, error = message[1], 0, ""
-            if tag == "batch":
-                try:
-                    sink.write_batch(_records(message[2], redactors))
-                    stored = len(message[2])
-                except Exception as err:  # noqa: BLE001 - report it and go on with the next batch
-                    error = f"{type(err).__name__}: {err}".replace("\n", " ")[:500]
-            if stdout is not None:
-                try:
-                    stdout.write(f"ack {seq} {stored} {error}\n".encode())
-                    stdout.flush()
-                except OSError:
-                    # The parent is gone (crashed, killed): nobody reads acks any more,
-                    # but every batch it sent is still stored, to the end of the pipe.
-                    stdout = None
+        # What apps and children that died left unstored, first (no acks: not our batches).
+        for orphan in handoff.orphans(path):
+            server.finish(orphan, ack=False)
+        server.serve(handoff.Reader(given), sys.stdin.buffer.fileno())
     finally:
         sink.close()
+    return 0
+
+
+def _profiles(reader: handoff.Reader) -> dict[int, Redactor]:
+    """The redaction profiles sent in ``reader``'s file before where it goes on."""
+    return {message[1]: _redactor(message[2]) for message in reader.profiles() if message[0] == "redactor"}
+
+
+class _Server:
+    """Stores the frames of hand-off files with ``sink``, answering acks on ``out``."""
+
+    def __init__(self, sink: Any, out: Any) -> None:
+        self.sink = sink
+        self.out: Any = out
+
+    def serve(self, reader: handoff.Reader, wake_fd: int) -> None:
+        """Store frames as they come, woken by a byte on ``wake_fd``; at its end of input
+        (the app closed it or died), store the rest of the file and remove it."""
+        redactors = _profiles(reader)
+        current: handoff.Reader | None = reader
+        while current is not None:
+            current = self._store(current, redactors, ack=True)
+            if not os.read(wake_fd, 65536):
+                break
+        if current is not None:
+            self.finish(current, ack=True, redactors=redactors)
+
+    def finish(self, reader: handoff.Reader, *, ack: bool, redactors: dict[int, Redactor] | None = None) -> None:
+        """Store what is left in ``reader``'s file (and the files it leads to), then remove it."""
+        current = self._store(reader, _profiles(reader) if redactors is None else redactors, ack=ack)
+        if current is not None:
+            current.remove()  # a frame cut short by the app's death is all that can be left
+
+    def _store(self, reader: handoff.Reader, redactors: dict[int, Redactor], *, ack: bool) -> handoff.Reader | None:
+        """Store every whole frame from the reader's position; the reader of the file
+        reached (a ``next`` frame moves on to the file it names; None when another
+        child holds that one)."""
+        while True:
+            moved = False
+            for offset, message in reader.frames():
+                tag = message[0]
+                if tag == "redactor":
+                    redactors[message[1]] = _redactor(message[2])
+                elif tag == "batch":
+                    seq, stored, error = message[1], 0, ""
+                    try:
+                        self.sink.write_batch(_records(message[2], redactors))
+                        stored = len(message[2])
+                    except Exception as err:  # noqa: BLE001 - report it and go on with the next batch
+                        error = f"{type(err).__name__}: {err}".replace("\n", " ")[:500]
+                    reader.done(offset)
+                    if ack:
+                        self._ack(seq, stored, error)
+                elif tag == "sync" and ack:
+                    self._ack(message[1], 0, "")
+                elif tag == "next":
+                    reader.done(offset)
+                    following = reader.follow(str(message[1]))
+                    reader.remove()
+                    if following is None:
+                        return None
+                    reader, moved = following, True
+                    redactors.clear()  # each file sends the profiles its batches need
+                    redactors.update(_profiles(following))
+                    break
+            if not moved:
+                return reader
+
+    def _ack(self, seq: int, stored: int, error: str) -> None:
+        if self.out is None:
+            return
+        try:
+            self.out.write(f"ack {seq} {stored} {error}\n".encode())
+            self.out.flush()
+        except OSError:
+            # The parent is gone (crashed, killed): nobody reads acks any more, but
+            # every batch it appended is still stored, to the end of the file.
+            self.out = None
 
 
 if __name__ == "__main__":

@@ -10,32 +10,29 @@ thread, through :meth:`AuditRecord.to_row` / :meth:`AuditRecord.to_json`.
 
 from __future__ import annotations
 
-import base64
-import datetime as _dt
-import json
 import math
 import time
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from decimal import Decimal
 from enum import Enum
-from pathlib import PurePath
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
+
+from runtime.audit.argsjson import (
+    ARGS_MAX_BYTES,
+    MAX_DEPTH,
+    MAX_ITEMS,
+    STRING_MAX_CHARS,
+    Encoded,
+    clean_json,
+    encode_args,
+    plain,
+    redacted,
+    repr_of,
+)
+from runtime.audit.jsontext import compact
 
 if TYPE_CHECKING:
     from runtime.records import Session, ToolResult
-
-#: Largest encoded ``args`` JSON kept per record (bytes of UTF-8); larger ones are
-#: replaced by a marker object holding a preview.
-ARGS_MAX_BYTES = 64 * 1024
-#: Longest single string kept inside ``args``; a longer one is cut with a marker,
-#: so one huge value does not push the whole mapping over ``ARGS_MAX_BYTES``.
-STRING_MAX_CHARS = 8 * 1024
-#: Deepest nesting kept inside ``args``; deeper values (or cycles) become a marker.
-MAX_DEPTH = 32
-#: Most items kept from one list or mapping inside ``args``.
-MAX_ITEMS = 1000
 
 #: The columns of an audit row, in order (also the keys of :meth:`AuditRecord.to_json`).
 COLUMNS: tuple[str, ...] = (
@@ -92,7 +89,7 @@ class AuditRecord:
     call_id: str | None = None
     tool: str | None = None
     tool_version: str | None = None
-    args: Mapping[str, Any] | None = None
+    args: Mapping[str, Any] | Encoded | None = None
     decision: str | None = None
     rule: str | None = None
     status: str | None = None
@@ -185,8 +182,12 @@ class AuditRecord:
         when there is no ``metadata``."""
         redactor = self.redactor
         if redactor is not None:
-            if self.args:
-                self.args = _redacted(self.args, redactor)  # if this raises, to_row stores no arguments
+            args = self.args
+            if args and type(args) is not Encoded:  # (Encoded arguments are redacted already)
+                # One encoding, kept when it shows nothing to redact; else string by string.
+                # If this raises, to_row stores no arguments.
+                text = clean_json(args, redactor)
+                self.args = Encoded(text) if text is not None else redacted(args, redactor)
             self.redactor = None
         metadata = self.metadata
         if metadata is None:
@@ -316,7 +317,7 @@ def row_json(row: Sequence[Any]) -> str:
         del head["staged"]  # a later column: a record without it is the line it always was
     args_json = head.pop("args")
     head["truncated"] = bool(head["truncated"])
-    text = _ENCODER.encode(head)
+    text = compact(head)
     # Splice the already-encoded (and capped) args in rather than decoding them again.
     return f'{text[:-1]},"args":{args_json}}}' if args_json is not None else f'{text[:-1]},"args":null}}'
 
@@ -363,187 +364,20 @@ def _scrub(value: Any) -> Any:
 
 _FIELD_NAMES = frozenset(f.name for f in fields(AuditRecord)) - {"metadata", "redactor"}
 _TEXT_TYPES = frozenset({str, type(None)})
-# One encoder for every record; its C implementation is used since there is no indent.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-class Encoded(str):
-    """Arguments already encoded as JSON text (and redacted): stored as they are."""
-
-    __slots__ = ()
-
-
-def _redacted(args: Mapping[str, Any], redactor: Any) -> Any:
-    """``args`` with secrets redacted, cheaply in the common case.
-
-    Every string of ``args`` (keys too) is gathered and the strings are scanned once,
-    joined by newlines: a pattern that looks only at a string's characters and its line
-    edges (``(?m)^``, ``$``, ``\\b``: a newline is a line edge and not a word character,
-    like a string's own edges) finds a match in some string alone only if it finds one in
-    the joined text. No candidate there means nothing to redact, and ``args`` is kept as
-    it is. A key that names a secret (its value is hidden whatever it looks like), a
-    pattern anchored to the whole text's edges, or a value of another type takes the
-    careful path: each string redacted on its own.
-    """
-    if not redactor.edge_anchored:
-        strings: list[str] = []
-        if _gather(args, strings, redactor, 0) and not redactor.has_candidate("\n".join(strings)):
-            return args
-    return redactor.redact_value(_plain(args, 0))[0]
-
-
-def _gather(value: Any, strings: list[str], redactor: Any, depth: int) -> bool:
-    """Append every string in ``value`` (keys too) to ``strings``; False when the
-    value needs the careful path (a secret key, deep nesting, an unusual type)."""
-    kind = type(value)
-    if kind is str:
-        strings.append(value)
-        return True
-    if value is None or kind is bool or kind is int or kind is float:
-        return True
-    if depth >= MAX_DEPTH:
-        return False
-    if kind is dict or kind is MappingProxyType:
-        secret = redactor.is_secret_key
-        for key, item in value.items():
-            if type(key) is not str or secret(key):
-                return False
-            strings.append(key)
-            if not _gather(item, strings, redactor, depth + 1):
-                return False
-        return True
-    if kind is list or kind is tuple:
-        return all(_gather(item, strings, redactor, depth + 1) for item in value)
-    return False
-
-
-def _plain(value: Any, depth: int) -> Any:
-    """Mappings (read-only views too) as dicts and tuples as lists, all the way down, for
-    the careful path, which redacts inside dicts and lists only (a secret in a read-only
-    view would otherwise be stored in clear)."""
-    if depth > MAX_DEPTH:
-        return f"<nested deeper than {MAX_DEPTH} levels>"
-    if isinstance(value, Mapping):
-        return {key: _plain(item, depth + 1) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(item, depth + 1) for item in value]
-    return value
-
-
-def encode_args(args: Any) -> str | None:
-    """``args`` as compact JSON text, or None for None. Never raises.
-
-    Odd types are made JSON-safe: bytes as UTF-8 text when they decode, else
-    ``{"$b64": ...}``; sets as (sorted when possible) lists; dates and times in ISO
-    8601; enums by value; paths and decimals as text; anything else as its repr.
-    Strings over :data:`STRING_MAX_CHARS`, containers over :data:`MAX_ITEMS` and
-    nesting over :data:`MAX_DEPTH` are cut with markers. When the result is still
-    over :data:`ARGS_MAX_BYTES` it is replaced by
-    ``{"$truncated": true, "original_bytes": N, "preview": "<start of the JSON>"}``.
-    """
-    if args is None:
-        return None
-    if type(args) is Encoded:
-        return str(args)
-    try:
-        # Plain, small arguments (nearly all of them) go straight through the C encoder.
-        text = _ENCODER.encode(args)
-    except Exception:  # noqa: BLE001 - odd types, NaN, cycles or deep nesting: the careful path below
-        pass
-    else:
-        if len(text) <= STRING_MAX_CHARS:  # so no string in it can be over the cap either
-            return text
-    try:
-        text = _ENCODER.encode(_safe(args, 0))
-    except Exception as err:  # noqa: BLE001 - an audit record must never fail to encode
-        return json.dumps({"$unencodable": f"{type(err).__name__}: {err}"[:500]})
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if size <= ARGS_MAX_BYTES:
-        return text
-    return json.dumps(
-        {"$truncated": True, "original_bytes": size, "preview": text[: ARGS_MAX_BYTES // 8]}, ensure_ascii=False
-    )
-
-
-def _safe(value: Any, depth: int) -> Any:
-    """``value`` as plain JSON data (dict with str keys, list, str, int, float, bool, None)."""
-    kind = type(value)
-    if value is None or kind is bool or kind is int:
-        return value
-    if kind is str:
-        return _cut(value)
-    if kind is float:
-        return value if math.isfinite(value) else repr(value)
-    if depth >= MAX_DEPTH:
-        return f"<nested deeper than {MAX_DEPTH} levels>"
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for index, (key, item) in enumerate(value.items()):
-            if index >= MAX_ITEMS:
-                out["$more"] = f"{len(value) - MAX_ITEMS} more item(s) not kept"
-                break
-            out[key if type(key) is str else _key(key)] = _safe(item, depth + 1)
-        return out
-    if isinstance(value, list | tuple):
-        return _items(value, len(value), depth)
-    if isinstance(value, Set):
-        items = list(value)
-        try:
-            items.sort()
-        except TypeError:
-            items.sort(key=repr)  # mixed types: still a stable order
-        return _items(items, len(items), depth)
-    if isinstance(value, bytes | bytearray | memoryview):
-        raw = bytes(value)
-        try:
-            return _cut(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            return {"$b64": _cut(base64.b64encode(raw[: STRING_MAX_CHARS * 3 // 4]).decode("ascii")), "bytes": len(raw)}
-    if isinstance(value, Enum):
-        return _safe(value.value, depth + 1)
-    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
-        return value.isoformat()
-    if isinstance(value, _dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, bool | int):  # subclasses (IntEnum is handled above)
-        return int(value)
-    if isinstance(value, float):
-        return _safe(float(value), depth)
-    if isinstance(value, str):
-        return _cut(str(value))
-    if isinstance(value, PurePath | Decimal):
-        return _cut(str(value))
-    return _cut(_repr(value))
-
-
-def _items(values: Any, total: int, depth: int) -> list[Any]:
-    out = [_safe(item, depth + 1) for item in values[:MAX_ITEMS]]
-    if total > MAX_ITEMS:
-        out.append(f"<{total - MAX_ITEMS} more item(s) not kept>")
-    return out
-
-
-def _key(key: Any) -> str:
-    if isinstance(key, Enum):
-        key = key.value
-    if isinstance(key, str):
-        return str(key)
-    if isinstance(key, bytes):
-        return key.decode("utf-8", "replace")
-    return _repr(key) if not isinstance(key, int | float | bool) and key is not None else json.dumps(key)
-
-
-def _cut(text: str) -> str:
-    if len(text) <= STRING_MAX_CHARS:
-        return text
-    return f"{text[:STRING_MAX_CHARS]}...[{len(text) - STRING_MAX_CHARS} more chars]"
-
-
-def _repr(value: Any) -> str:
-    try:
-        return f"<{type(value).__name__} {repr(value)[:200]}>"
-    except Exception:  # noqa: BLE001 - a broken __repr__ must not fail the batch
-        return f"<{type(value).__name__}>"
+# Kept importable from here, where they were first defined.
+__all__ = [
+    "ARGS_MAX_BYTES",
+    "COLUMNS",
+    "MAX_DEPTH",
+    "MAX_ITEMS",
+    "STRING_MAX_CHARS",
+    "AuditRecord",
+    "Encoded",
+    "encode_args",
+    "plain",
+    "row_json",
+    "scrub_row",
+]
 
 
 def _text(value: Any) -> str | None:
@@ -556,7 +390,7 @@ def _text(value: Any) -> str | None:
     try:
         return str(value)
     except Exception:  # noqa: BLE001
-        return _repr(value)
+        return repr_of(value)
 
 
 def _number(value: Any) -> float | None:

@@ -3,27 +3,29 @@
 Redacting, encoding and storing a record costs about as much CPU as running the
 call it describes, and a writer *thread* spends that CPU under the same interpreter
 lock as the calls. :class:`ProcessSink` keeps only the cheap part in this process:
-each batch is pickled (well under a microsecond per record) and written to a pipe;
-a child process (``python -m runtime.audit.child``) redacts the arguments, encodes
-them and stores the batch with the real sink (:class:`SqliteSink` or
-:class:`JsonlSink`).
+each batch is pickled (about a microsecond per record) and appended to a hand-off
+file beside the store (:mod:`runtime.audit.handoff`); a child process (``python -m
+runtime.audit.child``) reads it, redacts the arguments, encodes them and stores the
+batch with the real sink (:class:`SqliteSink` or :class:`JsonlSink`).
 
-The child is started on the first batch, in its own session (a Ctrl-C meant for the
-app does not cut it short), and exits when the pipe closes: on :meth:`close`, or
-when this process dies, after storing everything it has read. If it dies, the next
+The child is started with the sink (:meth:`ProcessSink.start`; the Runtime does it
+when it is built), in its own session (a Ctrl-C meant for the app does not cut it
+short). A byte down its stdin wakes it for each batch; when stdin closes (on
+:meth:`close`, or when this process dies) it stores the rest of the file and exits.
+What was appended is never lost with this process: it is in the file, which the
+child (or, if the child died too, the next one) finishes. If the child dies, the next
 batch starts a new one. Redaction profiles travel as pattern sources, once per
-redactor.
+redactor and file.
 
-Protocol: frames of a 4-byte big-endian length and a pickle, one way; one line
-``ack <seq> <stored> <error>`` back per batch and per sync.
+Protocol: frames of a 4-byte big-endian length and a pickle, in the file; one line
+``ack <seq> <stored> <error>`` back on the child's stdout per batch and per sync.
 """
 
 from __future__ import annotations
 
+import operator
 import os
-import pickle
 import select
-import struct
 import subprocess
 import sys
 import threading
@@ -35,11 +37,11 @@ from pathlib import Path
 from typing import Any
 
 import runtime
+from runtime.audit import handoff
 from runtime.audit.jsonl import JsonlSink
 from runtime.audit.record import AuditRecord, Encoded, encode_args
 from runtime.audit.sinks import SqliteSink
 
-_HEADER = struct.Struct(">I")
 _MAX_RESTARTS = 3  # within _RESTART_WINDOW_S; then batches fail (and are counted) instead
 _RESTART_WINDOW_S = 60.0
 
@@ -49,8 +51,8 @@ def redactor_specs(
 ) -> tuple[
     tuple[str, tuple[tuple[str, str, str, str | None, bool, bool, tuple[str, ...], bool], ...], str | None], ...
 ]:
-    """A Redactor's profiles as plain data:
-    (profile, ((name, regex, replacement, validator, case_insensitive, keep, shields, value_only), ...), secret_keys)."""
+    """A Redactor's profiles as plain data: (profile, ((name, regex, replacement,
+    validator, case_insensitive, keep, shields, value_only), ...), secret_keys)."""
     specs = []
     for profile in redactor.profiles:
         patterns = []
@@ -76,7 +78,8 @@ class ProcessSink:
     """A :class:`~runtime.audit.sinks.Sink` that stores through a child process.
 
     ``kind`` is ``"sqlite"`` or ``"jsonl"``. The store is opened here once (so a
-    path that cannot be written fails now, not in the child)."""
+    path that cannot be written fails now, not in the child). Batches go to a hand-off
+    file beside the store (:mod:`runtime.audit.handoff`), which the child reads."""
 
     def __init__(self, kind: str, path: str | os.PathLike[str], *, ack_timeout_s: float = 10.0) -> None:
         if kind not in ("sqlite", "jsonl"):
@@ -90,7 +93,10 @@ class ProcessSink:
         self._redactors: dict[
             int, tuple[Any, int]
         ] = {}  # id(redactor) -> (redactor, key); the redactor is kept so its id stays unique
-        self._sent: set[int] = set()  # keys the current child knows
+        self._sent: set[int] = set()  # keys the current hand-off file holds
+        self._fd: int | None = None  # the hand-off file, appended to (and held)
+        self.handoff_path: Path | None = None
+        self._size = 0
         self._seq = 0
         self._acked = 0
         self._ack_buffer = b""
@@ -100,13 +106,12 @@ class ProcessSink:
         self.last_error: str | None = None
 
     def start(self) -> None:
-        """Start the child now rather than with the first batch: its start-up (a new
-        interpreter and its imports) is then not time in which records only wait, which
-        a crash would lose (the Runtime starts it when it is built)."""
+        """Start the child now rather than with the first batch: records handed over
+        while it starts (a new interpreter and its imports: seconds on a busy machine)
+        wait in the hand-off file, where a crash of the app does not lose them (the
+        Runtime starts it when it is built)."""
         with self._lock:
-            if self._proc is None or self._proc.poll() is not None:
-                self._stop_child()
-                self._start_child()
+            self._ensure_child()
 
     @property
     def child_pid(self) -> int | None:
@@ -117,19 +122,14 @@ class ProcessSink:
     # -- the Sink protocol -------------------------------------------------------
 
     def write_batch(self, records: Sequence[AuditRecord]) -> None:
-        """Hand ``records`` to the child. Raises OSError if no child can take them."""
+        """Append ``records`` to the hand-off file and wake the child. Raises OSError
+        if the file cannot be written (disk full) or no child can be started."""
         if not records:
             return
         with self._lock:
-            if self._proc is None or self._proc.poll() is not None:
-                self._stop_child()
-                self._start_child()
-            try:
-                self._send(self._frames(records))
-            except OSError:  # the child died meanwhile: a new one, told the redactors again
-                self._stop_child()
-                self._start_child()
-                self._send(self._frames(records))
+            self._ensure_child()
+            frames = self._frames(records)
+            self._append(b"".join(frames))
             self._read_acks(block=False)
 
     def sync(self, timeout: float | None = None) -> bool:
@@ -137,10 +137,11 @@ class ProcessSink:
         with self._lock:
             if self._proc is None:
                 return True
-            self._seq += 1
-            target = self._seq
             try:
-                self._send([_frame(("sync", target))])
+                self._ensure_child()
+                self._seq += 1
+                target = self._seq
+                self._append(_frame(("sync", target)))
             except OSError:
                 return False
             deadline = time.monotonic() + (self.ack_timeout_s if timeout is None else timeout)
@@ -151,18 +152,64 @@ class ProcessSink:
             return True
 
     def close(self) -> None:
-        """Close the pipe and wait for the child to store what it has and exit."""
+        """Tell the child no more comes, and wait for it to store what it has and exit."""
         with self._lock:
             self._stop_child()
+            self._release()
 
     # -- internals ----------------------------------------------------------------
+
+    def _ensure_child(self) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            self._stop_child()
+            self._start_child()
+
+    def _append(self, data: bytes) -> None:
+        if self._fd is None:
+            raise BrokenPipeError("no audit hand-off file")
+        handoff.append(self._fd, data)
+        self._size += len(data)
+        self._wake()
+        if self._size > handoff.ROTATE_BYTES:
+            self._rotate()
+
+    def _wake(self) -> None:
+        """One byte down the child's pipe: something new is in the file. A full pipe
+        has enough wake-ups in it already; a closed one means the child is gone (the
+        next batch starts another, which reads this file)."""
+        proc = self._proc
+        if proc is None or proc.stdin is None:
+            return
+        try:
+            os.write(proc.stdin.fileno(), b"\x01")
+        except (BlockingIOError, OSError):
+            pass
+
+    def _rotate(self) -> None:
+        """Go on in a new hand-off file; the child removes this one once read."""
+        fd, path = handoff.create(self.path)
+        self._append_raw(_frame(("next", path.name)))
+        self._release()
+        self._fd, self.handoff_path, self._size = fd, path, handoff.HEADER_BYTES
+        self._sent.clear()  # each file holds the redaction profiles its batches need
+        self._wake()
+
+    def _append_raw(self, data: bytes) -> None:
+        if self._fd is not None:
+            handoff.append(self._fd, data)
+
+    def _release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)  # drops our lock: the file is the child's, or a later child's to finish
 
     def _frames(self, records: Sequence[AuditRecord]) -> list[bytes]:
         frames: list[bytes] = []
         rows = []
         for record in records:
             key = self._redactor_key(record.redactor, frames)
-            rows.append(_row(record, record.args, dict(record.metadata) if record.metadata is not None else None, key))
+            metadata = record.metadata
+            rows.append(_row(record, record.args, dict(metadata) if metadata is not None else None, key))
         self._seq += 1
         try:
             frames.append(_frame(("batch", self._seq, rows)))
@@ -183,30 +230,25 @@ class ProcessSink:
             self._sent.add(key)
         return key
 
-    def _send(self, frames: list[bytes]) -> None:
-        if self._proc is None or self._proc.stdin is None:
-            raise BrokenPipeError("no audit process")
-        data = b"".join(frames)
-        fd = self._proc.stdin.fileno()
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-
     def _start_child(self) -> None:
         now = time.monotonic()
         self._restarts = [t for t in self._restarts if now - t < _RESTART_WINDOW_S]
         if len(self._restarts) >= _MAX_RESTARTS:
             raise OSError(
-                f"the audit process keeps exiting ({len(self._restarts)} starts in {_RESTART_WINDOW_S:g} s); last error: {self.last_error}"
+                f"the audit process keeps exiting ({len(self._restarts)} starts in {_RESTART_WINDOW_S:g} s);"
+                f" last error: {self.last_error}"
             )
         self._restarts.append(now)
-        self._sent.clear()
+        if self._fd is None:
+            self._fd, self.handoff_path = handoff.create(self.path)
+            self._size = handoff.HEADER_BYTES
+            self._sent.clear()
+        # else a child died: the new one goes on in the same file, from what it had stored.
         package_root = str(Path(runtime.__file__).resolve().parent.parent)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH", "")]))
         self._proc = subprocess.Popen(  # noqa: S603 - our own module, fixed argv
-            [sys.executable, "-m", "runtime.audit.child", self.kind, str(self.path)],
+            [sys.executable, "-m", "runtime.audit.child", self.kind, str(self.path), str(self.handoff_path)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -214,8 +256,9 @@ class ProcessSink:
             start_new_session=True,  # a Ctrl-C for the app must not cut the audit short
             env=env,
         )
-        assert self._proc.stdout is not None  # noqa: S101 - PIPE above
+        assert self._proc.stdout is not None and self._proc.stdin is not None  # noqa: S101 - PIPE above
         os.set_blocking(self._proc.stdout.fileno(), False)
+        os.set_blocking(self._proc.stdin.fileno(), False)
 
     def _stop_child(self) -> None:
         proc, self._proc = self._proc, None
@@ -223,13 +266,13 @@ class ProcessSink:
             return
         try:
             if proc.stdin is not None:
-                proc.stdin.close()
+                proc.stdin.close()  # end of input: the child stores the rest of the file and exits
         except OSError:
             pass
         try:
             proc.wait(self.ack_timeout_s)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            proc.kill()  # what it had not stored stays in the hand-off file for the next child
             proc.wait()
         self._drain_acks(proc)
         if proc.stdout is not None:
@@ -290,16 +333,19 @@ def _finished(record: AuditRecord) -> tuple[Any, ...]:
 _STORED = tuple(f.name for f in fields(AuditRecord) if f.name not in ("metadata", "redactor"))
 
 
+_STORED_VALUES = operator.attrgetter(*_STORED)
+_ARGS_AT, _STATUS_AT = _STORED.index("args"), _STORED.index("status")
+
+
 def _row(record: AuditRecord, args: Any, metadata: dict[str, Any] | None, key: int | None) -> tuple[Any, ...]:
     """What travels to the child for ``record``: its stored fields (``args`` as given,
     the status as text), then the metadata to resolve and the redactor key."""
-    values = {name: getattr(record, name) for name in _STORED}
-    values["args"] = args
-    if isinstance(record.status, Enum):
-        values["status"] = record.status.value
-    return (*values.values(), metadata, key)
+    values = list(_STORED_VALUES(record))
+    values[_ARGS_AT] = args
+    status = values[_STATUS_AT]
+    if isinstance(status, Enum):
+        values[_STATUS_AT] = status.value
+    return (*values, metadata, key)
 
 
-def _frame(message: Any) -> bytes:
-    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    return _HEADER.pack(len(payload)) + payload
+_frame = handoff.frame

@@ -249,7 +249,7 @@ def test_non_finite_times_never_reach_the_row_or_the_json_line() -> None:
 
 
 def test_anchored_patterns_are_applied_to_each_argument_not_to_the_json_text() -> None:
-    from runtime.audit.record import _redacted
+    from runtime.audit.argsjson import redacted as _redacted
     from runtime.regex import compile_re2
     from runtime.shaping.redact import Redactor
     from runtime.snapshot import CompiledPattern, CompiledRedaction

@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 
 from runtime import load_snapshot
-from runtime.audit.record import _plain, _redacted, encode_args
+from runtime.audit.argsjson import encode_args
+from runtime.audit.argsjson import plain as _plain
+from runtime.audit.argsjson import redacted as _redacted
 from runtime.regex import compile_re2
 from runtime.shaping.redact import Redactor
 from runtime.snapshot import CompiledPattern, CompiledRedaction
@@ -75,7 +77,7 @@ def test_secret_keys_and_unusual_values_are_redacted_as_the_careful_path_does(ar
     stored = encode_args(_redacted(args, SHIPPED))
     assert stored == careful(args, SHIPPED)
     for clear in ("hunter2", "12345678", "abcdef", "maria.lopez", "a1B2a1B2"):
-        if clear in str(args) and "bytes" not in str(args):
+        if clear in str(args):
             assert clear not in (stored or ""), stored
 
 
