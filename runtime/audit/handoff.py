@@ -1,7 +1,8 @@
 """The hand-off file between an app and its audit writer child (``audit_writer=process``).
 
-The app appends every frame (a 4-byte big-endian length, then a pickle) to a file in
-the store's folder; the child reads the file in order and stores what it reads. A
+The app appends every frame (a 4-byte big-endian length, a kind letter, then a pickle)
+to a file in a folder beside the store (``<store>.handoff/``, owner-only, one of the
+files the agent's tools are kept from: the arguments in it are not redacted yet); the child reads the file in order and stores what it reads. A
 frame is in the kernel's page cache as soon as ``write()`` returns, so a SIGKILL of the
 app loses only what it had not written yet, never what waits for the child: the
 child, which outlives the app, reads the file to its end. A pipe would do the same
@@ -42,7 +43,7 @@ _FRAME = struct.Struct(">I")
 _HEAD = _FRAME.size + 1  # length and kind letter
 #: A hand-off file longer than this is continued in a new one.
 ROTATE_BYTES = 32 * 1024 * 1024
-_INFIX = ".handoff-"
+_FOLDER_SUFFIX = ".handoff"
 
 
 def frame(message: Any) -> bytes:
@@ -53,22 +54,31 @@ def frame(message: Any) -> bytes:
     return _FRAME.pack(len(payload)) + message[0][:1].encode("ascii") + payload
 
 
-def pattern_of(store: Path) -> str:
-    """The glob that names the hand-off files of ``store``."""
-    return f"{store.name}{_INFIX}*"
+def folder_of(store: Path) -> Path:
+    """The folder of the hand-off files of ``store``."""
+    return store.with_name(store.name + _FOLDER_SUFFIX)
+
+
+def files_of(store: Path) -> list[Path]:
+    """The hand-off files of ``store`` (whole ones: not those still being made)."""
+    try:
+        return [path for path in folder_of(store).iterdir() if not path.name.startswith(".")]
+    except FileNotFoundError:
+        return []
 
 
 def create(store: Path) -> tuple[int, Path]:
-    """A new hand-off file beside ``store``: (its descriptor, open for appending and
+    """A new hand-off file for ``store``: (its descriptor, open for appending and
     holding a shared lock, and its path). Owner-only."""
-    folder = store.parent
+    folder = folder_of(store)
+    folder.mkdir(mode=0o700, exist_ok=True)
     token = secrets.token_hex(6)
-    temporary = folder / f".{store.name}{_INFIX}{os.getpid()}-{token}.new"
+    temporary = folder / f".{os.getpid()}-{token}.new"
     fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_SH)
         os.write(fd, MAGIC + _OFFSET.pack(HEADER_BYTES))
-        path = folder / f"{store.name}{_INFIX}{os.getpid()}-{token}"
+        path = folder / f"{os.getpid()}-{token}"
         os.rename(temporary, path)
     except BaseException:
         os.close(fd)
@@ -92,9 +102,8 @@ def orphans(store: Path) -> list[Reader]:
     """Readers, holding an exclusive lock each, of the hand-off files of ``store`` left
     behind: their app is gone and no child holds them. Oldest first."""
     found = []
-    prefix = f"{store.name}{_INFIX}"
-    for path in sorted(store.parent.glob(pattern_of(store)), key=_age):
-        if _alive(path.name[len(prefix) :].split("-", 1)[0]):
+    for path in sorted(files_of(store), key=_age):
+        if _alive(path.name.split("-", 1)[0]):
             continue  # its app is running: the file is its child's
         reader = Reader.take(path)
         if reader is not None:

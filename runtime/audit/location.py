@@ -67,7 +67,8 @@ def own_paths(workspace_root: str | os.PathLike[str], settings: Settings | None 
     store, directory = store_path(workspace_root, settings), audit_dir(workspace_root, settings)
     if store.resolve().is_relative_to(directory.resolve()):
         return [directory]
-    return [store, *(store.with_name(store.name + suffix) for suffix in ("-wal", "-shm", "-journal", ".head"))]
+    suffixes = ("-wal", "-shm", "-journal", ".head", ".handoff")  # .handoff: the writer child's folder
+    return [store, *(store.with_name(store.name + suffix) for suffix in suffixes)]
 
 
 def inside(path: Path, workspace_root: str | os.PathLike[str]) -> bool:

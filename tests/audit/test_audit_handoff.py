@@ -154,7 +154,7 @@ def test_records_handed_to_a_child_that_has_not_run_yet_survive_a_sigkill_of_the
     _wait(lambda: not _alive(app.child), "the writer child to store the rest and exit")
     assert _count(store) == 1200
     assert verify(store).ok
-    assert not list(tmp_path.glob(handoff.pattern_of(store)))  # the child removed its file
+    assert not handoff.files_of(store)  # the child removed its file
 
 
 def test_a_child_killed_with_records_unstored_is_finished_by_the_next_one(
@@ -172,7 +172,7 @@ def test_a_child_killed_with_records_unstored_is_finished_by_the_next_one(
     os.kill(app.child, signal.SIGKILL)
     _wait(lambda: not _alive(app.child), "the first child to die")
     assert _count(store) == 0
-    assert len(list(tmp_path.glob(handoff.pattern_of(store)))) == 1  # left for the next child
+    assert len(handoff.files_of(store)) == 1  # left for the next child
     second = App(tmp_path, store, 16)
     stopped_children.append(second.child)
     second.go()
@@ -183,7 +183,7 @@ def test_a_child_killed_with_records_unstored_is_finished_by_the_next_one(
     assert second.proc.wait(120) == 0
     assert _count(store) == 800 + 16
     assert verify(store).ok
-    assert not list(tmp_path.glob(handoff.pattern_of(store)))
+    assert not handoff.files_of(store)
 
 
 def test_a_child_that_dies_mid_run_is_replaced_and_nothing_is_lost(tmp_path: Path) -> None:
@@ -210,7 +210,7 @@ def test_a_child_that_dies_mid_run_is_replaced_and_nothing_is_lost(tmp_path: Pat
     }
     assert len(ids) - len(set(ids)) <= 100
     assert verify(store).ok
-    assert not list(tmp_path.glob(handoff.pattern_of(store)))
+    assert not handoff.files_of(store)
 
 
 def test_hand_off_files_are_continued_in_new_ones_and_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -230,7 +230,7 @@ def test_hand_off_files_are_continued_in_new_ones_and_removed(tmp_path: Path, mo
         order = [row[0] for row in conn.execute("SELECT call_id FROM calls ORDER BY seq")]
     assert order == [f"{n}-{i}" for n in range(60) for i in range(10)]
     assert verify(store).ok
-    assert not list(tmp_path.glob(handoff.pattern_of(store)))
+    assert not handoff.files_of(store)
 
 
 LEAVE = textwrap.dedent(
@@ -266,7 +266,7 @@ def test_a_frame_cut_short_by_a_crash_is_dropped_and_the_whole_ones_stored(tmp_p
     sink.close()
     assert _count(store) == 5
     assert verify(store).ok
-    assert not list(tmp_path.glob(handoff.pattern_of(store)))
+    assert not handoff.files_of(store)
 
 
 def test_only_files_of_gone_apps_that_nobody_holds_are_taken_as_left_behind(tmp_path: Path) -> None:

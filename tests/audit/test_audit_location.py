@@ -108,3 +108,11 @@ def test_an_explicit_log_names_its_own_files_for_protection(tmp_path: Path) -> N
         and chosen.with_name("calls.jsonl.head") in paths
         and chosen.with_name("calls.jsonl-wal") in paths
     )
+
+
+def test_the_writer_childs_hand_off_folder_is_one_of_the_logs_own_files(tmp_path: Path) -> None:
+    """The hand-off files hold arguments not yet redacted: the agent's tools must not reach them."""
+    from runtime.audit import handoff
+
+    chosen = tmp_path / "ws" / "audit.sqlite3"
+    assert handoff.folder_of(chosen) in own_paths(tmp_path / "ws", Settings(audit_store=chosen))
