@@ -6,7 +6,7 @@ the registry without importing it (runtime.metrics imports the exporters, lazily
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 
@@ -49,6 +49,46 @@ def staged_series(snap: Mapping[str, Any]) -> list[tuple[dict[str, str], int]]:
         for effect, by_enforce in by_effect.items()
         for enforce, n in by_enforce.items()
     ]
+
+
+#: The workflow counters, all labelled ``workflow`` and one more label: (key in the
+#: snapshot's ``workflows[<name>]``, metric name, help, the second label), in
+#: exposition order. OpenTelemetry names them ``toolrt.workflow.<key>``.
+WORKFLOW_COUNTERS: tuple[tuple[str, str, str, str], ...] = (
+    ("runs", "toolrt_workflow_runs_total", "Finished workflow runs by workflow and status.", "status"),
+    ("steps", "toolrt_workflow_steps_total", "Steps of finished workflow runs by workflow and status.", "status"),
+    (
+        "compensations",
+        "toolrt_workflow_compensations_total",
+        "Compensations of completed steps run by workflow runs, by workflow and status.",
+        "status",
+    ),
+    (
+        "resumes",
+        "toolrt_workflow_resumes_total",
+        "Resumes of journaled workflow runs, by workflow and outcome (the resumed run's status, finished when it"
+        " had ended already, refused when it could not be resumed).",
+        "outcome",
+    ),
+)
+
+#: Calls by the version of the tool that served them (``snapshot["versions"]``).
+VERSION_CALLS = ("toolrt_version_calls_total", "Finished calls by tool, the version that served them, and status.")
+
+
+def workflow_series(snap: Mapping[str, Any], key: str) -> Iterator[tuple[str, str, int]]:
+    """``(workflow, second label value, count)`` of the workflow counter ``key``."""
+    for workflow, entry in snap["workflows"].items():
+        for value, n in entry.get(key, {}).items():
+            yield workflow, value, n
+
+
+def version_series(snap: Mapping[str, Any]) -> Iterator[tuple[str, str, str, int]]:
+    """``(tool, version, status, count)`` of the calls counted by serving version."""
+    for tool, by_version in snap["versions"].items():
+        for version, by_status in by_version.items():
+            for status, n in by_status.items():
+                yield tool, version, status, n
 
 
 _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_]")

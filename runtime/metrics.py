@@ -34,10 +34,10 @@ import bisect
 import math
 import threading
 from collections import defaultdict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from runtime.metricnames import SCALARS, STAGED, sanitise, staged_series
+from runtime.metricnames import SCALARS, STAGED, WORKFLOW_COUNTERS
 
 if TYPE_CHECKING:
     from runtime.telemetry.meters import Binding
@@ -90,6 +90,7 @@ _SCALARS: tuple[tuple[str, tuple[str], str, str], ...] = tuple(
 )
 
 Source = Callable[[], Mapping[str, float]]
+_WORKFLOW_FAMILIES = frozenset(f"workflow_{key}" for key, *_ in WORKFLOW_COUNTERS)
 
 
 class _Stage:
@@ -146,6 +147,7 @@ class Metrics:
         # Calls recorded but not counted yet (see record_call); a deque, so that
         # appending from any thread needs no lock.
         self._pending: deque[tuple[Any, ...]] = deque()
+        self._workflow_pending: deque[tuple[Any, ...]] = deque()  # runs and resumes (record_workflow)
         # Timing key ("validate_ms") -> its stage, or None for a key that is not a
         # stage timing, so the hot path does one dict lookup per timing.
         self._stages: dict[str, _Stage | None] = {}
@@ -194,7 +196,9 @@ class Metrics:
             observer(timings_ms)
 
     def _fold(self) -> None:
-        """Count every queued call. Called with the lock held."""
+        """Count every queued call (and workflow run). Called with the lock held."""
+        if self._workflow_pending:
+            self._fold_workflows()
         pending = self._pending
         counts = self._counts
         stages = self._stages
@@ -258,13 +262,43 @@ class Metrics:
         # setdefault is atomic: threads meeting a new stage at once all get the same one.
         return self._stages.setdefault(key, stage)
 
-    def record_workflow(self, workflow: str, status: str, steps: Mapping[str, int]) -> None:
-        """Count one finished workflow run: its status, and its steps by status."""
-        with self._lock:
-            counts = self._counts
-            counts[("workflows", workflow, status)] += 1
-            for step_status, n in steps.items():
-                counts[("workflow_steps", workflow, step_status)] += n
+    def record_workflow(
+        self, workflow: str, status: str, steps: Sequence[str], compensations: Sequence[str] = ()
+    ) -> None:
+        """Count one finished workflow run: its status, each step's status and the
+        status of each compensation it ran. Queued like calls: counted at the next
+        reading (or once :data:`FOLD_AT` are queued)."""
+        self._queue_workflow((workflow, status, steps, compensations))
+
+    def record_resume(self, workflow: str, outcome: str) -> None:
+        """Count one resume of a journaled run: ``outcome`` is the resumed run's status,
+        ``finished`` (it had ended already) or ``refused`` (it could not be resumed)."""
+        self._queue_workflow((workflow, outcome))
+
+    def _queue_workflow(self, entry: tuple[Any, ...]) -> None:
+        pending = self._workflow_pending
+        pending.append(entry)
+        if len(pending) >= FOLD_AT and self._lock.acquire(blocking=False):
+            try:
+                self._fold()
+            finally:
+                self._lock.release()
+
+    def _fold_workflows(self) -> None:
+        """Count every queued workflow run and resume. Called with the lock held."""
+        pending = self._workflow_pending
+        counts = self._counts
+        while pending:
+            entry = pending.popleft()
+            if len(entry) == 2:
+                counts[("workflow_resumes", entry[0], entry[1])] += 1
+                continue
+            workflow, status, steps, compensations = entry
+            counts[("workflow_runs", workflow, status)] += 1
+            for step_status in steps:
+                counts[("workflow_steps", workflow, step_status)] += 1
+            for comp_status in compensations:
+                counts[("workflow_compensations", workflow, comp_status)] += 1
 
     def record_reload(self, ok: bool) -> None:
         """Count one snapshot reload attempt, successful or not."""
@@ -326,7 +360,8 @@ class Metrics:
         """The metrics as plain JSON-able data.
 
         Keys: ``calls`` ({tool: {status: n}}), ``versions`` ({tool: {version: {status: n}}}, by the
-        version that served), ``workflows`` ({name: {"runs"|"steps": {status: n}}}), ``decisions`` ({effect: n}),
+        version that served), ``workflows`` ({name: {"runs"|"steps"|"compensations": {status: n},
+        "resumes": {outcome: n}}}), ``decisions`` ({effect: n}),
         ``timeouts``, ``retries``, ``truncations``, ``redactions`` ({kind: n}), ``staged``
         ({policy/rule: {would-be effect: {enforce: n}}}, matches of rules under staged rollout),
         ``quota_trips``, ``breaker_trips``, ``reloads`` ({"ok": n, "failed": n}),
@@ -364,8 +399,11 @@ class Metrics:
                 calls.setdefault(key[1], {})[key[2]] = n
             elif family == "versions":
                 versions.setdefault(key[1], {}).setdefault(key[2], {})[key[3]] = n
-            elif family in ("workflows", "workflow_steps"):  # runs, and their steps
-                workflows.setdefault(key[1], {"runs": {}, "steps": {}})[family[9:] or "runs"][key[2]] = n
+            elif family in _WORKFLOW_FAMILIES:  # runs, their steps and compensations, resumes
+                by_kind = workflows.get(key[1])
+                if by_kind is None:
+                    by_kind = workflows[key[1]] = {name: {} for name, *_ in WORKFLOW_COUNTERS}
+                by_kind[family[9:]][key[2]] = n
             elif family == "decisions":
                 decisions[key[1]] = n
             elif family == "redactions":
@@ -385,7 +423,10 @@ class Metrics:
         snap: dict[str, Any] = {
             "calls": {tool: dict(sorted(by_status.items())) for tool, by_status in sorted(calls.items())},
             "versions": {tool: dict(sorted(by.items())) for tool, by in sorted(versions.items())},
-            "workflows": dict(sorted(workflows.items())),
+            "workflows": {
+                name: {key: dict(sorted(by.items())) for key, by in entry.items()}
+                for name, entry in sorted(workflows.items())
+            },
             "decisions": dict(sorted(decisions.items())),
             "redactions": dict(sorted(redactions.items())),
             STAGED[0]: dict(sorted(staged.items())),
@@ -417,75 +458,9 @@ class Metrics:
         ``toolrt_cache_hit_rate``. Serve it with content type
         ``text/plain; version=0.0.4; charset=utf-8``.
         """
-        snap = self.snapshot()
-        out = _Exposition()
+        from runtime.metricstext import render
 
-        out.family("toolrt_calls_total", "counter", "Finished tool calls by tool and result status.")
-        for tool, by_status in snap["calls"].items():
-            for status, n in by_status.items():
-                out.sample("toolrt_calls_total", {"tool": tool, "status": status}, n)
-        out.family("toolrt_version_calls_total", "counter", "Finished calls by tool, the version that served, status.")
-        for tool, by_version in snap["versions"].items():
-            for version, by_status in by_version.items():
-                for status, n in by_status.items():
-                    out.sample("toolrt_version_calls_total", {"tool": tool, "version": version, "status": status}, n)
-        out.family("toolrt_workflow_runs_total", "counter", "Finished workflow runs by workflow and status.")
-        out.family("toolrt_workflow_steps_total", "counter", "Steps of finished workflow runs by workflow and status.")
-        for workflow, entry in snap["workflows"].items():
-            for status, n in entry["runs"].items():
-                out.sample("toolrt_workflow_runs_total", {"workflow": workflow, "status": status}, n)
-            for status, n in entry["steps"].items():
-                out.sample("toolrt_workflow_steps_total", {"workflow": workflow, "status": status}, n)
-        out.family("toolrt_decisions_total", "counter", "Policy decisions by effect.")
-        for effect, n in snap["decisions"].items():
-            out.sample("toolrt_decisions_total", {"effect": effect}, n)
-        for name, _key, metric, help_text in _SCALARS:
-            out.family(metric, "counter", help_text)
-            out.sample(metric, {}, snap[name])
-        out.family(STAGED[1], "counter", STAGED[3])
-        for labels, n in staged_series(snap):
-            out.sample(STAGED[1], labels, n)
-        out.family("toolrt_redactions_total", "counter", "Redactions applied to outputs and records, by kind.")
-        for kind, n in snap["redactions"].items():
-            out.sample("toolrt_redactions_total", {"kind": kind}, n)
-        out.family("toolrt_reloads_total", "counter", "Snapshot reload attempts by result.")
-        for result in ("ok", "failed"):
-            out.sample("toolrt_reloads_total", {"result": result}, snap["reloads"][result])
-
-        durations = snap["durations_s"]
-        out.family("toolrt_tool_call_duration_seconds", "histogram", "Whole tool call duration in seconds, by tool.")
-        for tool, hist in durations["tools"].items():
-            out.histogram("toolrt_tool_call_duration_seconds", {"tool": tool}, hist)
-        out.family(
-            "toolrt_stage_duration_seconds",
-            "histogram",
-            "Pipeline stage duration in seconds, by stage (total: the whole call).",
-        )
-        for stage, hist in durations["stages"].items():
-            out.histogram("toolrt_stage_duration_seconds", {"stage": stage}, hist)
-
-        if "cache_hit_rate" in snap and snap["cache_hit_rate"] is not None:
-            out.family("toolrt_cache_hit_rate", "gauge", "Read cache hits over lookups.")
-            out.sample("toolrt_cache_hit_rate", {}, snap["cache_hit_rate"])
-
-        for name, labels in sorted(snap["info"].items()):
-            metric = f"toolrt_{_sanitise(name)}_info"
-            if out.family(metric, "gauge", f"The {name} this process serves (labels; the value is always 1)."):
-                out.sample(metric, labels, 1)
-
-        source_names = sorted(set(snap["sources"]) | set(snap["errors"]))
-        if source_names:
-            out.family("toolrt_source_up", "gauge", "1 if the gauge source was read at this scrape, 0 if it failed.")
-            for source in source_names:
-                out.sample("toolrt_source_up", {"source": source}, 0 if source in snap["errors"] else 1)
-        for source, values in snap["sources"].items():
-            for key, value in values.items():
-                metric = f"toolrt_{_sanitise(source)}_{_sanitise(key)}"
-                # A sanitised name can collide with another family; a second family of
-                # the same name would make the whole exposition invalid, so skip it.
-                if out.family(metric, "gauge", f"{key} reported by the {source} source."):
-                    out.sample(metric, {}, value)
-        return out.text()
+        return render(self.snapshot())
 
 
 def _nearest_rank(ordered: list[float], q: float) -> float | None:
@@ -514,65 +489,3 @@ def _read_sources(sources: Mapping[str, Source]) -> tuple[dict[str, dict[str, fl
             continue
         values[name] = read
     return values, errors
-
-
-_sanitise = sanitise
-
-
-def _escape_label(value: str) -> str:
-    """A label value escaped as the text format requires: backslash, quote, newline."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _escape_help(text: str) -> str:
-    """HELP text escaped as the text format requires: backslash and newline."""
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
-
-
-def _format_value(value: float | int | None) -> str:
-    """A sample value as the text format spells it (Go float syntax)."""
-    if value is None:
-        return "NaN"
-    if isinstance(value, int):
-        return str(value)
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(value)
-
-
-class _Exposition:
-    """Accumulates exposition lines, writing each family's HELP and TYPE exactly once."""
-
-    def __init__(self) -> None:
-        self._lines: list[str] = []
-        self._families: set[str] = set()
-
-    def family(self, name: str, kind: str, help_text: str) -> bool:
-        """Open family ``name``; False (and nothing written) if it already exists."""
-        if name in self._families:
-            return False
-        self._families.add(name)
-        self._lines.append(f"# HELP {name} {_escape_help(help_text)}")
-        self._lines.append(f"# TYPE {name} {kind}")
-        return True
-
-    def sample(self, name: str, labels: Mapping[str, str], value: float | int | None) -> None:
-        """One sample line ``name{labels} value``."""
-        if labels:
-            rendered = ",".join(f'{key}="{_escape_label(str(val))}"' for key, val in labels.items())
-            self._lines.append(f"{name}{{{rendered}}} {_format_value(value)}")
-        else:
-            self._lines.append(f"{name} {_format_value(value)}")
-
-    def histogram(self, name: str, labels: Mapping[str, str], hist: Mapping[str, Any]) -> None:
-        """The ``_bucket`` (one per ``le``, cumulative), ``_sum`` and ``_count`` samples."""
-        for bound, count in zip(hist["le"], hist["cumulative"], strict=True):
-            self.sample(f"{name}_bucket", {**labels, "le": repr(bound)}, count)
-        self.sample(f"{name}_bucket", {**labels, "le": "+Inf"}, hist["count"])
-        self.sample(f"{name}_sum", labels, hist["sum"])
-        self.sample(f"{name}_count", labels, hist["count"])
-
-    def text(self) -> str:
-        return "\n".join(self._lines) + "\n"

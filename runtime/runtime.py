@@ -562,7 +562,11 @@ class Runtime:
         flight runs again only if read-only or idempotent, else its result is unknown
         and the run compensates. A finished run is not run again (``note`` says so)."""
         return await resume_run(
-            self.settings, self.workspace_root, run_id, lambda own: self._env(session or own, None, request_id=run_id)
+            self.settings,
+            self.workspace_root,
+            run_id,
+            lambda own: self._env(session or own, None, request_id=run_id),
+            metrics=self.metrics,
         )
 
     def resume_workflow_sync(self, run_id: str, session: Session | None = None) -> WorkflowResult:

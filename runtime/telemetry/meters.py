@@ -4,28 +4,33 @@
 their callbacks read the registry when the app's MetricReader collects, so a bound
 registry costs the calls nothing. Instruments, all under the meter ``toolrt``:
 
-=============================  =================  ==================================
-instrument                     kind               attributes
-=============================  =================  ==================================
-``toolrt.calls``               counter            ``tool``, ``status``
-``toolrt.decisions``           counter            ``effect``
-``toolrt.timeouts``            counter
-``toolrt.retries``             counter
-``toolrt.truncations``         counter
-``toolrt.redactions``          counter            ``kind``
-``toolrt.quota_trips``         counter
-``toolrt.breaker_trips``       counter
-``toolrt.reloads``             counter            ``result`` (ok, failed)
-``toolrt.staged_matches``      counter            ``rule``, ``effect``, ``enforce``: staged rules
-``toolrt.stage.runs``          counter            ``stage``: latency samples taken
-``toolrt.stage.time``          counter (ms)       ``stage``: their sum
-``toolrt.stage.latency``       gauge (ms)         ``stage``, ``quantile`` (0.5, 0.9, 0.99)
-``toolrt.cache.hit_rate``      gauge              read cache hits over lookups
-``toolrt.source.value``        gauge              ``source``, ``key``: every gauge source
-                                                  (read cache, file editor lock waits
-                                                  and conflicts, audit writer)
-``toolrt.stage.duration``      histogram (s)      ``stage``; only with ``histograms=True``
-=============================  =================  ==================================
+===================================  =================  ==================================
+instrument                           kind               attributes
+===================================  =================  ==================================
+``toolrt.calls``                     counter            ``tool``, ``status``
+``toolrt.version.calls``             counter            ``tool``, ``version`` (that served), ``status``
+``toolrt.workflow.runs``             counter            ``workflow``, ``status``
+``toolrt.workflow.steps``            counter            ``workflow``, ``status``
+``toolrt.workflow.compensations``    counter            ``workflow``, ``status``
+``toolrt.workflow.resumes``          counter            ``workflow``, ``outcome``
+``toolrt.decisions``                 counter            ``effect``
+``toolrt.timeouts``                  counter
+``toolrt.retries``                   counter
+``toolrt.truncations``               counter
+``toolrt.redactions``                counter            ``kind``
+``toolrt.quota_trips``               counter
+``toolrt.breaker_trips``             counter
+``toolrt.reloads``                   counter            ``result`` (ok, failed)
+``toolrt.staged_matches``            counter            ``rule``, ``effect``, ``enforce``: staged rules
+``toolrt.stage.runs``                counter            ``stage``: latency samples taken
+``toolrt.stage.time``                counter (ms)       ``stage``: their sum
+``toolrt.stage.latency``             gauge (ms)         ``stage``, ``quantile`` (0.5, 0.9, 0.99)
+``toolrt.cache.hit_rate``            gauge              read cache hits over lookups
+``toolrt.source.value``              gauge              ``source``, ``key``: every gauge source
+                                                        (read cache, file editor lock waits
+                                                        and conflicts, audit writer)
+``toolrt.stage.duration``            histogram (s)      ``stage``; only with ``histograms=True``
+===================================  =================  ==================================
 
 ``toolrt.stage.duration`` is the one synchronous instrument: OpenTelemetry has no
 asynchronous histogram, so each stage sample is recorded as the call ends, which
@@ -42,7 +47,15 @@ from typing import Any
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
-from runtime.metricnames import STAGED, MetricsSource, staged_series
+from runtime.metricnames import (
+    STAGED,
+    VERSION_CALLS,
+    WORKFLOW_COUNTERS,
+    MetricsSource,
+    staged_series,
+    version_series,
+    workflow_series,
+)
 
 __all__ = ["Binding", "bind"]
 
@@ -170,6 +183,19 @@ def _calls(snap: Mapping[str, Any]) -> Iterable[Observation]:
             yield Observation(n, {"tool": tool, "status": status})
 
 
+def _version_calls(snap: Mapping[str, Any]) -> Iterable[Observation]:
+    for tool, version, status, n in version_series(snap):
+        yield Observation(n, {"tool": tool, "version": version, "status": status})
+
+
+def _workflow(key: str, label: str) -> Reader:
+    def read(snap: Mapping[str, Any]) -> Iterable[Observation]:
+        for workflow, value, n in workflow_series(snap, key):
+            yield Observation(n, {"workflow": workflow, label: value})
+
+    return read
+
+
 def _labelled(key: str, label: str) -> Reader:
     def read(snap: Mapping[str, Any]) -> Iterable[Observation]:
         for value, n in snap[key].items():
@@ -217,8 +243,14 @@ def _sources(snap: Mapping[str, Any]) -> Iterable[Observation]:
             yield Observation(value, {"source": source, "key": key})
 
 
+_WORKFLOW_UNITS = {"runs": "{run}", "steps": "{step}", "compensations": "{compensation}", "resumes": "{resume}"}
 _COUNTERS: tuple[tuple[str, str, str, Reader], ...] = (
     ("toolrt.calls", "{call}", "Finished tool calls by tool and result status.", _calls),
+    ("toolrt.version.calls", "{call}", VERSION_CALLS[1], _version_calls),
+    *(
+        (f"toolrt.workflow.{key}", _WORKFLOW_UNITS[key], help_text, _workflow(key, label))
+        for key, _name, help_text, label in WORKFLOW_COUNTERS
+    ),
     ("toolrt.decisions", "{decision}", "Policy decisions by effect.", _labelled("decisions", "effect")),
     (
         "toolrt.redactions",

@@ -33,7 +33,17 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from runtime.metricnames import SCALARS, STAGED, MetricsSource, sanitise, staged_series
+from runtime.metricnames import (
+    SCALARS,
+    STAGED,
+    VERSION_CALLS,
+    WORKFLOW_COUNTERS,
+    MetricsSource,
+    sanitise,
+    staged_series,
+    version_series,
+    workflow_series,
+)
 
 __all__ = ["ToolrtCollector", "register"]
 
@@ -53,6 +63,16 @@ class ToolrtCollector(Collector):
             for status, n in by_status.items():
                 calls.add_metric([tool, status], n)
         yield calls
+        name, help_text = VERSION_CALLS
+        versions = CounterMetricFamily(name.removesuffix("_total"), help_text, labels=["tool", "version", "status"])
+        for tool, version, status, n in version_series(snap):
+            versions.add_metric([tool, version, status], n)
+        yield versions
+        for key, name, help_text, label in WORKFLOW_COUNTERS:
+            family = CounterMetricFamily(name.removesuffix("_total"), help_text, labels=["workflow", label])
+            for workflow, value, n in workflow_series(snap, key):
+                family.add_metric([workflow, value], n)
+            yield family
         decisions = CounterMetricFamily("toolrt_decisions", "Policy decisions by effect.", labels=["effect"])
         for effect, n in snap["decisions"].items():
             decisions.add_metric([effect], n)

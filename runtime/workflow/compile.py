@@ -87,6 +87,7 @@ class CompiledWorkflow:
     read_steps: frozenset[str] = frozenset({"*"})
     fingerprint: str = ""  # of the document: a journaled run resumes only under the same workflow
     in_document_order: tuple[CompiledStep, ...] = ()  # the steps as the document lists them (reports)
+    chain: bool = False  # each step is downstream of the one before: they can only run one by one, in order
 
     def step(self, step_id: str) -> CompiledStep | None:
         return next((s for s in self.steps if s.id == step_id), None)
@@ -243,6 +244,7 @@ def compile_workflow(
         read_steps=read_steps,
         fingerprint=fingerprint,
         in_document_order=tuple(sorted(steps, key=lambda s: s.index)),
+        chain=all(before.id in after.upstream for before, after in zip(steps, steps[1:], strict=False)),
     ), findings
 
 

@@ -6,14 +6,33 @@ the copy of the file it is about to change) and after it ends (its report and
 result); compensations likewise. :mod:`runtime.workflow.resume` rebuilds a run
 killed mid-way from these rows.
 
-When a row must be on disk: before a step that is neither read-only nor idempotent
-runs, every row of the run so far is committed with ``synchronous=FULL`` (an fsync)
-and the step waits for it, so a kill at any later moment leaves its "started" row
-behind. The other rows (a read-only step starting or ending, a run that changed
-nothing ending) are committed in batches by the journal's writer thread without the
-run waiting: losing them to a kill only means resume runs that read-only step again,
-which is safe. A run that changed something waits for its last rows before it
-returns, so a finished write run is never resumed.
+A run whose steps all only read is written once, when it ends (resuming it would
+mean running it again); its steps get no rows.
+
+The guarantee, exactly. The file is in WAL mode with ``synchronous=NORMAL``: a
+committed transaction is in the WAL through the kernel, so it survives the process
+being killed (SIGKILL included), not the machine losing power. Three commits are
+waited for:
+
+* before a step that is neither read-only nor idempotent runs, every row so far (its
+  "started" row included) is committed with ``synchronous=FULL``, an fsync of the
+  WAL, and the step waits for it: whatever happens later, even a power cut, the
+  journal shows the step as started, and resume reports it ``unknown`` and
+  compensates instead of running it twice;
+* when such a step ends, its "ended" row is committed at once (no fsync): a killed
+  process leaves it ended, not in flight;
+* a run that changed something commits its last row with an fsync before it
+  returns, so a run its caller saw end is never resumed.
+
+Every other row (a read-only or idempotent step starting or ending, a read-only
+run's one row) is written by the journal's writer thread in batches, one
+transaction each, at most ``batches.FLUSH_S`` after it was made: a kill loses at
+most the rows of that interval, and resume then runs those read-only or idempotent
+steps again, which is safe. Nothing waits for these commits.
+
+Checkpoints (copying the WAL into the database, which fsyncs both) run in a thread
+of their own once the WAL passes :data:`CHECKPOINT_BYTES`, never on the thread that
+writes the rows.
 
 Retention: a finished run is deleted ``retention_days`` after it ended (checked when
 the journal opens); an unfinished run stays until it is resumed to its end.
@@ -26,6 +45,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.errors import ToolrtError
+from runtime.workflow.batches import BatchWriter
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -61,7 +82,8 @@ CREATE INDEX IF NOT EXISTS runs_by_time ON runs (updated_at);
 """
 
 RUNNING = "running"
-BATCH = 64  # buffered rows written together when no write step asks sooner
+CHECKPOINT_CHECK = 8  # batches between looks at the WAL's size
+CHECKPOINT_BYTES = 4 << 20  # a WAL this large is checkpointed (SQLite's own default: 1,000 pages)
 #: Event kinds: a step (or a compensation) about to run, and one that ended.
 STEP_START, STEP_END, COMP_START, COMP_END = "step_start", "step_end", "comp_start", "comp_end"
 
@@ -140,29 +162,66 @@ def _start_ticks(pid: int) -> str:
         return "0"
 
 
+# One encoder for every row: json.dumps with options builds a new encoder per call,
+# which costs more than encoding a step's small report.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _ENCODER.encode(value)
+
+
+def _insert(connection: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
+    """Run ``sql`` for each of ``rows``: an ``INSERT ... VALUES (...)`` as multi-row
+    statements, so that a batch is a few SQLite steps rather than one per row (each
+    step lets go of the interpreter lock, and a writer thread taking it back waits
+    for the event loop's switch interval); other statements one row at a time."""
+    if len(rows) == 1 or " VALUES (" not in sql:
+        connection.executemany(sql, rows)
+        return
+    start = 0
+    while start < len(rows):
+        # Chunks of a power of two rows: a handful of statement texts, all kept in
+        # sqlite3's statement cache.
+        size = min(_MAX_ROWS_PER_STATEMENT, 1 << ((len(rows) - start).bit_length() - 1))
+        chunk = rows[start : start + size]
+        connection.execute(_multi_row(sql, size), [value for row in chunk for value in row])
+        start += size
+
+
+_MAX_ROWS_PER_STATEMENT = 256  # 256 rows of 10 values: well under SQLite's 32,766 parameters
+_MULTI: dict[tuple[str, int], str] = {}
+
+
+def _multi_row(sql: str, rows: int) -> str:
+    text = _MULTI.get((sql, rows))
+    if text is None:
+        head, _, group = sql.rpartition(" VALUES ")
+        text = _MULTI[(sql, rows)] = f"{head} VALUES {', '.join([group] * rows)}"
+    return text
 
 
 class Journal:
     """One journal file, shared by every run of a runtime. Thread-safe.
 
     Rows are buffered (as callables that make them, so nothing is encoded on a run's
-    path until it is written) and written by whichever thread flushes: every
-    :data:`BATCH` rows, after a write step ends (:meth:`write`, no fsync: a killed
-    process loses nothing the kernel has), and durably (fsync) by :meth:`commit`,
-    which a write step awaits (in a worker thread) before it runs. There is no
-    writer thread: a second Python thread busy beside the event loop would cost every
-    call a GIL hand-over."""
+    path) and written in one transaction per batch: by the journal's writer thread
+    (:mod:`runtime.workflow.batches`), after a write step ends by :meth:`write` (no
+    fsync: a killed process loses nothing the kernel has), and durably (fsync) by
+    :meth:`commit`, which a write step awaits (in a worker thread) before it runs."""
 
     def __init__(self, path: Path, *, retention_days: float = 30.0) -> None:
         self.path = Path(path)
         self.retention_days = retention_days
-        self._buffer: list[Encoder] = []
+        self._buffer: deque[Encoder] = deque()
         self._connection: sqlite3.Connection | None = None
-        self._lock = threading.Lock()  # the connection and the hand-over of the buffer
+        self._lock = threading.Lock()  # the connection (held by a write, an fsync included)
         self._failure: BaseException | None = None
         self._active: set[str] = set()  # runs this process is running now
+        self._active_lock = threading.Lock()  # not the connection's: a run never waits for an fsync to start
+        self._commits = 0
+        self._checkpointing = False
+        self._batches = BatchWriter(self._buffer, self._write_batch, "toolrt-journal-writer")
         self.owner = process_token()
 
     # -- opening ---------------------------------------------------------------------
@@ -183,6 +242,7 @@ class Journal:
             connection.execute("PRAGMA synchronous=NORMAL")
             if create:
                 connection.executescript(_SCHEMA)
+                connection.execute("PRAGMA wal_autocheckpoint=0")  # the writer: see _maybe_checkpoint
             _check_schema(connection)
         except sqlite3.DatabaseError as err:
             raise JournalError(self._corrupt(err)) from None
@@ -224,16 +284,17 @@ class Journal:
     # -- writing ---------------------------------------------------------------------
 
     def submit(self, rows: Encoder) -> None:
-        """Buffer rows (made by ``rows()`` when written); written with the next batch."""
-        buffer = self._buffer
-        buffer.append(rows)
-        if len(buffer) >= BATCH and self._lock.acquire(blocking=False):  # busy: the next one writes
+        """Buffer rows (made by ``rows()`` when written); the writer thread writes them
+        with the next batch (see :mod:`runtime.workflow.batches`)."""
+        self._buffer.append(rows)  # a deque: appends and the writer's pops never lose a row
+        self._batches.notify()
+
+    def _write_batch(self) -> None:
+        with self._lock:
             try:
                 self._write(durable=False)
             except JournalError:
                 pass  # kept in _failure: the next step that needs the journal is refused
-            finally:
-                self._lock.release()
 
     def write(self) -> None:
         """Write what is buffered now, without fsync (it survives a killed process)."""
@@ -249,7 +310,7 @@ class Journal:
     def _write(self, *, durable: bool) -> None:
         if self._failure is not None:
             raise JournalError(f"the workflow journal at {self.path} failed: {self._failure}")
-        buffer, self._buffer = self._buffer, []
+        buffer = self._buffer
         if not buffer and not durable:
             return
         if self._connection is None:
@@ -259,10 +320,20 @@ class Journal:
         try:
             if durable:
                 connection.execute("PRAGMA synchronous=FULL")
+            # Everything is encoded before the transaction starts, and written in one
+            # transaction of a few statements (see _insert).
+            sql_of = ""
+            params: list[tuple[Any, ...]] = []
+            groups: list[tuple[str, list[tuple[Any, ...]]]] = []
+            while buffer:
+                for sql, values in buffer.popleft()():
+                    if sql is not sql_of:
+                        sql_of, params = sql, []
+                        groups.append((sql, params))
+                    params.append(values)
             connection.execute("BEGIN")
-            for make in buffer:
-                for sql, params in make():
-                    connection.execute(sql, params)
+            for sql, rows in groups:
+                _insert(connection, sql, rows)
             connection.execute("COMMIT")
             if durable:
                 connection.execute("PRAGMA synchronous=NORMAL")
@@ -273,6 +344,40 @@ class Journal:
             except sqlite3.Error:
                 pass
             raise JournalError(f"the workflow journal at {self.path} failed: {err}") from None
+        self._commits += 1
+        if self._commits % CHECKPOINT_CHECK == 0:
+            self._maybe_checkpoint()
+
+    def _maybe_checkpoint(self) -> None:
+        """Start a checkpoint in a thread of its own once the WAL has grown.
+
+        The writing connection never checkpoints (``wal_autocheckpoint=0``): with
+        ``synchronous=NORMAL`` a checkpoint fsyncs the WAL and the database, which
+        would stall the event loop that writes the batches for milliseconds. A
+        PASSIVE checkpoint never blocks the writer; the thread spends its time in
+        SQLite and fsync, without the interpreter lock."""
+        if self._checkpointing:
+            return
+        try:
+            size = os.stat(f"{self.path}-wal").st_size
+        except OSError:
+            return
+        if size < CHECKPOINT_BYTES:
+            return
+        self._checkpointing = True
+        threading.Thread(target=self._checkpoint, name="toolrt-journal-checkpoint", daemon=True).start()
+
+    def _checkpoint(self) -> None:
+        try:
+            connection = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            try:
+                connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            finally:
+                connection.close()
+        except sqlite3.Error:
+            pass  # the next one tries again; the WAL only grows meanwhile
+        finally:
+            self._checkpointing = False
 
     def open_locked(self) -> None:
         connection = self._connect(create=True)
@@ -281,6 +386,7 @@ class Journal:
 
     def close(self) -> None:
         """Write what is buffered and close the file (a later write opens it again)."""
+        self._batches.stop()
         with self._lock:
             try:
                 if self._buffer:
@@ -291,25 +397,24 @@ class Journal:
                     connection.close()
 
     def flush(self) -> None:
-        """Write what is buffered (a failure is left for the run that needs the journal)."""
-        if not self._buffer:
-            return
+        """Write what is buffered, and wait for a batch the writer thread is writing (a
+        failure is left for the run that needs the journal)."""
         try:
-            self.write()
+            self.write()  # takes the lock: a batch in progress ends first
         except JournalError:
             pass
 
     # -- runs this process owns ------------------------------------------------------
 
     def activate(self, run_id: str) -> bool:
-        with self._lock:
+        with self._active_lock:
             if run_id in self._active:
                 return False
             self._active.add(run_id)
             return True
 
     def deactivate(self, run_id: str) -> None:
-        with self._lock:
+        with self._active_lock:
             self._active.discard(run_id)
 
     def claim(self, record: RunRecord, owner: str) -> bool:
@@ -395,7 +500,7 @@ def _check_schema(connection: sqlite3.Connection) -> None:
 
 _SHARED: dict[Path, Journal] = {}
 _SHARED_LOCK = threading.Lock()
-_FOUND: dict[tuple[int, str], tuple[Any, Journal]] = {}  # (settings, workspace) -> its journal
+_FOUND: dict[tuple[int, Any], tuple[Any, Journal | None]] = {}  # (settings, workspace) -> its journal
 
 
 def journal_path(settings: Any, workspace_root: Path | str) -> Path | None:
@@ -417,23 +522,35 @@ def journal_for(settings: Any, workspace_root: Path | str) -> Journal | None:
     """The journal the settings name, shared by every runtime of this process that
     names the same file, opened (and pruned) on first use; None when it is ``off``.
     Raises :class:`JournalError` when the file cannot be used."""
-    known = _FOUND.get((id(settings), str(workspace_root)))
-    if known is not None and known[0] is settings:
-        return known[1]  # the path takes a resolve and a hash to find: once per runtime, not per run
+    found = _FOUND.get((id(settings), workspace_root))
+    if found is not None and found[0] is settings:
+        return found[1]  # the path takes a resolve and a hash to find: once per runtime, not per run
     path = journal_path(settings, workspace_root)
-    if path is None:
-        return None
-    key = path.absolute()
+    journal = None
     with _SHARED_LOCK:
-        journal = _SHARED.get(key)
-        if journal is None:
-            journal = Journal(key, retention_days=settings.workflow_retention_days)
-        journal.open()
-        _SHARED[key] = journal
+        if path is not None:
+            key = path.absolute()
+            journal = _SHARED.get(key)
+            if journal is None:
+                journal = Journal(key, retention_days=settings.workflow_retention_days)
+            journal.open()
+            _SHARED[key] = journal
         if len(_FOUND) > 256:
             _FOUND.clear()
-        _FOUND[(id(settings), str(workspace_root))] = (settings, journal)
+        _FOUND[(id(settings), workspace_root)] = (settings, journal)
     return journal
+
+
+def _forget_after_fork() -> None:
+    # A forked child is another owner (its own pid): it opens the journal again, with
+    # its own connection (SQLite connections must not cross a fork), locks and thread.
+    global _SHARED_LOCK
+    _SHARED_LOCK = threading.Lock()
+    _SHARED.clear()
+    _FOUND.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def flush_journal(settings: Any, workspace_root: Path | str) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.pipeline.env import TurnEnv
 from runtime.records import Session
@@ -42,6 +42,11 @@ from runtime.workflow.result import CompensationReport, StepReport, WorkflowResu
 from runtime.workflow.run import Run
 from runtime.workflow.runlog import RunLog, decode_compensation, decode_step, session_of
 
+if TYPE_CHECKING:
+    from runtime.metrics import Metrics
+
+UNKNOWN_WORKFLOW = "(unknown)"  # the workflow label of a resume that found no run
+
 UNKNOWN = (
     "result unknown: the process running the workflow stopped while this step ran, and its tool is neither"
     " read-only nor idempotent, so it was not run again; it may or may not have taken effect"
@@ -49,11 +54,18 @@ UNKNOWN = (
 
 
 async def resume_run(
-    settings: Any, workspace_root: Any, run_id: str, make_env: Callable[[Session], TurnEnv]
+    settings: Any,
+    workspace_root: Any,
+    run_id: str,
+    make_env: Callable[[Session], TurnEnv],
+    *,
+    metrics: Metrics | None = None,
 ) -> WorkflowResult:
     """Resume the run ``run_id`` of the journal ``settings`` name; ``make_env(session)``
     builds the environment for the run's own session. Never raises: a result with
-    ``error`` says why it cannot be resumed (no journal, a corrupt one, no such run)."""
+    ``error`` says why it cannot be resumed (no journal, a corrupt one, no such run).
+    ``metrics`` counts the resume by its outcome (see :meth:`Metrics.record_resume`)."""
+    record: RunRecord | None = None
     try:
         path = journal_path(settings, workspace_root)
         if path is None:
@@ -63,9 +75,16 @@ async def resume_run(
         journal = journal_for(settings, workspace_root)
         assert journal is not None  # noqa: S101 - the path is set
         record = journal.load(run_id)
-        return await resume(journal, record, make_env(session_of(record.session)))
+        result = await resume(journal, record, make_env(session_of(record.session)))
     except JournalError as err:
-        return WorkflowResult(run_id, "", "failed", (), error=f"run {run_id} cannot be resumed: {err}")
+        result = WorkflowResult(run_id, "", "failed", (), error=f"run {run_id} cannot be resumed: {err}")
+    if metrics is not None:
+        if result.error:
+            outcome = "refused"
+        else:
+            outcome = "finished" if record is not None and record.finished else result.status
+        metrics.record_resume(result.workflow or UNKNOWN_WORKFLOW, outcome)
+    return result
 
 
 async def resume(journal: Journal, record: RunRecord, env: TurnEnv) -> WorkflowResult:
@@ -124,6 +143,7 @@ async def _replay(run: Run, record: RunRecord) -> list[Any]:
         elif event.kind == COMP_END:
             run.compensations.append(decode_compensation(event.data))
             compensating.pop(step.id, None)
+    run.replayed_compensations = len(run.compensations)
     if compensating or run.compensations or any(r.reason == UNKNOWN for r in run.reports.values()):
         run.compensate = True  # it was compensating, or an earlier resume found a result unknown
     in_flight = [s for sid, s in started.items() if sid not in run.reports]

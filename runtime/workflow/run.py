@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import time
-import uuid
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -40,11 +40,14 @@ from runtime.workflow.runlog import RunLog
 from runtime.workflow.templates import WORKFLOW_VARIABLES, Scope, TemplateError, evaluate
 
 _RETRYABLE = (Status.error, Status.timeout)
-_EMPTY_SCOPE = Scope({}, lambda data: None)  # a step with nothing to evaluate
+_EMPTY_SCOPE = Scope({}, None, lambda data, reads: None)  # a step with nothing to evaluate
 
 
 def new_run_id() -> str:
-    return f"wf_{uuid.uuid4().hex[:16]}"
+    """``wf_`` + the time in milliseconds (11 hex digits) + 64 random bits: unique, and
+    in start order, so the journal appends run rows at the end of its index instead of
+    writing a random page of it per run."""
+    return f"wf_{time.time_ns() // 1_000_000:011x}{os.urandom(8).hex()}"
 
 
 async def run_workflow(
@@ -113,13 +116,14 @@ class Run:
         self.input = arguments
         self.run_id = run_id
         self.env = env if env.request_id == run_id else dataclasses.replace(env, request_id=run_id)
-        self.engine = get_engine(env.snapshot.cel_engine)
         self.log = log
         self.reports: dict[str, StepReport] = {}
         self.views: dict[str, dict[str, Any]] = {}  # what `steps.<id>` reads
+        self.data = {"input": arguments, "steps": self.views}  # what expressions read
         self.completed: list[str] = []  # ok steps, in completion order
         self.backups: dict[str, Backup] = {}
         self.compensations: list[CompensationReport] = []  # done before a resume
+        self.replayed_compensations = 0  # how many of them a resume read from the journal
         self.stop_reason: str | None = None
         self.compensate = False  # the run undoes its completed steps at the end
         self.blocked = False  # some step did not complete: its dependents are not run
@@ -127,14 +131,42 @@ class Run:
         self.note: str | None = None
 
     def scope(self, reads: frozenset[str] | None = None) -> Scope:
-        """What expressions see; only the steps in ``reads`` when given (smaller to convert)."""
-        views = self.views if reads is None or "*" in reads else {k: self.views[k] for k in reads if k in self.views}
-        return Scope({"input": self.input, "steps": views}, self._activation)
+        """What expressions see. Plain field chains read the views as they are; a CEL
+        activation is made only when an expression needs one, of the steps in ``reads``
+        (all when None), converted to plain data then."""
+        return Scope(self.data, reads, self._activation)
 
-    def _activation(self, data: dict[str, Any]) -> Any:
-        return self.engine.activation(data, WORKFLOW_VARIABLES)
+    def _activation(self, data: dict[str, Any], reads: frozenset[str] | None) -> Any:
+        views = data["steps"]
+        if reads is None or "*" in reads:
+            reads = frozenset(views)
+        steps = {k: plain(views[k]) for k in reads if k in views}
+        engine = get_engine(self.env.snapshot.cel_engine)
+        return engine.activation({"input": data["input"], "steps": steps}, WORKFLOW_VARIABLES)
 
     async def execute(self, pending: list[CompiledStep], started: float) -> WorkflowResult:
+        if self.workflow.chain:
+            await self._in_order(pending)
+        else:
+            await self._schedule(pending)
+        return await self._conclude(started)
+
+    async def _in_order(self, pending: list[CompiledStep]) -> None:
+        """A chain (each step downstream of the one before): one at a time, in order,
+        with no scheduling to do."""
+        for step in pending:
+            if self.stop_reason is not None:
+                self.finish(step, StepReport(step.id, step.tool, "not_run", reason=self.stop_reason))
+                continue
+            if self.blocked:
+                bad = self._bad_upstream(step, force=True)
+                if bad is not None:
+                    reason = f"upstream step `{bad}` did not complete"
+                    self.finish(step, StepReport(step.id, step.tool, "not_run", reason=reason))
+                    continue
+            self.finish(step, await self._step(step))
+
+    async def _schedule(self, pending: list[CompiledStep]) -> None:
         running: dict[asyncio.Task[StepReport], CompiledStep] = {}
         limit = self.workflow.spec.max_concurrency
         try:
@@ -170,6 +202,8 @@ class Run:
                 task.cancel()
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
+
+    async def _conclude(self, started: float) -> WorkflowResult:
         compensations: list[CompensationReport] = list(self.compensations)
         if self.compensate:
             compensations = await compensate(self)
@@ -194,10 +228,9 @@ class Run:
         )
         metrics = self.env.metrics
         if metrics is not None:
-            by_status: dict[str, int] = {}
-            for report in steps:
-                by_status[report.status] = by_status.get(report.status, 0) + 1
-            metrics.record_workflow(self.workflow.name, status, by_status)
+            # The compensations this process ran (a resumed run's earlier ones were counted where they ran).
+            ran = tuple(c.status for c in compensations[self.replayed_compensations :])
+            metrics.record_workflow(self.workflow.name, status, tuple(s.status for s in steps), ran)
         if self.log is not None:
             self.log.ended(result)
             if self.wrote:
@@ -224,22 +257,24 @@ class Run:
             return [ready[0]]
         return []
 
+    def _bad_upstream(self, step: CompiledStep, *, force: bool = False) -> str | None:
+        """A dependency of ``step`` that did not complete (``force``: or has not ended)."""
+        reports = self.reports
+        for d in step.depends_on:
+            report = reports.get(d)
+            if report is not None and report.status != "ok" and report.status != "skipped":
+                return d
+        if force:
+            return next((d for d in step.depends_on if d not in reports), None)
+        return None
+
     def _skip_blocked(self, pending: list[CompiledStep], *, force: bool = False) -> None:
         """Steps with an upstream step that did not complete are not run."""
         changed = True
         while changed:
             changed = False
             for step in list(pending):
-                bad = next(
-                    (
-                        d
-                        for d in step.depends_on
-                        if d in self.reports and self.reports[d].status not in ("ok", "skipped")
-                    ),
-                    None,
-                )
-                if bad is None and force:
-                    bad = next((d for d in step.depends_on if d not in self.reports), None)
+                bad = self._bad_upstream(step, force=force)
                 if bad is not None:
                     pending.remove(step)
                     self.finish(
@@ -257,13 +292,10 @@ class Run:
                     self.log.write()  # a write that ended: a kill from here on must not find it in flight
                 except JournalError:
                     pass  # the next step that changes something is refused for it
-        result = report.result
         read = self.workflow.read_steps
-        # Only a step some expression reads needs its result converted for CEL.
+        # Only a step some expression reads needs more than its status.
         self.views[step.id] = (
-            _view(report, result)
-            if step.id in read or "*" in read
-            else {"status": report.status, "ok": report.status == "ok"}
+            _view(report) if step.id in read or "*" in read else {"status": report.status, "ok": report.status == "ok"}
         )
         if report.status == "ok":
             self.completed.append(step.id)
@@ -363,22 +395,24 @@ class Run:
         return ToolResult(call.id, call.name, message, Status.unknown, "step_timeout", Stage.execute)
 
 
-def _view(report: StepReport, result: ToolResult | None) -> dict[str, Any]:
-    """``steps.<id>`` as expressions read it: plain values only (CEL takes no proxies)."""
-    view: dict[str, Any] = {
-        "status": report.status,
-        "ok": report.status == "ok",
-        "content": "",
-        "data": None,
-        "metadata": {},
-        "code": "",
+def _view(report: StepReport) -> dict[str, Any]:
+    """``steps.<id>`` as expressions read it. The result's data is referenced, not
+    copied: it is plain JSON data already (the pipeline's serializer made it), and a
+    value read into a call's arguments is copied then (templates._copy); a CEL
+    activation converts what it reads (Run._activation)."""
+    status = report.status
+    result = report.result
+    if result is None:
+        return {"status": status, "ok": status == "ok", "content": "", "data": None, "metadata": {}, "code": ""}
+    structured = result.structured
+    return {
+        "status": status,
+        "ok": status == "ok",
+        "content": result.content,
+        "data": structured if structured is not None else result.content,
+        "metadata": {k: v for k, v in result.metadata.items() if k != "timings_ms"},
+        "code": result.code or "",
     }
-    if result is not None:
-        view["content"] = result.content
-        view["data"] = plain(result.structured) if result.structured is not None else result.content
-        view["metadata"] = {k: plain(v) for k, v in result.metadata.items() if k != "timings_ms"}
-        view["code"] = result.code or ""
-    return view
 
 
 def _ms(started: float) -> float:

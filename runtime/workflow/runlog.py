@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.records import Session, Stage, Status, ToolResult
 from runtime.workflow.journal import COMP_END, COMP_START, RUNNING, STEP_END, STEP_START, Journal, Row, dumps
 from runtime.workflow.result import CompensationReport, StepReport, WorkflowResult, plain
+from runtime.workflow.rowtext import result_text
 
 if TYPE_CHECKING:
     from runtime.workflow.restore import Backup
@@ -52,7 +53,7 @@ class RunLog:
     def _start_rows(self, status: str = RUNNING, result: WorkflowResult | None = None) -> list[Row]:
         assert self._start is not None  # noqa: S101 - started() comes first
         run_id, name, fp, session, args, at = self._start
-        encoded = dumps(result.to_dict()) if result is not None else None
+        encoded = result_text(result) if result is not None else None
         row = (run_id, name, fp, _session_text(session), dumps(args), status, self.journal.owner, at, at, encoded)
         return [(_START, row)]
 
@@ -90,7 +91,7 @@ class RunLog:
             self.journal.submit(lambda: self._start_rows(result.status, result))
             return
         ended_at = time.time()
-        self.journal.submit(lambda: [(_END, (result.status, ended_at, dumps(result.to_dict()), result.run_id))])
+        self.journal.submit(lambda: [(_END, (result.status, ended_at, result_text(result), result.run_id))])
 
     async def barrier(self) -> None:
         """Return once every row so far is on disk (:class:`JournalError` if it cannot be)."""
@@ -107,7 +108,7 @@ _LAST_SESSION: list[Any] = [None, ""]  # the last session encoded: runs of one s
 
 def _session_text(session: Session) -> str:
     last = _LAST_SESSION
-    if last[0] is not None and last[0] == session:
+    if last[0] is not None and (last[0] is session or last[0] == session):
         return str(last[1])
     text = dumps(_session(session))
     _LAST_SESSION[:] = [session, text]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.policy.cel import CelProgram
+from runtime.workflow.result import plain
 
 #: The variables a workflow expression may read.
 WORKFLOW_VARIABLES = ("input", "steps")
@@ -46,19 +47,26 @@ def field_chain(source: str) -> tuple[str, ...] | None:
 
 
 class Scope:
-    """What expressions read: ``{"input": ..., "steps": ...}`` as plain data, and the
-    CEL activation of it, made only if some expression is not a plain field chain."""
+    """What expressions read: ``{"input": ..., "steps": ...}``, and the CEL activation
+    of it (of the steps in ``reads``), made only if some expression is not a plain
+    field chain."""
 
-    __slots__ = ("data", "_make", "_activation")
+    __slots__ = ("data", "_reads", "_make", "_activation")
 
-    def __init__(self, data: dict[str, Any], make_activation: Callable[[dict[str, Any]], Any]) -> None:
+    def __init__(
+        self,
+        data: dict[str, Any],
+        reads: frozenset[str] | None,
+        make_activation: Callable[[dict[str, Any], frozenset[str] | None], Any],
+    ) -> None:
         self.data = data
+        self._reads = reads
         self._make = make_activation
         self._activation: Any = None
 
     def activation(self) -> Any:
         if self._activation is None:
-            self._activation = self._make(self.data)
+            self._activation = self._make(self.data, self._reads)
         return self._activation
 
 
@@ -241,10 +249,17 @@ def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+_ATOMS = (str, int, float, bool, type(None))
+
+
 def _copy(value: Any) -> Any:
-    # A constant is shared by every run: hand each call its own lists and maps.
-    if isinstance(value, dict):
+    # A constant is shared by every run, and a step's result by every step reading it:
+    # hand each call its own lists and maps (plain ones: no read-only proxies or tuples).
+    kind = type(value)
+    if kind is dict:
         return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
+    if kind is list:
         return [_copy(v) for v in value]
-    return value
+    if kind in _ATOMS:
+        return value
+    return plain(value)

@@ -13,9 +13,10 @@ side by side in one process:
   ``workflow_journal="off"``, to show what the journal costs.
 
 The journal is on for the other rows, as it is by default. These workflows only
-read, so a run is journaled once, when it ends (see runtime.workflow.journal); a
-step that writes waits for an fsync'd journal row before it runs, which no ratio
-here measures (it is disk-bound: milliseconds, not microseconds).
+read, so a run is journaled once, when it ends, by the journal's writer thread (see
+runtime.workflow.journal and runtime.workflow.batches); a step that writes waits for
+an fsync'd journal row before it runs, which no ratio here measures (it is
+disk-bound: milliseconds, not microseconds).
 
 The issue's bound: a workflow step costs at most 1.5x a plain call. Read the ratios;
 absolute times on shared machines are noisy.

@@ -61,7 +61,12 @@ async def test_runs_and_steps_are_counted_per_workflow(make_runtime: Callable[..
     assert (await runtime.run_workflow("pair", {"fail": False})).ok
     assert (await runtime.run_workflow("pair", {"fail": True})).status == "failed"
     snap = runtime.metrics.snapshot()
-    assert snap["workflows"]["pair"] == {"runs": {"failed": 1, "ok": 2}, "steps": {"failed": 1, "ok": 3, "skipped": 2}}
+    assert snap["workflows"]["pair"] == {
+        "runs": {"failed": 1, "ok": 2},
+        "steps": {"failed": 1, "ok": 3, "skipped": 2},
+        "compensations": {},
+        "resumes": {},
+    }
     text = runtime.metrics.prometheus()
     assert 'toolrt_workflow_runs_total{workflow="pair",status="ok"} 2' in text
     assert 'toolrt_workflow_steps_total{workflow="pair",status="skipped"} 2' in text

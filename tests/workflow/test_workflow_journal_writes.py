@@ -1,0 +1,226 @@
+"""How the journal writes: a finished run's result text is the JSON of its to_dict, rows
+reach the file within the flush interval without anything flushing them, batches
+survive concurrent appends, the WAL is checkpointed off the writing thread, and a
+forked child journals as an owner of its own."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runtime.records import Session, Status, ToolResult
+from runtime.workflow import batches
+from runtime.workflow import journal as journal_module
+from runtime.workflow.journal import Journal, process_token
+from runtime.workflow.result import CompensationReport, StepReport, WorkflowResult
+from runtime.workflow.rowtext import result_text
+from runtime.workflow.runlog import RunLog
+
+HOSTILE_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40) | st.sampled_from(
+    ['"', "\\", "\n\r\t", "\x00\x1f", "é ü 漢字 🎉", "</script>", "\u2028\u2029", "null", "{}"]
+)
+NAMES = st.from_regex(r"[A-Za-z][A-Za-z0-9_.-]{0,20}", fullmatch=True)
+NUMBERS = st.floats(min_value=0, max_value=1e9, allow_nan=False, allow_infinity=False) | st.integers(0, 10**6)
+
+
+def _tool_result(call_id: str, code: str | None) -> ToolResult:
+    return ToolResult(call_id, "t", "content", Status.ok, code)
+
+
+STEPS = st.builds(
+    StepReport,
+    id=NAMES,
+    tool=NAMES,
+    status=st.sampled_from(["ok", "failed", "unknown", "skipped", "not_run"]),
+    duration_ms=NUMBERS,
+    attempts=st.integers(0, 9),
+    reason=st.none() | HOSTILE_TEXT,
+    result=st.none() | st.builds(_tool_result, call_id=HOSTILE_TEXT, code=st.none() | HOSTILE_TEXT),
+)
+COMPENSATIONS = st.builds(
+    CompensationReport,
+    step=NAMES,
+    tool=NAMES,
+    status=st.sampled_from(["ok", "failed", "refused", "not_declared", "skipped", "unknown"]),
+    reason=st.none() | HOSTILE_TEXT,
+    duration_ms=NUMBERS,
+    result=st.none() | st.builds(_tool_result, call_id=HOSTILE_TEXT, code=st.none()),
+)
+RESULTS = st.builds(
+    WorkflowResult,
+    run_id=HOSTILE_TEXT,
+    workflow=NAMES,
+    status=st.sampled_from(["ok", "failed", "compensated", "compensation_failed"]),
+    steps=st.lists(STEPS, max_size=6).map(tuple),
+    compensations=st.lists(COMPENSATIONS, max_size=4).map(tuple),
+    duration_ms=NUMBERS,
+    error=st.none() | HOSTILE_TEXT,
+    note=st.none() | HOSTILE_TEXT,
+)
+
+
+@given(RESULTS)
+@settings(max_examples=300, deadline=None)
+def test_the_result_text_is_the_json_of_to_dict(result: WorkflowResult) -> None:
+    assert json.loads(result_text(result)) == json.loads(json.dumps(result.to_dict()))
+
+
+def test_the_result_text_of_the_same_step_names_in_other_runs_is_still_right() -> None:
+    # The constant start of a step's object is kept per (id, tool): a later run with other values must not reuse them.
+    first = WorkflowResult("wf_1", "w", "ok", (StepReport("a", "t", "ok", 1.0, 1),))
+    second = WorkflowResult("wf_2", "w", "failed", (StepReport("a", "t", "failed", 2.5, 3, 'no "x"'),))
+    assert json.loads(result_text(first))["steps"] == [first.steps[0].to_dict()]
+    assert json.loads(result_text(second))["steps"] == [second.steps[0].to_dict()]
+
+
+def _rows(path: Path, run_id: str) -> int:
+    with sqlite3.connect(path, timeout=5) as connection:
+        return int(connection.execute("SELECT count(*) FROM runs WHERE run_id = ?", (run_id,)).fetchone()[0])
+
+
+def _wait(condition: object, what: str, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, what
+        time.sleep(0.005)
+
+
+def test_a_buffered_row_reaches_the_file_without_a_flush(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j.sqlite3")
+    journal.open()
+    try:
+        log = RunLog(journal, "wf_alone", steps=False)
+        log.started("w", "fp", Session(), {"n": 1})
+        log.ended(WorkflowResult("wf_alone", "w", "ok", (StepReport("s", "t", "ok", 0.1, 1),)))
+        # One row: far from a batch; the writer's timer writes it.
+        _wait(lambda: _rows(journal.path, "wf_alone") == 1, "the row never reached the file")
+    finally:
+        journal.close()
+
+
+def test_the_writer_thread_ends_when_idle_and_comes_back_for_new_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(batches, "IDLE_S", 0.2)
+    monkeypatch.setattr(batches, "FLUSH_S", 0.05)
+    journal = Journal(tmp_path / "j.sqlite3")
+    journal.open()
+
+    def running() -> bool:
+        thread = journal._batches._thread
+        return thread is not None and thread.is_alive()
+
+    try:
+        for n in range(2):
+            run_id = f"wf_idle_{n}"
+            RunLog(journal, run_id).started("w", "fp", Session(), {})
+            assert running()  # started by the row
+            _wait(lambda run_id=run_id: _rows(journal.path, run_id) == 1, f"{run_id} was not written")
+            _wait(lambda: not running(), "the idle writer thread did not end")
+    finally:
+        journal.close()
+
+
+def test_rows_appended_from_many_threads_while_batches_are_written_are_all_written(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j.sqlite3")
+    journal.open()
+    try:
+
+        def append(worker: int) -> None:
+            for i in range(300):
+                RunLog(journal, f"wf_t{worker}_{i}").started("w", "fp", Session(), {"i": i})
+
+        threads = [threading.Thread(target=append, args=(n,)) for n in range(6)]
+        for thread in threads:
+            thread.start()
+        durable = threading.Thread(target=lambda: [journal.commit() for _ in range(5)])
+        durable.start()
+        for thread in threads:
+            thread.join()
+        durable.join()
+        journal.flush()
+        with sqlite3.connect(journal.path) as connection:
+            (count,) = connection.execute("SELECT count(*) FROM runs WHERE run_id LIKE 'wf_t%'").fetchone()
+        assert count == 1800
+    finally:
+        journal.close()
+
+
+def test_the_wal_is_checkpointed_by_a_thread_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(journal_module, "CHECKPOINT_BYTES", 64 * 1024)
+    monkeypatch.setattr(journal_module, "CHECKPOINT_CHECK", 1)
+    journal = Journal(tmp_path / "j.sqlite3")
+    journal.open()
+    checkpointers: set[str] = set()
+    real = journal._checkpoint
+
+    def watched() -> None:
+        checkpointers.add(threading.current_thread().name)
+        real()
+
+    monkeypatch.setattr(journal, "_checkpoint", watched)
+    try:
+        size = journal.path.stat().st_size
+        for i in range(400):
+            log = RunLog(journal, f"wf_ck_{i:04d}")
+            log.started("w", "fp", Session(), {"pad": "x" * 500})
+            journal.write()  # a batch each: the WAL grows past the limit quickly
+        # The database file grows only when a checkpoint copies the WAL into it.
+        _wait(lambda: journal.path.stat().st_size > size + 64 * 1024, "the WAL was never checkpointed")
+        assert checkpointers == {"toolrt-journal-checkpoint"}
+    finally:
+        journal.close()
+
+
+CHILD = """
+import asyncio, json, os, sys
+from pathlib import Path
+from runtime.records import Session
+from runtime.workflow.journal import journal_for, process_token
+from runtime.workflow.runlog import RunLog
+from runtime.settings import Settings
+
+settings = Settings(state_dir=Path(sys.argv[1]), audit_sink="off")
+journal = journal_for(settings, sys.argv[2])
+RunLog(journal, "wf_parent").started("w", "fp", Session(), {})
+journal.write()
+pid = os.fork()
+if pid == 0:
+    child = journal_for(settings, sys.argv[2])
+    RunLog(child, "wf_child").started("w", "fp", Session(), {})
+    child.write()
+    print(json.dumps({"child": process_token(), "same": child is journal}), flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+print(json.dumps({"parent": process_token()}), flush=True)
+"""
+
+
+def test_a_forked_child_journals_as_an_owner_of_its_own(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(tmp_path / "state"), str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    said = [json.loads(line) for line in done.stdout.splitlines()]
+    child = next(s for s in said if "child" in s)
+    parent = next(s for s in said if "parent" in s)
+    assert child["same"] is False and child["child"] != parent["parent"]
+    path = next((tmp_path / "state").rglob("*.sqlite3"))
+    with sqlite3.connect(path) as connection:
+        owners = dict(connection.execute("SELECT run_id, owner FROM runs").fetchall())
+    assert owners == {"wf_parent": parent["parent"], "wf_child": child["child"]}
+    assert process_token() not in owners.values()
