@@ -31,6 +31,7 @@ engines' values over the corpus and generated expressions.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -143,8 +144,76 @@ def _number(node: Node) -> int | float:
     return value
 
 
+class _Constant:
+    """A literal's closure, which also says its value (for the specialised operators)."""
+
+    __slots__ = ("constant",)
+
+    def __init__(self, value: Any) -> None:
+        self.constant = value
+
+    def __call__(self, _env: dict[str, Any]) -> Any:
+        return self.constant
+
+
+_NONE = object()  # no constant
+
+
 def _constant(value: Any) -> Closure:
-    return lambda _env: value
+    return _Constant(value)
+
+
+def _variable_field(name: str, field: str) -> Closure:
+    """``name.field`` for a declared variable: :func:`select` over what ``_ident`` reads, in one closure."""
+
+    def read_field(env: dict[str, Any]) -> Any:
+        try:
+            value = env[name]
+        except KeyError:
+            raise CelError(f"undeclared reference to '{name}'") from None
+        checked = env[_CHECKED]
+        if name not in checked:
+            if not plain(value):
+                raise Defer
+            checked.add(name)
+        if type(value) is dict:
+            try:
+                return value[field]
+            except KeyError:
+                raise CelError(f"no such key: {field}") from None
+        category(value)
+        raise CelError(f"type has no field {field}")
+
+    return read_field
+
+
+def _string_equality(left: Closure, constant: str, negated: bool) -> Closure:
+    """``x == "text"`` (or ``!=``): :func:`equal`, with a string compared directly."""
+
+    def same(env: dict[str, Any]) -> bool:
+        value = left(env)
+        if type(value) is str:
+            return (value != constant) if negated else (value == constant)
+        return (not equal(value, constant)) if negated else equal(value, constant)
+
+    return same
+
+
+_ORDER = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+def _number_order(op: str, left: Closure, constant: float) -> Closure:
+    """``x > 400`` and the like: :func:`order`, with a number compared directly."""
+    compare = _ORDER[op]
+
+    def ordered(env: dict[str, Any]) -> bool:
+        value = left(env)
+        kind = type(value)
+        if kind is int or kind is float:
+            return compare(value, constant)  # type: ignore[no-any-return]
+        return order(op, value, constant)
+
+    return ordered
 
 
 _METHODS = {"contains", "startsWith", "endsWith", "matches", "size"}
@@ -168,7 +237,10 @@ class _Translator:
         if kind == "ident":
             return self._ident(node.value, bound)
         if kind == "select":
-            operand, field = self.node(node.args[0], bound), node.value
+            target, field = node.args[0], node.value
+            if target.kind == "ident" and target.value not in bound and target.value in self.variables:
+                return _variable_field(target.value, field)  # `args.path`: the commonest form, one closure
+            operand = self.node(target, bound)
             return lambda env: select(operand(env), field)
         if kind == "has":
             return self._has(node.args[0], bound)
@@ -276,6 +348,11 @@ class _Translator:
 
     @staticmethod
     def _op(op: str, left: Closure, right: Closure) -> Closure:
+        constant = getattr(right, "constant", _NONE)
+        if op in ("==", "!=") and type(constant) is str:
+            return _string_equality(left, constant, op == "!=")  # `args.mode == "full"`
+        if op in ("<", "<=", ">", ">=") and (type(constant) is int or type(constant) is float):
+            return _number_order(op, left, constant)  # type: ignore[arg-type]  # `args.limit > 400`
         if op == "==":
             return lambda env: equal(left(env), right(env))
         if op == "!=":

@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import Any
 
 from runtime.config.models import Effect, Enforcement, FailurePolicy, Risk
-from runtime.policy.cel import Outcome
+from runtime.policy.cel import Outcome, is_translated
 from runtime.policy.celdata import call_activation
 from runtime.policy.commands import split_cached
 from runtime.policy.placed import NOWHERE, PlacedLine, Where, place
@@ -107,7 +107,7 @@ class _QuickJudge:
     """A :data:`Judge` for the shortcut walk that always tells: a build-time constant
     or a direct check of the arguments when certain, else the CEL engine, started once."""
 
-    __slots__ = ("call", "session", "snapshot", "where", "rules", "plan", "evaluation")
+    __slots__ = ("call", "session", "snapshot", "where", "rules", "plan", "evaluation", "activation")
 
     def __init__(
         self,
@@ -121,14 +121,37 @@ class _QuickJudge:
         self.call, self.session, self.snapshot, self.where = call, session, snapshot, where
         self.rules, self.plan = rules, plan
         self.evaluation: _Evaluation | None = None
+        self.activation: Any = None
+
+    def _activation(self) -> Any:
+        """The call's activation: validate's (see policy.celdata), else one built here
+        once (a tool without a command line: its conditions read nothing more)."""
+        activation = self.activation
+        if activation is None:
+            call = self.call
+            activation = call.activation
+            if activation is None:
+                activation = call_activation(self.snapshot.cel_engine, call.call, call.tool, call.args, self.session)
+            self.activation = activation
+        return activation
 
     def __call__(self, rule: CompiledPolicyRule) -> tuple[bool, str]:
         verdict = _judged_without_cel(self.plan.known, self.call.args, rule)
         if verdict is not None:
             return verdict
+        when = rule.when
+        if when is not None and rule.reason_program is None and is_translated(when):
+            # Translated into closures: evaluated alone, on the activation validate
+            # built, costs less than the plan's batch (which exists to spare the engine
+            # evaluations) and stops at the first rule that applies. An error is left
+            # to the full walk below, which words it and fails closed as usual.
+            outcome = when.evaluate(self._activation())
+            if outcome.error is None:
+                return (True, _static_reason(rule)) if outcome.value is True else (False, "")
         evaluation = self.evaluation
         if evaluation is None:
             evaluation = self.evaluation = _Evaluation(self.call, self.session, self.snapshot, None, self.where)
+            evaluation.activation = self.activation  # None, or the one built above: never two
             evaluation._apply_plan(self.rules, self.plan)
         return evaluation._judge(rule)
 

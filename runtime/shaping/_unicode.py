@@ -16,6 +16,8 @@ _SURROGATES = dict.fromkeys(range(0xD800, 0xE000), 0xFFFD)
 
 def clean(text: str) -> str:
     """``text`` with every lone surrogate replaced by U+FFFD (the same length)."""
+    if text.isascii():  # known to the string object itself: no scan, no encoding
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

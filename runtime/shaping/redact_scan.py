@@ -147,7 +147,7 @@ class _Scanner:
     matching at that position would have been chosen instead).
     """
 
-    __slots__ = ("finder", "entries", "_sources", "_set", "_later")
+    __slots__ = ("finder", "entries", "_sources", "_set", "_set_match", "_later")
 
     def __init__(self, patterns: Sequence[CompiledPattern]) -> None:
         sources = tuple(_pattern_source(p) for p in patterns)
@@ -168,6 +168,11 @@ class _Scanner:
             self._set: Any = _compile_set(sources) if len(sources) > 1 else None
         except re2.error:
             self._set = None  # too big for a set: identify() tries the patterns in order
+        # The set's matcher below the public wrapper when there is one (bytes in, a list of indexes out).
+        low_set = getattr(self._set, "_set", None)
+        self._set_match: Any = (
+            low_set.Match if low_set is not None and hasattr(low_set, "Match") else getattr(self._set, "Match", None)
+        )
         # The alternation of the patterns after each one: where a candidate rejected by
         # its validator may still match (built when first needed, then kept).
         self._later: dict[int, _Regex | None] = {}
@@ -187,7 +192,8 @@ class _Scanner:
         if self._set is not None:
             lo = _char_start(data, begin - 1) if begin > 0 else begin
             hi = end + _char_len(data[end]) if end < len(data) else end
-            for index in sorted(self._set.Match(data[lo:hi]) or ()):
+            found = self._set_match(data[lo:hi])
+            for index in sorted(found) if found and len(found) > 1 else found or ():
                 if index > after and entries[index].alone.spans(data, begin, end):
                     return index
         for index in range(after + 1, len(entries)):  # no set (or a bug in it): the slow, sure way

@@ -210,6 +210,8 @@ def test_the_shortcut_walk_decides_exactly_as_the_traced_full_walk(tmp_path: Pat
     snapshot = load_snapshot([make(tmp_path, rules)])
     assert all(snapshot.when_plans[name].quick is not None for name in ("reader", "writer", "launcher"))
     paths: list[object] = ["/etc/passwd", "/tmp/run.sh", "/tmp/x", "/tmp/go", "/home/a", "/" + "x" * 50, 7, None]
+    # Values the closures cannot be sure of (the engine decides) or that make a condition err.
+    paths += ["/etc/\x00x", "/tmp/\x00.sh", ("/etc",), ["/etc"], {"p": "/etc"}, 2**70, 1.5, True, b"/etc", ""]
     for name in ("reader", "writer", "launcher"):
         for mode in ("default", "plan", "bypass", "accept_edits"):
             for path in paths:
