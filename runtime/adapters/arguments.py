@@ -64,9 +64,21 @@ def decode_arguments(
     ``arguments are not valid JSON: Expecting ',' delimiter at line 1 column 14: ...`{"path": "a" "b"}`...``.
     """
     try:
-        return _decode(raw, max_bytes, max_depth)
+        return _decode(raw, max_bytes, max_depth, None)
     except Exception as err:  # noqa: BLE001 - a model's text must never raise out of stage 01
         return None, f"arguments could not be decoded: {type(err).__name__}"
+
+
+def decode_noting_nulls(raw: str | None) -> tuple[dict[str, Any] | None, str | None, bool]:
+    """:func:`decode_arguments` (default limits), and whether the arguments may hold a
+    ``null`` (False only when the check of every value found none), so that a parser
+    undoing strict mode's nulls need not walk them again."""
+    nulls: list[Any] = []
+    try:
+        args, problem = _decode(raw, MAX_BYTES, MAX_DEPTH, nulls)
+    except Exception as err:  # noqa: BLE001 - a model's text must never raise out of stage 01
+        return None, f"arguments could not be decoded: {type(err).__name__}", True
+    return args, problem, bool(nulls)
 
 
 def check_object(value: Any, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> str | None:
@@ -86,10 +98,16 @@ def check_object(value: Any, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX
 # ---------------------------------------------------------------------------
 
 
-def _decode(raw: Any, max_bytes: int, max_depth: int) -> tuple[dict[str, Any] | None, str | None]:
+def _decode(
+    raw: Any, max_bytes: int, max_depth: int, nulls: list[Any] | None
+) -> tuple[dict[str, Any] | None, str | None]:
+    """``nulls`` (when given) receives a mark for every ``null`` found, or one for
+    arguments it could not follow (already decoded by the client)."""
     if raw is None:
         return {}, None
     if type(raw) is not str and isinstance(raw, Mapping):  # some clients hand over arguments already decoded
+        if nulls is not None:
+            nulls.append(None)  # not walked by the fast checks below: assume it may hold one
         problem = check_object(raw, max_bytes=max_bytes, max_depth=max_depth)
         return (None, problem) if problem else (dict(raw), None)
     if isinstance(raw, bytes | bytearray):
@@ -115,7 +133,8 @@ def _decode(raw: Any, max_bytes: int, max_depth: int) -> tuple[dict[str, Any] | 
     except json.JSONDecodeError as err:
         return (
             None,
-            f"arguments are not valid JSON: {err.msg} at line {err.lineno} column {err.colno}: ...`{_excerpt(err.doc, err.pos)}`...",
+            f"arguments are not valid JSON: {err.msg} at line {err.lineno} column {err.colno}:"
+            f" ...`{_excerpt(err.doc, err.pos)}`...",
         )
     except RecursionError:  # a backstop: the bracket scan above should have caught it
         return None, _too_deep(max_depth + 1, max_depth)
@@ -123,7 +142,7 @@ def _decode(raw: Any, max_bytes: int, max_depth: int) -> tuple[dict[str, Any] | 
         return None, _bad_message(value, _pointer(()))
     if not isinstance(value, dict):
         return None, _not_object(value)
-    problem = _walk(value, max_bytes=max_bytes, max_depth=max_depth)
+    problem = _walk(value, max_bytes=max_bytes, max_depth=max_depth, nulls=nulls)
     return (None, problem) if problem else (value, None)
 
 
@@ -150,7 +169,10 @@ def _bracket_depth(raw: str, max_depth: int) -> int:
 
 
 def _too_deep(depth: int, max_depth: int) -> str:
-    return f"arguments are nested too deeply ({depth:,} levels of arrays/objects, the limit is {max_depth}); send a flatter structure"
+    return (
+        f"arguments are nested too deeply ({depth:,} levels of arrays/objects, the limit is {max_depth});"
+        " send a flatter structure"
+    )
 
 
 def _constant(text: str) -> _Bad:
@@ -229,7 +251,10 @@ def _not_object(value: Any) -> str:
 
 def _bad_message(bad: _Bad, where: str) -> str:
     if bad.kind == "constant":
-        return f"arguments contain {bad.text} at {where}, which is not a JSON number; use a finite number, null or a string"
+        return (
+            f"arguments contain {bad.text} at {where}, which is not a JSON number;"
+            " use a finite number, null or a string"
+        )
     if bad.kind == "overflow":
         return f"the number {printable(bad.text[:40])} at {where} is too large (it overflows a 64-bit float)"
     if bad.kind == "digits":
@@ -239,8 +264,10 @@ def _bad_message(bad: _Bad, where: str) -> str:
     return f'the object at {where} repeats the key "{printable(bad.text[:100])}"; send each key once'
 
 
-def _walk(root: Any, *, max_bytes: int, max_depth: int) -> str | None:
+def _walk(root: Any, *, max_bytes: int, max_depth: int, nulls: list[Any] | None = None) -> str | None:
     """Check every value under ``root`` iteratively; the first problem, or None.
+    ``nulls`` (when given) receives a mark for every ``null`` met on the way, and for
+    any value that is not plain decoded JSON.
 
     Runs on every parsed call, so the JSON types are tested by exact type first (an
     ``isinstance`` against ``Mapping``, an abstract base class, costs several times
@@ -263,7 +290,11 @@ def _walk(root: Any, *, max_bytes: int, max_depth: int) -> str | None:
                 if problem:
                     return problem
             continue
-        if value is None or kind is int or kind is bool:
+        if kind is int or kind is bool:
+            continue
+        if value is None:
+            if nulls is not None:
+                nulls.append(None)
             continue
         if kind is dict or kind is list:
             if depth > max_depth:
@@ -291,6 +322,8 @@ def _walk(root: Any, *, max_bytes: int, max_depth: int) -> str | None:
             continue
         # Anything else (a float, a decoding marker, a subclass, a mapping or tuple from
         # an app): the general checks, in the order that decides which problem is told.
+        if nulls is not None and kind is not float:
+            nulls.append(None)  # not plain decoded JSON: whoever undoes nulls walks it whole
         if isinstance(value, str):
             size += len(value)
             if size > max_bytes:

@@ -1,4 +1,5 @@
-"""OpenAI: Chat Completions (``tool_calls`` -> ``role: tool``) and Responses (``function_call`` -> ``function_call_output``).
+"""OpenAI: Chat Completions (``tool_calls`` -> ``role: tool``) and Responses
+(``function_call`` -> ``function_call_output``).
 
 Shapes (``openai.types``):
 
@@ -42,7 +43,7 @@ from runtime.adapters._common import (
     text_of,
     tool_name,
 )
-from runtime.adapters.arguments import decode_arguments
+from runtime.adapters.arguments import decode_noting_nulls
 from runtime.adapters.strict_schema import StrictSchema, strip_strict_nulls, to_strict
 from runtime.records import Call, ToolResult
 from runtime.snapshot import CompiledTool, Snapshot
@@ -232,10 +233,10 @@ def _with_arguments(
     identifier: str, name: str, arguments: Any, index: int, problems: list[str], snapshot: Snapshot | None
 ) -> Call:
     raw = arguments if isinstance(arguments, str) else None
-    args, problem = decode_arguments(arguments)
+    args, problem, maybe_null = decode_noting_nulls(arguments)
     if problem:
         problems.append(problem)
-    if args is not None and snapshot is not None and name:
+    if maybe_null and args is not None and snapshot is not None and name:  # no null: nothing to undo
         tool = snapshot.tools.get(name)
         if tool is not None and strict_form(snapshot, tool).strict:
             args = strip_strict_nulls(args, tool.spec.input_schema)

@@ -54,6 +54,13 @@ def call_activation(
     """The activation every CEL expression of this call is evaluated against: all the
     variables a policy condition may read (``commands`` from ``line``; empty without one),
     which covers those of the business rules too."""
-    data = cel_data(call, tool, args, session, POLICY_VARIABLES)
-    data["commands"] = [list(command.argv) for command in line.commands] if line is not None else []
+    # Every variable, built inline: what cel_data builds for POLICY_VARIABLES, without its
+    # membership tests (this runs once for every call whose rules need CEL).
+    data = {
+        "args": dict(args),
+        "tool": dict(tool.attributes),
+        "session": session_view(session),
+        "call": {"id": call.id, "index": call.index},
+        "commands": [list(command.argv) for command in line.commands] if line is not None else [],
+    }
     return get_engine(engine_name).activation(data, POLICY_VARIABLES)

@@ -236,3 +236,31 @@ def test_check_object_rejects_values_that_are_not_json():
 def test_check_object_limits_size():
     assert "too large" in check_object({"a": "x" * 2_000_000})
     assert check_object({"a": "x" * 50}, max_bytes=40) is not None
+
+
+@pytest.mark.parametrize(
+    ("raw", "may_hold_null"),
+    [
+        ('{"a": null}', True),
+        ('{"a": [1, {"b": [null]}]}', True),
+        ('{"a": {"b": {"c": null}}}', True),
+        ('{"a": 1, "b": "null", "c": [true, 1.5, "x"]}', False),
+        ('{"null": "None"}', False),
+        ("", False),
+        ("{}", False),
+        (None, False),
+        ({"a": 1}, True),  # already decoded by the client: not walked by the fast path, so assumed
+        ('{"a": 1e999}', True),  # refused: nothing to undo either way
+        ("[null]", True),
+        ("not json", True),
+    ],
+)
+def test_decoding_notes_whether_the_arguments_may_hold_a_null(raw: object, may_hold_null: bool) -> None:
+    from runtime.adapters.arguments import decode_noting_nulls
+
+    args, problem, maybe_null = decode_noting_nulls(raw)  # type: ignore[arg-type]
+    assert (args, problem) == decode_arguments(raw)  # type: ignore[arg-type]
+    if args is not None:
+        assert maybe_null is may_hold_null
+    else:
+        assert problem
