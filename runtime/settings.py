@@ -97,7 +97,8 @@ class Settings(BaseSettings):
     audit_writer: Literal["thread", "process"] = Field(
         default="thread",
         description="Where audit records are redacted and stored: a background thread, or a child process (off this"
-        " interpreter's lock; pays off when a core is otherwise idle).",
+        " interpreter's lock; pays off when a core is otherwise idle). The child reads a hand-off file beside the"
+        " store, so what the app handed over survives a crash of the app.",
     )
     log_format: Literal["json", "text"] = "text"
     log_level: Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"] = "INFO"

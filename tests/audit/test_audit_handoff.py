@@ -285,3 +285,60 @@ def test_only_files_of_gone_apps_that_nobody_holds_are_taken_as_left_behind(tmp_
     finally:
         os.close(fd)
     assert mine.exists()
+
+
+def test_a_replacement_child_redacts_with_the_profiles_sent_before_it_started(tmp_path: Path) -> None:
+    """The profiles travel once per file; a child started on a file half read finds them
+    again, so arguments handed over after the restart are still redacted."""
+    from runtime import load_snapshot
+
+    redactor = load_snapshot([Path(__file__).resolve().parents[2] / "policies"]).redactor
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    store = tmp_path / "audit.sqlite3"
+    sink = ProcessSink("sqlite", store)
+    sink.start()
+
+    def batch(tag: str) -> list[AuditRecord]:
+        records = [AuditRecord(1.5 + i, call_id=f"{tag}{i}", args={"token": f"x {secret} y"}) for i in range(20)]
+        for record in records:
+            record.redactor = redactor
+        return records
+
+    sink.write_batch(batch("a"))
+    assert sink.sync(120)
+    first = sink.child_pid
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
+    _wait(lambda: not _alive(first), "the child to die")
+    sink.write_batch(batch("b"))
+    assert sink.sync(120)
+    sink.close()
+    with sqlite3.connect(store) as conn:
+        rows = conn.execute("SELECT call_id, args FROM calls").fetchall()
+    assert {call_id for call_id, _args in rows} >= {f"b{i}" for i in range(20)}
+    assert all(secret not in args and "REDACTED" in args for _call_id, args in rows)
+
+
+def test_the_writer_child_runs_as_soon_as_the_runtime_is_built(tmp_path: Path) -> None:
+    from runtime import Runtime
+    from runtime.settings import Settings
+
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "tools.yaml").write_text(TOOL)
+    (tmp_path / "config" / "handoff_handlers.py").write_text("def noop(args):\n    return 'ok'\n")
+    (tmp_path / "ws").mkdir()
+    store = tmp_path / "audit.sqlite3"
+    runtime = Runtime(
+        [tmp_path / "config"],
+        workspace_root=tmp_path / "ws",
+        settings=Settings(audit_writer="process", audit_store=store, hot_reload=False),
+    )
+    try:
+        assert runtime.audit is not None
+        pid = runtime.audit.sink.child_pid  # type: ignore[attr-defined]
+        assert pid is not None and _alive(pid)  # before any call
+        assert len(handoff.files_of(store)) == 1
+    finally:
+        runtime.close_sync()
+    _wait(lambda: not _alive(pid), "the child to exit on close")
+    assert handoff.files_of(store) == []
