@@ -47,7 +47,7 @@ from runtime.validation.arguments import ArgumentValidator
 from runtime.validation.schemacheck import check_input_schema
 from runtime.versions import RolloutTable, compile_rollout
 from runtime.workflow.compile import CompiledWorkflow, compile_workflow
-from runtime.workflow.templates import WORKFLOW_VARIABLES
+from runtime.workflow.exprtypes import compile_typed, workflow_checks
 
 # Extra documents for a build, given the loaded ones (see build_snapshot).
 Mount = Callable[[Sequence[LoadedDocument]], Sequence[LoadedDocument]]
@@ -214,7 +214,9 @@ class _Builder(ToolBuilding, PolicyBuilding, RedactionBuilding):
                 name,
                 model.spec,
                 defaults,
-                lambda source, path: self._expression(source, path, WORKFLOW_VARIABLES, None),
+                functools.partial(
+                    compile_typed, engine=self.engine, typed_for=workflow_checks(model.spec, defaults, self.cost_limit)
+                ),
             )
             findings.extend(more)
             if model.spec.expose and name in by_name:
