@@ -104,9 +104,11 @@ def compile_typed(
     checker's unknown-name findings (the workflow's reference check reports names)."""
     typed = typed_for(path)
     program, findings = compile_expression(source, path, WORKFLOW_VARIABLES, engine, None, typed=typed)
-    kept = [f for f in findings if f.code != "cel-unknown-arg"]
+    # A `when` over untyped step data (metadata, a tool without output_schema) is not
+    # warned about as "maybe not a bool": step results are untyped by nature.
+    kept = [f for f in findings if f.code != "cel-unknown-arg" and not (f.code == "cel-result-type" and f.warning)]
     if program is None and not any(not f.warning for f in kept):
         # Only a name was wrong: the reference check says so; compile without types to keep going.
         program, untyped = compile_expression(source, path, WORKFLOW_VARIABLES, engine, None)
-        kept.extend(f for f in untyped if f.code != "cel-unknown-arg" and f not in kept)
+        kept.extend(f for f in untyped if f.code not in ("cel-unknown-arg", "cel-result-type") and f not in kept)
     return program, kept
