@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.validation.quickcheck import compile_quick, vouches
 from runtime.validation.violations import Violation, python_validator, violations
 from runtime.validation.wording import pointer
 
@@ -39,7 +40,7 @@ def fast_schema_available() -> bool:
 class ArgumentValidator:
     """A tool's compiled input-schema validator."""
 
-    __slots__ = ("engine", "_python", "_rust")
+    __slots__ = ("engine", "_python", "_rust", "_quick")
 
     def __init__(self, schema: Mapping[str, Any], engine: str = "auto") -> None:
         use_fast = engine == "fast" or (engine == "auto" and fast_schema_available())
@@ -47,9 +48,13 @@ class ArgumentValidator:
         self._python = python_validator(schema)
         self._rust = _rust_validator(schema) if use_fast and not _has_class_escapes(schema) else None
         self.engine = "fast" if self._rust is not None else "portable"
+        # Portable only: a compiled check that vouches for plainly valid calls (see quickcheck).
+        self._quick = compile_quick(schema) if self._rust is None else None
 
     def validate(self, args: Any) -> tuple[ArgumentProblem, ...]:
         """Every problem with ``args``; empty when they are valid."""
+        if self._quick is not None and vouches(self._quick, args):
+            return ()
         if self._rust is not None:
             try:
                 if self._rust.is_valid(args):
