@@ -196,9 +196,11 @@ def _call_line(now: float, level: str, message: str, values: tuple[Any, ...]) ->
     encoded alone (they are strings, None and one float)."""
     extra = _CALL_EXTRA % tuple(map(_json_scalar, values))
     return (
-        f'{{"text":{_json_string(message + chr(10))},"record":{{"time":{{"repr":"{_time_repr(now)}","timestamp":{now!r}}},'
-        f'"level":{{"name":"{level}","no":{_LEVELS[level]}}},"message":{_json_string(message)},"name":"{__name__}",'
-        f'"function":"call_finished","line":0,"extra":{extra},"exception":null}}}}\n'
+        f'{{"text":{_json_string(message + chr(10))},'
+        f'"record":{{"time":{{"repr":"{_time_repr(now)}","timestamp":{now!r}}},'
+        f'"level":{{"name":"{level}","no":{_LEVELS[level]}}},'
+        f'"message":{_json_string(message)},"name":"{__name__}","function":"call_finished","line":0,'
+        f'"extra":{extra},"exception":null}}}}\n'
     )
 
 

@@ -114,17 +114,20 @@ def check_pattern(pattern: str) -> None:
             if detail.startswith(needle):
                 raise RegexRejected(
                     "regex-unsupported",
-                    f"{hint} in RE2 syntax (linear-time matching). Rewrite the pattern without it, e.g. match the context and use a capture group.",
+                    f"{hint} in RE2 syntax (linear-time matching). Rewrite the pattern without it, e.g. match the "
+                    "context and use a capture group.",
                 ) from None
         if "(?P=" in pattern and detail.startswith("invalid perl operator: (?P"):
             raise RegexRejected(
                 "regex-unsupported",
-                "named back-references `(?P=name)` are not supported in RE2 syntax (linear-time matching). Rewrite the pattern without them.",
+                "named back-references `(?P=name)` are not supported in RE2 syntax (linear-time matching). Rewrite "
+                "the pattern without them.",
             ) from None
         if detail.startswith("invalid escape sequence: \\") and detail[-1:].isdigit():
             raise RegexRejected(
                 "regex-unsupported",
-                "back-references such as `\\1` are not supported in RE2 syntax (linear-time matching). Rewrite the pattern without them.",
+                "back-references such as `\\1` are not supported in RE2 syntax (linear-time matching). Rewrite the "
+                "pattern without them.",
             ) from None
         raise RegexRejected(
             "regex-invalid", f"invalid regular expression: {detail}. Fix the pattern (RE2 syntax)."
@@ -133,7 +136,8 @@ def check_pattern(pattern: str) -> None:
     if nested:
         raise RegexRejected(
             "regex-catastrophic",
-            f"nested unbounded quantifier `{nested}`: this form backtracks catastrophically in backtracking engines. Rewrite it without a repeated group that itself repeats, e.g. `(a+)+` -> `a+`.",
+            f"nested unbounded quantifier `{nested}`: this form backtracks catastrophically in backtracking engines. "
+            "Rewrite it without a repeated group that itself repeats, e.g. `(a+)+` -> `a+`.",
         )
 
 

@@ -178,9 +178,9 @@ async def test_the_terminal_question_names_the_tool_and_ends_with_the_choices(sn
         terminal.close()
     assert answer.approved
     assert screen == (
-        "\n`shell` needs approval.\nWhy it asks: commands ask\nArguments:\n  command: ls; rm -rf build\n"
-        "The command line `command` runs these 2 commands, one per line (as the policy split it; programs by their base name):\n"
-        "  1. ls\n  2. rm -rf build\nRun it? [y]es / [a]lways this session / [e]dit arguments / [N]o: "
+        "\n`shell` needs approval.\nWhy it asks: commands ask\nArguments:\n  command: ls; rm -rf build\nThe command "
+        "line `command` runs these 2 commands, one per line (as the policy split it; programs by their base name):\n  "
+        "1. ls\n  2. rm -rf build\nRun it? [y]es / [a]lways this session / [e]dit arguments / [N]o: "
     )
 
 

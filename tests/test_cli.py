@@ -36,7 +36,8 @@ TYPE_ERROR = (
 )  # cel-type with both engines (each in its own words)
 
 LINE = re.compile(
-    r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<severity>error|warning)\[(?P<code>[a-z0-9-]+)\]: (?P<message>.+)$"
+    r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<severity>error|warning)\[(?P<code>[a-z0-9-]+)\]: "
+    r"(?P<message>.+)$"
 )
 
 
@@ -151,7 +152,10 @@ def test_lint_github_strict_shows_warnings_as_errors(workdir: Path) -> None:
 
 
 def test_lint_github_escapes_percent_and_newlines_in_messages(workdir: Path) -> None:
-    test = 'apiVersion: toolrt/v1\nkind: PolicyTest\nmetadata: {name: pt}\nspec:\n  cases:\n    - name: x\n      tool: "50%\\nnext"\n      expect: {decision: allow}\n'
+    test = (
+        "apiVersion: toolrt/v1\nkind: PolicyTest\nmetadata: {name: pt}\nspec:\n  cases:\n    - name: x\n      tool: "
+        '"50%\\nnext"\n      expect: {decision: allow}\n'
+    )
     write(workdir, TOOL)
     write(workdir, test, "tests.yaml")
     code, out, _ = run("lint", "config", "--format", "github")

@@ -402,7 +402,8 @@ def test_a_runtime_counts_its_calls_and_reloads_and_reads_its_sources(tmp_path) 
 
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "c.yaml").write_text(
-        "apiVersion: toolrt/v1\nkind: Include\nmetadata: {name: p}\nspec: {packs: [workspace-tools, output-default, redaction-default, permissions-default]}\n"
+        "apiVersion: toolrt/v1\nkind: Include\nmetadata: {name: p}\nspec: {packs: [workspace-tools, output-default, "
+        "redaction-default, permissions-default]}\n"
     )
     (tmp_path / "a.txt").write_text("x\n")
     runtime = Runtime([tmp_path / "config"], workspace_root=tmp_path)

@@ -52,7 +52,10 @@ def test_the_demo_runs_from_the_wheel_alone(wheel: Path, tmp_path: Path) -> None
     elsewhere = tmp_path / "cwd"
     elsewhere.mkdir()
     env = {**os.environ, "PYTHONPATH": str(unpacked)}
-    code = "import sys, runtime.demo as d; from runtime.cli import main; print(d.default_example()); sys.exit(main(sys.argv[1:]))"
+    code = (
+        "import sys, runtime.demo as d; from runtime.cli import main; print(d.default_example()); "
+        "sys.exit(main(sys.argv[1:]))"
+    )
     demo = subprocess.run(
         [sys.executable, "-c", code, "demo"],
         cwd=elsewhere,

@@ -252,7 +252,8 @@ def test_a_reload_that_would_leave_no_tools_is_refused_and_the_tools_keep_servin
     from runtime import Runtime
 
     (tmp_path / "t.yaml").write_text(
-        "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: t}\nspec:\n  description: d\n  handler: builtin:tool_search\n  read_only: true\n"
+        "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: t}\nspec:\n  description: d\n  handler: "
+        "builtin:tool_search\n  read_only: true\n"
     )
     runtime = Runtime([tmp_path], workspace_root=tmp_path, watch=False)
     (tmp_path / "t.yaml").write_text("")  # caught half-written

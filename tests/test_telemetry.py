@@ -344,7 +344,9 @@ def test_tracing_off_never_imports_opentelemetry(config: Path) -> None:
         f"""
         import sys
         from runtime import Call, Runtime, Settings
-        runtime = Runtime([{str(config)!r}], workspace_root={str(config)!r}, settings=Settings(tracing="off", audit_sink="off"))
+        runtime = Runtime(
+            [{str(config)!r}], workspace_root={str(config)!r}, settings=Settings(tracing="off", audit_sink="off")
+        )
         (result,) = runtime.run_turn_sync([Call("c1", "echo", {{"word": "w"}})], traceparent={TRACEPARENT!r})
         assert result.status.value == "ok", result.content
         print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
@@ -474,9 +476,17 @@ from runtime import Call, Runtime, Settings
 spans = InMemorySpanExporter()  # in production: BatchSpanProcessor(OTLPSpanExporter())
 provider = TracerProvider()
 provider.add_span_processor(SimpleSpanProcessor(spans))
-runtime = Runtime(["examples/coding-agent"], workspace_root="examples/coding-agent/workspace", settings=Settings(audit_sink="off"), tracer_provider=provider)
+runtime = Runtime(
+    ["examples/coding-agent"],
+    workspace_root="examples/coding-agent/workspace",
+    settings=Settings(audit_sink="off"),
+    tracer_provider=provider,
+)
 runtime.metrics.bind_opentelemetry(MeterProvider(metric_readers=[InMemoryMetricReader()]))
-runtime.run_turn_sync([Call("c1", "file_read", {"path": "README.md"})], traceparent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+runtime.run_turn_sync(
+    [Call("c1", "file_read", {"path": "README.md"})],
+    traceparent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+)
 print([span.name for span in spans.get_finished_spans()])  # 5 stages, execute_tool file_read, toolrt.turn
 """
 

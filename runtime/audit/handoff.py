@@ -2,7 +2,8 @@
 
 The app appends every frame (a 4-byte big-endian length, a kind letter, then a pickle)
 to a file in a folder beside the store (``<store>.handoff/``, owner-only, one of the
-files the agent's tools are kept from: the arguments in it are not redacted yet); the child reads the file in order and stores what it reads. A
+files the agent's tools are kept from: the arguments in it are not redacted yet); the
+child reads the file in order and stores what it reads. A
 frame is in the kernel's page cache as soon as ``write()`` returns, so a SIGKILL of the
 app loses only what it had not written yet, never what waits for the child: the
 child, which outlives the app, reads the file to its end. A pipe would do the same

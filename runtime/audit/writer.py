@@ -293,7 +293,8 @@ class AuditWriter:
             self._last_error = f"{type(err).__name__}: {err}"
             self._lost += len(batch)
             self._warn(
-                f"toolrt audit: a batch of {len(batch)} record(s) could not be written and is lost ({self._last_error}); {self._lost} lost so far"
+                f"toolrt audit: a batch of {len(batch)} record(s) could not be written and is lost "
+                f"({self._last_error}); {self._lost} lost so far"
             )
         else:
             self._written += len(batch)
@@ -315,6 +316,7 @@ class AuditWriter:
         dropped = self._dropped
         if dropped > self._dropped_logged:
             self._warn(
-                f"toolrt audit: {dropped - self._dropped_logged} record(s) dropped unwritten (the queue was full: the store is slower than the calls, or stuck); {dropped} so far"
+                f"toolrt audit: {dropped - self._dropped_logged} record(s) dropped unwritten (the queue was full: the "
+                f"store is slower than the calls, or stuck); {dropped} so far"
             )
             self._dropped_logged = dropped

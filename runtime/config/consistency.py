@@ -36,7 +36,9 @@ def check_consistency(docs: Sequence[LoadedDocument], broken: Collection[tuple[s
                 Problem(
                     entry.source.locate(("metadata", "name")),
                     "invalid-value",
-                    f"tool name `{model.metadata.name}` cannot be sent to model APIs, which accept only letters, digits, `_` and `-` in tool names (Anthropic and OpenAI). Rename it, e.g. `{_PROVIDER_SAFE.sub('_', model.metadata.name)}`.",
+                    f"tool name `{model.metadata.name}` cannot be sent to model APIs, which accept only letters, "
+                    "digits, `_` and `-` in tool names (Anthropic and OpenAI). Rename it, e.g. "
+                    f"`{_PROVIDER_SAFE.sub('_', model.metadata.name)}`.",
                 )
             )
         if isinstance(model, WorkflowDocument):
@@ -78,7 +80,8 @@ def check_consistency(docs: Sequence[LoadedDocument], broken: Collection[tuple[s
                             Problem(
                                 entry.source.locate(("spec", "rules", index, "tools", g_index)),
                                 "unknown-tool",
-                                f"rule `{rule.name}` names tool `{plain}`, which is not declared, so the rule never applies.{hint}",
+                                f"rule `{rule.name}` names tool `{plain}`, which is not declared, so the rule never "
+                                f"applies.{hint}",
                                 Severity.warning,
                             )
                         )
@@ -148,7 +151,8 @@ def _workflow(entry: LoadedDocument, model: WorkflowDocument, tools: dict[str, L
                     Problem(
                         entry.source.locate(("spec", "steps", index, "depends_on", d_index)),
                         "unknown-step",
-                        f"step `{step.id}` depends on `{dep}`, which is not a step of this workflow.{did_you_mean(dep, ids)}",
+                        f"step `{step.id}` depends on `{dep}`, which is not a step of this "
+                        f"workflow.{did_you_mean(dep, ids)}",
                     )
                 )
     cycle = _find_cycle({s.id: [d for d in s.depends_on if d in ids] for s in steps})

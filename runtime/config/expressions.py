@@ -5,8 +5,8 @@ the lexer can see), names (only declared variables), cost bounds (nesting,
 comprehension depth), ``matches()`` patterns as RE2, the engine's own compile
 (syntax, and the types of literals with the fast engine), then types against the
 tool's input schema, the result type and the worst-case cost
-(:mod:`runtime.config.exprtypes`), the same with either engine. Findings are location-free so that they can be cached by content and placed
-in the file later.
+(:mod:`runtime.config.exprtypes`), the same with either engine. Findings are
+location-free so that they can be cached by content and placed in the file later.
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ def compile_expression(
                 Finding(
                     path,
                     "cel-undeclared",
-                    f"`{ref.name}` is not defined in this expression.{did_you_mean(ref.name, variables)} It may read: {', '.join(variables)}.",
+                    f"`{ref.name}` is not defined in this expression.{did_you_mean(ref.name, variables)} It may read: "
+                    f"{', '.join(variables)}.",
                     inner=at(ref.offset),
                 )
             )
@@ -87,7 +88,8 @@ def compile_expression(
             Finding(
                 path,
                 "cel-too-complex",
-                f"expression nests {facts.nesting_depth} levels of brackets; the limit is {MAX_NESTING}. Split it into several rules.",
+                f"expression nests {facts.nesting_depth} levels of brackets; the limit is {MAX_NESTING}. Split it "
+                "into several rules.",
             )
         )
     if facts.macro_depth > MAX_MACRO_DEPTH:
@@ -95,7 +97,8 @@ def compile_expression(
             Finding(
                 path,
                 "cel-too-complex",
-                f"comprehensions (all/exists/map/filter) nest {facts.macro_depth} deep; the limit is {MAX_MACRO_DEPTH}, to bound evaluation cost. Simplify the expression.",
+                f"comprehensions (all/exists/map/filter) nest {facts.macro_depth} deep; the limit is "
+                f"{MAX_MACRO_DEPTH}, to bound evaluation cost. Simplify the expression.",
             )
         )
     for literal in facts.regex_literals:
@@ -180,7 +183,10 @@ def _args_findings(source: str, args_paths: Any, schema: dict[str, Any], path: P
                     f"`args.{dotted}` is not an argument of this tool: the input schema declares {declared}.{hint}"
                 )
             else:
-                message = f"`args.{dotted}` is not declared in the input schema (declared: {declared}).{hint} The schema allows undeclared keys, so this may be intended; declare it to be sure."
+                message = (
+                    f"`args.{dotted}` is not declared in the input schema (declared: {declared}).{hint} The schema "
+                    "allows undeclared keys, so this may be intended; declare it to be sure."
+                )
             findings.append(
                 Finding(path, "cel-unknown-arg", message, warning=not closed, inner=offset_to_line_col(source, offset))
             )

@@ -195,8 +195,8 @@ def _type_findings(
     tree = _parsed(source)
     if isinstance(tree, ParseError):
         message = (
-            f"{typed.subject}this expression uses syntax lint cannot type ({tree}), so its field names, types and cost are "
-            "unchecked. Rewrite it with CEL's standard operators, functions and macros."
+            f"{typed.subject}this expression uses syntax lint cannot type ({tree}), so its field names, types and "
+            "cost are unchecked. Rewrite it with CEL's standard operators, functions and macros."
         )
         return [Finding(path, "cel-unchecked", message, warning=True, inner=offset_to_line_col(source, tree.offset))]
     variables = {name: value for name, value in typed.variables.items()}
@@ -217,20 +217,24 @@ def _type_findings(
         if kind not in (expected, "dyn"):
             if expected == "bool":
                 message = (
-                    f"{typed.subject}this {typed.field_name} is {result.type.describe()}, not a bool: a condition that is not a bool "
-                    "never matches, so a deny or ask rule would never fire (fail-open) and a business rule would reject every call. "
-                    f"{_bool_fix(kind)}"
+                    f"{typed.subject}this {typed.field_name} is {result.type.describe()}, not a bool: a condition "
+                    "that is not a bool never matches, so a deny or ask rule would never fire (fail-open) and a "
+                    f"business rule would reject every call. {_bool_fix(kind)}"
                 )
             else:
-                message = f"{typed.subject}this {typed.field_name} is {result.type.describe()}, not {_WHAT.get(expected, expected)}. Convert it: string(...)."
+                message = (
+                    f"{typed.subject}this {typed.field_name} is {result.type.describe()}, not "
+                    f"{_WHAT.get(expected, expected)}. Convert it: string(...)."
+                )
             findings.append(Finding(path, "cel-result-type", message, inner=(1, 1)))
         elif kind == "dyn" and expected == "bool":
             findings.append(
                 Finding(
                     path,
                     "cel-result-type",
-                    f"{typed.subject}lint cannot tell whether this {typed.field_name} is a bool (it reads values of no declared type); "
-                    "if it is not, it never matches. Compare it explicitly, e.g. `... == true`, or declare the types in the input schema.",
+                    f"{typed.subject}lint cannot tell whether this {typed.field_name} is a bool (it reads values of "
+                    "no declared type); if it is not, it never matches. Compare it explicitly, e.g. `... == true`, "
+                    "or declare the types in the input schema.",
                     warning=True,
                     inner=(1, 1),
                 )
@@ -274,15 +278,18 @@ def _cost_findings(cost: Any, path: tuple[str | int, ...], typed: TypedCheck) ->
             )
         elif name == UNTYPED:
             fixes.append(
-                "values of no declared type may hold up to the whole argument size: declare their type and a maxItems/maxLength"
+                "values of no declared type may hold up to the whole argument size: declare their type and a "
+                "maxItems/maxLength"
             )
         else:
             fixes.append(
-                f"`{name}` has no {bound.keyword} (so up to {bound.limit:,}): add `{bound.keyword}` at input_schema {bound.pointer}"
+                f"`{name}` has no {bound.keyword} (so up to {bound.limit:,}): add `{bound.keyword}` at input_schema "
+                f"{bound.pointer}"
             )
     how = "; ".join(fixes) or "simplify the expression"
     message = (
-        f"{typed.subject}this {typed.field_name} may cost up to {worst:,.0f} units per evaluation, over the limit of {typed.cost_limit:,} "
-        f"(setting cel_cost_limit): on large inputs it would stall every session. {how[0].upper()}{how[1:]}."
+        f"{typed.subject}this {typed.field_name} may cost up to {worst:,.0f} units per evaluation, over the limit of "
+        f"{typed.cost_limit:,} (setting cel_cost_limit): on large inputs it would stall every session. "
+        f"{how[0].upper()}{how[1:]}."
     )
     return [Finding(path, "cel-cost", message)]

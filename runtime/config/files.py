@@ -76,7 +76,8 @@ def read_source(path: Path, max_bytes: int) -> tuple[SourceFile | None, Problem 
             return None, Problem(
                 Location(display),
                 "file-too-large",
-                f"file is {size:,} bytes; the limit is {max_bytes:,} (setting max_config_file_bytes). Split it into several files.",
+                f"file is {size:,} bytes; the limit is {max_bytes:,} (setting max_config_file_bytes). Split it into "
+                "several files.",
             )
         raw = path.read_bytes()
     except OSError as err:

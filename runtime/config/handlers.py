@@ -78,7 +78,8 @@ def resolve_handler(
                 Finding(
                     path,
                     "unknown-mcp-server",
-                    f"handler names MCP server `{server}`, which is not declared.{did_you_mean(server, mcp_servers)} Declare it with `kind: McpServer` (declared: {known}).",
+                    f"handler names MCP server `{server}`, which is not declared.{did_you_mean(server, mcp_servers)} "
+                    f"Declare it with `kind: McpServer` (declared: {known}).",
                 )
             )
     elif kind == "python":
@@ -131,7 +132,8 @@ def _single_quoted_placeholders(argv: list[str]) -> Iterator[Finding]:
                 yield Finding(
                     (*_HANDLER_PATH, "command", "argv", index),
                     "handler-template",
-                    f"placeholder `{{{name}}}` is inside single quotes, where the shell cannot expand it; use double quotes or none (values are always passed safely).",
+                    f"placeholder `{{{name}}}` is inside single quotes, where the shell cannot expand it; use double "
+                    "quotes or none (values are always passed safely).",
                 )
         quote = quote_state(" ", quote)
 
@@ -166,7 +168,8 @@ def _template_findings(template: str, spec: ToolSpec, path: tuple[str | int, ...
             yield Finding(
                 path,
                 "handler-template",
-                f"template uses `{{{root}}}` but the input schema declares no `{root}`.{did_you_mean(root, declared)} Declared: {', '.join(sorted(declared)) or 'none'}.",
+                f"template uses `{{{root}}}` but the input schema declares no `{root}`.{did_you_mean(root, declared)} "
+                f"Declared: {', '.join(sorted(declared)) or 'none'}.",
             )
 
 
@@ -177,7 +180,8 @@ def _import_function(target: str, search_dirs: Sequence[Path]) -> tuple[Callable
     except ModuleNotFoundError as err:
         return (
             None,
-            f"cannot import module `{module_name}` ({err}). Install it, put it beside the config files, or add its folder to PYTHONPATH.",
+            f"cannot import module `{module_name}` ({err}). Install it, put it beside the config files, or add its "
+            "folder to PYTHONPATH.",
         )
     except Exception as err:  # noqa: BLE001 - importing user code can fail in any way; report it
         return None, f"importing `{module_name}` failed: {type(err).__name__}: {err}."

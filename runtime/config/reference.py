@@ -33,7 +33,8 @@ def reference_markdown() -> str:
             path, node = queue.pop(0)
             rows, nested = _table(path, node, definitions, seen)
             parts.append(
-                f"`{path}`{_cell(_describe(node))}\n\n| field | type | default | description |\n|---|---|---|---|\n{rows}\n"
+                f"`{path}`{_cell(_describe(node))}\n\n| field | type | default | description "
+                f"|\n|---|---|---|---|\n{rows}\n"
             )
             queue.extend(nested)
     return "\n".join(parts)

@@ -131,7 +131,8 @@ def _to_problem(doc: SourceDocument, v: Violation) -> Problem:
         return Problem(
             doc.locate(v.path),
             code,
-            f"`{'.'.join(map(str, v.path))}` is empty: a handler needs exactly one kind with a value ({_HANDLER_KEYS}); complete it.",
+            f"`{'.'.join(map(str, v.path))}` is empty: a handler needs exactly one kind with a value "
+            f"({_HANDLER_KEYS}); complete it.",
         )
     if v.keyword == "required" and v.key == "tools" and "rules" in v.path:
         return Problem(

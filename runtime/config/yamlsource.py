@@ -259,7 +259,8 @@ class _Builder:
             raise _Refused(
                 node,
                 "yaml-alias-bomb",
-                f"document expands to more than {_MAX_NODES:,} nodes (an alias expansion bomb?); reduce the use of YAML aliases.",
+                f"document expands to more than {_MAX_NODES:,} nodes (an alias expansion bomb?); reduce the use of "
+                "YAML aliases.",
             )
         if depth > _MAX_DEPTH:
             raise _Refused(node, "yaml-too-deep", f"nesting deeper than {_MAX_DEPTH} levels; flatten the document.")
@@ -279,7 +280,8 @@ class _Builder:
             raise _Refused(
                 node,
                 "yaml-tag",
-                f"tag `{node.tag}` is not allowed: config is plain data (maps, lists, strings, numbers, booleans, null). Remove the tag.",
+                f"tag `{node.tag}` is not allowed: config is plain data (maps, lists, strings, numbers, booleans, "
+                "null). Remove the tag.",
             )
 
     def _mapping(self, node: MappingNode, path: Path, depth: int) -> dict[str, Any]:
@@ -351,7 +353,8 @@ class _Builder:
         raise _Refused(
             node,
             "yaml-tag",
-            f"tag `{node.tag}` is not allowed: config is plain data (maps, lists, strings, numbers, booleans, null). Remove the tag.",
+            f"tag `{node.tag}` is not allowed: config is plain data (maps, lists, strings, numbers, booleans, null). "
+            "Remove the tag.",
         )
 
 

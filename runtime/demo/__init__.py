@@ -61,8 +61,9 @@ def run_demo(config: Path | None, out: TextIO, err: TextIO) -> int:
         return 1
     snapshot = result.snapshot
     out.write(
-        f"== snapshot {snapshot.version}: {len(result.files)} files, {result.documents} documents, built in {(time.perf_counter() - started) * 1000:.0f} ms "
-        f"(CEL engine: {snapshot.cel_engine}, schema engine: {snapshot.schema_engine})\n\n"
+        f"== snapshot {snapshot.version}: {len(result.files)} files, {result.documents} documents, built in "
+        f"{(time.perf_counter() - started) * 1000:.0f} ms (CEL engine: {snapshot.cel_engine}, schema engine: "
+        f"{snapshot.schema_engine})\n\n"
     )
     tools_table(snapshot, out)
     try:
@@ -90,10 +91,10 @@ def _session(config: Path, template: Path, out: TextIO) -> list[ToolResult]:
         runtime = Runtime([config], settings=settings, workspace_root=workspace, approver=approver, watch=False)
         session = Session(id="demo", mode="default")
         out.write(
-            f"\n== a scripted session in a copy of {template.name}/ (a temporary directory)\n"
-            f"task: {TASK}\n"
-            f"session `{session.id}`, permission mode `{session.mode}`: read-only calls run, edits and commands ask.\n"
-            "Nobody is there to answer, so a ScriptedApprover does: it approves edits under src/ and `python scripts/...` commands, nothing else.\n"
+            f"\n== a scripted session in a copy of {template.name}/ (a temporary directory)\ntask: {TASK}\nsession "
+            f"`{session.id}`, permission mode `{session.mode}`: read-only calls run, edits and commands ask.\nNobody "
+            "is there to answer, so a ScriptedApprover does: it approves edits under src/ and `python scripts/...` "
+            "commands, nothing else.\n"
         )
         state = ScriptState(workspace)
         try:
@@ -104,7 +105,8 @@ def _session(config: Path, template: Path, out: TextIO) -> list[ToolResult]:
         records = _audit_records(runtime)
         if records:
             out.write(
-                f"\naudit log: {len(records)} records in {runtime.audit_path()} (toolrt audit shows them; removed with the temporary folder)\n"
+                f"\naudit log: {len(records)} records in {runtime.audit_path()} (toolrt audit shows them; removed "
+                "with the temporary folder)\n"
             )
     return every
 

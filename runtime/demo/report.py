@@ -53,7 +53,8 @@ def result_lines(result: ToolResult, out: TextIO, max_lines: int = 7, width: int
     """One header line per result, then the start of what the model reads (long lines wrapped)."""
     code = f" ({result.code})" if result.code and result.is_error and result.code != result.status.value else ""
     out.write(
-        f"  <- {result.call_id} {result.name}: {result.status.value}{code}, {duration_ms(result):.0f} ms{_flags(result)}\n"
+        f"  <- {result.call_id} {result.name}: {result.status.value}{code}, {duration_ms(result):.0f} "
+        f"ms{_flags(result)}\n"
     )
     lines = [
         piece
@@ -109,5 +110,6 @@ def summary(results: Sequence[ToolResult], out: TextIO) -> None:
     truncated_count = sum(bool(r.metadata.get("truncated")) for r in results)
     redacted = sum(bool(r.metadata.get("redactions")) for r in results)
     out.write(
-        f"  {len(results)} calls: {len(results) - errors} ok, {errors} error results; {truncated_count} truncated, {redacted} with redactions\n"
+        f"  {len(results)} calls: {len(results) - errors} ok, {errors} error results; {truncated_count} truncated, "
+        f"{redacted} with redactions\n"
     )

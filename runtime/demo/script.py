@@ -129,7 +129,8 @@ def _message(text: str, *uses: tuple[str, str, dict[str, Any]]) -> dict[str, Any
 
 def _explore(state: ScriptState) -> dict[str, Any]:
     return _message(
-        "Let me read the module and its tests, find the reorder logic, and list the test files and folders, all at once.",
+        "Let me read the module and its tests, find the reorder logic, and list the test files and folders, all at "
+        "once.",
         ("toolu_01", "file_read", {"path": "src/inventory.py"}),
         ("toolu_02", "file_read", {"path": "tests/unit/test_inventory.py"}),
         ("toolu_03", "grep", {"pattern": "reorder_level", "glob": "**/*.py"}),
@@ -148,7 +149,8 @@ def _stale_edit(state: ScriptState) -> dict[str, Any]:
     module = state.workspace / "src" / "inventory.py"
     module.write_text(module.read_text(encoding="utf-8") + TEAMMATE_CHANGE, encoding="utf-8")
     return _message(
-        "The check uses < where the docstring says 'at the reorder level or below'. Fixing it, against the version I read.",
+        "The check uses < where the docstring says 'at the reorder level or below'. Fixing it, against the version I "
+        "read.",
         (
             "toolu_07",
             "file_edit",
@@ -166,7 +168,8 @@ def _stale_edit(state: ScriptState) -> dict[str, Any]:
 def _retry_edit(state: ScriptState) -> dict[str, Any]:
     current = state.find("toolu_07", r"current sha256 ([0-9a-f]{64})")
     return _message(
-        "Someone changed the file since I read it; the line I replace is untouched, so I redo the edit against the current version.",
+        "Someone changed the file since I read it; the line I replace is untouched, so I redo the edit against the "
+        "current version.",
         (
             "toolu_08",
             "file_edit",
@@ -228,7 +231,8 @@ def _done(state: ScriptState) -> dict[str, Any]:
 def _concurrency(state: ScriptState, turn: Turn) -> list[str]:
     total = sum(duration_ms(r) for r in turn.results)
     notes = [
-        f"{len(turn.results)} read-only calls, one concurrent batch: the turn took {turn.wall_ms:.0f} ms, one after another they would take {total:.0f} ms"
+        f"{len(turn.results)} read-only calls, one concurrent batch: the turn took {turn.wall_ms:.0f} ms, one after "
+        f"another they would take {total:.0f} ms"
     ]
     if all(r.call_id in turn.spans for r in turn.results):
         notes.append("when each call ran, in ms after the turn began (from the audit log):")
@@ -238,7 +242,8 @@ def _concurrency(state: ScriptState, turn: Turn) -> list[str]:
         spans = [turn.spans[result.call_id] for result in turn.results]
         together = max(start for start, _ in spans) < min(end for _, end in spans)
         notes.append(
-            f"all {len(spans)} calls ran at the same time (each started before any ended): {'yes' if together else 'NO'}"
+            f"all {len(spans)} calls ran at the same time (each started before any ended): "
+            f"{'yes' if together else 'NO'}"
         )
     return notes
 
@@ -246,14 +251,16 @@ def _concurrency(state: ScriptState, turn: Turn) -> list[str]:
 def _denial(state: ScriptState, turn: Turn) -> list[str]:
     (result,) = turn.results
     return [
-        f"denied at the {result.stage.value if result.stage else '?'} stage by rule `{result.metadata.get('rule')}`; the file was never opened"
+        f"denied at the {result.stage.value if result.stage else '?'} stage by rule `{result.metadata.get('rule')}`; "
+        "the file was never opened"
     ]
 
 
 def _conflict(state: ScriptState, turn: Turn) -> list[str]:
     current = state.find("toolu_07", r"current sha256 ([0-9a-f]{64})")
     return [
-        f"conflict: the result names the current hash {current[:12]}...; src/inventory.py still holds the teammate's change and not the edit"
+        f"conflict: the result names the current hash {current[:12]}...; src/inventory.py still holds the teammate's "
+        "change and not the edit"
     ]
 
 
@@ -270,14 +277,16 @@ def _killed(state: ScriptState, turn: Turn) -> list[str]:
     pid = int(pid_file.read_text(encoding="ascii").strip())
     stopped = process_stopped(pid)
     return [
-        f"the turn took {turn.wall_ms / 1000:.1f} s; the warehouse service the test started in a session of its own (pid {pid}): {'stopped' if stopped else 'STILL RUNNING'}"
+        f"the turn took {turn.wall_ms / 1000:.1f} s; the warehouse service the test started in a session of its own "
+        f"(pid {pid}): {'stopped' if stopped else 'STILL RUNNING'}"
     ]
 
 
 def _artifact(state: ScriptState, turn: Turn) -> list[str]:
     meta = turn.results[0].metadata
     return [
-        f"{meta.get('original_chars', 0):,} characters of output saved as artifact {meta.get('artifact_id')}; the model read {len(turn.results[0].content):,} characters"
+        f"{meta.get('original_chars', 0):,} characters of output saved as artifact {meta.get('artifact_id')}; the "
+        f"model read {len(turn.results[0].content):,} characters"
     ]
 
 
@@ -292,7 +301,8 @@ def _redacted(state: ScriptState, turn: Turn) -> list[str]:
     key_in_result = "sk-proj-" in turn.results[0].content
     line = next((line.split(None, 1)[-1] for line in turn.results[0].content.splitlines() if "REDACTED" in line), "?")
     return [
-        f"the file on disk holds the key: {'yes' if key_on_disk else 'no'}; the model read it: {'YES' if key_in_result else 'no'}, it read `{line}`"
+        f"the file on disk holds the key: {'yes' if key_on_disk else 'no'}; the model read it: "
+        f"{'YES' if key_in_result else 'no'}, it read `{line}`"
     ]
 
 

@@ -99,7 +99,8 @@ def _shell_line(template: list[str], args: Mapping[str, Any]) -> list[str]:
                 continue
             if quote == "'":
                 raise CommandError(
-                    f"placeholder `{{{name}}}` sits inside single quotes in the command template, where the shell cannot expand it"
+                    f"placeholder `{{{name}}}` sits inside single quotes in the command template, where the shell "
+                    "cannot expand it"
                 )
             if name not in args or args[name] is None:
                 raise CommandError(f"argument `{name}` is needed to build the command; pass it")

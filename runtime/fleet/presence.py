@@ -134,7 +134,8 @@ def status_text(workers: list[WorkerStatus], url: str, now: float | None = None)
     if not workers:
         return f"no workers have reported to {shown_url(url)} in the last 30 s"
     lines = [
-        f"worker {w.host} pid {w.pid} serves snapshot {w.snapshot} (up {now - w.started:.0f} s, seen {max(0.0, now - w.seen):.0f} s ago)"
+        f"worker {w.host} pid {w.pid} serves snapshot {w.snapshot} (up {now - w.started:.0f} s, seen "
+        f"{max(0.0, now - w.seen):.0f} s ago)"
         for w in workers
     ]
     versions = sorted({w.snapshot for w in workers})

@@ -135,7 +135,8 @@ def check_host(host: str, port: int, policy: AddressPolicy, resolver: Resolver =
         if why is not None:
             shown = f"`{_shown(host)}`" if name == str(address) else f"`{_shown(host)}` (it resolves to {address})"
             raise AddressRefused(
-                f"{shown} is {why}; this tool may only reach public addresses. The config can allow a network with `allow_networks`."
+                f"{shown} is {why}; this tool may only reach public addresses. The config can allow a network with "
+                "`allow_networks`."
             )
         # An IPv4-mapped address is an IPv4 address: connect to it as one.
         mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None

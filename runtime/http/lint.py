@@ -41,7 +41,8 @@ def http_findings(spec: ToolSpec, http: HandlerHttp) -> list[Finding]:
             Finding(
                 (*_PATH, "url"),
                 "handler-template",
-                f"the url must start with http:// or https:// written in the YAML (it starts `{literal[:40]}`); only the path, query or host may come from arguments.",
+                f"the url must start with http:// or https:// written in the YAML (it starts `{literal[:40]}`); only "
+                "the path, query or host may come from arguments.",
             )
         )
     for name, value in http.headers.items():
@@ -51,7 +52,8 @@ def http_findings(spec: ToolSpec, http: HandlerHttp) -> list[Finding]:
                 Finding(
                     (*_PATH, "headers", name),
                     "handler-secret",
-                    f"header `{name}` holds a literal credential; put it in an environment variable and name it in `secrets` (e.g. secrets: {{token: API_TOKEN}} and `{name}: Bearer {{token}}`).",
+                    f"header `{name}` holds a literal credential; put it in an environment variable and name it in "
+                    f"`secrets` (e.g. secrets: {{token: API_TOKEN}} and `{name}: Bearer {{token}}`).",
                     warning=True,
                 )
             )
@@ -89,7 +91,8 @@ def _template(template: str, names: set[str], path: tuple[str | int, ...]) -> It
         yield Finding(
             path,
             "handler-template",
-            f"bad template `{template[:80]}`: {err}. Use `{{name}}` for an argument or secret and `{{{{`/`}}}}` for literal braces.",
+            f"bad template `{template[:80]}`: {err}. Use `{{name}}` for an argument or secret and `{{{{`/`}}}}` for "
+            "literal braces.",
         )
         return
     for name in fields:
@@ -103,5 +106,6 @@ def _template(template: str, names: set[str], path: tuple[str | int, ...]) -> It
             yield Finding(
                 path,
                 "handler-template",
-                f"template uses `{{{name}}}`, which is neither an argument of the input schema nor a name in `secrets`.{did_you_mean(name, names)} Known: {', '.join(sorted(names)) or 'none'}.",
+                f"template uses `{{{name}}}`, which is neither an argument of the input schema nor a name in "
+                f"`secrets`.{did_you_mean(name, names)} Known: {', '.join(sorted(names)) or 'none'}.",
             )

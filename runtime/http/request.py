@@ -93,7 +93,8 @@ def render(plan: HttpPlan, args: Mapping[str, Any], environ: Mapping[str, str] |
             secret = environ.get(variable)
             if not secret:
                 raise RequestError(
-                    f"the secret `{name}` is read from the environment variable {variable}, which is not set; ask the operator to set it"
+                    f"the secret `{name}` is read from the environment variable {variable}, which is not set; ask the "
+                    "operator to set it"
                 )
             used[name] = secret
             return secret

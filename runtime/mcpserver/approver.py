@@ -100,7 +100,8 @@ class ElicitationApprover:
         if request is None:
             return Approval(
                 False,
-                f"`{name}` needs approval and it was not called through an MCP request whose client could be asked; it was not run",
+                f"`{name}` needs approval and it was not called through an MCP request whose client could be asked; "
+                "it was not run",
                 asked=False,
             )
         if not request.session.check_client_capability(_ELICITATION):
@@ -155,7 +156,8 @@ def _answered_or_asked(request: McpRequest, question: types.ElicitRequest, name:
     request.pending["question"] = question
     return Approval(
         False,
-        f"`{name}` needs approval: the question was sent to the MCP client as an input request; the call runs when the client calls again with the answer",
+        f"`{name}` needs approval: the question was sent to the MCP client as an input request; the call runs when "
+        "the client calls again with the answer",
         asked=False,
     )
 
@@ -185,7 +187,8 @@ def _approval(answer: types.ElicitResult, name: str) -> Approval:
             )
             return Approval(
                 False,
-                f"`{name}` needs approval and the MCP client's answer did not match the question ({what}); it was not run",
+                f"`{name}` needs approval and the MCP client's answer did not match the question ({what}); it was not "
+                "run",
                 asked=False,
             )
         if choice:

@@ -94,7 +94,8 @@ class ToolServer:
         self._loop = asyncio.get_running_loop()
         if self.runtime.watcher is not None:
             logger.warning(
-                "the runtime already watches its config without telling MCP clients; build it with watch=False to send tools/list_changed"
+                "the runtime already watches its config without telling MCP clients; build it with watch=False to "
+                "send tools/list_changed"
             )
             return
         self.runtime.watch(on_event=self._on_reload)
@@ -155,7 +156,10 @@ class ToolServer:
             return types.CallToolResult.model_validate(render_result(result, output_check))
         except Exception as err:  # noqa: BLE001 - the pipeline answers every call; this is a bug, and still an answer
             logger.opt(exception=err).error("MCP tools/call {} failed inside toolrt", params.name)
-            text = f"toolrt could not run `{params.name}`: internal error ({type(err).__name__}). The call may not have run; report this to the operator."
+            text = (
+                f"toolrt could not run `{params.name}`: internal error ({type(err).__name__}). The call may not have "
+                "run; report this to the operator."
+            )
             return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
         finally:
             current_request.reset(token)

@@ -32,7 +32,8 @@ def lookup(
             Status.invalid,
             ResultCode.unknown_version,
             Stage.lookup,
-            f"This session pins `{name}` to version `{pinned[:64]}`, which is not declared (versions: {versions}). The app must change the session's pin; the call was not run.",
+            f"This session pins `{name}` to version `{pinned[:64]}`, which is not declared (versions: {versions}). "
+            "The app must change the session's pin; the call was not run.",
         )
     if version and snapshot.tool(name) is not None:
         versions = ", ".join(sorted(v for v in snapshot.tool_versions.get(name, {}) if v)) or "none"
@@ -42,7 +43,8 @@ def lookup(
             Status.invalid,
             ResultCode.unknown_version,
             Stage.lookup,
-            f"Tool `{name}` has no version `{shown_version}` (versions: {versions}). Call `{name}` without a version to use the default.",
+            f"Tool `{name}` has no version `{shown_version}` (versions: {versions}). Call `{name}` without a version "
+            "to use the default.",
         )
     names = ranked(call.name, snapshot.tools)
     listed = ", ".join(names[:_LISTED]) + (f", ... ({len(names) - _LISTED} more)" if len(names) > _LISTED else "")

@@ -172,7 +172,10 @@ def _cut_short(call: Call, env: TurnEnv, why: str, code: str) -> ToolResult:
     name, _, version = call.name.partition("@")
     tool = env.snapshot.tool(name, version or None)
     if tool is not None and not tool.spec.read_only:
-        message = f"Result unknown: {why}, so `{tool.name}` was stopped; it may or may not have taken effect. Check whether it did before retrying."
+        message = (
+            f"Result unknown: {why}, so `{tool.name}` was stopped; it may or may not have taken effect. Check whether "
+            "it did before retrying."
+        )
         return ToolResult(call.id, call.name, message, Status.unknown, code, Stage.execute)
     return ToolResult(
         call.id,

@@ -37,7 +37,8 @@ def validate(bound: BoundCall, session: Session, snapshot: Snapshot) -> Validate
             Status.invalid,
             ResultCode.invalid_arguments,
             Stage.validate,
-            f"Arguments for `{tool.name}` nest deeper than {MAX_DEPTH} levels of lists and objects; send a flatter structure.",
+            f"Arguments for `{tool.name}` nest deeper than {MAX_DEPTH} levels of lists and objects; send a flatter "
+            "structure.",
         )
     if huge:
         # Beyond 64 bits: the fast validator and CEL engine cannot take such numbers

@@ -62,7 +62,8 @@ def _inspect(root: str, folder: str) -> tuple[str | None, bool]:
         )
     if _looks_like_repository(folder):
         return (
-            f"`{shown}` looks like a repository folder (HEAD, objects, refs) that could have been made in the workspace; git would run what its config says",
+            f"`{shown}` looks like a repository folder (HEAD, objects, refs) that could have been made in the "
+            "workspace; git would run what its config says",
             True,
         )
     return None, False

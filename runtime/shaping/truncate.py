@@ -65,7 +65,10 @@ def truncate(
                 reason = f"saving it failed: {err}"
             else:
                 return _artifact(text, output, ref.id), Truncation(True, mode.value, total, ref.id)
-        note = f"[The full output ({total:,} characters) could not be kept ({reason}), so only its start and end are shown.]\n"
+        note = (
+            f"[The full output ({total:,} characters) could not be kept ({reason}), so only its start and end are "
+            "shown.]\n"
+        )
         return note + _head_tail(text, output), Truncation(True, TruncationMode.head_tail.value, total)
     if mode is TruncationMode.head:
         return _head(text, output), Truncation(True, mode.value, total)
@@ -83,20 +86,36 @@ def _artifact(text: str, output: ResolvedOutput, artifact_id: str) -> str:
     shown = _head_cut(text, min(output.preview_chars, output.max_chars))
     total = len(text)
     call = read_more_call(artifact_id, shown)
-    how = f'To read the rest, call {call} and go on from the next_offset it returns; add pattern="<regex>" to get only the matching lines.'
+    how = (
+        f'To read the rest, call {call} and go on from the next_offset it returns; add pattern="<regex>" to get only '
+        "the matching lines."
+    )
     if shown == 0:
-        return f'[Output too long to show: {total:,} characters. The full output is saved as artifact {artifact_id}. To read it, call {call} and go on from the next_offset it returns; add pattern="<regex>" to get only the matching lines.]'
-    return f"[Output truncated: {total:,} characters in total; the first {shown:,} are shown below. The full output is saved as artifact {artifact_id}. {how}]\n{text[:shown]}"
+        return (
+            f"[Output too long to show: {total:,} characters. The full output is saved as artifact {artifact_id}. To "
+            f'read it, call {call} and go on from the next_offset it returns; add pattern="<regex>" to get only the '
+            "matching lines.]"
+        )
+    return (
+        f"[Output truncated: {total:,} characters in total; the first {shown:,} are shown below. The full output is "
+        f"saved as artifact {artifact_id}. {how}]\n{text[:shown]}"
+    )
 
 
 def _head(text: str, output: ResolvedOutput) -> str:
     cut = _head_cut(text, _limit(output.head_chars, output.max_chars))
-    return f"{_ensure_newline(text[:cut])}[... output truncated: the first {cut:,} of {len(text):,} characters are shown above; the remaining {len(text) - cut:,} characters were cut and are not kept.]"
+    return (
+        f"{_ensure_newline(text[:cut])}[... output truncated: the first {cut:,} of {len(text):,} characters are shown "
+        f"above; the remaining {len(text) - cut:,} characters were cut and are not kept.]"
+    )
 
 
 def _tail(text: str, output: ResolvedOutput) -> str:
     start = _tail_cut(text, _limit(output.tail_chars, output.max_chars))
-    return f"[... output truncated: the first {start:,} of {len(text):,} characters were cut and are not kept; the last {len(text) - start:,} are shown below.]\n{text[start:]}"
+    return (
+        f"[... output truncated: the first {start:,} of {len(text):,} characters were cut and are not kept; the last "
+        f"{len(text) - start:,} are shown below.]\n{text[start:]}"
+    )
 
 
 def _head_tail(text: str, output: ResolvedOutput) -> str:

@@ -197,7 +197,8 @@ def _check_subschema(path: Path, schema: dict[str, Any]) -> Iterator[SchemaFindi
         yield SchemaFinding(
             (*path, "$ref"),
             "schema-remote-ref",
-            f"`$ref: {ref}` points outside this schema; toolrt never fetches schemas. Inline it under `$defs` and use `#/$defs/...`.",
+            f"`$ref: {ref}` points outside this schema; toolrt never fetches schemas. Inline it under `$defs` and use "
+            "`#/$defs/...`.",
         )
     if isinstance(schema.get("pattern"), str):
         yield from _pattern_finding((*path, "pattern"), schema["pattern"])
@@ -216,7 +217,8 @@ def _check_subschema(path: Path, schema: dict[str, Any]) -> Iterator[SchemaFindi
                 yield SchemaFinding(
                     (*path, "required", index),
                     "schema-required-undeclared",
-                    f"`{name}` is required but not declared in `properties`, and `additionalProperties: false` forbids it: no call could ever be valid.{did_you_mean(name, properties)}",
+                    f"`{name}` is required but not declared in `properties`, and `additionalProperties: false` "
+                    f"forbids it: no call could ever be valid.{did_you_mean(name, properties)}",
                 )
 
 
@@ -244,13 +246,15 @@ def _check_values(path: Path, schema: dict[str, Any]) -> Iterator[SchemaFinding]
             yield SchemaFinding(
                 (*path, "default"),
                 "schema-default-invalid",
-                f"default {_show(schema['default'])} does not satisfy its own schema: {problems[0].message}. Change the default or the schema.",
+                f"default {_show(schema['default'])} does not satisfy its own schema: {problems[0].message}. Change "
+                "the default or the schema.",
             )
         elif isinstance(schema.get("enum"), list) and schema["default"] not in schema["enum"]:
             yield SchemaFinding(
                 (*path, "default"),
                 "schema-default-invalid",
-                f"default {_show(schema['default'])} is not one of the enum values. Add it to `enum` or change the default.",
+                f"default {_show(schema['default'])} is not one of the enum values. Add it to `enum` or change the "
+                "default.",
             )
     if isinstance(schema.get("enum"), list):
         for index, member in enumerate(schema["enum"]):
@@ -259,7 +263,8 @@ def _check_values(path: Path, schema: dict[str, Any]) -> Iterator[SchemaFinding]
                 yield SchemaFinding(
                     (*path, "enum", index),
                     "schema-enum-invalid",
-                    f"enum value {_show(member)} can never be accepted: {problems[0].message}. Remove it or widen the schema.",
+                    f"enum value {_show(member)} can never be accepted: {problems[0].message}. Remove it or widen the "
+                    "schema.",
                 )
     if isinstance(schema.get("examples"), list):
         for index, example in enumerate(schema["examples"]):

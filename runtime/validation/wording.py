@@ -110,7 +110,10 @@ def describe(
         missing = [p for p in value if isinstance(instance, dict) and p not in instance]
         listed = ", ".join(f"`{p}`" for p in missing) or show(value)
         where = "" if not path else f" in {name}"
-        return f"missing required {'field' if root != 'the arguments' else 'argument'}{'s' if len(missing) > 1 else ''} {listed}{where}"
+        return (
+            f"missing required {'field' if root != 'the arguments' else 'argument'}{'s' if len(missing) > 1 else ''} "
+            f"{listed}{where}"
+        )
     if keyword == "additionalProperties":
         allowed = sorted(schema.get("properties", {})) if isinstance(schema, dict) else []
         extra = [k for k in instance if k not in allowed] if isinstance(instance, dict) else []

@@ -87,7 +87,8 @@ def compile_rollout(tool: str, rollout: Rollout, versions: Sequence[str]) -> tup
             problems.append("a rollout is either `stable` (with `canary`) or `weights`, not both.")
         if rollout.rollback is not None:
             problems.append(
-                "`rollback` needs the `stable` + `canary` form: with `weights` there is no stable version to fall back to."
+                "`rollback` needs the `stable` + `canary` form: with `weights` there is no stable version to fall "
+                "back to."
             )
         if not rollout.weights:
             problems.append("`weights` is empty; give each version its percent of sessions.")
@@ -191,8 +192,9 @@ class CanaryMonitor:
             if canary_calls < rollback.min_calls or canary_rate - stable_rate <= rollback.max_error_rate_margin:
                 return
             why = (
-                f"canary `{table.tool}@{table.canary}` failed {canary_rate:.0%} of {canary_calls} calls in {rollback.window_s:g} s, "
-                f"stable `{table.stable}` {stable_rate:.0%}: over the margin of {rollback.max_error_rate_margin:.0%}"
+                f"canary `{table.tool}@{table.canary}` failed {canary_rate:.0%} of {canary_calls} calls in "
+                f"{rollback.window_s:g} s, stable `{table.stable}` {stable_rate:.0%}: over the margin of "
+                f"{rollback.max_error_rate_margin:.0%}"
             )
             self._halted[table.key] = why
         logger.warning(

@@ -72,7 +72,8 @@ def delete_file(editor: FileEditor, path: str, expected_hash: str | None = None)
         lock.acquire()
     except filelock.Timeout:
         raise FileBusy(
-            f"{resolved.relative} is busy: another edit has held it for over {editor.lock_timeout_s:g} s; try again shortly (nothing was deleted)"
+            f"{resolved.relative} is busy: another edit has held it for over {editor.lock_timeout_s:g} s; try again "
+            "shortly (nothing was deleted)"
         ) from None
     try:
         parent_fd = workspace.open_parent_dir(resolved)
@@ -85,13 +86,15 @@ def delete_file(editor: FileEditor, path: str, expected_hash: str | None = None)
             digest = hashlib.sha256(current.raw).hexdigest()
             if expected_hash is not None and expected_hash != digest:
                 raise EditConflict(
-                    f"{resolved.relative} changed since you read it: expected sha256 {expected_hash}, current sha256 {digest}. Read it again before deleting it; nothing was deleted.",
+                    f"{resolved.relative} changed since you read it: expected sha256 {expected_hash}, current sha256 "
+                    f"{digest}. Read it again before deleting it; nothing was deleted.",
                     digest,
                 )
             now = FileIdentity.of(os.stat(resolved.name, dir_fd=parent_fd, follow_symlinks=False))
             if now != current.identity:
                 raise EditConflict(
-                    f"{resolved.relative} was changed by another program during the delete; read it again (nothing was deleted)",
+                    f"{resolved.relative} was changed by another program during the delete; read it again (nothing "
+                    "was deleted)",
                     None,
                 )
             try:
@@ -134,5 +137,6 @@ def _refuse_final_link(root: os.PathLike[str], given: str, relative: str) -> Non
         ) from None
     if stat.S_ISLNK(st.st_mode):
         raise WorkspaceError(
-            f"'{given[:160]}' is a symbolic link to {relative}; file_delete does not delete through links. Delete {relative} by its own path if that is what you mean."
+            f"'{given[:160]}' is a symbolic link to {relative}; file_delete does not delete through links. Delete "
+            f"{relative} by its own path if that is what you mean."
         )

@@ -216,7 +216,8 @@ class FileEditor:
             with self._stats_lock:
                 self.lock_timeouts += 1
             raise FileBusy(
-                f"{resolved.relative} is busy: another edit has held it for over {self.lock_timeout_s:g} s; try again shortly (nothing was changed)"
+                f"{resolved.relative} is busy: another edit has held it for over {self.lock_timeout_s:g} s; try again "
+                "shortly (nothing was changed)"
             ) from None
         finally:
             self._count_wait(self._clock() - started)
@@ -245,11 +246,13 @@ class FileEditor:
                 self._count_conflict()
                 if old_hash is None:
                     raise EditConflict(
-                        f"{rel} no longer exists (it was deleted or renamed since you read it); re-read the directory before editing",
+                        f"{rel} no longer exists (it was deleted or renamed since you read it); re-read the directory "
+                        "before editing",
                         None,
                     )
                 raise EditConflict(
-                    f"{rel} changed since you read it: expected sha256 {expected_hash}, current sha256 {old_hash}. Read the file again with file_read and redo the edit on its current content.",
+                    f"{rel} changed since you read it: expected sha256 {expected_hash}, current sha256 {old_hash}. "
+                    "Read the file again with file_read and redo the edit on its current content.",
                     old_hash,
                 )
             if current is None and mode != "replace":
@@ -315,7 +318,8 @@ class FileEditor:
         except OSError as err:
             if err.errno == errno.ELOOP:
                 raise WorkspaceError(
-                    f"{resolved.relative} changed while in use (it is now a symbolic link); nothing was written, try again"
+                    f"{resolved.relative} changed while in use (it is now a symbolic link); nothing was written, try "
+                    "again"
                 ) from None
             if err.errno == errno.EACCES:
                 raise WorkspaceError(f"permission denied: {resolved.relative} is not readable") from None
@@ -331,7 +335,8 @@ class FileEditor:
                 )
             if st.st_size > self.max_file_bytes:
                 raise WorkspaceError(
-                    f"{resolved.relative} is {st.st_size / 2**20:,.1f} MB; file_edit handles files up to {self.max_file_bytes / 2**20:,.0f} MB"
+                    f"{resolved.relative} is {st.st_size / 2**20:,.1f} MB; file_edit handles files up to "
+                    f"{self.max_file_bytes / 2**20:,.0f} MB"
                 )
             chunks: list[bytes] = []
             got = 0
@@ -340,7 +345,8 @@ class FileEditor:
                 got += len(chunk)
             if got > self.max_file_bytes:
                 raise WorkspaceError(
-                    f"{resolved.relative} grew past {self.max_file_bytes / 2**20:,.0f} MB while being read; file_edit handles files up to that size"
+                    f"{resolved.relative} grew past {self.max_file_bytes / 2**20:,.0f} MB while being read; file_edit "
+                    "handles files up to that size"
                 )
             return _Current(b"".join(chunks), FileIdentity.of(st))
         finally:
@@ -360,7 +366,8 @@ class FileEditor:
         if now != (current.identity if current is not None else None):
             self._count_conflict()
             raise EditConflict(
-                f"{resolved.relative} was changed by another program during the edit; read it again and redo the edit (nothing was written)",
+                f"{resolved.relative} was changed by another program during the edit; read it again and redo the edit "
+                "(nothing was written)",
                 None,
             )
 
@@ -437,7 +444,8 @@ def _check_arguments(
             )
         if old_string == new_string:
             raise WorkspaceError(
-                "old_string and new_string are identical, so the edit would change nothing; give the new text in new_string"
+                "old_string and new_string are identical, so the edit would change nothing; give the new text in "
+                "new_string"
             )
     else:
         if old_string is not None or new_string is not None or replace_all:
@@ -470,7 +478,8 @@ def _apply_content(rel: str, mode: str, old: str, content: str, line: int) -> st
     lines = split_keepends(old)
     if line > len(lines) + 1:
         raise WorkspaceError(
-            f"line {line} is past the end of {rel} ({len(lines):,} lines); use a line from 1 to {len(lines) + 1:,} ({len(lines) + 1:,} appends at the end)"
+            f"line {line} is past the end of {rel} ({len(lines):,} lines); use a line from 1 to {len(lines) + 1:,} "
+            f"({len(lines) + 1:,} appends at the end)"
         )
     if not text.endswith("\n"):
         text += newline
@@ -494,8 +503,9 @@ def _str_replace(rel: str, old: str, old_string: str, new_string: str, replace_a
             f" and {len(numbers) - 20} more" if len(numbers) > 20 else ""
         )
         raise WorkspaceError(
-            f"old_string occurs {len(positions)} times in {rel} (starting at lines {listed}); "
-            f"include more of the surrounding lines in old_string so it matches exactly once, or set replace_all to replace every occurrence"
+            f"old_string occurs {len(positions)} times in {rel} (starting at lines {listed}); include more of the "
+            "surrounding lines in old_string so it matches exactly once, or set replace_all to replace every "
+            "occurrence"
         )
     if replace_all:
         return old.replace(old_string, new_string), old.count(old_string)
@@ -520,12 +530,14 @@ def _no_match_message(rel: str, text: str, old_string: str) -> str:
     hints: list[str] = []
     if all(_LINE_NUMBER_PREFIX.match(w) for w in wanted if w.strip()):
         hints.append(
-            "old_string seems to include the line-number prefixes of file_read output ('    12<TAB>'); give only the file's text"
+            "old_string seems to include the line-number prefixes of file_read output ('    12<TAB>'); give only the "
+            "file's text"
         )
     start = _whitespace_insensitive_match(lines, wanted)
     if start is not None:
         hints.append(
-            f"a passage matching except for whitespace or indentation starts at line {start}; copy it exactly, spaces and tabs included"
+            f"a passage matching except for whitespace or indentation starts at line {start}; copy it exactly, spaces "
+            "and tabs included"
         )
     key = max((w.strip() for w in wanted), key=len, default="")
     candidates: list[tuple[float, int]] = []
@@ -544,7 +556,8 @@ def _no_match_message(rel: str, text: str, old_string: str) -> str:
     else:
         parts.append("No line of the file resembles it; check the path, or read the file again.")
     hints.append(
-        "old_string must match the file exactly (whitespace, indentation and line breaks included); re-read the file if it may have changed"
+        "old_string must match the file exactly (whitespace, indentation and line breaks included); re-read the file "
+        "if it may have changed"
     )
     return "\n".join(parts + [f"Hint: {h}." for h in hints])
 

@@ -133,7 +133,8 @@ def decode(raw: bytes) -> Decoded:
             return Decoded(raw[len(mark) :].decode(codec), bom)
         except UnicodeDecodeError:
             raise BinaryFileError(
-                f"{describe_binary(raw[:64], len(raw))}: it starts with a {bom} byte-order mark but is not valid {codec}"
+                f"{describe_binary(raw[:64], len(raw))}: it starts with a {bom} byte-order mark but is not valid "
+                f"{codec}"
             ) from None
     try:
         text = raw.decode("utf-8")
@@ -155,7 +156,8 @@ def encode(text: str, encoding: str) -> bytes:
         bad = err.object[err.start : err.end]
         shown = ", ".join(f"{ch!r} (U+{ord(ch):04X})" for ch in bad[:3])
         raise WorkspaceError(
-            f"the file is {encoding} encoded and cannot hold {shown}; use only characters that {encoding} can store, or rewrite the whole file as UTF-8 first"
+            f"the file is {encoding} encoded and cannot hold {shown}; use only characters that {encoding} can store, "
+            "or rewrite the whole file as UTF-8 first"
         ) from None
 
 

@@ -256,7 +256,8 @@ async def main() -> int:
         [root / "config"], workspace_root=root, settings=Settings(cel_engine="fast", schema_engine="fast")
     )
     print(
-        f"Framework bridges: per-call time, native tool vs the same framework through toolrt ({n} calls each, interleaved)"
+        f"Framework bridges: per-call time, native tool vs the same framework through toolrt ({n} calls each, "
+        "interleaved)"
     )
     print(f"{'framework':48} {'native p50':>11} {'bridge p50':>11} {'added':>9} {'ratio':>6}   p99 native/bridge")
     try:

@@ -189,17 +189,21 @@ def main() -> int:
     asyncio.run(measure(found, n, rounds))
     base = statistics.median(found[BASE].samples)
     print(
-        f"== per-call cost of observability, {n} calls each in {rounds} interleaved rounds (p50 / p90 / p99; p50 against the bare pipeline)"
+        f"== per-call cost of observability, {n} calls each in {rounds} interleaved rounds (p50 / p90 / p99; p50 "
+        "against the bare pipeline)"
     )
     for name, contender in found.items():
         p50, p90, p99 = (percentile(contender.samples, q) * 1e6 for q in (0.5, 0.9, 0.99))
         print(
-            f"{name:52} {p50:8.1f} us {p90:8.1f} us {p99:8.1f} us   {p50 / (base * 1e6):5.2f}x  {(p50 - base * 1e6):+7.1f} us"
+            f"{name:52} {p50:8.1f} us {p90:8.1f} us {p99:8.1f} us   {p50 / (base * 1e6):5.2f}x  "
+            f"{(p50 - base * 1e6):+7.1f} us"
         )
     with_logs = statistics.median(found[LOGS].samples)
     metrics = statistics.median(found["metrics registry"].samples)
     print(
-        f"logs at INFO to a file + metrics: {with_logs / base - 1:+.0%} per call over the bare pipeline (goal <= +25%), {with_logs / metrics - 1:+.0%} over the default (metrics on); log file {log_file.stat().st_size / 1e6:.1f} MB"
+        f"logs at INFO to a file + metrics: {with_logs / base - 1:+.0%} per call over the bare pipeline (goal <= "
+        f"+25%), {with_logs / metrics - 1:+.0%} over the default (metrics on); log file "
+        f"{log_file.stat().st_size / 1e6:.1f} MB"
     )
     names = (BASE, "metrics registry", LOGS)
     totals = asyncio.run(throughput(found, names, n))

@@ -66,18 +66,29 @@ def make_log(size: int, seed: int = 42, *, order_ids: bool = True) -> str:
     total = 0
     next_secret = 100_000
     while total < size:
-        ts = f"2024-05-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}Z"
+        ts = (
+            f"2024-05-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}"
+            f":{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}Z"
+        )
         kind = rng.random()
         if kind < 0.55:
             line = (
-                f"{ts} {rng.choice(levels)} http request_id={uuid.UUID(int=rng.getrandbits(128))} method=GET path={rng.choice(paths)} "
-                f"status={rng.choice([200, 200, 201, 304, 404, 500])} duration_ms={rng.random() * 300:.2f} bytes={rng.randint(100, 99999)}"
+                f"{ts} {rng.choice(levels)} http request_id={uuid.UUID(int=rng.getrandbits(128))} method=GET "
+                f"path={rng.choice(paths)} status={rng.choice([200, 200, 201, 304, 404, 500])} "
+                f"duration_ms={rng.random() * 300:.2f} bytes={rng.randint(100, 99999)}"
             )
         elif kind < 0.75:
             order = rng.randint(10**15, 10**16 - 1) if order_ids else rng.randint(1, 10**9)
-            line = f'{ts} DEBUG db {{"query": "SELECT * FROM orders WHERE id = $1", "args": [{order}], "rows": {rng.randint(0, 50)}, "took": "{rng.random():.4f}s"}}'
+            line = (
+                f'{ts} DEBUG db {{"query": "SELECT * FROM orders WHERE id = $1", "args": [{order}], "rows": '
+                f'{rng.randint(0, 50)}, "took": "{rng.random():.4f}s"}}'
+            )
         elif kind < 0.85:
-            line = f"{ts} INFO deploy commit={rng.getrandbits(160):040x} version=v{rng.randint(1, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 99)} by ci-runner-{rng.randint(1, 40)}"
+            line = (
+                f"{ts} INFO deploy commit={rng.getrandbits(160):040x} "
+                f"version=v{rng.randint(1, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 99)} by "
+                f"ci-runner-{rng.randint(1, 40)}"
+            )
         elif kind < 0.93:
             line = (
                 f"{ts} ERROR worker Traceback (most recent call last):\n"
@@ -86,7 +97,10 @@ def make_log(size: int, seed: int = 42, *, order_ids: bool = True) -> str:
                 f"ValueError: invalid order {rng.randint(10**11, 10**12)} for user {rng.randint(1, 10**6)}"
             )
         else:
-            line = f"{ts} INFO agent user_agent=Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 trace={rng.getrandbits(128):032x} 用户会话 {rng.randint(1, 99)}"
+            line = (
+                f"{ts} INFO agent user_agent=Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 "
+                f"trace={rng.getrandbits(128):032x} 用户会话 {rng.randint(1, 99)}"
+            )
         if total >= next_secret:
             line += " " + rng.choice(SECRETS)
             next_secret += rng.randint(100_000, 300_000)
@@ -194,7 +208,8 @@ def bench(
     base = rows[0][1]
     for name, seconds, counts in rows:
         print(
-            f"{name:{width}}  {seconds * 1000:>7.0f}ms  {megabytes / seconds:>8.1f}  {seconds / base:>6.1f}x  {sum(counts.values()):,}"
+            f"{name:{width}}  {seconds * 1000:>7.0f}ms  {megabytes / seconds:>8.1f}  {seconds / base:>6.1f}x  "
+            f"{sum(counts.values()):,}"
         )
     same = python_out == reference
     print(
@@ -202,7 +217,10 @@ def bench(
         + (
             ""
             if same
-            else " (Python's re.sub resumes after a rejected candidate; the Redactor retries from the next character, so it also finds a card number glued to a preceding number)"
+            else (
+                " (Python's re.sub resumes after a rejected candidate; the Redactor retries from the next character, "
+                "so it also finds a card number glued to a preceding number)"
+            )
         )
     )
     print()
@@ -222,7 +240,8 @@ def main() -> int:
     started = time.perf_counter()
     redactor = Redactor(profiles)
     print(
-        f"Redactor build (once per snapshot, shared by tools with the same profiles): {(time.perf_counter() - started) * 1000:.1f} ms\n"
+        "Redactor build (once per snapshot, shared by tools with the same profiles): "
+        f"{(time.perf_counter() - started) * 1000:.1f} ms\n"
     )
 
     size = int(args.mb * 1_000_000)
@@ -244,7 +263,8 @@ def main() -> int:
     combined = python_combined(profiles)
     t_py, _ = timed(lambda: [combined(small) for _ in range(10)], 3)
     print(
-        f"one 4 KB output: RE2 {t_re2 / 100 * 1e6:.0f} us, Python re (combined) {t_py / 10 * 1e6:.0f} us ({t_py / 10 / (t_re2 / 100):.0f}x)"
+        f"one 4 KB output: RE2 {t_re2 / 100 * 1e6:.0f} us, Python re (combined) {t_py / 10 * 1e6:.0f} us "
+        f"({t_py / 10 / (t_re2 / 100):.0f}x)"
     )
     print()
     default_on_cost(with_ids, args.repeat)
@@ -284,7 +304,11 @@ def default_on_cost(log: str, repeat: int) -> None:
     print("== default-on redaction, whole call through the pipeline (same tool, `redaction: []` vs unset)")
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        handler = "import functools, pathlib\n\n@functools.lru_cache(None)\ndef _load(size):\n    return (pathlib.Path(__file__).parent / f'out-{size}.txt').read_text()\n\ndef text(args):\n    return _load(args['size'])\n"
+        handler = (
+            "import functools, pathlib\n\n@functools.lru_cache(None)\ndef _load(size):\n    return "
+            "(pathlib.Path(__file__).parent / f'out-{size}.txt').read_text()\n\ndef text(args):\n    return "
+            "_load(args['size'])\n"
+        )
         (root / "bench_tools.py").write_text(handler, encoding="utf-8")
         (root / "tools.yaml").write_text(DEFAULT_ON_CONFIG, encoding="utf-8")
         sizes = {"1 KB": 1_000, "1 MB": 1_000_000}

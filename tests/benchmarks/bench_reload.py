@@ -171,30 +171,37 @@ def reload_1000(repeat: int) -> dict[str, float]:
 def describe(label: str, samples: list[float]) -> str:
     ordered = sorted(samples)
     p90 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))]
-    return f"  {label:<34} median {statistics.median(samples):6.0f} ms   p90 {p90:6.0f} ms   max {ordered[-1]:6.0f} ms   ({len(samples)} edits)"
+    return (
+        f"  {label:<34} median {statistics.median(samples):6.0f} ms   p90 {p90:6.0f} ms   max {ordered[-1]:6.0f} ms   "
+        f"({len(samples)} edits)"
+    )
 
 
 def main() -> int:
     logger.disable("runtime")  # a reload logs a line each time; keep the figures readable
     print(
-        f"write -> new snapshot serving calls (debounce {DEFAULT_DEBOUNCE_MS} ms, save by rename, runtime.snapshot polled every 1 ms):"
+        f"write -> new snapshot serving calls (debounce {DEFAULT_DEBOUNCE_MS} ms, save by rename, runtime.snapshot "
+        "polled every 1 ms):"
     )
     small, small_builds = write_to_serving_ms(20, 20)
     print(describe("20 tools", small))
     large, large_builds = write_to_serving_ms(1000, 10)
     print(describe("1,000 tools", large))
     print(
-        f"  (of which the reload itself: median {statistics.median(small_builds):.1f} ms for 20 tools, {statistics.median(large_builds):.1f} ms for 1,000)"
+        f"  (of which the reload itself: median {statistics.median(small_builds):.1f} ms for 20 tools, "
+        f"{statistics.median(large_builds):.1f} ms for 1,000)"
     )
     print(
-        f"  goal: median < {GOAL_MS} ms -> 20 tools {statistics.median(small):.0f} ms, 1,000 tools {statistics.median(large):.0f} ms"
+        f"  goal: median < {GOAL_MS} ms -> 20 tools {statistics.median(small):.0f} ms, 1,000 tools "
+        f"{statistics.median(large):.0f} ms"
     )
     print()
     r = reload_1000(5)
     print("one reload of 1,000 tools (median of 5):")
     print(f"  cold build (fresh compile cache)   {r['cold'] * 1000:8.0f} ms")
     print(
-        f"  Runtime.reload, one tool changed   {r['one_changed'] * 1000:8.1f} ms   ({r['one_changed'] / r['cold']:.3f}x cold)"
+        f"  Runtime.reload, one tool changed   {r['one_changed'] * 1000:8.1f} ms   "
+        f"({r['one_changed'] / r['cold']:.3f}x cold)"
     )
     print(f"  Runtime.reload, nothing changed    {r['unchanged'] * 1000:8.1f} ms")
     print(f"  diff_tools over the two snapshots  {r['diff'] * 1000:8.2f} ms")

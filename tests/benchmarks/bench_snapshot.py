@@ -125,7 +125,10 @@ def main() -> int:
         get_engine(engine)
         print(f"{engine} engine initialisation: {(time.perf_counter() - started) * 1000:.0f} ms (once per process)")
     print()
-    header = f"{'engine':9} {'tools':>6} {'cold build':>11} {'per tool':>9} {'lint':>9} {'rebuild 1':>10} {'rebuild/cold':>13}"
+    header = (
+        f"{'engine':9} {'tools':>6} {'cold build':>11} {'per tool':>9} {'lint':>9} {'rebuild 1':>10} "
+        f"{'rebuild/cold':>13}"
+    )
     print(header)
     print("-" * len(header))
     results: dict[tuple[str, int], dict[str, float]] = {}
@@ -133,7 +136,8 @@ def main() -> int:
         for engine in engines:
             r = results[(engine, count)] = bench(engine, count, repeat)
             print(
-                f"{engine:9} {count:>6} {r['cold'] * 1000:>9.0f}ms {r['cold'] / count * 1e6:>7.0f}us {r['lint'] * 1000:>7.0f}ms {r['rebuild'] * 1000:>8.1f}ms {r['rebuild'] / r['cold']:>12.3f}x"
+                f"{engine:9} {count:>6} {r['cold'] * 1000:>9.0f}ms {r['cold'] / count * 1e6:>7.0f}us "
+                f"{r['lint'] * 1000:>7.0f}ms {r['rebuild'] * 1000:>8.1f}ms {r['rebuild'] / r['cold']:>12.3f}x"
             )
     if "fast" in engines:
         print()
@@ -142,7 +146,8 @@ def main() -> int:
             print(f"{count:>5} tools: portable cold build takes {ratio:.1f}x the fast one")
         fast_1000 = results[("fast", 1000)]
         print(
-            f"goals (fast, 1,000 tools): cold build < 3 s -> {fast_1000['cold']:.2f} s; rebuild after one change < 100 ms -> {fast_1000['rebuild'] * 1000:.0f} ms"
+            f"goals (fast, 1,000 tools): cold build < 3 s -> {fast_1000['cold']:.2f} s; rebuild after one change < "
+            f"100 ms -> {fast_1000['rebuild'] * 1000:.0f} ms"
         )
     return 0
 

@@ -87,7 +87,8 @@ def test_cache_forgets_documents_that_are_gone(tmp_path, settings):
 
 def test_output_limits_follow_tool_then_profile_then_default(tmp_path, settings):
     (tmp_path / "profile.yaml").write_text(
-        "apiVersion: toolrt/v1\nkind: OutputProfile\nmetadata: {name: small}\nspec: {max_chars: 100, preview_chars: 10, on_success: head}\n"
+        "apiVersion: toolrt/v1\nkind: OutputProfile\nmetadata: {name: small}\nspec: {max_chars: 100, preview_chars: "
+        "10, on_success: head}\n"
     )
     write_tool(tmp_path, "a.yaml", output="{profile: small, max_chars: 50}")
     output = load_snapshot([tmp_path], settings).tools["reader"].output

@@ -87,7 +87,10 @@ spec:
 
 def redaction(regex: str) -> str:
     """A RedactionProfile whose one pattern is ``regex`` (YAML text at line 7, col 14)."""
-    return f"apiVersion: toolrt/v1\nkind: RedactionProfile\nmetadata: {{name: rp}}\nspec:\n  patterns:\n    - name: p\n      regex: {regex}\n"
+    return (
+        f"apiVersion: toolrt/v1\nkind: RedactionProfile\nmetadata: {{name: rp}}\nspec:\n  patterns:\n    - name: "
+        f"p\n      regex: {regex}\n"
+    )
 
 
 class Dangling:
@@ -234,7 +237,10 @@ CASES = [
     case(
         "unknown-mcp-server",
         tool("builtin:file_read", "mcp:gitub/create_issue")
-        + "---\napiVersion: toolrt/v1\nkind: McpServer\nmetadata: {name: github}\nspec: {transport: stdio, command: [gh-mcp]}\n",
+        + (
+            "---\napiVersion: toolrt/v1\nkind: McpServer\nmetadata: {name: github}\nspec: {transport: stdio, command: "
+            "[gh-mcp]}\n"
+        ),
         (7, 12, "unknown-mcp-server"),
         "Did you mean `github`?",
     ),
@@ -391,12 +397,17 @@ def test_each_error_class_is_reported_at_its_position(case_: Case, lint: Lint) -
 def test_the_table_covers_every_documented_code() -> None:
     documented = {
         "path-not-found", "file-too-large", "file-unreadable", "file-encoding",
-        "yaml-syntax", "yaml-tag", "yaml-duplicate-key", "yaml-alias-bomb", "yaml-too-deep", "yaml-value", "yaml-key", "yaml-merge",
-        "doc-not-mapping", "missing-key", "unknown-api-version", "unknown-kind", "unknown-key", "wrong-type", "invalid-value",
-        "duplicate-name", "unknown-profile", "unknown-pack", "unknown-builtin", "unknown-mcp-server", "handler-unresolved", "handler-template",
+        "yaml-syntax", "yaml-tag", "yaml-duplicate-key", "yaml-alias-bomb", "yaml-too-deep", "yaml-value", "yaml-key",
+        "yaml-merge",
+        "doc-not-mapping", "missing-key", "unknown-api-version", "unknown-kind", "unknown-key", "wrong-type",
+        "invalid-value",
+        "duplicate-name", "unknown-profile", "unknown-pack", "unknown-builtin", "unknown-mcp-server",
+        "handler-unresolved", "handler-template",
         "unknown-tool", "unknown-step", "workflow-cycle",
-        "schema-invalid", "schema-not-object", "schema-unknown-keyword", "schema-default-invalid", "schema-enum-invalid", "schema-required-undeclared", "schema-remote-ref",
-        "cel-syntax", "cel-type", "cel-undeclared", "cel-unknown-arg", "cel-too-complex", "regex-invalid", "regex-unsupported", "regex-catastrophic",
+        "schema-invalid", "schema-not-object", "schema-unknown-keyword", "schema-default-invalid",
+        "schema-enum-invalid", "schema-required-undeclared", "schema-remote-ref",
+        "cel-syntax", "cel-type", "cel-undeclared", "cel-unknown-arg", "cel-too-complex", "regex-invalid",
+        "regex-unsupported", "regex-catastrophic",
     }  # fmt: skip
     covered = {row[3] for param in CASES for row in param.values[0].expected}
     assert documented - covered == set()
@@ -428,9 +439,9 @@ def test_cel_syntax_error_is_reported_the_same_way_by_both_engines(settings: Set
 
 
 def test_cel_syntax_error_in_a_block_scalar_is_located_on_its_line_by_both_engines(lint: Lint) -> None:
-    text = (
-        TOOL
-        + "  rules:\n    - name: r\n      expression: |\n        has(args.path) &&\n        args.path ==\n        == 3\n      message: m\n"
+    text = TOOL + (
+        "  rules:\n    - name: r\n      expression: |\n        has(args.path) &&\n        args.path ==\n        "
+        "== 3\n      message: m\n"
     )
     fast = lint({"c.yaml": text}, FAST)
     portable = lint({"c.yaml": text}, PORTABLE)

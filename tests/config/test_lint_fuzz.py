@@ -28,15 +28,22 @@ FUZZ = settings(
 
 # Words that steer random documents into the deeper checks (handlers, schemas, CEL, regexes, references).
 KEYS = [
-    "apiVersion", "kind", "metadata", "spec", "name", "version", "description", "handler", "input_schema", "rules", "expression", "message",
-    "type", "properties", "required", "additionalProperties", "default", "enum", "pattern", "items", "allOf", "$ref", "$defs",
-    "timeout", "total_s", "output", "profile", "redaction", "patterns", "regex", "steps", "id", "tool", "depends_on", "when",
-    "cases", "expect", "decision", "packs", "transport", "command", "argv", "url", "effect", "tools", "builtin", "python", "mcp", "http", "<<",
+    "apiVersion", "kind", "metadata", "spec", "name", "version", "description", "handler", "input_schema", "rules",
+    "expression", "message",
+    "type", "properties", "required", "additionalProperties", "default", "enum", "pattern", "items", "allOf", "$ref",
+    "$defs",
+    "timeout", "total_s", "output", "profile", "redaction", "patterns", "regex", "steps", "id", "tool", "depends_on",
+    "when",
+    "cases", "expect", "decision", "packs", "transport", "command", "argv", "url", "effect", "tools", "builtin",
+    "python", "mcp", "http", "<<",
 ]  # fmt: skip
 WORDS = [
-    "toolrt/v1", "Tool", "object", "string", "integer", "args.path == 'x'", "args.pth.size() > 1", "has(args.path) && (", "sesion.user",
-    "(a+)+", "(?=x)", "[a-", "builtin:file_read", "builtin:nope", "python:json:dumps", "python:nope_mod:f", "mcp:srv/tool",
-    "{path}", "{pth}", "*", "t", "a", "b", "deny", "allow", "stdio", "http", "inline-large", "secrets", "redaction-default",
+    "toolrt/v1", "Tool", "object", "string", "integer", "args.path == 'x'", "args.pth.size() > 1",
+    "has(args.path) && (", "sesion.user",
+    "(a+)+", "(?=x)", "[a-", "builtin:file_read", "builtin:nope", "python:json:dumps", "python:nope_mod:f",
+    "mcp:srv/tool",
+    "{path}", "{pth}", "*", "t", "a", "b", "deny", "allow", "stdio", "http", "inline-large", "secrets",
+    "redaction-default",
 ]  # fmt: skip
 
 scalars = st.one_of(

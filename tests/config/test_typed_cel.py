@@ -25,7 +25,8 @@ ENGINES = [Settings(cel_engine="portable", schema_engine="portable")] + (
     [Settings(cel_engine="fast", schema_engine="fast")] if fast_available() else []
 )
 
-SCHEMA = """\
+SCHEMA = (
+    """\
     type: object
     additionalProperties: false
     required: [count, path, items, ratio, mode, filter, labels, maybe, rows, flag]
@@ -43,10 +44,14 @@ SCHEMA = """\
         properties: {depth: {type: integer}, name: {type: string, maxLength: 10}}
       labels: {type: object, additionalProperties: {type: integer}, maxProperties: 20}
       maybe: {type: [integer, "null"]}
-      rows: {type: array, maxItems: 50, items: {type: object, required: [id], properties: {id: {type: integer}, tags: {type: array, maxItems: 50, items: {type: string, maxLength: 20}}}}}
+"""
+    "      rows: {type: array, maxItems: 50, items: {type: object, required: [id],"
+    " properties: {id: {type: integer}, tags: {type: array, maxItems: 50, items: {type: string, maxLength: 20}}}}}\n"
+    """\
       flag: {type: boolean}
       text: {type: string}
 """
+)
 
 #: Line of the `expression:` value in tool(): after the 21-line schema.
 RULE_LINE = 30
@@ -54,8 +59,9 @@ RULE_LINE = 30
 
 def tool(expression: str, schema: str = SCHEMA, name: str = "t") -> str:
     return (
-        f"apiVersion: toolrt/v1\nkind: Tool\nmetadata: {{name: {name}}}\nspec:\n  description: d\n  handler: builtin:file_read\n"
-        f"  input_schema:\n{schema}  rules:\n    - name: r\n      expression: '{expression}'\n      message: m\n"
+        f"apiVersion: toolrt/v1\nkind: Tool\nmetadata: {{name: {name}}}\nspec:\n  description: d\n  handler: "
+        f"builtin:file_read\n  input_schema:\n{schema}  rules:\n    - name: r\n      expression: "
+        f"'{expression}'\n      message: m\n"
     )
 
 
@@ -223,17 +229,26 @@ def test_both_engines_give_the_same_findings(lint: Lint) -> None:
 
 TOOL_A = tool(
     "true",
-    schema="    type: object\n    additionalProperties: false\n    required: [count]\n    properties:\n      count: {type: integer}\n",
+    schema=(
+        "    type: object\n    additionalProperties: false\n    required: [count]\n    properties:\n      count: "
+        "{type: integer}\n"
+    ),
     name="tool_a",
 )
 TOOL_B = tool(
     "true",
-    schema="    type: object\n    additionalProperties: false\n    required: [count]\n    properties:\n      count: {type: string, maxLength: 10}\n",
+    schema=(
+        "    type: object\n    additionalProperties: false\n    required: [count]\n    properties:\n      count: "
+        "{type: string, maxLength: 10}\n"
+    ),
     name="tool_b",
 )
 TOOL_C = tool(
     "true",
-    schema="    type: object\n    additionalProperties: false\n    required: [path]\n    properties:\n      path: {type: string, maxLength: 100}\n",
+    schema=(
+        "    type: object\n    additionalProperties: false\n    required: [path]\n    properties:\n      path: {type: "
+        "string, maxLength: 100}\n"
+    ),
     name="other_c",
 )
 TOOLS = {"a.yaml": TOOL_A, "b.yaml": TOOL_B, "c.yaml": TOOL_C}
@@ -340,7 +355,10 @@ def test_shipped_examples_and_packs_lint_clean_under_strict() -> None:
 
 
 def _plain_tool(extra: str, schema: str) -> str:
-    return f"apiVersion: toolrt/v1\nkind: Tool\nmetadata: {{name: w}}\nspec:\n  description: d\n  handler: builtin:file_read\n{extra}  input_schema:\n{schema}"
+    return (
+        f"apiVersion: toolrt/v1\nkind: Tool\nmetadata: {{name: w}}\nspec:\n  description: d\n  handler: "
+        f"builtin:file_read\n{extra}  input_schema:\n{schema}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -362,7 +380,10 @@ def test_retry_on_a_tool_that_is_never_retried_is_a_warning(lint: Lint, extra: s
 
 
 def test_a_default_on_a_required_field_is_a_warning_at_the_default(lint: Lint) -> None:
-    schema = "    type: object\n    required: [a]\n    properties:\n      a: {type: string, default: x}\n      b: {type: string, default: y}\n"
+    schema = (
+        "    type: object\n    required: [a]\n    properties:\n      a: {type: string, default: x}\n      b: {type: "
+        "string, default: y}\n"
+    )
     result = lint({"c.yaml": _plain_tool("", schema)})
     (problem,) = result.problems
     assert (problem.code, problem.is_error, problem.location.line) == ("schema-default-unused", False, 11)
@@ -372,10 +393,14 @@ def test_a_default_on_a_required_field_is_a_warning_at_the_default(lint: Lint) -
 # ---------------------------------------------------------------------------
 # one mistake, one message
 
-BROKEN_TOOL = "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: mytool}\nspec:\n  descripton: d\n  handler: builtin:file_read\n"
+BROKEN_TOOL = (
+    "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: mytool}\nspec:\n  descripton: d\n  handler: "
+    "builtin:file_read\n"
+)
 NAMING_IT = (
-    "---\napiVersion: toolrt/v1\nkind: Policy\nmetadata: {name: p}\nspec:\n  rules:\n    - {name: a, effect: deny, tools: [mytool]}\n"
-    "---\napiVersion: toolrt/v1\nkind: PolicyTest\nmetadata: {name: pt}\nspec:\n  cases:\n    - {name: c, tool: mytool, expect: {decision: deny}}\n"
+    "---\napiVersion: toolrt/v1\nkind: Policy\nmetadata: {name: p}\nspec:\n  rules:\n    - {name: a, effect: deny, "
+    "tools: [mytool]}\n---\napiVersion: toolrt/v1\nkind: PolicyTest\nmetadata: {name: pt}\nspec:\n  cases:\n    - "
+    "{name: c, tool: mytool, expect: {decision: deny}}\n"
 )
 
 

@@ -117,7 +117,10 @@ def test_1000_deep_flow_mapping_nesting_is_too_deep() -> None:
 
 
 def test_very_deep_flow_nesting_does_not_crash_the_process() -> None:
-    script = "from runtime.config.yamlsource import parse_yaml\nr = parse_yaml('a: ' + '[' * 30000 + ']' * 30000, 'f')\nprint(*[p.code for p in r.problems])\n"
+    script = (
+        "from runtime.config.yamlsource import parse_yaml\nr = parse_yaml('a: ' + '[' * 30000 + ']' * 30000, "
+        "'f')\nprint(*[p.code for p in r.problems])\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-500:]
     assert done.stdout.split() == ["yaml-too-deep"]

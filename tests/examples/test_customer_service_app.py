@@ -76,8 +76,8 @@ def test_replies_and_closing_the_ticket_ask_and_run_once_approved(conversation: 
     out, database = conversation
     assert out.count("approval asked for reply_customer") == 2  # the refused reply never got that far
     assert (
-        "approval asked for close_ticket {'ticket_id': 'T-1001', 'resolution': 'solved'} (rule `customer-service/closing-needs-approval`): approved by the script"
-        in out
+        "approval asked for close_ticket {'ticket_id': 'T-1001', 'resolution': 'solved'} (rule "
+        "`customer-service/closing-needs-approval`): approved by the script" in out
     )
     assert outcome(out, "toolu_08") == "ok"
     with sqlite3.connect(database) as conn:

@@ -179,11 +179,13 @@ def _tamper(dsn: str, sql: str) -> None:
         (f"DELETE FROM {TABLE} WHERE seq = 4", "deleted"),
         (f"DELETE FROM {TABLE} WHERE seq >= 5", "truncated"),
         (
-            f"INSERT INTO {TABLE} (chain, ts, truncated, seq, prev_hash, hash, batch) VALUES ('w', 1, 0, 7, 'x', 'y', 'z')",
+            f"INSERT INTO {TABLE} (chain, ts, truncated, seq, prev_hash, hash, batch) VALUES ('w', 1, 0, 7, 'x', 'y', "
+            "'z')",
             "altered",
         ),
         (
-            f"INSERT INTO {TABLE} (chain, {_COLUMNS}, seq, prev_hash, hash, batch) SELECT chain, {_COLUMNS}, seq, prev_hash, hash, batch FROM {TABLE} WHERE seq = 3",
+            f"INSERT INTO {TABLE} (chain, {_COLUMNS}, seq, prev_hash, hash, batch) SELECT chain, {_COLUMNS}, seq, "
+            f"prev_hash, hash, batch FROM {TABLE} WHERE seq = 3",
             "inserted",
         ),
         ("UPDATE toolrt_audit_head SET seq = 9", "truncated"),

@@ -144,7 +144,10 @@ def make(tmp_path: Path) -> Iterator[Callable[[str], Runtime]]:
 
 
 LOOPBACK = "allow_networks: [127.0.0.0/8]"
-ALLOW_ALL = "apiVersion: toolrt/v1\nkind: Policy\nmetadata: {name: allow-all}\nspec: {rules: [{name: all, effect: allow, tools: ['*']}]}\n"
+ALLOW_ALL = (
+    "apiVersion: toolrt/v1\nkind: Policy\nmetadata: {name: allow-all}\nspec: {rules: [{name: all, effect: allow, "
+    "tools: ['*']}]}\n"
+)
 
 
 async def test_a_get_returns_status_headers_and_parsed_json(server: str, make: Callable[[str], Runtime]) -> None:
@@ -169,7 +172,10 @@ async def test_secrets_come_from_the_environment_and_are_redacted_from_the_respo
     server: str, make: Callable[[str], Runtime], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WF_TEST_TOKEN", "s3cr3t-token-value")
-    http = f'{{url: "http://{server}/echo", headers: {{Authorization: "Bearer {{token}}", X-Echo: "id {{token}}"}}, secrets: {{token: WF_TEST_TOKEN}}, {LOOPBACK}}}'
+    http = (
+        f'{{url: "http://{server}/echo", headers: {{Authorization: "Bearer {{token}}", X-Echo: "id {{token}}"}}, '
+        f"secrets: {{token: WF_TEST_TOKEN}}, {LOOPBACK}}}"
+    )
     runtime = make(tool("echo", http))
     result = await runtime.call("echo", {})
     assert result.status is Status.ok, result.content
@@ -182,7 +188,10 @@ async def test_a_missing_secret_is_a_clear_error_and_nothing_is_sent(
     server: str, make: Callable[[str], Runtime], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("WF_TEST_MISSING", raising=False)
-    http = f'{{url: "http://{server}/echo", headers: {{X-Api-Key: "{{key}}"}}, secrets: {{key: WF_TEST_MISSING}}, {LOOPBACK}}}'
+    http = (
+        f'{{url: "http://{server}/echo", headers: {{X-Api-Key: "{{key}}"}}, secrets: {{key: WF_TEST_MISSING}}, '
+        f"{LOOPBACK}}}"
+    )
     runtime = make(tool("echo", http))
     result = await runtime.call("echo", {})
     assert result.is_error and "WF_TEST_MISSING" in result.content and "not set" in result.content
@@ -190,7 +199,10 @@ async def test_a_missing_secret_is_a_clear_error_and_nothing_is_sent(
 
 
 async def test_a_post_sends_a_json_body_with_typed_values(server: str, make: Callable[[str], Runtime]) -> None:
-    http = f'{{method: POST, url: "http://{server}/echo", body: {{query: "{{q}}", count: "{{n}}", label: "n={{n}}"}}, {LOOPBACK}}}'
+    http = (
+        f'{{method: POST, url: "http://{server}/echo", body: {{query: "{{q}}", count: "{{n}}", label: "n={{n}}"}}, '
+        f"{LOOPBACK}}}"
+    )
     runtime = make(tool("post", http))
     result = await runtime.call("post", {"q": "hello", "n": 3})
     assert result.status is Status.ok, result.content
@@ -358,7 +370,10 @@ async def test_secret_headers_are_dropped_on_a_redirect_to_another_host(
 ) -> None:
     monkeypatch.setenv("WF_TEST_TOKEN", "s3cr3t-token-value")
     port = server.rsplit(":", 1)[1]
-    http = f'{{url: "http://{server}/redirect?to=http%3A%2F%2F%5B%3A%3Affff%3A127.0.0.1%5D%3A{port}%2Fecho", headers: {{Authorization: "Bearer {{token}}", X-Plain: ok}}, secrets: {{token: WF_TEST_TOKEN}}, {LOOPBACK}}}'
+    http = (
+        f'{{url: "http://{server}/redirect?to=http%3A%2F%2F%5B%3A%3Affff%3A127.0.0.1%5D%3A{port}%2Fecho", headers: '
+        f'{{Authorization: "Bearer {{token}}", X-Plain: ok}}, secrets: {{token: WF_TEST_TOKEN}}, {LOOPBACK}}}'
+    )
     runtime = make(tool("hop", http))
     result = await runtime.call("hop", {})
     assert result.status is Status.ok, result.content

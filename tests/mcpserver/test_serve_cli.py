@@ -24,8 +24,9 @@ def test_serve_with_a_broken_config_exits_1_and_prints_every_problem_on_stderr(t
     config = tmp_path / "config"
     config.mkdir()
     (config / "tools.yaml").write_text(
-        "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: a}\nspec: {description: x, handler: 'python:no_such_module_here:run'}\n"
-        "---\napiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: b}\nspec: {description: x, handler: 'builtin:file_read', read_only: maybe}\n",
+        "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: a}\nspec: {description: x, handler: "
+        "'python:no_such_module_here:run'}\n---\napiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: b}\nspec: "
+        "{description: x, handler: 'builtin:file_read', read_only: maybe}\n",
         encoding="utf-8",
     )
     done = run(serve_argv(config, tmp_path), stdin=subprocess.DEVNULL)
@@ -47,7 +48,10 @@ def test_serve_with_an_unknown_transport_is_a_usage_error(tmp_path: Path) -> Non
 
 def test_serve_without_the_mcp_sdk_says_how_to_install_it_and_exits_2(tmp_path: Path) -> None:
     # A None entry in sys.modules makes `import mcp` fail as if the package were not installed.
-    script = f"import sys; sys.modules['mcp'] = None; from runtime.cli import main; sys.exit(main({['serve', '--config', str(CONFIG), '--workspace', str(tmp_path)]!r}))"
+    script = (
+        "import sys; sys.modules['mcp'] = None; from runtime.cli import main; "
+        f"sys.exit(main({['serve', '--config', str(CONFIG), '--workspace', str(tmp_path)]!r}))"
+    )
     done = run([sys.executable, "-c", script], stdin=subprocess.DEVNULL)
     assert done.returncode == 2
     assert "pip install 'toolrt[mcp]'" in done.stderr

@@ -318,7 +318,8 @@ async def test_a_50mb_output_is_spilled_to_an_artifact_holding_the_whole_redacte
     assert meta["redactions"] == {"aws_access_key": 6}
     notice, _, preview = result.content.partition("\n")
     assert notice == (
-        f"[Output truncated: showing the first 2,000 of {expected_total:,} characters. The full output ({expected_total:,} characters) "
+        f"[Output truncated: showing the first 2,000 of {expected_total:,} characters. The full output "
+        f"({expected_total:,} characters) "
         f'is saved as artifact `{artifact_id}`; read more with artifact_read(id="{artifact_id}", offset=2000).]'
     )
     assert preview.startswith("secret [REDACTED:aws_access_key] here\n" + "x" * 99 + "\n")

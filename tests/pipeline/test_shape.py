@@ -209,7 +209,8 @@ async def test_head_mode_keeps_the_start_and_says_what_was_cut(env: TurnEnv) -> 
     kept, _, notice = result.content.rpartition("[... output truncated: ")
     assert full.startswith(kept) and 0 < len(kept) <= 60
     assert notice.startswith(
-        f"the first {len(kept):,} of {len(full):,} characters are shown above; the remaining {len(full) - len(kept):,} characters were cut and are not kept."
+        f"the first {len(kept):,} of {len(full):,} characters are shown above; the remaining "
+        f"{len(full) - len(kept):,} characters were cut and are not kept."
     )
     assert result.metadata["mode"] == "head"
 
@@ -219,9 +220,9 @@ async def test_tail_mode_keeps_the_end_and_says_what_was_cut(env: TurnEnv) -> No
     result = await run_one(env, "lines_tail", {"n": 100})
     notice, _, kept = result.content.partition("\n")
     assert full.endswith(kept) and 0 < len(kept) <= 40
-    assert (
-        notice
-        == f"[... output truncated: the first {len(full) - len(kept):,} of {len(full):,} characters were cut and are not kept; the last {len(kept):,} are shown below.]"
+    assert notice == (
+        f"[... output truncated: the first {len(full) - len(kept):,} of {len(full):,} characters were cut and are "
+        f"not kept; the last {len(kept):,} are shown below.]"
     )
 
 
@@ -295,7 +296,8 @@ async def test_artifact_read_pages_through_a_saved_artifact_to_the_end(env: Turn
             assert footer == f"[end of artifact: {len(full):,} characters in all]"
             break
         match = re.fullmatch(
-            rf'\[characters ([\d,]+)-([\d,]+) of {len(full):,}; continue with artifact_read\(id="{artifact_id}", offset=(\d+)\)\]',
+            rf'\[characters ([\d,]+)-([\d,]+) of {len(full):,}; continue with artifact_read\(id="{artifact_id}", '
+            r"offset=(\d+)\)\]",
             footer,
         )
         assert match, footer

@@ -192,8 +192,8 @@ CONFIG_CASES: dict[str, list[tuple[str, str, dict[str, Any], str | None]]] = {
             "violates: a NUL byte",
             "false",
             {"path": "tests/x\x00"},
-            "the fast engine cannot read a NUL (its binding cuts the string there), so it reports an error, which fails closed; "
-            "the pipeline evaluates this rule in Python (celdirect), where the NUL is refused",
+            "the fast engine cannot read a NUL (its binding cuts the string there), so it reports an error, which "
+            "fails closed; the pipeline evaluates this rule in Python (celdirect), where the NUL is refused",
         ),
         case("violates: a trailing newline", "false", {"path": "tests\n"}),
         case("wrong type: int", "error", {"path": 3}),
@@ -905,7 +905,10 @@ def test_an_expression_that_ends_too_early_raises_on_its_last_line(engine: str, 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="engine divergence: at the end of input fast reports the column after the last character (1:9), portable the last character (1:8)",
+    reason=(
+        "engine divergence: at the end of input fast reports the column after the last character (1:9), portable the "
+        "last character (1:8)"
+    ),
 )
 def test_an_expression_that_ends_too_early_has_the_same_position_in_both_engines() -> None:
     positions = set()

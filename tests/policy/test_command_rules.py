@@ -15,7 +15,8 @@ from runtime.policy.decision import PolicyPermitter
 from runtime.records import BoundCall, Decision, ValidatedCall
 from runtime.snapshot import Snapshot
 
-CONFIG = """
+CONFIG = (
+    """
 apiVersion: toolrt/v1
 kind: Tool
 metadata: {name: sh}
@@ -41,10 +42,16 @@ spec:
     - {name: no-rm, effect: deny, tools: [sh, plain], commands: ['rm *'], reason: Deleting files is not allowed.}
     - {name: no-push, effect: deny, tools: [sh], commands: ['git push *']}
     - {name: ask-curl, effect: ask, tools: [sh], commands: ['curl *', 'wget *']}
-    - {name: no-pipe-to-shell, effect: deny, tools: [sh], when: "commands.exists(c, c[0] in ['bash', 'sh'] && size(c) == 1)", reason: Piping into a shell is not allowed.}
-    - {name: read-only-commands, effect: allow, tools: [sh], commands: ['ls *', 'cat *', 'grep *', 'git status *', 'git diff *', 'echo *']}
+"""
+    "    - {name: no-pipe-to-shell, effect: deny, tools: [sh],"
+    " when: \"commands.exists(c, c[0] in ['bash', 'sh'] && size(c) == 1)\","
+    " reason: Piping into a shell is not allowed.}\n"
+    "    - {name: read-only-commands, effect: allow, tools: [sh],"
+    " commands: ['ls *', 'cat *', 'grep *', 'git status *', 'git diff *', 'echo *']}\n"
+    """\
     - {name: tests, effect: allow, tools: [sh], commands: ['pytest *', 'make test']}
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -164,8 +171,9 @@ def test_a_command_line_argument_that_is_not_a_required_string_is_a_lint_error(t
     from runtime.config.compile import build_snapshot
 
     (tmp_path / "c.yaml").write_text(
-        "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: sh}\nspec:\n  description: x\n  handler: builtin:tool_search\n  command_line: cmd\n"
-        "  input_schema: {type: object, properties: {line: {type: string}}}\n"
+        "apiVersion: toolrt/v1\nkind: Tool\nmetadata: {name: sh}\nspec:\n  description: x\n  handler: "
+        "builtin:tool_search\n  command_line: cmd\n  input_schema: {type: object, properties: {line: {type: "
+        "string}}}\n"
     )
     result = build_snapshot([tmp_path])
     assert result.snapshot is None
@@ -200,6 +208,9 @@ def test_a_critical_command_tool_needs_every_covering_rule_to_name_it(tmp_path: 
 
 def test_a_staged_command_allow_rule_covers_nothing(tmp_path: Path) -> None:
     tool = CONFIG.split("---")[0]
-    policy = "apiVersion: toolrt/v1\nkind: Policy\nmetadata: {name: p}\nspec:\n  rules:\n    - {name: trial, effect: allow, tools: [sh], commands: ['ls *'], enforce: audit}\n"
+    policy = (
+        "apiVersion: toolrt/v1\nkind: Policy\nmetadata: {name: p}\nspec:\n  rules:\n    - {name: trial, effect: "
+        "allow, tools: [sh], commands: ['ls *'], enforce: audit}\n"
+    )
     (tmp_path / "c.yaml").write_text(tool + "---\n" + policy)
     assert decide(load_snapshot([tmp_path]), "ls -la").effect == "ask"

@@ -273,7 +273,8 @@ def test_breaker_opens_after_n_failures_within_the_window() -> None:
     refusal = refused(limits.admit("api", "s"))
     assert (refusal.kind, refusal.quota, refusal.limit) == ("breaker", "ops.circuit_breakers[0]", 3)
     assert refusal.message == (
-        "`api` is failing: 3 failures in the last 60 s; it is paused for another 30 s (circuit breaker `ops.circuit_breakers[0]`). Try again later or use another tool."
+        "`api` is failing: 3 failures in the last 60 s; it is paused for another 30 s (circuit breaker "
+        "`ops.circuit_breakers[0]`). Try again later or use another tool."
     )
 
 

@@ -149,7 +149,8 @@ NEGATIVES_FIXED = [
     "2024-05-01T12:34:56.789Z INFO started in 1.5s",
     "version 1.2.3-beta.1+build.5",
     "price +5.00, offset +3600000 ms",
-    '    "integrity": "sha512-Jv9yN6Rb8E7l3n0zKq0UcdgtdKdLxaOsKzH1dBGhvXtvJzGzKxOgE+uZtbyR6N/RZ6ONf1YcgImD3zJHnTh8Nw==",',
+    '    "integrity": '
+    '"sha512-Jv9yN6Rb8E7l3n0zKq0UcdgtdKdLxaOsKzH1dBGhvXtvJzGzKxOgE+uZtbyR6N/RZ6ONf1YcgImD3zJHnTh8Nw==",',
     "github.com/stretchr/testify v1.8.4 h1:CcVxjf3Q8PM0mHUKJCdn+eZZtm5yQwehR5yeSVQQcUk=",
     "password: ${DB_PASSWORD}",
     "${DB_PASSWORD}",
@@ -212,7 +213,8 @@ def negatives() -> list[str]:
         kind = i % 8
         if kind == 0:
             out.append(
-                f"2024-05-{rng.randint(1, 28):02d}T10:{rng.randint(0, 59):02d}:00Z INFO {' '.join(rng.choices(words, k=6))} in {rng.randint(1, 999)} ms"
+                f"2024-05-{rng.randint(1, 28):02d}T10:{rng.randint(0, 59):02d}:00Z INFO "
+                f"{' '.join(rng.choices(words, k=6))} in {rng.randint(1, 999)} ms"
             )
         elif kind == 1:
             out.append(f"{''.join(rng.choices(HEX, k=40))}")
@@ -257,7 +259,8 @@ if __name__ == "__main__":
     snapshot = load_snapshot([Path(__file__).resolve().parents[2] / "policies"])
     figures = measure(Redactor((snapshot.redaction_profiles["secrets"],)))
     print(
-        f"positives {figures['positives']}, recall {figures['recall']:.2%}; negatives {figures['negatives']}, false positives {figures['false_positive_rate']:.2%}"
+        f"positives {figures['positives']}, recall {figures['recall']:.2%}; negatives {figures['negatives']}, false "
+        f"positives {figures['false_positive_rate']:.2%}"
     )
     for text in figures["false_positives"]:  # type: ignore[union-attr]
         print("  false positive:", text)

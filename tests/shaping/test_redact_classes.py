@@ -149,7 +149,8 @@ BASE64_LOOK_ALIKES = [
     "9fceb02d0ae598e95dc970b74767f19372d61af8",
     "/home/user/projects/src/main/java/com/example/app/Controller",
     "ThisIsAVeryLongCamelCaseIdentifierNameForTestingPurposes",
-    '    "integrity": "sha512-Jv9yN6Rb8E7l3n0zKq0UcdgtdKdLxaOsKzH1dBGhvXtvJzGzKxOgE+uZtbyR6N/RZ6ONf1YcgImD3zJHnTh8Nw==",',
+    '    "integrity": '
+    '"sha512-Jv9yN6Rb8E7l3n0zKq0UcdgtdKdLxaOsKzH1dBGhvXtvJzGzKxOgE+uZtbyR6N/RZ6ONf1YcgImD3zJHnTh8Nw==",',
     "github.com/stretchr/testify v1.8.4 h1:CcVxjf3Q8PM0mHUKJCdn+eZZtm5yQwehR5yeSVQQcUk=",
     "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz",
     "0123456789012345678901234567890123456789012345",

@@ -188,9 +188,9 @@ def test_an_object_whose_str_raises_gets_a_description() -> None:
             raise RuntimeError("boom")
 
     result = serialize(Broken())
-    assert (
-        result.text
-        == "<unprintable test_an_object_whose_str_raises_gets_a_description.<locals>.Broken object: RuntimeError while converting it to text>"
+    assert result.text == (
+        "<unprintable test_an_object_whose_str_raises_gets_a_description.<locals>.Broken object: RuntimeError "
+        "while converting it to text>"
     )
 
 

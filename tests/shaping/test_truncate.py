@@ -47,8 +47,10 @@ def test_artifact_mode_saves_the_full_text_and_says_exactly_how_to_read_the_rest
     assert artifact_id is not None
     notice, _, preview = body.partition("\n")
     assert notice == (
-        f"[Output truncated: 10,000 characters in total; the first 200 are shown below. The full output is saved as artifact {artifact_id}. "
-        f'To read the rest, call artifact_read(id="{artifact_id}", offset=200) and go on from the next_offset it returns; '
+        "[Output truncated: 10,000 characters in total; the first 200 are shown below. The full output is saved as "
+        f"artifact {artifact_id}. "
+        f'To read the rest, call artifact_read(id="{artifact_id}", offset=200) and go on from the next_offset it '
+        "returns; "
         'add pattern="<regex>" to get only the matching lines.]'
     )
     assert preview == text[:200]
@@ -79,7 +81,8 @@ def test_without_a_store_artifact_mode_falls_back_to_head_and_tail_and_says_so()
     body, info = truncate(text, limits(), is_error=False, save=None)
     assert info == Truncation(True, "head_tail", 10_000, None)
     assert body.startswith(
-        "[The full output (10,000 characters) could not be kept (no artifact store is configured), so only its start and end are shown.]\n"
+        "[The full output (10,000 characters) could not be kept (no artifact store is configured), so only its start "
+        "and end are shown.]\n"
     )
     assert text[-300:] in body
 
@@ -91,7 +94,8 @@ def test_a_failing_save_falls_back_to_head_and_tail_and_gives_the_reason() -> No
     body, info = truncate(numbered(500), limits(), is_error=False, save=broken)
     assert info.mode == "head_tail" and info.artifact_id is None
     assert body.startswith(
-        "[The full output (10,000 characters) could not be kept (saving it failed: [Errno 28] No space left on device), so only its start and end are shown.]\n"
+        "[The full output (10,000 characters) could not be kept (saving it failed: [Errno 28] No space left on "
+        "device), so only its start and end are shown.]\n"
     )
 
 
@@ -99,10 +103,9 @@ def test_head_mode_keeps_the_start_and_says_how_much_was_cut() -> None:
     text = numbered(500)
     body, info = truncate(text, limits(TruncationMode.head), is_error=False, save=None)
     assert info == Truncation(True, "head", 10_000, None)
-    assert (
-        body
-        == text[:300]
-        + "[... output truncated: the first 300 of 10,000 characters are shown above; the remaining 9,700 characters were cut and are not kept.]"
+    assert body == text[:300] + (
+        "[... output truncated: the first 300 of 10,000 characters are shown above; the remaining 9,700 "
+        "characters were cut and are not kept.]"
     )
 
 
@@ -112,7 +115,10 @@ def test_tail_mode_keeps_the_end_and_says_how_much_was_cut() -> None:
     assert info.mode == "tail"
     assert (
         body
-        == "[... output truncated: the first 9,700 of 10,000 characters were cut and are not kept; the last 300 are shown below.]\n"
+        == (
+            "[... output truncated: the first 9,700 of 10,000 characters were cut and are not kept; the last 300 are "
+            "shown below.]\n"
+        )
         + text[-300:]
     )
 

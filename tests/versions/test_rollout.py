@@ -41,8 +41,9 @@ def versions(rollout: str = "", *, on: str = "1", extra_versions: str = "") -> s
     for version, func in (("1", "v1"), ("2", "v2"), *(("3", "v3"),) * bool(extra_versions)):
         spec_rollout = textwrap.indent(rollout.strip(), "  ") + "\n" if rollout and version == on else ""
         docs.append(
-            f"apiVersion: toolrt/v1\nkind: Tool\nmetadata: {{name: greet, version: '{version}'}}\nspec:\n  description: Greets.\n  handler: python:vmod:{func}\n"
-            f"  read_only: true\n  input_schema: {{type: object, properties: {{fail: {{type: boolean}}}}}}\n{spec_rollout}"
+            f"apiVersion: toolrt/v1\nkind: Tool\nmetadata: {{name: greet, version: '{version}'}}\nspec:\n  "
+            f"description: Greets.\n  handler: python:vmod:{func}\n  read_only: true\n  input_schema: {{type: object, "
+            f"properties: {{fail: {{type: boolean}}}}}}\n{spec_rollout}"
         )
     return "---\n".join(docs)
 
@@ -277,7 +278,10 @@ def test_a_changed_rollout_starts_again() -> None:
 
 
 async def test_a_failing_canary_stops_receiving_sessions_through_the_runtime(tmp_path: Path) -> None:
-    rollout = "rollout: {stable: '1', canary: {version: '2', percent: 50}, rollback: {window_s: 600, min_calls: 5, max_error_rate_margin: 0.5}}"
+    rollout = (
+        "rollout: {stable: '1', canary: {version: '2', percent: 50}, rollback: {window_s: 600, min_calls: 5, "
+        "max_error_rate_margin: 0.5}}"
+    )
     runtime = runtime_for(tmp_path, versions(rollout))
     table = runtime.snapshot.rollouts["greet"]
     canary_sessions = [f"c{i}" for i in range(400) if table.assign(f"c{i}") == "2"][:10]

@@ -36,12 +36,14 @@ def codes(problems: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
 CASES = [
     pytest.param("- {id: a, tool: log, args: {text: x}, depends_on: [a]}", "workflow-cycle", id="self-dependency"),
     pytest.param(
-        "- {id: a, tool: log, args: {text: x}, depends_on: [b]}\n- {id: b, tool: log, args: {text: x}, depends_on: [a]}",
+        "- {id: a, tool: log, args: {text: x}, depends_on: [b]}\n- {id: b, tool: log, args: {text: x}, depends_on: "
+        "[a]}",
         "workflow-cycle",
         id="two-step-cycle",
     ),
     pytest.param(
-        "- {id: a, tool: log, args: {text: x}, depends_on: [c]}\n- {id: b, tool: log, args: {text: x}, depends_on: [a]}\n- {id: c, tool: log, args: {text: x}, depends_on: [b]}",
+        "- {id: a, tool: log, args: {text: x}, depends_on: [c]}\n- {id: b, tool: log, args: {text: x}, depends_on: "
+        "[a]}\n- {id: c, tool: log, args: {text: x}, depends_on: [b]}",
         "workflow-cycle",
         id="three-step-cycle",
     ),
@@ -58,7 +60,8 @@ CASES = [
         id="duplicate-step-id",
     ),
     pytest.param(
-        "- {id: a, tool: log, args: {text: '${steps.b.content}'}}\n- {id: b, tool: log, args: {text: x}, depends_on: [a]}",
+        "- {id: a, tool: log, args: {text: '${steps.b.content}'}}\n- {id: b, tool: log, args: {text: x}, depends_on: "
+        "[a]}",
         "workflow-reference",
         id="reads-a-later-step",
     ),
@@ -72,17 +75,20 @@ CASES = [
         "- {id: a, tool: log, args: {text: '${steps.ghost.content}'}}", "unknown-step", id="reads-an-unknown-step"
     ),
     pytest.param(
-        "- {id: a, tool: log, args: {text: x}}\n- {id: b, tool: log, depends_on: [a], args: {text: '${steps.a.result}'}}",
+        "- {id: a, tool: log, args: {text: x}}\n- {id: b, tool: log, depends_on: [a], args: {text: "
+        "'${steps.a.result}'}}",
         "workflow-reference",
         id="unknown-step-field",
     ),
     pytest.param(
-        "- {id: a, tool: log, args: {text: x}}\n- {id: b, tool: log, depends_on: [a], args: {text: x}, when: 'steps[\"c\"].ok'}",
+        "- {id: a, tool: log, args: {text: x}}\n- {id: b, tool: log, depends_on: [a], args: {text: x}, when: "
+        "'steps[\"c\"].ok'}",
         "unknown-step",
         id="bracket-reference-unknown",
     ),
     pytest.param(
-        "- {id: a, tool: log, args: {text: x}, when: 'steps.b.ok'}\n- {id: b, tool: log, args: {text: x}, depends_on: [a]}",
+        "- {id: a, tool: log, args: {text: x}, when: 'steps.b.ok'}\n- {id: b, tool: log, args: {text: x}, depends_on: "
+        "[a]}",
         "workflow-reference",
         id="when-reads-a-later-step",
     ),
@@ -101,7 +107,8 @@ CASES = [
         "- {id: a, tool: log, args: {text: x}, retry: {attempts: 2}}", "workflow-retry", id="retry-on-a-write"
     ),
     pytest.param(
-        "- {id: a, tool: log, args: {text: x}, compensate: {tool: log, args: {text: '${steps.b.content}'}}}\n- {id: b, tool: log, args: {text: x}}",
+        "- {id: a, tool: log, args: {text: x}, compensate: {tool: log, args: {text: '${steps.b.content}'}}}\n- {id: "
+        "b, tool: log, args: {text: x}}",
         "workflow-reference",
         id="compensation-reads-a-step-not-upstream",
     ),
@@ -174,7 +181,10 @@ def test_a_workflow_named_like_a_tool_is_an_error_unless_hidden(tmp_path: Path) 
     config.mkdir()
     (config / "wftools.py").write_text(TOOLS_MODULE)
     (config / "base.yaml").write_text(CONFIG)
-    doc = "apiVersion: toolrt/v1\nkind: Workflow\nmetadata: {name: log}\nspec:\n  expose: %s\n  steps:\n    - {id: a, tool: echo}\n"
+    doc = (
+        "apiVersion: toolrt/v1\nkind: Workflow\nmetadata: {name: log}\nspec:\n  expose: %s\n  steps:\n    - {id: a, "
+        "tool: echo}\n"
+    )
     (config / "wf.yaml").write_text(doc % "true")
     assert any(p.code == "duplicate-name" for p in build_snapshot([config]).problems)
     (config / "wf.yaml").write_text(doc % "false")

@@ -32,7 +32,8 @@ async def test_a_step_reads_an_earlier_steps_hash_and_edits_with_it(
             - id: edit
               tool: file_edit
               depends_on: [read]
-              args: {path: "${input.path}", old_string: beta, new_string: gamma, expected_hash: "${steps.read.metadata.sha256}"}
+              args: {path: "${input.path}", old_string: beta, new_string: gamma,
+                     expected_hash: "${steps.read.metadata.sha256}"}
     """)
     result = await runtime.run_workflow("bump", {"path": "notes.txt"})
     assert result.status == "ok", result.render()
@@ -49,7 +50,8 @@ async def test_interpolated_strings_and_typed_values_reach_the_tool(make_runtime
           input_schema: {type: object, properties: {n: {type: integer}, who: {type: string}}}
           steps:
             - {id: one, tool: echo, args: {value: "hello ${input.who}, n=${input.n} $${literal}", n: "${input.n + 1}"}}
-            - {id: two, tool: echo, depends_on: [one], args: {value: "${steps.one.data.echo}", n: "${steps.one.data.n * 10}"}}
+            - {id: two, tool: echo, depends_on: [one],
+               args: {value: "${steps.one.data.echo}", n: "${steps.one.data.n * 10}"}}
             - {id: three, tool: shout, depends_on: [two], args: {text: "${steps.two.data.echo}"}}
     """)
     result = await runtime.run_workflow("shapes", {"n": 4, "who": "ana"})
@@ -108,8 +110,10 @@ async def test_compensations_run_in_reverse_completion_order(
         metadata: {name: saga}
         spec:
           steps:
-            - {id: s1, tool: log, args: {text: do-1}, compensate: {tool: log, args: {text: undo-1}}, on_failure: compensate}
-            - {id: s2, tool: log, depends_on: [s1], args: {text: do-2}, compensate: {tool: log, args: {text: "undo-2 after ${steps.s2.content}"}}}
+            - {id: s1, tool: log, args: {text: do-1}, compensate: {tool: log, args: {text: undo-1}},
+               on_failure: compensate}
+            - {id: s2, tool: log, depends_on: [s1], args: {text: do-2},
+               compensate: {tool: log, args: {text: "undo-2 after ${steps.s2.content}"}}}
             - {id: s3, tool: log, depends_on: [s2], args: {text: do-3}, compensate: {tool: log, args: {text: undo-3}}}
             - {id: boom, tool: fail, depends_on: [s3], on_failure: compensate}
             - {id: never, tool: log, depends_on: [boom], args: {text: never}}
@@ -144,7 +148,8 @@ async def test_a_failing_compensation_is_reported_and_the_others_still_run(
         spec:
           steps:
             - {id: s1, tool: log, args: {text: do-1}, compensate: {tool: log, args: {text: undo-1}}}
-            - {id: s2, tool: log, depends_on: [s1], args: {text: do-2}, compensate: {tool: fail, args: {message: cannot undo}}}
+            - {id: s2, tool: log, depends_on: [s1], args: {text: do-2},
+               compensate: {tool: fail, args: {message: cannot undo}}}
             - {id: boom, tool: fail, depends_on: [s2], on_failure: compensate}
     """)
     result = await runtime.run_workflow("saga")
@@ -368,7 +373,8 @@ async def test_builtin_compensation_restores_an_edited_file_exactly(
         metadata: {name: edit-then-fail}
         spec:
           steps:
-            - {id: edit, tool: file_edit, args: {path: notes.txt, old_string: alpha, new_string: omega}, compensate: builtin}
+            - {id: edit, tool: file_edit, args: {path: notes.txt, old_string: alpha, new_string: omega},
+               compensate: builtin}
             - {id: boom, tool: fail, depends_on: [edit], on_failure: compensate}
     """)
     result = await runtime.run_workflow("edit-then-fail")
@@ -386,7 +392,8 @@ async def test_builtin_compensation_refuses_when_the_file_changed_since(
         metadata: {name: edit-change-fail}
         spec:
           steps:
-            - {id: edit, tool: file_edit, args: {path: notes.txt, old_string: alpha, new_string: omega}, compensate: builtin}
+            - {id: edit, tool: file_edit, args: {path: notes.txt, old_string: alpha, new_string: omega},
+               compensate: builtin}
             - {id: again, tool: file_edit, depends_on: [edit], args: {path: notes.txt, mode: append, content: extra}}
             - {id: boom, tool: fail, depends_on: [again], on_failure: compensate}
     """)
@@ -406,7 +413,8 @@ async def test_builtin_compensation_removes_a_file_the_step_created(
         metadata: {name: create-then-fail}
         spec:
           steps:
-            - {id: create, tool: file_edit, args: {path: new/made.txt, mode: replace, content: hello}, compensate: builtin}
+            - {id: create, tool: file_edit, args: {path: new/made.txt, mode: replace, content: hello},
+               compensate: builtin}
             - {id: boom, tool: fail, depends_on: [create], on_failure: compensate}
     """)
     result = await runtime.run_workflow("create-then-fail")
@@ -442,7 +450,8 @@ async def test_builtin_compensation_of_a_delete_refuses_when_the_file_was_recrea
         spec:
           steps:
             - {id: rm, tool: file_delete, args: {path: notes.txt}, compensate: builtin}
-            - {id: make, tool: file_edit, depends_on: [rm], args: {path: notes.txt, mode: replace, content: newer}, compensate: builtin}
+            - {id: make, tool: file_edit, depends_on: [rm], args: {path: notes.txt, mode: replace, content: newer},
+               compensate: builtin}
             - {id: boom, tool: fail, depends_on: [make], on_failure: compensate}
     """)
     result = await runtime.run_workflow("delete-recreate-fail")
@@ -498,7 +507,8 @@ async def test_a_workflow_is_a_tool_the_model_can_call(make_runtime: Callable[..
         metadata: {name: note}
         spec:
           description: Log a line twice.
-          input_schema: {type: object, additionalProperties: false, required: [text], properties: {text: {type: string}}}
+          input_schema: {type: object, additionalProperties: false, required: [text],
+                         properties: {text: {type: string}}}
           steps:
             - {id: a, tool: log, args: {text: "${input.text}"}}
             - {id: b, tool: log, depends_on: [a], args: {text: "${input.text} again"}}
@@ -534,7 +544,8 @@ async def test_the_python_api_refuses_unknown_workflows_and_bad_input(
         kind: Workflow
         metadata: {name: typed}
         spec:
-          input_schema: {type: object, additionalProperties: false, required: [text], properties: {text: {type: string}}}
+          input_schema: {type: object, additionalProperties: false, required: [text],
+                         properties: {text: {type: string}}}
           steps:
             - {id: a, tool: log, args: {text: "${input.text}"}}
     """)

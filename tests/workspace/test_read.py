@@ -162,7 +162,10 @@ def test_a_file_over_the_size_limit_needs_a_window_and_is_then_streamed(plain: T
     _write(plain, "big.log", body)
     with pytest.raises(
         WorkspaceError,
-        match=r"big\.log is 12\.6 KB, over the 1,000 bytes limit for reading a whole file; read a window with offset and limit .* or search it with grep",
+        match=(
+            r"big\.log is 12\.6 KB, over the 1,000 bytes limit for reading a whole file; read a window with offset "
+            r"and limit .* or search it with grep"
+        ),
     ):
         reader.read("big.log")
     result = reader.read("big.log", offset=499, limit=4)
