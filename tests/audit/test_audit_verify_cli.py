@@ -34,18 +34,7 @@ def run(*argv: str) -> tuple[int, str, str]:
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """A workspace whose audit log (in the state directory) holds six calls, written by
-    the child-process writer; for a test that changes the log."""
-    return _written_workspace(tmp_path)
-
-
-@pytest.fixture(scope="module")
-def untouched_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The same, shared by the tests that only read the log (building one runs a Runtime
-    and an audit child process)."""
-    return _written_workspace(tmp_path_factory.mktemp("untouched"))
-
-
-def _written_workspace(tmp_path: Path) -> Path:
+    the child-process writer."""
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "c.yaml").write_text(CONFIG)
     workspace = tmp_path / "ws"
@@ -63,15 +52,15 @@ def _written_workspace(tmp_path: Path) -> Path:
     return workspace
 
 
-def test_an_intact_log_exits_0_and_prints_its_head(untouched_workspace: Path) -> None:
-    code, out, err = run("audit", "verify", "--workspace", str(untouched_workspace))
+def test_an_intact_log_exits_0_and_prints_its_head(workspace: Path) -> None:
+    code, out, err = run("audit", "verify", "--workspace", str(workspace))
     assert (code, err) == (0, "")
-    assert out.startswith("intact: 6 records chained in ") and str(store_path(untouched_workspace)) in out
+    assert out.startswith("intact: 6 records chained in ") and str(store_path(workspace)) in out
     assert "head 6:" in out
 
 
-def test_json_output_has_the_head_as_an_anchor_and_no_problem(untouched_workspace: Path) -> None:
-    code, out, _ = run("audit", "--workspace", str(untouched_workspace), "verify", "--format", "json")
+def test_json_output_has_the_head_as_an_anchor_and_no_problem(workspace: Path) -> None:
+    code, out, _ = run("audit", "--workspace", str(workspace), "verify", "--format", "json")
     report = json.loads(out)
     assert code == 0 and report["ok"] is True and report["problem"] is None
     assert (report["format"], report["chained"], report["before_chain"]) == ("sqlite", 6, 0)
@@ -120,8 +109,8 @@ def test_a_json_lines_log_is_verified_through_store(tmp_path: Path) -> None:
     ],
     ids=["anchor-not-hex", "anchor-position-0", "filter-with-verify", "anchor-without-verify", "misspelt-action"],
 )
-def test_usage_errors_exit_2(untouched_workspace: Path, argv: list[str], message: str) -> None:
-    code, _, err = run(*argv, "--workspace", str(untouched_workspace))
+def test_usage_errors_exit_2(workspace: Path, argv: list[str], message: str) -> None:
+    code, _, err = run(*argv, "--workspace", str(workspace))
     assert code == 2 and message in err
 
 
