@@ -102,7 +102,9 @@ def test_a_burst_of_edits_is_debounced_into_few_reloads_ending_on_the_last_conte
 ) -> None:
     mark = events.mark()
     for i in range(20):
-        write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": f"Burst edit {i}."}))
+        # Whole saves: a writer paused between truncating and writing for longer than the
+        # settle window (a loaded machine) would rightly publish the half-written file.
+        write_by_rename(config_dir / "tools.yaml", tools_yaml({"finder": f"Burst edit {i}."}))
 
     wait_until(serves(runtime, "Burst edit 19."), what="the last edit serving")
     wait_caught_up(watcher)  # any trailing reload has landed before counting
