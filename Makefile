@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_snapshot.py
 	$(BIN)/python tests/benchmarks/bench_pipeline.py
 	$(BIN)/python tests/benchmarks/bench_redaction.py
+	$(BIN)/python tests/benchmarks/bench_key_pieces.py
 	$(BIN)/python tests/benchmarks/bench_policy.py
 	$(BIN)/python tests/benchmarks/bench_workspace.py
 	$(BIN)/python tests/benchmarks/bench_workflow.py

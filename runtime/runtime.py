@@ -46,6 +46,7 @@ from runtime.records import Call, Session, ToolResult
 from runtime.reload import ConfigWatcher, ReloadEvent
 from runtime.settings import Settings
 from runtime.shaping.artifacts import ArtifactStore
+from runtime.shaping.key_material import KeyIndex, key_dirs
 from runtime.snapshot import Snapshot
 from runtime.telemetry import trace_id_from_traceparent, tracing_for
 from runtime.tools.workspace_tools import WorkspaceTools, lock_dir_for
@@ -180,6 +181,9 @@ class Runtime:
             self.watch()
         # Commands run where toolrt's own paths are out of sight, where the machine allows it.
         self.hide: tuple[str, ...] = self._sandbox_cover()
+        # Private keys in the workspace, ~/.ssh and /etc/ssh: scanned in a thread of its own.
+        self.keys = KeyIndex(self.workspace_root if self.workspace_root.is_dir() else None, key_dirs())
+        threading.Thread(target=self.keys.refresh, name="toolrt-key-scan", daemon=True).start()
         # file_read, file_edit, ...: one sandbox, read cache and lock directory for every turn.
         deny = (*self.settings.workspace_deny, *self.where.deny_globs())
         self.workspace_tools = (
@@ -388,6 +392,7 @@ class Runtime:
             approval_timeout_s=self.settings.approval_timeout_s,
             progress_listener=progress_listener,
             hide=self.hide,
+            keys=self.keys,
         )
 
     async def run_turn(

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from runtime.policy.grants import SessionGrants
     from runtime.policy.limits import Limits
     from runtime.shaping.artifacts import ArtifactStore
+    from runtime.shaping.key_material import KeyIndex
     from runtime.tools.workspace_tools import WorkspaceTools
     from runtime.versions.rollout import CanaryMonitor
 
@@ -65,3 +66,5 @@ class TurnEnv:
     progress_listener: Callable[[str, str | None], None] | None = None
     # toolrt's own paths, covered in the command sandbox (empty: commands run without it).
     hide: tuple[str, ...] = ()
+    # Private keys the commands could print in pieces (runtime.shaping.key_material).
+    keys: KeyIndex | None = None

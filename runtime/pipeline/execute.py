@@ -32,6 +32,7 @@ from runtime.execution.python import call_python
 from runtime.mcpclient.calls import call_mcp_tool
 from runtime.pipeline.env import TurnEnv
 from runtime.records import HandlerOutcome, Status, ValidatedCall
+from runtime.shaping.key_material import KeyStream, command_words
 from runtime.shaping.untrusted import defuse_markers
 from runtime.snapshot import CompiledTool
 from runtime.tools.builtins import HANDLERS as BUILTIN_HANDLERS
@@ -280,6 +281,18 @@ async def _run_command(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
     return await _spawn(call, env, prepared, total_s)
 
 
+def _output_redactor(tool: CompiledTool, env: TurnEnv, prepared: PreparedCommand) -> Any:
+    """The stream redactor of a command's output: the tool's profiles, and first the
+    private key material the command could print in pieces (when the tool redacts)."""
+    inner = tool.redactor.stream() if tool.redactor is not None else None
+    keys = env.keys
+    if keys is None or tool.redactor is None or not tool.redactor.enabled:
+        return inner
+    words = command_words(prepared.argv)
+    keys.note_paths(words, prepared.cwd)  # a key outside the workspace named by the line
+    return KeyStream(keys, inner, words, prepared.cwd)
+
+
 async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, total_s: float) -> HandlerOutcome:
     """Run a prepared command under the tool's timeouts, streaming its output."""
     tool = call.tool
@@ -287,7 +300,7 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
     collector = OutputCollector(
         limit_chars=tool.output.max_chars,
         tail_chars=max(tool.output.tail_chars, tool.output.preview_chars),
-        redactor=tool.redactor.stream() if tool.redactor is not None else None,
+        redactor=_output_redactor(tool, env, prepared),
         open_writer=(
             (
                 lambda: artifacts.writer(
