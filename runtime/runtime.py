@@ -229,10 +229,9 @@ class Runtime:
                 )
                 raise ConfigError([Problem(Location("settings"), "sandbox_unavailable", message)])
             return ()
-        for folder in (self._under_workspace(self.settings.state_dir), self.artifacts.root):
-            # Made now, so that the cover hides them: a folder made later by a command would not be.
-            with contextlib.suppress(OSError):
-                folder.mkdir(parents=True, exist_ok=True)
+        # Made now, so that the cover hides it: a folder made later by a command would not be.
+        with contextlib.suppress(OSError):
+            self.artifacts.root.mkdir(parents=True, exist_ok=True)
         entries = ((p.path, p.yaml_only, p.nested) for p in self.where.protected)
         return covered_paths(entries, self.where.root)
 
