@@ -33,7 +33,8 @@ MAX_COVERED_FILES = 256
 def enter_sandbox(hide: Sequence[str]) -> None:
     """In a process that is pid 1 of a new PID namespace: a mount namespace of its own
     with a fresh /proc, every path of ``hide`` covered, CAP_SYS_ADMIN out of the bounding
-    set. Raises OSError when any step fails (the caller refuses to run the command)."""
+    set (and the inheritable and ambient sets). Raises OSError when any step fails (the caller
+    refuses to run the command)."""
     import ctypes  # noqa: PLC0415 - embedded in the supervisor, which imports it anyway
 
     libc = ctypes.CDLL(None, use_errno=True)
@@ -77,6 +78,14 @@ def enter_sandbox(hide: Sequence[str]) -> None:
             mount("/dev/null", path, None, ms_bind)
             mount(None, path, None, ms_bind | ms_remount | ms_rdonly | locked)  # nodev: cannot be opened
     call(libc.prctl(24, 21, 0, 0, 0), "dropping CAP_SYS_ADMIN")  # PR_CAPBSET_DROP, CAP_SYS_ADMIN
+    # The bounding set alone does not stop root keeping it across exec: the inheritable
+    # and ambient sets carry capabilities over too, so clear it from both.
+    call(libc.prctl(47, 4, 0, 0, 0), "clearing ambient capabilities")  # PR_CAP_AMBIENT_CLEAR_ALL
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    data = (ctypes.c_uint32 * 6)()  # two of (effective, permitted, inheritable)
+    call(libc.capget(header, data), "reading capabilities")
+    data[2] &= ~(1 << 21)  # CAP_SYS_ADMIN out of the inheritable set
+    call(libc.capset(header, data), "clearing inheritable CAP_SYS_ADMIN")
 
 
 def sandbox_init(argv: Sequence[str], status_w: int, grace: float, watched: Iterable[int]) -> None:

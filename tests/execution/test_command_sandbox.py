@@ -259,3 +259,41 @@ def test_command_sandbox_on_starts_where_the_machine_allows_it(tmp_path: Path) -
         pytest.fail(str(err))
     assert str((tmp_path / "toolrt.d").resolve()) in runtime.hide
     runtime.close_sync()
+
+
+def test_cap_sys_admin_does_not_come_back_through_the_inheritable_set() -> None:
+    """Root with CAP_SYS_ADMIN in its inheritable set would keep it across exec despite
+    the bounding set: the sandbox clears it there too, so the command cannot unmount."""
+    import inspect
+    import subprocess
+    import sys
+
+    from runtime.execution.sandbox import enter_sandbox
+
+    program = (
+        "from __future__ import annotations\nimport ctypes, os\n"
+        + inspect.getsource(enter_sandbox)
+        + """
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.unshare(0x20000000) == 0
+pid = os.fork()
+if pid == 0:
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+    data = (ctypes.c_uint32 * 6)()
+    assert libc.capget(header, data) == 0
+    data[2] |= 1 << 21
+    if libc.capset(header, data) != 0:
+        os._exit(3)
+    enter_sandbox([])
+    os.execvp("sh", ["sh", "-c", "grep -E '^Cap(Inh|Prm|Eff|Amb):' /proc/self/status"])
+raise SystemExit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode == 3:
+        pytest.skip("this process may not add CAP_SYS_ADMIN to its inheritable set")
+    assert done.returncode == 0, done.stderr
+    sets = dict(line.split(":\t") for line in done.stdout.splitlines())
+    assert len(sets) == 4
+    for name, mask in sets.items():
+        assert not int(mask, 16) & (1 << 21), f"{name} still holds CAP_SYS_ADMIN: {mask}"
