@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.demo.report import duration_ms
-from runtime.demo.workspace import process_stopped
+from runtime.demo.workspace import lock_released
 from runtime.pipeline.permit import Approval
 from runtime.policy.commands import split_cached
 from runtime.records import ToolResult, ValidatedCall
@@ -275,7 +275,7 @@ def _killed(state: ScriptState, turn: Turn) -> list[str]:
     if not pid_file.is_file():
         return ["the test was stopped before it started the warehouse service"]
     pid = int(pid_file.read_text(encoding="ascii").strip())
-    stopped = process_stopped(pid)
+    stopped = lock_released(state.workspace / "build" / "warehouse-service.lock")
     return [
         f"the turn took {turn.wall_ms / 1000:.1f} s; the warehouse service the test started in a session of its own "
         f"(pid {pid}): {'stopped' if stopped else 'STILL RUNNING'}"

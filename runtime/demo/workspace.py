@@ -41,28 +41,23 @@ def interpreter_on_path() -> Iterator[None]:
             os.environ["PATH"] = before
 
 
-def process_stopped(pid: int, wait_s: float = 3.0) -> bool:
-    """Whether process ``pid`` has ended (a zombie waiting to be reaped counts as ended),
-    waiting up to ``wait_s`` for it to do so."""
+def lock_released(path: Path, wait_s: float = 10.0) -> bool:
+    """Whether the process holding an exclusive ``flock`` on ``path`` has ended (the
+    kernel releases the lock with its last open descriptor), waiting up to ``wait_s``.
+
+    A lock, not a pid: a command may run in a PID namespace of its own (the command
+    sandbox), so the pid it reports means nothing outside it."""
+    import fcntl  # noqa: PLC0415 - POSIX only, like the demo's command tools
+
     deadline = time.monotonic() + wait_s
-    while True:
-        if not _alive(pid):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process: it exists
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return True  # no /proc (macOS): a process that answers the signal is alive
-    state = stat.rsplit(")", 1)[-1].split()[:1]
-    return state not in (["Z"], ["X"])
+    with path.open("rb") as held:
+        while True:
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.05)
+            else:
+                fcntl.flock(held, fcntl.LOCK_UN)
+                return True

@@ -544,11 +544,13 @@ async def test_a_sync_handler_past_its_timeout_is_abandoned_still_running_and_to
     assert time.monotonic() - started < 1.5
     assert result.status is Status.timeout
     assert "timed out after 0.3 s (total time) and could not be stopped: it is still running" in result.content
-    for _ in range(100):  # the thread sees context.cancelled and finishes on its own
-        if (workspace / "s.log").exists():
-            break
+    log = workspace / "s.log"
+    deadline = time.monotonic() + 30
+    # The thread sees context.cancelled and finishes on its own; the file may exist
+    # before its text is written, so wait for the text, not the file.
+    while not (log.exists() and log.read_text()) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert (workspace / "s.log").read_text() == "saw cancelled"
+    assert log.read_text() == "saw cancelled"
 
 
 async def test_a_sync_write_handler_still_running_is_result_unknown(py_tools: Snapshot, workspace: Path) -> None:
