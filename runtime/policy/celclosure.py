@@ -163,19 +163,26 @@ def _constant(value: Any) -> Closure:
     return _Constant(value)
 
 
+def _read_variable(env: dict[str, Any], name: str) -> Any:
+    """A declared variable's value, checked plain once per activation (else :class:`Defer`
+    to the engine, which knows every value's type)."""
+    try:
+        value = env[name]
+    except KeyError:
+        raise CelError(f"undeclared reference to '{name}'") from None
+    checked = env[_CHECKED]
+    if name not in checked:
+        if not plain(value):
+            raise Defer
+        checked.add(name)
+    return value
+
+
 def _variable_field(name: str, field: str) -> Closure:
     """``name.field`` for a declared variable: :func:`select` over what ``_ident`` reads, in one closure."""
 
     def read_field(env: dict[str, Any]) -> Any:
-        try:
-            value = env[name]
-        except KeyError:
-            raise CelError(f"undeclared reference to '{name}'") from None
-        checked = env[_CHECKED]
-        if name not in checked:
-            if not plain(value):
-                raise Defer
-            checked.add(name)
+        value = _read_variable(env, name)
         if type(value) is dict:
             try:
                 return value[field]
@@ -285,16 +292,7 @@ class _Translator:
             return element
 
         def read(env: dict[str, Any]) -> Any:
-            try:
-                value = env[name]
-            except KeyError:
-                raise CelError(f"undeclared reference to '{name}'") from None
-            checked = env[_CHECKED]
-            if name not in checked:
-                if not plain(value):
-                    raise Defer
-                checked.add(name)
-            return value
+            return _read_variable(env, name)
 
         return read
 
