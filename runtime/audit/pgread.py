@@ -30,7 +30,6 @@ try:
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
 
-_QUOTED = ", ".join(f'"{name}"' for name in COLUMNS)
 _DAMAGED = Link(0, "", "", b"")
 
 
@@ -66,6 +65,20 @@ def _connect(dsn: str) -> Iterator[Any]:
         conn.close()
 
 
+def _stored_columns(conn: Any) -> frozenset[str]:
+    """The columns the log's table has: a table made by an older toolrt lacks the newer
+    ones until a writer of this version opens it (``ALTER TABLE ... ADD COLUMN``)."""
+    with conn.cursor() as cursor:
+        cursor.execute(f"SELECT * FROM {TABLE} LIMIT 0")
+        return frozenset(str(column.name) for column in cursor.description or ())
+
+
+def _select_list(stored: frozenset[str]) -> str:
+    """:data:`COLUMNS` as a select list, a column the table lacks read as NULL: a record
+    written before the column existed never had a value for it (and its hash left it out)."""
+    return ", ".join(f'"{name}"' if name in stored else f'NULL AS "{name}"' for name in COLUMNS)
+
+
 def chains(dsn: str) -> list[str]:
     """The names of the chains in the log (one per workspace)."""
     with _connect(dsn) as conn:
@@ -97,14 +110,18 @@ def query_postgres(
         "%s",
         staged=staged,
     )
-    sql = f"SELECT id, chain, {_QUOTED} FROM {TABLE}{where} ORDER BY ts DESC, id DESC"
-    if limit is not None:
-        sql += " LIMIT %s"
-        params.append(int(limit))
-    with _connect(dsn) as conn, conn.cursor() as cursor:
-        cursor.execute(sql, params)
-        names = ["id", "chain", *COLUMNS]
-        return [_decode(dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
+    with _connect(dsn) as conn:
+        stored = _stored_columns(conn)
+        if staged is not None and "staged" not in stored:
+            return []  # written before staged matches were recorded: none to show
+        sql = f"SELECT id, chain, {_select_list(stored)} FROM {TABLE}{where} ORDER BY ts DESC, id DESC"
+        if limit is not None:
+            sql += " LIMIT %s"
+            params.append(int(limit))
+        with conn.cursor() as cursor:
+            cursor.execute(sql, params)
+            names = ["id", "chain", *COLUMNS]
+            return [_decode(dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
 
 
 def _decode(item: dict[str, Any]) -> dict[str, Any]:
@@ -149,6 +166,7 @@ def verify_postgres(
 
 
 def _state(conn: Any, chain: str) -> StoreState:
+    selected = _select_list(_stored_columns(conn))
     with conn.cursor() as cursor:
         cursor.execute(f"SELECT seq, hash, before FROM {HEAD} WHERE chain = %s", (chain,))
         found = cursor.fetchone()
@@ -157,7 +175,7 @@ def _state(conn: Any, chain: str) -> StoreState:
     )
     rows = conn.cursor(name=f"toolrt_walk_{abs(hash(chain))}")
     rows.itersize = 2000
-    rows.execute(f"SELECT id, {_QUOTED}, seq, prev_hash, hash FROM {TABLE} WHERE chain = %s ORDER BY id", (chain,))
+    rows.execute(f"SELECT id, {selected}, seq, prev_hash, hash FROM {TABLE} WHERE chain = %s ORDER BY id", (chain,))
 
     def locate(seq: int, after: int) -> int | None:
         with conn.cursor() as look:

@@ -110,6 +110,27 @@ def test_the_audit_command_reads_and_verifies_a_postgres_log(
     assert code == 2 and "no chain 'elsewhere'" in err and "chains: w" in err
 
 
+def test_a_log_written_before_staged_matches_were_recorded_is_read_and_verified(
+    tmp_path: Path, postgres_dsn: str
+) -> None:
+    sink = _sink(postgres_dsn, tmp_path)
+    sink.write_batch(_records(3, session="old"))
+    sink.close()
+    with psycopg.connect(postgres_dsn) as conn:  # the table as an older toolrt made it
+        conn.execute(f'ALTER TABLE {TABLE} DROP COLUMN "staged"')
+    rows = query_postgres(postgres_dsn)
+    assert len(rows) == 3 and {row["staged"] for row in rows} == {None}
+    assert query_postgres(postgres_dsn, staged="*") == []
+    (report,) = verify_postgres(postgres_dsn)
+    assert report.ok and report.chained == 3
+    code, out, err = _cli("audit", "--dsn", postgres_dsn, "--format", "json")
+    assert code == 0 and len(json.loads(out)) == 3, err
+    code, out, err = _cli("audit", "--dsn", postgres_dsn, "--staged", "--format", "json")
+    assert code == 0 and json.loads(out) == [], err
+    code, out, _ = _cli("audit", "verify", "--dsn", postgres_dsn)
+    assert code == 0 and "intact: 3 records chained" in out
+
+
 @pytest.mark.parametrize(
     ("dsn", "message"),
     [
