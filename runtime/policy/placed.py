@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterator
 from types import MappingProxyType
 
-from runtime.policy import folders, gitrepo, linking, placecache, programs, recursive
+from runtime.policy import filelists, folders, gitrepo, linking, placecache, programs, recursive
 from runtime.policy.bashglob import BRACE_LIMIT, GlobExpander, brace_variants
 from runtime.policy.folders import Folders
 from runtime.policy.placecache import (
@@ -227,7 +227,13 @@ class _Placer:
         # (each folder it may be made in); not from where the command runs.
         link_targets = {} if redirection else symlink_targets(argv)
         if not redirection:
-            for access in programs.accesses(argv):
+            accesses = programs.accesses(argv)
+            for index in filelists.file_list_items(argv, accesses):
+                guards[index] = UNKNOWN
+                notes.append(
+                    f"`{short(argv[index])}` opens the files named inside a file: only known when the line runs"
+                )
+            for access in accesses:
                 current = guards.get(access.index, 0)
                 if access.kind in programs.GUARDED and access.named > 0 and current >= 0:
                     guards[access.index] = max(current, access.named)
