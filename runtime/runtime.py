@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from loguru import logger
 
-from runtime.audit import AuditRecord, AuditWriter, JsonlSink, Sink, SqliteSink
+from runtime.audit import AuditWriter, JsonlSink, Sink, SqliteSink
 from runtime.audit.location import inside, store_path, workspace_dir
 from runtime.audit.location import own_paths as audit_paths
+from runtime.audit.record import call_item
 from runtime.audit.remote import ProcessSink
 from runtime.config.cache import CompileCache
 from runtime.config.compile import BuildResult, build_snapshot
@@ -277,11 +278,7 @@ class Runtime:
         audit = self.audit
         if audit is None:
             return
-        record = AuditRecord.from_result(
-            result, session=env.session, request_id=env.request_id, trace_id=env.trace_id, args=args
-        )
-        record.redactor = env.snapshot.redactor
-        audit.submit(record)
+        audit.submit(call_item(result, env.session, env.request_id, env.trace_id, args, env.snapshot.redactor))
 
     def protected_paths(self) -> list[Path]:
         """toolrt's own files and folders, which no tool of the agent may read or write:

@@ -67,10 +67,7 @@ def row_body(row: Sequence[Any]) -> bytes:
 def link_hash(prev_hash: str, seq: int, body: bytes) -> str:
     """The hash of the record at position ``seq`` whose body is ``body`` (UTF-8 JSON),
     following the record whose hash is ``prev_hash``."""
-    digest = hashlib.sha256(prev_hash.encode("ascii"))
-    digest.update(b"\n%d\n" % seq)
-    digest.update(body)
-    return digest.hexdigest()
+    return hashlib.sha256(b"%s\n%d\n%s" % (prev_hash.encode("ascii"), seq, body)).hexdigest()
 
 
 def chained_line(body: bytes, seq: int, prev_hash: str, digest: str) -> bytes:

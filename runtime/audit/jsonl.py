@@ -15,9 +15,11 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from runtime.audit.chain import GENESIS, Head, chained_line, head_line, head_path, link_hash, parse_head, parse_line
 from runtime.audit.record import AuditRecord, row_json
+from runtime.audit.rows import rows_of
 
 _BLOCK = 64 * 1024  # read backwards in blocks this size when looking for the last link
 _LONGEST_LINE = 16 * 1024 * 1024  # a longer "line" is no record of ours (none comes near)
@@ -44,11 +46,17 @@ class JsonlSink:
 
     def write_batch(self, records: Sequence[AuditRecord]) -> None:
         """Append one line per record, linked into the chain, with a single write; then fsync."""
-        if not records:
+        if records:
+            self.write_rows(rows_of(records))
+
+    def write_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Append rows made by :func:`~runtime.audit.rows.rows_of` (what :meth:`write_batch`
+        does after encoding its records): one line each, linked into the chain; then fsync."""
+        if not rows:
             return
         # "replace": a lone surrogate becomes "?" so that every line stays valid UTF-8.
         # The bodies are encoded before the lock is taken; only the hashing is under it.
-        bodies = [row_json(record.to_row()).encode("utf-8", "replace") for record in records]
+        bodies = [row_json(row).encode("utf-8", "replace") for row in rows]
         with self._guard:
             fd = self._locked_descriptor()
             try:

@@ -41,6 +41,7 @@ from loguru import logger
 
 from runtime.audit.chain import GENESIS, link_hash, row_body
 from runtime.audit.record import COLUMNS, AuditRecord, scrub_row
+from runtime.audit.rows import rows_of
 from runtime.audit.sinks import AuditStoreError
 from runtime.audit.spool import Spool
 
@@ -182,9 +183,15 @@ class PostgresSink:
         """Store ``records`` as one linked batch, or spool them to disk while the
         server is unreachable. Raises only for a batch PostgreSQL rejects (not for an
         outage, and not for a spool that is full: that is counted and logged)."""
-        if not records:
+        if records:
+            self.write_rows(rows_of(records))
+
+    def write_rows(self, stored: Sequence[tuple[Any, ...]]) -> None:
+        """Store rows made by :func:`~runtime.audit.rows.rows_of` (what :meth:`write_batch`
+        does after encoding its records), as :meth:`write_batch` does."""
+        if not stored:
             return
-        rows = [pg_row(record.to_row()) for record in records]
+        rows = [pg_row(row) for row in stored]
         batch_id = uuid.uuid4().hex
         with self._lock:
             if not self.spool.pending():

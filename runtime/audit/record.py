@@ -176,6 +176,16 @@ class AuditRecord:
                 setattr(record, key, value)
         return record
 
+    @classmethod
+    def from_call(cls, item: tuple[Any, ...]) -> AuditRecord:
+        """The record for a call item (:func:`call_item`), unresolved, as
+        :meth:`from_result` with a redactor would have made it."""
+        ts, session_id, user, request_id, trace_id, call_id, tool, args, status, code, metadata, redactor = item
+        record = cls(ts, session_id, user, request_id, trace_id, call_id, tool, None, args, None, None, status, code)
+        record.metadata = metadata
+        record.redactor = redactor
+        return record
+
     def resolve(self) -> AuditRecord:
         """Fill the fields still unset (None, or False for ``truncated``) from
         ``metadata``, then drop the reference to it. Returns self; does nothing
@@ -238,74 +248,134 @@ class AuditRecord:
                 self.metadata = None
                 if self.redactor is not None:  # arguments that could not be redacted are not stored
                     self.redactor, self.args = None, {"$unredactable": True}
-        row = (
-            self.ts,
-            self.session_id,
-            self.user,
-            self.request_id,
-            self.trace_id,
-            self.call_id,
-            self.tool,
-            self.tool_version,
-            encode_args(self.args),
-            self.decision,
-            self.rule,
-            self.status,
-            self.code,
-            self.duration_ms,
-            1 if self.truncated else 0,
-            self.artifact,
-            self.path,
-            self.hash_before,
-            self.hash_after,
-            self.snapshot,
-            self.staged,
-        )
-        # The writer thread shares the GIL with the calls, so the usual record (text or
-        # None in the text columns, non-zero finite floats in the two number columns)
-        # is passed through with a few type checks, not 20 coercions. Anything else
-        # takes the careful path, so that a row holds exactly what SQLite gives back
-        # (the chain hashes it, see runtime.audit.chain): an int in a text column would
-        # come back as text, an int ts as a float, -0.0 as 0.0; x - x == 0 fails for NaN
-        # and the infinities, which JSON cannot carry.
-        ts, duration = row[0], row[13]
-        if (
-            type(ts) is float
-            and ts - ts == 0
-            and ts != 0
-            and (duration is None or (type(duration) is float and duration - duration == 0 and duration != 0))
-            and _TEXT_TYPES.issuperset(map(type, row[1:13]))
-            and _TEXT_TYPES.issuperset(map(type, row[15:]))
-        ):
-            return row
-        return (
-            _number(self.ts) or 0.0,
-            _text(self.session_id),
-            _text(self.user),
-            _text(self.request_id),
-            _text(self.trace_id),
-            _text(self.call_id),
-            _text(self.tool),
-            _text(self.tool_version),
-            row[8],
-            _text(self.decision),
-            _text(self.rule),
-            _text(self.status),
-            _text(self.code),
-            _number(self.duration_ms),
-            row[14],
-            _artifact_id(self.artifact),
-            _text(self.path),
-            _hash(self.hash_before),
-            _hash(self.hash_after),
-            _text(self.snapshot),
-            _text(self.staged),
+        return finish_row(
+            (
+                self.ts,
+                self.session_id,
+                self.user,
+                self.request_id,
+                self.trace_id,
+                self.call_id,
+                self.tool,
+                self.tool_version,
+                encode_args(self.args),
+                self.decision,
+                self.rule,
+                self.status,
+                self.code,
+                self.duration_ms,
+                1 if self.truncated else 0,
+                self.artifact,
+                self.path,
+                self.hash_before,
+                self.hash_after,
+                self.snapshot,
+                self.staged,
+            )
         )
 
     def to_json(self) -> str:
         """One JSON object (no newline) with every column; ``args`` as a nested value.
         Never raises."""
         return row_json(self.to_row())
+
+
+def call_item(
+    result: ToolResult,
+    session: Session | str | None,
+    request_id: str | None,
+    trace_id: str | None,
+    args: Mapping[str, Any] | None,
+    redactor: Any,
+) -> tuple[Any, ...]:
+    """What the caller's thread hands the audit writer for one call: a plain tuple of
+    values it already holds (:data:`CALL_ITEM` order), about a tenth of what building an
+    :class:`AuditRecord` costs. The writer reads the metadata, redacts and encodes the
+    arguments later, exactly as :meth:`AuditRecord.from_result` with ``redactor`` would
+    (:meth:`AuditRecord.from_call`). ``args`` are held by reference: pass a mapping that
+    is not changed afterwards."""
+    if session is None or isinstance(session, str):
+        session_id, user = session, None
+    else:
+        session_id, user = session.id, session.user
+    # The metadata, not the result: a queued item must not keep the output alive.
+    return (
+        time.time(),
+        session_id,
+        user,
+        request_id,
+        trace_id,
+        result.call_id,
+        result.name,
+        args,
+        result.status,
+        result.code,
+        result.metadata,
+        redactor,
+    )
+
+
+#: The fields of a call item (:func:`call_item`), in order.
+CALL_ITEM: tuple[str, ...] = (
+    "ts",
+    "session_id",
+    "user",
+    "request_id",
+    "trace_id",
+    "call_id",
+    "tool",
+    "args",
+    "status",
+    "code",
+    "metadata",
+    "redactor",
+)
+
+
+def finish_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A row of field values (:data:`COLUMNS` order; ``args`` already JSON text,
+    ``truncated`` already 0/1) as it is stored. Never raises.
+
+    The writer thread shares the GIL with the calls, so the usual row (text or None in
+    the text columns, non-zero finite floats in the two number columns) is passed
+    through with a few type checks, not 20 coercions. Anything else takes the careful
+    path, so that a row holds exactly what SQLite gives back (the chain hashes it, see
+    runtime.audit.chain): an int in a text column would come back as text, an int ts as
+    a float, -0.0 as 0.0; x - x == 0 fails for NaN and the infinities, which JSON
+    cannot carry."""
+    ts, duration = row[0], row[13]
+    if (
+        type(ts) is float
+        and ts - ts == 0
+        and ts != 0
+        and (duration is None or (type(duration) is float and duration - duration == 0 and duration != 0))
+        and _TEXT_TYPES.issuperset(map(type, row[1:13]))
+        and _TEXT_TYPES.issuperset(map(type, row[15:]))
+    ):
+        return row
+    return (
+        _number(ts) or 0.0,
+        _text(row[1]),
+        _text(row[2]),
+        _text(row[3]),
+        _text(row[4]),
+        _text(row[5]),
+        _text(row[6]),
+        _text(row[7]),
+        row[8],
+        _text(row[9]),
+        _text(row[10]),
+        _text(row[11]),
+        _text(row[12]),
+        _number(duration),
+        row[14],
+        _artifact_id(row[15]),
+        _text(row[16]),
+        _hash(row[17]),
+        _hash(row[18]),
+        _text(row[19]),
+        _text(row[20]),
+    )
 
 
 def row_json(row: Sequence[Any]) -> str:

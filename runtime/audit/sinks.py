@@ -21,6 +21,7 @@ audit log is still a record of what an agent did.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import random
 import sqlite3
@@ -36,6 +37,7 @@ from loguru import logger
 from runtime.audit.chain import GENESIS, link_hash, row_body
 from runtime.audit.jsonl import JsonlSink
 from runtime.audit.record import COLUMNS, AuditRecord, scrub_row
+from runtime.audit.rows import rows_of
 from runtime.errors import ToolrtError
 
 #: The layout version this module writes, kept in ``PRAGMA user_version``. Version 2
@@ -302,21 +304,27 @@ class SqliteSink:
         The bodies (:func:`~runtime.audit.chain.row_body`) are encoded before the lock
         is taken; only the hashing is done under it.
         """
-        if not records:
+        if records:
+            self.write_rows(rows_of(records))
+
+    def write_rows(self, rows: Sequence[tuple[object, ...]]) -> None:
+        """Insert rows made by :func:`~runtime.audit.rows.rows_of` (what :meth:`write_batch`
+        does after encoding its records), all or none, each linked to the one before."""
+        if not rows:
             return
-        rows = [record.to_row() for record in records]  # encode once, outside the retries
         with self._guard:
             conn = self._connection()
             try:
                 try:
-                    bodies = [row_body(row) for row in rows]
-                    self._retry(lambda: self._insert_linked(conn, rows, bodies))
+                    batch = list(rows)
+                    bodies = [row_body(row) for row in batch]
+                    self._retry(lambda: self._insert_linked(conn, batch, bodies))
                 except (UnicodeEncodeError, OverflowError, sqlite3.InterfaceError):
                     # One value SQLite cannot bind (a lone surrogate, a huge int) must
                     # not cost the whole batch: scrub every row and insert again.
-                    rows = [scrub_row(row) for row in rows]
-                    bodies = [row_body(row) for row in rows]
-                    self._retry(lambda: self._insert_linked(conn, rows, bodies))
+                    batch = [scrub_row(row) for row in rows]
+                    bodies = [row_body(row) for row in batch]
+                    self._retry(lambda: self._insert_linked(conn, batch, bodies))
             except BaseException:
                 # Start the writer's retry on a fresh connection, in case this one
                 # is what broke (I/O error, file replaced underneath).
@@ -372,7 +380,7 @@ class SqliteSink:
         while start < len(rows):
             size = 1 << min(step, len(rows) - start).bit_length() - 1
             chunk = rows[start : start + size]
-            conn.execute(_INSERT_HEAD + ", ".join([_ROW_MARKS] * size), [value for row in chunk for value in row])
+            conn.execute(_INSERT_HEAD + ", ".join([_ROW_MARKS] * size), list(itertools.chain.from_iterable(chunk)))
             start += size
 
     def _rows_per_statement(self, conn: sqlite3.Connection) -> int:

@@ -17,11 +17,13 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from loguru import logger
 
 from runtime.audit.record import AuditRecord
+from runtime.audit.rows import rows_of
 from runtime.audit.sinks import Sink
 
 # At most one warning per this many seconds about failing writes (the rest are counted
@@ -87,7 +89,7 @@ class AuditWriter:
         self.flush_interval_s = flush_interval_s
         self.max_queue = max_queue
         self.retry_delay_s = retry_delay_s
-        self._queue: deque[AuditRecord] = deque()
+        self._queue: deque[AuditRecord | tuple[Any, ...]] = deque()
         # submit() looks further only from this length on: a full batch is waiting,
         # or the queue is at its bound (when max_queue is below batch_size).
         self._check_at = min(batch_size, max_queue)
@@ -115,11 +117,14 @@ class AuditWriter:
 
     # -- the caller's side ------------------------------------------------------
 
-    def submit(self, record: AuditRecord) -> None:
+    def submit(self, record: AuditRecord | tuple[Any, ...]) -> None:
         """Queue ``record`` for writing. Never blocks, never raises, does no I/O.
 
-        Costs one deque append and a length check; see the class docstring for
-        what happens when the queue is full.
+        ``record`` is an :class:`AuditRecord` or a call item
+        (:func:`~runtime.audit.record.call_item`, what the Runtime hands over: a tuple
+        of values the call already holds, cheaper to make than a record). Costs one
+        deque append and a length check; see the class docstring for what happens
+        when the queue is full.
         """
         queue = self._queue
         queue.append(record)
@@ -273,9 +278,10 @@ class AuditWriter:
                 self._done = position
                 self._done_cond.notify_all()
 
-    def _write(self, batch: list[AuditRecord]) -> None:
+    def _write(self, batch: list[AuditRecord | tuple[Any, ...]]) -> None:
+        write = self._store_for(batch)
         try:
-            self.sink.write_batch(batch)
+            write()
         except Exception as err:  # noqa: BLE001 - a sink error must never reach a caller or end the thread
             self._failed_batches += 1
             self._last_error = f"{type(err).__name__}: {err}"
@@ -287,7 +293,7 @@ class AuditWriter:
             return
         time.sleep(self.retry_delay_s)
         try:
-            self.sink.write_batch(batch)
+            write()
         except Exception as err:  # noqa: BLE001
             self._failed_batches += 1
             self._last_error = f"{type(err).__name__}: {err}"
@@ -298,6 +304,18 @@ class AuditWriter:
             )
         else:
             self._written += len(batch)
+
+    def _store_for(self, batch: list[AuditRecord | tuple[Any, ...]]) -> Callable[[], None]:
+        """How to store ``batch`` (the same work for the write and its retry): as rows
+        made once for the whole batch (:func:`~runtime.audit.rows.rows_of`) when the
+        sink takes rows, else as records (call items made into records)."""
+        sink = self.sink
+        write_rows = getattr(sink, "write_rows", None)
+        if write_rows is not None:
+            rows = rows_of(batch)
+            return lambda: write_rows(rows)
+        records = [AuditRecord.from_call(item) if type(item) is tuple else item for item in batch]
+        return lambda: sink.write_batch(records)  # type: ignore[arg-type]
 
     def _warn(self, message: str) -> None:
         """Log ``message`` unless a warning went out less than LOG_EVERY_S ago (then count it)."""
