@@ -103,3 +103,43 @@ def write_then_wait_for_kill(path: str, flushed: Any, count: int) -> None:
         index += 1
         if index % 50 == 0:
             time.sleep(0.0005)
+
+
+def call(index: int = 0, *, session: str = "s1", args: Any = None, redactor: Any = None) -> tuple[Any, ...]:
+    """A call item (what the Runtime hands the writer) whose call_id carries ``index``."""
+    from runtime.audit.record import call_item
+    from runtime.records import ToolResult
+
+    metadata = {"decision": "allow", "status": "ok", "timings_ms": {"total_ms": 0.05}, "snapshot": "v1"}
+    result = ToolResult(call_id=f"call-{index}", name="file_read", content="ok", metadata=metadata)
+    return call_item(result, session, f"req-{index}", None, {"index": index} if args is None else args, redactor)
+
+
+def token_redactor() -> Any:
+    """A redactor hiding GitHub-style tokens (``ghp_`` and 36 characters)."""
+    from runtime.regex import compile_re2
+    from runtime.shaping.redact import Redactor
+    from runtime.snapshot import CompiledPattern, CompiledRedaction
+
+    pattern = CompiledPattern("token", compile_re2(r"ghp_[A-Za-z0-9]{36}"), "[REDACTED:token]", None)
+    return Redactor((CompiledRedaction("tokens", (pattern,), None, "password|api_key"),))
+
+
+def submit_calls_then_wait_for_kill(path: str, flushed: Any, count: int) -> None:
+    """Child process: submit ``count`` call items (some holding a secret) and flush, say so,
+    then keep submitting until killed."""
+    redactor = token_redactor()
+    secret = "ghp_" + "a1B2" * 9
+    writer = AuditWriter(SqliteSink(path), batch_size=64, flush_interval_s=0.001)
+    for index in range(count):
+        args = {"note": secret if index % 10 == 0 else f"plain {index}", "index": index}
+        writer.submit(call(index, session="before-kill", args=args, redactor=redactor))
+    if not writer.flush(timeout=30):
+        raise SystemExit(3)
+    flushed.set()
+    index = count
+    while True:  # batches are being made and committed when the kill lands
+        writer.submit(call(index, session="after-flush", args={"note": secret, "index": index}, redactor=redactor))
+        index += 1
+        if index % 50 == 0:
+            time.sleep(0.0005)
