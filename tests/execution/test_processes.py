@@ -25,6 +25,9 @@ TREE = (
     "(trap '' TERM; sleep 30) & echo ready; sleep 30"
 )
 TREE_PROCESSES = 6  # the shell and five sleeps (the subshells exec or exit)
+# Limits tried in turn by tests that need the command to reach a point before the limit
+# fires: the first suits an idle machine, the later ones a loaded one.
+SCALED_LIMITS = (0.4, 1.6, 6.4)
 
 
 def marker() -> str:
@@ -68,60 +71,99 @@ async def test_stdin_is_closed_so_reading_returns_at_once() -> None:
 
 
 async def test_total_timeout_stops_every_process_of_the_tree() -> None:
-    mark = marker()
-    async with Watcher(mark) as watcher:
-        result, output = await run(TREE, mark, total_s=0.4)
-    left, _ = await settle(watcher, 10.0)
-    kill_all(left)
-    assert result.timed_out == "total" and result.exit_code is None
-    assert "ready" in output
-    assert len(watcher.seen) >= TREE_PROCESSES, "the tree did not start: the test proves nothing"
-    assert left == set()
+    # The limit must fire once the whole tree is up (it prints "ready" last). On a loaded
+    # machine 0.4 s may not be enough to start it: that run proves nothing about stopping
+    # the tree (it must still leave nothing behind), so it is run again with a longer one.
+    for total_s in SCALED_LIMITS:
+        mark = marker()
+        async with Watcher(mark) as watcher:
+            result, output = await run(TREE, mark, total_s=total_s)
+        left, _ = await settle(watcher, 10.0)
+        kill_all(left)
+        assert result.timed_out == "total" and result.exit_code is None
+        assert left == set()
+        if "ready" in output and len(watcher.seen) >= TREE_PROCESSES:
+            return
+    raise AssertionError("the tree did not start before a total limit of 6.4 s: the test proves nothing")
 
 
 async def test_idle_timeout_fires_after_output_stops_and_stops_the_tree() -> None:
-    mark = marker()
-    # Ticks 0.25 s apart for 1.25 s under an idle limit of 1 s (four times the gap, so a
-    # loaded machine does not open a gap that long), then silence.
-    script = "sleep 30 & setsid sleep 30 & for i in 1 2 3 4 5 6; do echo tick $i; sleep 0.25; done; sleep 30"
-    started = time.monotonic()
-    async with Watcher(mark) as watcher:
-        result, output = await run(script, mark, total_s=25.0, idle_s=1.0)
-    elapsed = time.monotonic() - started
-    left, _ = await settle(watcher, 10.0)
-    kill_all(left)
-    assert result.timed_out == "idle"
-    assert output.count("tick") == 6  # output kept pushing the idle deadline forward
-    assert elapsed >= 2.25  # ticks until ~1.25 s, then 1 s of silence; never earlier
-    assert left == set()
+    # Ticks 0.25 s apart for 1.25 s under an idle limit of four times the gap, then
+    # silence. A machine so loaded that it opens a gap as long as the limit between two
+    # ticks fires the limit early: that run is repeated with the gap and limit scaled up.
+    for scale in (1, 4):
+        gap_s, idle_s = 0.25 * scale, 1.0 * scale
+        mark = marker()
+        ticks = f"for i in 1 2 3 4 5 6; do echo tick $i; sleep {gap_s}; done"
+        script = f"sleep 60 & setsid sleep 60 & {ticks}; sleep 60"
+        started = time.monotonic()
+        async with Watcher(mark) as watcher:
+            result, output = await run(script, mark, total_s=50.0 * scale, idle_s=idle_s)
+        elapsed = time.monotonic() - started
+        left, _ = await settle(watcher, 10.0)
+        kill_all(left)
+        assert result.timed_out == "idle"
+        assert left == set()
+        if output.count("tick") == 6:  # output kept pushing the idle deadline forward
+            assert elapsed >= 5 * gap_s + idle_s  # the ticks' sleeps, then the silence; never earlier
+            return
+    raise AssertionError(f"the idle limit fired while output was still coming: {output!r}")
 
 
 async def test_steady_output_keeps_a_long_command_under_a_short_idle_limit_alive() -> None:
-    result, output = await run(
-        "for i in 1 2 3 4 5 6 7 8; do echo $i; sleep 0.25; done", marker(), total_s=30.0, idle_s=1.0
-    )
-    assert result.timed_out is None and result.exit_code == 0
-    assert output.split() == [str(i) for i in range(1, 9)]
+    # Eight lines a quarter of the limit apart: the command runs twice as long as the idle
+    # limit. A loaded machine that opens a gap as long as the limit gets a second run
+    # with the gap and limit scaled up; a limit that output does not push forward fails both.
+    outcomes = []
+    for scale in (1, 4):
+        result, output = await run(
+            f"for i in 1 2 3 4 5 6 7 8; do echo $i; sleep {0.25 * scale}; done",
+            marker(),
+            total_s=30.0 * scale,
+            idle_s=1.0 * scale,
+        )
+        if result.timed_out is None:
+            assert result.exit_code == 0
+            assert output.split() == [str(i) for i in range(1, 9)]
+            return
+        outcomes.append((result.timed_out, output))
+    raise AssertionError(f"steady output did not keep the command alive: {outcomes}")
 
 
 async def test_total_limit_wins_over_an_idle_limit_kept_alive_by_output() -> None:
-    result, _ = await run("while true; do echo x; sleep 0.05; done", marker(), total_s=1.5, idle_s=1.0)
-    assert result.timed_out == "total"
+    # Output every 0.05 s keeps the idle limit from firing; the total limit, later than
+    # the idle one, must. A loaded machine that opens a gap as long as the idle limit
+    # gets a second run with both limits scaled up.
+    outcomes = []
+    for scale in (1, 4):
+        result, _ = await run(
+            "while true; do echo x; sleep 0.05; done", marker(), total_s=1.5 * scale, idle_s=1.0 * scale
+        )
+        if result.timed_out == "total":
+            return
+        outcomes.append(result.timed_out)
+    raise AssertionError(f"the total limit did not fire: {outcomes}")
 
 
 async def test_a_sigterm_ignoring_leader_is_killed_after_the_grace_period() -> None:
-    mark = marker()
-    started = time.monotonic()
-    async with Watcher(mark) as watcher:
-        result, _ = await run(
-            "trap '' TERM; echo ready; while true; do sleep 0.05; done", mark, total_s=0.3, grace_s=0.3
-        )
-    elapsed = time.monotonic() - started
-    left, _ = await settle(watcher, 10.0)
-    kill_all(left)
-    assert result.timed_out == "total"
-    assert elapsed >= 0.55  # 0.3 s run + 0.3 s grace before SIGKILL, never sooner
-    assert left == set()
+    # The trap must be set before the limit fires ("ready" shows it is); on a loaded
+    # machine 0.3 s may not be enough, and the run is repeated with a longer limit.
+    for total_s in SCALED_LIMITS:
+        mark = marker()
+        started = time.monotonic()
+        async with Watcher(mark) as watcher:
+            result, output = await run(
+                "trap '' TERM; echo ready; while true; do sleep 0.05; done", mark, total_s=total_s, grace_s=0.3
+            )
+        elapsed = time.monotonic() - started
+        left, _ = await settle(watcher, 10.0)
+        kill_all(left)
+        assert result.timed_out == "total"
+        assert left == set()
+        if "ready" in output:
+            assert elapsed >= total_s + 0.25  # the run + 0.3 s grace before SIGKILL, never sooner
+            return
+    raise AssertionError("the shell never set its trap before a total limit of 6.4 s")
 
 
 async def test_a_background_child_left_holding_the_output_pipe_is_stopped_after_the_command_exits() -> None:
@@ -141,8 +183,11 @@ async def test_a_background_child_left_holding_the_output_pipe_is_stopped_after_
 async def test_cancelling_the_awaiting_task_stops_the_tree_and_propagates() -> None:
     mark = marker()
     async with Watcher(mark) as watcher:
-        task = asyncio.ensure_future(run(TREE, mark, total_s=10.0))
-        await asyncio.sleep(0.3)
+        task = asyncio.ensure_future(run(TREE, mark, total_s=60.0))
+        # Cancel once the whole tree is up, however long a loaded machine takes to start it.
+        deadline = time.monotonic() + 30.0
+        while len(watcher.seen) < TREE_PROCESSES and not task.done() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
