@@ -29,12 +29,13 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
+from hashlib import sha256
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from loguru import logger
 
-from runtime.audit.chain import GENESIS, link_hash, row_body
+from runtime.audit.chain import GENESIS, row_body
 from runtime.audit.jsonl import JsonlSink
 from runtime.audit.record import COLUMNS, AuditRecord, scrub_row
 from runtime.audit.rows import rows_of
@@ -98,6 +99,7 @@ CREATE TABLE IF NOT EXISTS chain_head (
 _LINKED_COLUMNS = (*COLUMNS, "seq", "prev_hash", "hash")
 _INSERT_HEAD = f"INSERT INTO calls ({', '.join(_LINKED_COLUMNS)}) VALUES "
 _ROW_MARKS = f"({', '.join('?' for _ in _LINKED_COLUMNS)})"
+_flat = itertools.chain.from_iterable
 #: Rows per INSERT statement (fewer when the SQLite build allows fewer parameters).
 ROWS_PER_STATEMENT = 256
 
@@ -335,13 +337,13 @@ class SqliteSink:
         conn.execute("BEGIN IMMEDIATE")
         try:
             seq, prev = self._head(conn)
-            linked = []
-            for row, body in zip(rows, bodies, strict=True):
+            links = []
+            for body in bodies:  # link_hash, inlined: this loop runs once per record
                 seq += 1
-                digest = link_hash(prev, seq, body)
-                linked.append((*row, seq, prev, digest))
+                digest = sha256(b"%s\n%d\n%s" % (prev.encode("ascii"), seq, body)).hexdigest()
+                links.append((seq, prev, digest))
                 prev = digest
-            self._insert(conn, linked)
+            self._insert(conn, rows, links)
             conn.execute("UPDATE chain_head SET seq = ?, hash = ? WHERE id = 1", (seq, prev))
             conn.execute("COMMIT")
         except BaseException:
@@ -367,7 +369,9 @@ class SqliteSink:
         conn.execute("INSERT INTO chain_head (id, seq, hash, before) VALUES (1, ?, ?, NULL)", (seq, prev))
         return seq, prev
 
-    def _insert(self, conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
+    def _insert(
+        self, conn: sqlite3.Connection, rows: list[tuple[object, ...]], links: list[tuple[int, str, str]]
+    ) -> None:
         # Multi-row INSERTs rather than executemany: the sqlite3 module lets go of the
         # GIL around every statement step and must win it back from the calls'
         # thread each time, so one step per row would slow the calls down and the
@@ -379,8 +383,10 @@ class SqliteSink:
         start = 0
         while start < len(rows):
             size = 1 << min(step, len(rows) - start).bit_length() - 1
-            chunk = rows[start : start + size]
-            conn.execute(_INSERT_HEAD + ", ".join([_ROW_MARKS] * size), list(itertools.chain.from_iterable(chunk)))
+            # Each row's values, then its link's: flattened in C, with no joined tuple per record.
+            pairs = zip(rows[start : start + size], links[start : start + size], strict=True)
+            values = list(_flat(_flat(pairs)))
+            conn.execute(_INSERT_HEAD + ", ".join([_ROW_MARKS] * size), values)
             start += size
 
     def _rows_per_statement(self, conn: sqlite3.Connection) -> int:
