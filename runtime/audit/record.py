@@ -1,11 +1,14 @@
 """One audit record per tool call, and how its arguments become JSON.
 
-An :class:`AuditRecord` is built on the caller's thread for every call, so it is a
-plain slots dataclass holding references only: nothing is copied, encoded or
-checked when it is made, and :meth:`AuditRecord.from_result` does not even read
-the result's metadata. Everything that costs (reading the metadata, JSON encoding
-of the arguments, coercing odd values to text) happens later in the writer
-thread, through :meth:`AuditRecord.to_row` / :meth:`AuditRecord.to_json`.
+The Runtime hands the writer a call item (:func:`call_item`: a plain tuple of values
+the call already holds), the cheapest thing to make on the caller's thread; the
+writer makes a batch of them into rows at once (:mod:`runtime.audit.rows`). An
+:class:`AuditRecord` is what an application builds to record a call of its own: a
+plain slots dataclass holding references only, so nothing is copied, encoded or
+checked when it is made, and :meth:`AuditRecord.from_result` does not even read the
+result's metadata. Everything that costs (reading the metadata, JSON encoding of the
+arguments, coercing odd values to text) happens later in the writer thread, through
+:meth:`AuditRecord.to_row` / :meth:`AuditRecord.to_json`.
 """
 
 from __future__ import annotations

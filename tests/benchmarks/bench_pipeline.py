@@ -262,6 +262,7 @@ class Background:
         self._clock = time.pthread_getcpuclockid(thread_ident) if thread_ident is not None else None
         self.child = child
         self.child_cpu_total = 0.0
+        self.cpu_total = 0.0  # the thread's CPU charged to the contender's timed calls
 
     def cpu(self) -> float:
         return time.clock_gettime(self._clock) if self._clock is not None else 0.0
@@ -302,6 +303,7 @@ async def interleaved(
             taken = await time_async_raw(fn, max(n // rounds, 20))
             if thread is not None:
                 thread.drain()
+                thread.cpu_total += thread.cpu() - used
                 share = (thread.cpu() - used) / len(taken)
                 taken = [sample + share for sample in taken]
                 thread.child_cpu_total += thread.child_cpu() - child_used
@@ -514,6 +516,9 @@ async def per_call(config: Path, workspace: Path, label: str, n: int) -> dict[st
     }
     try:
         per = await interleaved(contenders, n, background=background)
+        if FAST_ON in background:
+            writer_us = background[FAST_ON].cpu_total / len(per[FAST_ON]) * 1e6
+            print(f"(the audit writer thread's CPU, included in the audit SQLite row: {writer_us:.1f} us a call)")
         if FAST_PROCESS in background:
             child_us = background[FAST_PROCESS].child_cpu_total / len(per[FAST_PROCESS]) * 1e6
             print(f"(the writer child's own CPU, on another core: {child_us:.1f} us a call)")
