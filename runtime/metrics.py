@@ -33,8 +33,9 @@ from __future__ import annotations
 import bisect
 import math
 import threading
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
+from operator import itemgetter, methodcaller
 from typing import TYPE_CHECKING, Any
 
 from runtime.metricnames import SCALARS, STAGED, WORKFLOW_COUNTERS
@@ -106,6 +107,33 @@ class _Stage:
         self.count = 0
         self.total = 0.0
         self.buckets = [0] * (len(_BOUNDS_MS) + 1)  # per bucket (not cumulative); the last is +Inf
+
+
+_LABELS = itemgetter(slice(0, 8))  # a queued call's labels (see Metrics.record_call)
+_REDACTIONS = itemgetter(9)
+
+
+_KEYS = methodcaller("keys")
+
+
+def _observe(buckets: list[int], values: Sequence[float]) -> float:
+    """Count ``values`` into per-bucket ``buckets`` (each where ``bisect_left`` over the
+    bounds places it) and return their sum."""
+    added = sum(values)
+    if len(values) < 8 or added != added:  # few, or a NaN among them (no order to count by)
+        for value in values:
+            buckets[bisect.bisect_left(_BOUNDS_MS, value)] += 1
+        return added
+    ordered = sorted(values)
+    below = 0
+    for position, bound in enumerate(_BOUNDS_MS):
+        upto = bisect.bisect_right(
+            ordered, bound
+        )  # values <= bound: bisect_left over the bounds puts them here or lower
+        buckets[position] += upto - below
+        below = upto
+    buckets[-1] += len(ordered) - below
+    return added
 
 
 def _histogram(buckets: list[int], total_ms: float, count: int) -> dict[str, Any]:
@@ -184,7 +212,8 @@ class Metrics:
         first, so readers never see a call missing.
         """
         pending = self._pending
-        pending.append((tool, status, timings_ms, decision, code, truncated, redactions, retries, version, staged))
+        # The labels first (one slice of them is what _fold counts), then what is summed.
+        pending.append((tool, status, decision, code, truncated, retries, version, staged, timings_ms, redactions))
         if len(pending) >= FOLD_AT and self._lock.acquire(
             blocking=False
         ):  # a reader folding right now: the next call will
@@ -196,65 +225,104 @@ class Metrics:
             observer(timings_ms)
 
     def _fold(self) -> None:
-        """Count every queued call (and workflow run). Called with the lock held."""
+        """Count every queued call (and workflow run). Called with the lock held.
+
+        Counted by column, not call by call: calls with the same labels (almost all
+        of them) are grouped and counted once per group, each stage's latencies are
+        taken as one list, so most of the work runs in C whatever the batch size."""
         if self._workflow_pending:
             self._fold_workflows()
         pending = self._pending
+        if not pending:
+            return
+        popleft = pending.popleft
+        batch = [popleft() for _ in range(len(pending))]  # others may append meanwhile: they wait for the next fold
+        try:
+            grouped = Counter(map(_LABELS, batch))
+        except TypeError:  # a label that cannot be grouped (not hashable): call by call
+            grouped = Counter()
+            for entry in batch:
+                self._count_labels(entry[:8], 1)
+        for labels, n in grouped.items():
+            self._count_labels(labels, n)
+        redactions: dict[str, int] = {}
+        for found in filter(None, map(_REDACTIONS, batch)):
+            for kind, times in found.items():
+                redactions[kind] = redactions.get(kind, 0) + times
         counts = self._counts
+        for kind, times in redactions.items():
+            counts[("redactions", kind)] += times
+        timings = [entry[8] for entry in batch if entry[8]]
+        if timings:
+            self._fold_timings(batch, timings)
+
+    def _count_labels(self, labels: tuple[Any, ...], n: int) -> None:
+        """Count ``n`` calls with the same ``labels`` (see record_call)."""
+        tool, status, decision, code, truncated, retries, version, staged = labels
+        counts = self._counts
+        counts[("calls", tool, status)] += n
+        if version:  # the version that served it (a pin, a canary or the default)
+            counts[("versions", tool, version, status)] += n
+        # A write that timed out ends with status "unknown" (its effect is unknown) and
+        # code "timeout": it is a timeout all the same.
+        if status == "timeout" or code == "timeout":
+            counts[_TIMEOUTS] += n
+        if decision is not None:
+            counts[("decisions", decision)] += n
+        if code is not None:
+            if code == "quota_exceeded":
+                counts[_QUOTA_TRIPS] += n
+            elif code == "circuit_open":
+                counts[_BREAKER_TRIPS] += n
+        if staged:
+            for rule, effect, enforce in staged:
+                counts[("staged", rule, effect, enforce)] += n
+        if truncated:
+            counts[_TRUNCATIONS] += n
+        if retries:
+            counts[_RETRIES] += retries * n
+
+    def _fold_timings(self, batch: list[tuple[Any, ...]], timings: list[Mapping[str, float]]) -> None:
+        """Each ``<stage>_ms`` timing of the batch as a stage sample, and each call's
+        ``total_ms`` in its tool's histogram."""
+        keys = tuple(timings[0])
+        if len(keys) > 1 and all(map(timings[0].keys().__eq__, map(_KEYS, timings))):
+            # The usual batch: every call timed the same stages. One column per key, in C.
+            columns = dict(zip(keys, zip(*map(itemgetter(*keys), timings), strict=True), strict=True))
+        else:
+            columns = {key: tuple(map(methodcaller("get", key), timings)) for key in set().union(*timings)}
         stages = self._stages
-        tools = self._tools
-        bounds = _BOUNDS_MS
-        while pending:
-            tool, status, timings_ms, decision, code, truncated, redactions, retries, version, staged = (
-                pending.popleft()
-            )
-            counts[("calls", tool, status)] += 1
-            if version:  # the version that served it (a pin, a canary or the default)
-                counts[("versions", tool, version, status)] += 1
-            # A write that timed out ends with status "unknown" (its effect is unknown) and
-            # code "timeout": it is a timeout all the same.
-            if status == "timeout" or code == "timeout":
-                counts[_TIMEOUTS] += 1
-            if decision is not None:
-                counts[("decisions", decision)] += 1
-            if code is not None:
-                if code == "quota_exceeded":
-                    counts[_QUOTA_TRIPS] += 1
-                elif code == "circuit_open":
-                    counts[_BREAKER_TRIPS] += 1
-            if staged:
-                for rule, effect, enforce in staged:
-                    counts[("staged", rule, effect, enforce)] += 1
-            if truncated:
-                counts[_TRUNCATIONS] += 1
-            if retries:
-                counts[_RETRIES] += retries
-            if redactions:
-                for kind, n in redactions.items():
-                    counts[("redactions", kind)] += n
-            if timings_ms:
-                for key, value in timings_ms.items():
-                    stage = stages.get(key)
-                    if stage is None:
-                        if key in stages or value is None:
-                            continue
-                        stage = self._new_stage(key)
-                        if stage is None:
-                            continue
-                    elif value is None:
-                        continue
-                    stage.samples.append(value)
-                    stage.count += 1
-                    stage.total += value
-                    stage.buckets[bisect.bisect_left(bounds, value)] += 1
-                total = timings_ms.get("total_ms")
-                if total is not None:
-                    per_tool = tools.get(tool)
-                    if per_tool is None:
-                        per_tool = tools[tool] = [[0] * (len(bounds) + 1), 0.0, 0]
-                    per_tool[0][bisect.bisect_left(bounds, total)] += 1
-                    per_tool[1] += total
-                    per_tool[2] += 1
+        for key, column in columns.items():
+            stage = stages.get(key)
+            if stage is None and key in stages:
+                continue  # not a stage timing
+            values = [value for value in column if value is not None] if None in column else column
+            if not values:
+                continue
+            if stage is None:
+                stage = self._new_stage(key)  # at its first sample
+                if stage is None:
+                    continue
+            stage.samples.extend(values)
+            stage.total += _observe(stage.buckets, values)
+            stage.count += len(values)
+        names = {entry[0] for entry in batch if entry[8]}
+        totals_of = columns.get("total_ms")
+        if totals_of is None:
+            return
+        for name in names:
+            if len(names) == 1:
+                totals = [total for total in totals_of if total is not None] if None in totals_of else totals_of
+            else:
+                totals = [entry[8].get("total_ms") for entry in batch if entry[0] == name and entry[8]]
+                totals = [total for total in totals if total is not None]
+            if not totals:
+                continue
+            per_tool = self._tools.get(name)
+            if per_tool is None:
+                per_tool = self._tools[name] = [[0] * (len(_BOUNDS_MS) + 1), 0.0, 0]
+            per_tool[1] += _observe(per_tool[0], totals)
+            per_tool[2] += len(totals)
 
     def _new_stage(self, key: str) -> _Stage | None:
         """The stage timed by ``key`` (None if it is not a ``<stage>_ms`` key), made once."""

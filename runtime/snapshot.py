@@ -170,6 +170,8 @@ class WhenPlan:
     quick: (
         tuple[tuple[CompiledPolicyRule, ...], tuple[CompiledPolicyRule, ...], tuple[CompiledPolicyRule, ...]] | None
     ) = None
+    #: ``quick`` laid out as steps (runtime.policy.quickwalk.QuickWalk), the per-call walk.
+    walk: Any = None
 
 
 @dataclass(frozen=True, slots=True)

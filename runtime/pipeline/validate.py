@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -28,7 +30,7 @@ def validate(bound: BoundCall, session: Session, snapshot: Snapshot) -> Validate
             Stage.validate,
             f"Arguments for `{tool.name}` could not be read: {call.parse_error or 'missing'}.",
         )
-    too_deep, huge = scan_arguments(args, MAX_DEPTH)
+    too_deep, huge, plain = scan(args, MAX_DEPTH)
     if too_deep:
         # Checked before any validator recurses into them (calls built by the app
         # itself do not pass through the provider adapters' checks).
@@ -65,13 +67,16 @@ def validate(bound: BoundCall, session: Session, snapshot: Snapshot) -> Validate
     filled: Mapping[str, Any] = MappingProxyType({**tool.defaults, **args}) if tool.defaults else args
     validated = ValidatedCall(call, tool, filled)
     if tool.rules:
-        failure = _check_rules(validated, session, snapshot)
+        # Schema defaults are the config's values, not checked here: plain only without them.
+        failure = _check_rules(validated, session, snapshot, plain and not tool.defaults)
         if failure is not None:
             return failure
     return validated
 
 
-def _check_rules(validated: ValidatedCall, session: Session, snapshot: Snapshot) -> ToolResult | None:
+def _check_rules(
+    validated: ValidatedCall, session: Session, snapshot: Snapshot, args_plain: bool = False
+) -> ToolResult | None:
     call, tool, args = validated.call, validated.tool, validated.args
     activation = None
     for rule in tool.rules:
@@ -82,7 +87,7 @@ def _check_rules(validated: ValidatedCall, session: Session, snapshot: Snapshot)
             outcome = _FALSE
         else:
             if activation is None:
-                activation = _activation(validated, session, snapshot)
+                activation = _activation(validated, session, snapshot, args_plain)
             outcome = rule.program.evaluate(activation)
         if outcome.is_true:
             continue
@@ -103,7 +108,7 @@ def _check_rules(validated: ValidatedCall, session: Session, snapshot: Snapshot)
     return None
 
 
-def _activation(validated: ValidatedCall, session: Session, snapshot: Snapshot) -> Any:
+def _activation(validated: ValidatedCall, session: Session, snapshot: Snapshot, args_plain: bool) -> Any:
     """The call's CEL activation. For a tool without a command line it is built with
     everything the policy conditions read too and kept in ``validated`` for stage 04
     (see runtime.policy.celdata); a command-line tool's conditions also read the placed
@@ -111,7 +116,7 @@ def _activation(validated: ValidatedCall, session: Session, snapshot: Snapshot) 
     of a rule's cost)."""
     call, tool, args = validated.call, validated.tool, validated.args
     if not tool.spec.command_line:
-        validated.activation = call_activation(snapshot.cel_engine, call, tool, args, session)
+        validated.activation = call_activation(snapshot.cel_engine, call, tool, args, session, args_plain=args_plain)
         return validated.activation
     return get_engine(snapshot.cel_engine).activation(
         cel_data(call, tool, args, session, tool.rule_variables), RULE_VARIABLES
@@ -123,39 +128,64 @@ _INT64 = (-(2**63), 2**63 - 1)  # what both CEL engines read as an int
 
 
 def scan_arguments(args: Mapping[str, Any], limit: int) -> tuple[bool, bool]:
-    """(nests deeper than ``limit``, holds an integer beyond 64 bits), without recursion.
+    """(nests deeper than ``limit``, holds an integer beyond 64 bits), without recursion."""
+    too_deep, huge, _plain = scan(args, limit)
+    return too_deep, huge
+
+
+def scan(args: Mapping[str, Any], limit: int) -> tuple[bool, bool, bool]:
+    """(nests deeper than ``limit``, holds an integer beyond 64 bits, is plain JSON data:
+    dicts with string keys, lists, strings, booleans, floats, None and 64-bit ints only,
+    each of exactly those types, as the CEL closures require), without recursion.
 
     Runs on every call, so it tests exact types first (an ABC ``isinstance`` costs
     ten times more) and only walks into containers."""
     low, high = _INT64
     huge = False
+    plain = type(args) is dict and all(map(_IS_STR, map(type, args)))
     stack: list[tuple[Any, int]] = []
     children = args.values() if isinstance(args, dict) else _children(args)
     for value in children:
         kind = type(value)
         if kind is int:
             huge = huge or not low <= value <= high
-        elif kind is dict or kind is list or kind is tuple:
+        elif kind is dict or kind is list:
             stack.append((value, 2))
-        elif (
-            kind is not str
-            and kind is not bool
-            and kind is not float
-            and value is not None
-            and isinstance(value, Mapping)
-        ):
-            stack.append((value, 2))
+        elif kind is str or kind is bool or kind is float or value is None:
+            continue
+        else:
+            plain = False
+            if kind is tuple or isinstance(value, Mapping):
+                stack.append((value, 2))
     while stack:
         node, depth = stack.pop()
         if depth > limit:
-            return True, huge
-        for value in node.values() if isinstance(node, Mapping) else node:
+            return True, huge, False
+        kind = type(node)
+        if kind is dict:
+            if plain and not all(map(_IS_STR, map(type, node))):
+                plain = False
+            values: Any = node.values()
+        elif kind is list or kind is tuple:
+            values = node
+        else:
+            values = node.values()  # a Mapping of another kind
+        for value in values:
             kind = type(value)
             if kind is int:
                 huge = huge or not low <= value <= high
-            elif kind is dict or kind is list or kind is tuple or (kind is not str and isinstance(value, Mapping)):
+            elif kind is dict or kind is list:
                 stack.append((value, depth + 1))
-    return False, huge
+            elif kind is str or kind is bool or kind is float or value is None:
+                continue
+            else:
+                plain = False
+                if kind is tuple or isinstance(value, Mapping):
+                    stack.append((value, depth + 1))
+    return False, huge, plain and not huge
+
+
+_IS_STR = partial(operator.is_, str)  # of a type: whether it is exactly str (in C, over map(type, keys))
 
 
 def _children(args: Any) -> Any:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from runtime.policy.celclosure import CelError, Closure, Defer, OverBudget, run, translate
+from runtime.policy.celclosure import CelError, Closure, Defer, OverBudget, run_in, scope, translate
 
 #: Variables a tool's business rules may read.
 RULE_VARIABLES = ("args", "tool", "session", "call")
@@ -69,7 +69,7 @@ class _Activation:
     """The call's plain data, and the engine's activation built from it only if a
     program needs the engine (most evaluations never do)."""
 
-    __slots__ = ("data", "checked", "_variables", "_engine", "_built")
+    __slots__ = ("data", "checked", "_variables", "_engine", "_built", "_scope")
 
     def __init__(self, data: Mapping[str, Any], variables: tuple[str, ...], engine: CelEngine) -> None:
         self.data = data if type(data) is dict else dict(data)
@@ -77,6 +77,15 @@ class _Activation:
         self._variables = variables
         self._engine = engine
         self._built: Any = None
+        self._scope: dict[str, Any] | None = None
+
+    def scope(self) -> dict[str, Any]:
+        """What the closures read: made at the first evaluation, reused by the rest
+        (the business rules' and the policy conditions' of one call)."""
+        env = self._scope
+        if env is None:
+            env = self._scope = scope(self.data, self.checked)
+        return env
 
     def engine(self) -> Any:
         built = self._built
@@ -100,7 +109,7 @@ class _ClosureProgram:
         if type(activation) is not _Activation:
             return self._program.evaluate(activation)
         try:
-            value = run(self._closure, activation.data, activation.checked)
+            value = run_in(self._closure, activation.scope())
         except OverBudget as err:
             return Outcome(error=str(err))  # never handed to the engine: it would run away itself
         except (CelError, Defer, RecursionError):
@@ -142,6 +151,13 @@ class TranslatedEngine:
 
     def activation(self, data: Mapping[str, Any], variables: tuple[str, ...]) -> Any:
         return _Activation(data, variables, self.engine)
+
+
+def known_plain(activation: Any, variable: str) -> None:
+    """Tell ``activation`` that ``variable`` is already known to hold plain JSON values
+    only (the closures then do not walk it again); no effect on an engine's own."""
+    if type(activation) is _Activation:
+        activation.checked.add(variable)
 
 
 def is_translated(program: CelProgram) -> bool:

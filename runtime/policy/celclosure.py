@@ -59,7 +59,7 @@ from runtime.policy.celops import (
 )
 from runtime.regex import re2_tester
 
-__all__ = ["MAX_STEPS", "CelError", "Closure", "Defer", "OverBudget", "run", "translate"]
+__all__ = ["MAX_STEPS", "CelError", "Closure", "Defer", "OverBudget", "run", "run_in", "scope", "translate"]
 
 #: The data in (variable name -> plain value), the expression's value out.
 Closure = Callable[[dict[str, Any]], Any]
@@ -92,9 +92,22 @@ def run(closure: Closure, data: dict[str, Any], checked: set[str] | None = None)
     """Evaluate ``closure`` with a fresh step count (raises CelError, Defer).
     ``checked`` names the variables of ``data`` already found plain (shared by the
     evaluations of one activation, so each variable is walked once per call)."""
+    return closure(scope(data, checked))
+
+
+def scope(data: dict[str, Any], checked: set[str] | None = None) -> dict[str, Any]:
+    """What closures read for ``data``: made once per activation and reused by each of
+    its evaluations through :func:`run_in` (closures write nothing into it but the step
+    count; a comprehension's variable lives in a copy of its own)."""
     env = dict(data)
     env[_STEPS] = 0
     env[_CHECKED] = set() if checked is None else checked
+    return env
+
+
+def run_in(closure: Closure, env: dict[str, Any]) -> Any:
+    """Evaluate ``closure`` in a :func:`scope`, with the step count started afresh."""
+    env[_STEPS] = 0
     return closure(env)
 
 

@@ -11,9 +11,10 @@ line as placed in the workspace), so permit builds its own activation for those.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from runtime.policy.cel import POLICY_VARIABLES, get_engine
+from runtime.policy.cel import POLICY_VARIABLES, get_engine, known_plain
 
 if TYPE_CHECKING:
     from runtime.policy.placed import PlacedLine
@@ -30,7 +31,7 @@ def cel_data(
     if "args" in variables:
         data["args"] = dict(args)
     if "tool" in variables:
-        data["tool"] = dict(tool.attributes)
+        data["tool"] = _copy(tool.attributes)
     if "session" in variables:
         data["session"] = session_view(session)
     if "call" in variables:
@@ -50,17 +51,31 @@ def call_activation(
     args: Mapping[str, Any],
     session: Session,
     line: PlacedLine | None = None,
+    *,
+    args_plain: bool = False,
 ) -> Any:
     """The activation every CEL expression of this call is evaluated against: all the
     variables a policy condition may read (``commands`` from ``line``; empty without one),
-    which covers those of the business rules too."""
+    which covers those of the business rules too. ``args_plain``: the caller has already
+    found ``args`` made of plain JSON values only (the closures need not walk it again)."""
     # Every variable, built inline: what cel_data builds for POLICY_VARIABLES, without its
     # membership tests (this runs once for every call whose rules need CEL).
     data = {
         "args": dict(args),
-        "tool": dict(tool.attributes),
+        "tool": _copy(tool.attributes),
         "session": session_view(session),
         "call": {"id": call.id, "index": call.index},
         "commands": [list(command.argv) for command in line.commands] if line is not None else [],
     }
-    return get_engine(engine_name).activation(data, POLICY_VARIABLES)
+    activation = get_engine(engine_name).activation(data, POLICY_VARIABLES)
+    if args_plain:
+        known_plain(activation, "args")
+    return activation
+
+
+def _copy(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """A plain dict of ``mapping``; a read-only view copies its dict in one step (dict()
+    of it goes key by key, several times slower)."""
+    if type(mapping) is MappingProxyType:
+        return mapping.copy()  # type: ignore[return-value]  # the snapshot's views are over dicts
+    return dict(mapping)

@@ -27,6 +27,7 @@ from runtime.config.cache import CompileCache
 from runtime.config.models import Effect, Enforcement
 from runtime.errors import CelCompileError
 from runtime.policy.cel import POLICY_VARIABLES, CelEngine, Outcome
+from runtime.policy.quickwalk import build_walk
 from runtime.snapshot import CompiledPolicyRule, CompiledTool, WhenPlan
 
 _CHANGING = re.compile(r"(?<![A-Za-z0-9_])(args|session|call)(?![A-Za-z0-9_])")
@@ -107,7 +108,14 @@ class ConditionPlanner:
         if not constants and batch is None and quick is None:
             return None
         known = MappingProxyType({id(rules[position]): outcome for position, outcome in constants.items()})
-        return WhenPlan(MappingProxyType(constants), batch, tuple(dynamic) if batch is not None else (), known, quick)  # type: ignore[arg-type]
+        return WhenPlan(
+            MappingProxyType(constants),
+            batch,
+            tuple(dynamic) if batch is not None else (),
+            known,
+            quick,  # type: ignore[arg-type]
+            build_walk(tool, quick, known) if quick is not None else None,
+        )
 
 
 _TRUE = Outcome(value=True)

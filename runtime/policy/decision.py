@@ -30,6 +30,10 @@ from runtime.policy.cel import Outcome, is_translated
 from runtime.policy.celdata import call_activation
 from runtime.policy.commands import split_cached
 from runtime.policy.placed import NOWHERE, PlacedLine, Where, place
+from runtime.policy.quickwalk import PLAN_DENIAL as _PLAN_DENIAL
+from runtime.policy.quickwalk import critical_reason as _critical_reason
+from runtime.policy.quickwalk import static_reason as _static_reason
+from runtime.policy.quickwalk import walk
 from runtime.records import Decision, Session, ValidatedCall
 from runtime.snapshot import CompiledPolicyRule, CompiledTool, Snapshot, WhenPlan
 
@@ -95,11 +99,18 @@ def decide(
         return _mode_default(call.tool, session)
     if trace is None:
         plan = snapshot.when_plans.get(call.tool.key)
-        if plan is not None and plan.quick is not None:
-            # One walk: each rule is settled without the engine when it can be, and the
-            # engine (one activation, the plan's batch evaluated once) is brought in at
-            # the first rule that needs it.
-            return _shortcut(call, session, plan.quick, _QuickJudge(call, session, snapshot, where, rules, plan))
+        if plan is not None and plan.walk is not None:
+            # One walk over the steps laid out at build (runtime.policy.quickwalk); the
+            # engine (one activation, the plan's batch evaluated once) is brought in only
+            # for a rule the steps cannot settle.
+            decided = walk(
+                call,
+                session,
+                snapshot.cel_engine,
+                plan.walk,
+                lambda activation: _QuickJudge(call, session, snapshot, where, rules, plan, activation),
+            )
+            return decided if decided is not None else _mode_default(call.tool, session)
     return _Evaluation(call, session, snapshot, trace, where).run(rules)
 
 
@@ -117,11 +128,12 @@ class _QuickJudge:
         where: Where,
         rules: Sequence[CompiledPolicyRule],
         plan: WhenPlan,
+        activation: Any = None,
     ) -> None:
         self.call, self.session, self.snapshot, self.where = call, session, snapshot, where
         self.rules, self.plan = rules, plan
         self.evaluation: _Evaluation | None = None
-        self.activation: Any = None
+        self.activation: Any = activation  # the walk's, when it built one: never two
 
     def _activation(self) -> Any:
         """The call's activation: validate's (see policy.celdata), else one built here
@@ -521,20 +533,6 @@ class _Evaluation:
             if outcome.error is None and isinstance(outcome.value, str):
                 return outcome.value
         return _static_reason(rule)
-
-
-def _static_reason(rule: CompiledPolicyRule) -> str:
-    return rule.reason or f"rule `{rule.name}` of policy `{rule.policy}`"
-
-
-def _critical_reason(tool: CompiledTool) -> str:
-    return f"`{tool.name}` is a critical-risk tool; only allow rules that name it can skip approval"
-
-
-_PLAN_DENIAL = (
-    "the session is in plan mode: only read-only tools may run. Describe the change in your plan instead, or ask "
-    "the user to leave plan mode"
-)
 
 
 def _mode_default(tool: CompiledTool, session: Session) -> Decision:
