@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterator
 from types import MappingProxyType
 
-from runtime.policy import filelists, folders, gitrepo, linking, placecache, programs, recursive
+from runtime.policy import filelists, folders, gitrepo, linking, placecache, programs, recursive, treesecrets
 from runtime.policy.bashglob import BRACE_LIMIT, GlobExpander, brace_variants
 from runtime.policy.folders import Folders
 from runtime.policy.placecache import (
@@ -159,7 +159,7 @@ class _Placer:
             self.wrote = self.wrote or programs.may_create_files(argv)
         if self.fed:
             for argv, index, folder in self.listed:
-                self._tree_read(argv, index, folder)
+                self._tree_read(argv, index, folder, {})
         return PlacedLine(
             tuple(placed),
             line.problem,
@@ -274,7 +274,7 @@ class _Placer:
             self._check_repository(argv, guards, notes)
         if not redirection:
             for index, folder in recursive.tree_reads(argv):
-                self._tree_read(argv, index, folder)
+                extra.extend(PlacedCommand(("<", f), own=False) for f in self._tree_read(argv, index, folder, guards))
             self.listed.extend((argv, index, folder) for index, folder in recursive.lists_tree(argv))
             self.fed = self.fed or XARGS_INPUT in argv or RUNTIME in shape
         for folder in linking.tree_writers(argv):
@@ -309,11 +309,14 @@ class _Placer:
                 guards[0] = UNKNOWN
                 notes.append(problem)
 
-    def _tree_read(self, argv: tuple[str, ...], index: int, text: str) -> None:
-        """``argv`` reads every file below the folder ``text`` (``grep -r``, ``rg``, ``cp -r``):
-        a denial when toolrt's own files are among them, as reading them by name is."""
-        self.globbed = True  # what the folder holds is only read when the line runs: judged afresh each time
-        root = self.where.root_text
+    def _tree_read(self, argv: tuple[str, ...], index: int, text: str, guards: dict[int, int]) -> list[str]:
+        """``argv`` reads every file below the folder ``text`` (``grep -r``, ``rg``, ``cp -r``): a denial
+        when toolrt's files are among them; the secret files below it (returned) are shown as reads."""
+        root, shown = self.where.root_text, (short(argv[index]) if index else "the working folder")
+        checks = treesecrets.index_checks(argv, root)  # git diff: its index says what it reads
+        self.globbed = self.globbed or checks is None  # else what the folder holds is read at run time
+        self.resolved.extend(checks or ())
+        secrets: list[str] = []
         for cwd in self.cwds:
             if text.startswith("~") or cwd.startswith("~"):
                 continue  # outside the workspace: asked as such
@@ -323,12 +326,16 @@ class _Placer:
             real = os.path.realpath(text if text.startswith("/") else posixpath.join(base, text))
             problem = recursive.tree_problem(self.where, real, argv)
             if problem is not None:
-                shown = short(argv[index]) if index else "the working folder"
                 self.protected = self.protected or (
                     f"`{short(' '.join(argv))}` reads every file below {shown}, which {problem}; "
                     "name the folders beside them instead"
                 )
-                return
+                return secrets
+            found = treesecrets.shown_secrets(text, real, argv, root)
+            if found is None:
+                guards[index] = UNKNOWN  # too many entries to look through for secret files
+            secrets.extend(found or ())
+        return secrets
 
     def _path_items(self, argv: tuple[str, ...], shape: str) -> Iterator[int]:
         """The items that may name a file: operands, ``--opt=value`` values, redirection targets."""

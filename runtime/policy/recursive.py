@@ -67,7 +67,7 @@ def tree_reads(argv: Sequence[str]) -> tuple[tuple[int, str], ...]:
         return tuple(found) or ((0, "."),)
     if program == "git":
         index = _git_grep_index(argv)
-        return () if index is None else _operands_or_here(argv, index + 1)
+        return git_diff_reads(argv) if index is None else _operands_or_here(argv, index + 1)
     if program == "find":
         return find_starts(argv) if any(item in _FIND_RUNS for item in argv[1:]) else ()
     if program == "tar":
@@ -184,6 +184,50 @@ def _has_flag(argv: Sequence[str], letters: str, words: tuple[str, ...]) -> bool
         elif item.startswith("-") and any(letter in item[1:] for letter in letters):
             return True
     return False
+
+
+#: git commands that print the content of the repository's tracked files: ``git diff``,
+#: ``git status -v``. They read the whole repository, from wherever they run, unless
+#: plain paths after ``--`` narrow them; :mod:`runtime.policy.treesecrets` keeps the files git tracks.
+GIT_REPOSITORY = ":/"
+
+
+_NAMES_ONLY = frozenset({"--stat", "--numstat", "--shortstat", "--name-only", "--name-status", "--quiet", "--dirstat"})
+_PATCH = frozenset({"-p", "-u", "--patch", "--patch-with-stat", "--patch-with-raw"})
+
+
+def git_diff_reads(argv: Sequence[str]) -> tuple[tuple[int, str], ...]:
+    """The folders a ``git diff`` or ``git status -v`` reads: both operands' trees with
+    ``--no-index``, else the paths after ``--`` when all are plain, else the whole
+    repository (:data:`GIT_REPOSITORY`)."""
+    from runtime.policy.programs import git_subcommand_index  # noqa: PLC0415 - one table, read lazily
+
+    index = git_subcommand_index(argv)
+    if index is None or argv[index] not in ("diff", "status"):
+        return ()
+    rest = argv[index + 1 :]
+    if argv[index] == "status" and not any(
+        item == "--verbose" or (item.startswith("-") and not item.startswith("--") and "v" in item) for item in rest
+    ):
+        return ()
+    if argv[index] == "diff" and _NAMES_ONLY & set(rest) and not _PATCH & set(rest):
+        return ()  # names and counts, no file text
+    if argv[index] == "diff" and "--no-index" in rest:
+        return tuple((k, item) for k, item in _operands(argv, index + 1) if item != "/dev/null")
+    if "--" in rest:
+        at = index + 1 + rest.index("--")
+        paths = [(k, argv[k]) for k in range(at + 1, len(argv))]
+        if paths and all(not item.startswith(":") and not any(c in item for c in "*?[") for _, item in paths):
+            return tuple(paths)
+    return ((0, GIT_REPOSITORY),)
+
+
+def git_command(argv: Sequence[str]) -> str | None:
+    """git's command in ``argv`` (``diff``, ``grep`` ...), after its global options."""
+    from runtime.policy.programs import git_subcommand_index  # noqa: PLC0415 - one table, read lazily
+
+    index = git_subcommand_index(argv)
+    return None if index is None else argv[index]
 
 
 def _git_grep_index(argv: Sequence[str]) -> int | None:

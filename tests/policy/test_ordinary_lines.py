@@ -115,7 +115,7 @@ ORDINARY = [
     line("grep -rn TODO src"),
     line("grep -n foo src/app.py"),
     line('grep -r "def main" src'),
-    line("grep -rn TODO . --exclude-dir .toolrt --exclude-dir toolrt.d"),
+    line("grep -rn TODO . --exclude-dir .toolrt --exclude-dir toolrt.d --exclude='.*'"),  # .env is at the root
     line("grep -i readme README.md"),
     line("grep -c print src/a.py"),
     glob("grep -l print src/*.py"),

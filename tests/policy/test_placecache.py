@@ -175,7 +175,9 @@ def test_a_line_whose_folder_changed_within_the_racy_window_is_not_remembered(
     ("line", "paths"),
     [
         ("cat README.md", 1),  # the file itself: the same entry, one name
-        ("git diff HEAD~1", 1),  # HEAD~1 absent and .git a folder: the root's entries prove both
+        # HEAD~1 absent and .git a folder: the root's entries prove both; .git's entries
+        # prove the index (which says whether a secret file is tracked) is the same.
+        ("git diff HEAD~1", 2),
         ("ls src && git status --short", 1),  # src is proven by the root's entries too
         ("cat src/a.py src/b.py", 3),  # src (not a link since), then each file (its link count)
     ],

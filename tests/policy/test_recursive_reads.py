@@ -221,10 +221,11 @@ def test_a_read_that_leaves_toolrt_files_out_is_judged_as_usual(snapshot: Snapsh
 @pytest.mark.parametrize(
     "text",
     [
-        "grep -rn TODO . --exclude-dir .toolrt --exclude-dir toolrt.d",
-        "grep -rn TODO . --exclude-dir .toolrt --exclude-dir=toolrt*",
-        "grep -rn TODO --exclude-dir=.tool[r]t --exclude-dir toolrt.?",
-        "grep -r --exclude-dir '?toolrt' --exclude-dir 'toolrt*' x .",
+        # The workspace holds a .env at its root: a recursive read leaves it out too.
+        "grep -rn TODO . --exclude-dir .toolrt --exclude-dir toolrt.d --exclude='.*'",
+        "grep -rn TODO . --exclude-dir .toolrt --exclude-dir=toolrt* --exclude=.env*",
+        "grep -rn TODO --exclude-dir=.tool[r]t --exclude-dir toolrt.? --exclude='.*'",
+        "grep -r --exclude-dir '?toolrt' --exclude-dir 'toolrt*' --exclude='.*' x .",
     ],
 )
 def test_a_grep_that_excludes_toolrt_folders_by_name_is_judged_as_usual(
@@ -258,9 +259,10 @@ def test_a_recursive_read_from_a_sub_folder_is_judged_as_usual(snapshot: Snapsho
 
 @pytest.mark.parametrize("text", ["grep -rn TODO .", "rg TODO", "git grep TODO", "grep -r x", "cp -r . backup"])
 def test_a_recursive_read_of_a_workspace_without_toolrt_files_stays_allowed(
-    snapshot: Snapshot, outside_place: Place, text: str
+    snapshot: Snapshot, tmp_path: Path, text: str
 ) -> None:
-    made = outside_place
+    made = make_place(tmp_path / "p")
+    (made.root / ".env").unlink()  # a secret file below is read too: test_recursive_secret_reads.py
     outside = Path(made.root).parent / "state"
     where_all_outside = made.where().of(made.root, protected=(outside, made.audit))
     decision = judge(snapshot, text, where=where_all_outside)
