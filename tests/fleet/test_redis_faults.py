@@ -113,6 +113,12 @@ def test_a_full_server_that_refuses_writes_fails_closed(tmp_path: Path, workspac
         with pytest.raises(Exception, match="maxmemory"):
             for index in range(1000):
                 client.set(f"fill:{index}", filler)
+        # Full by data alone, not by the filling client's buffers: the server frees those
+        # on its own clock (sooner or later on a loaded machine), which would let small
+        # writes in again before the runtime's first call.
+        client.config_set("maxmemory", "1500kb")
+        with pytest.raises(Exception, match="maxmemory"):
+            client.set("probe", b"x")
         runtime = _runtime(
             write_config(tmp_path / "c", {"quotas": {"calls_per_session": 10}}),
             workspace,
@@ -124,6 +130,7 @@ def test_a_full_server_that_refuses_writes_fails_closed(tmp_path: Path, workspac
             assert result.code == "limit_store_unavailable"
             assert "out of memory" in result.content or "store" in result.content
             client.flushall()
+            client.config_set("maxmemory", "2mb")
             assert _ping(runtime).status is Status.ok
         finally:
             runtime.close_sync()
