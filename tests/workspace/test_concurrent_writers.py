@@ -157,7 +157,7 @@ def test_a_lock_held_by_another_process_makes_the_edit_fail_as_busy(plain: Tree)
             FileBusy, match=r"f\.txt is busy: another edit has held it for over 0\.3 s; try again shortly"
         ):
             plain.editor.edit("f.txt", "append", content="two\n")
-        assert 0.25 < time.monotonic() - started < 5
+        assert 0.25 < time.monotonic() - started < 30  # gave up at its limit, not when the holder let go
         assert plain.editor.lock_timeouts == 1
         assert plain.editor.lock_wait_seconds >= 0.25
         assert (plain.root / "f.txt").read_text() == "one\n"
