@@ -52,7 +52,7 @@ from runtime.snapshot import Snapshot
 from runtime.telemetry import trace_id_from_traceparent, tracing_for
 from runtime.tools.workspace_tools import WorkspaceTools, lock_dir_for
 from runtime.versions import CanaryMonitor
-from runtime.workflow import WorkflowResult, new_run_id, run_workflow
+from runtime.workflow import WorkflowResult, new_run_id, run_named
 from runtime.workflow.journal import Journal, JournalError, flush_journal, journal_for, journal_path
 from runtime.workflow.resume import resume_run
 
@@ -540,15 +540,7 @@ class Runtime:
         env = self._env(session, trace_id, request_id=run_id)
         if self.tracing is not None:
             env = self.tracing.traced(env)
-        workflow = env.snapshot.workflows.get(name)
-        if workflow is None:
-            known = ", ".join(sorted(env.snapshot.workflows)) or "none"
-            return WorkflowResult(run_id, name, "failed", (), error=f"no workflow named `{name}` (workflows: {known}).")
-        problems = workflow.arguments.validate(dict(args or {})) if workflow.arguments is not None else ()
-        if problems:
-            listed = "; ".join(p.message for p in problems[:10])
-            return WorkflowResult(run_id, name, "failed", (), error=f"invalid arguments: {listed}.")
-        return await run_workflow(workflow, dict(args or {}), env, run_id=run_id)
+        return await run_named(name, args, env, run_id)
 
     def run_workflow_sync(
         self, name: str, args: Mapping[str, Any] | None = None, session: Session | None = None, **options: Any

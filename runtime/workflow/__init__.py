@@ -11,7 +11,7 @@
 
 from runtime.workflow.compile import CompiledStep, CompiledWorkflow
 from runtime.workflow.result import CompensationReport, StepReport, WorkflowResult
-from runtime.workflow.run import new_run_id, run_workflow
+from runtime.workflow.run import new_run_id, run_named, run_workflow
 
 __all__ = [
     "CompensationReport",
@@ -20,5 +20,6 @@ __all__ = [
     "StepReport",
     "WorkflowResult",
     "new_run_id",
+    "run_named",
     "run_workflow",
 ]

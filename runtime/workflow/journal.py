@@ -6,8 +6,11 @@ the copy of the file it is about to change) and after it ends (its report and
 result); compensations likewise. :mod:`runtime.workflow.resume` rebuilds a run
 killed mid-way from these rows.
 
-A run whose steps all only read is written once, when it ends (resuming it would
-mean running it again); its steps get no rows.
+A run whose steps all only read gets its start row and its end row only (resuming
+it means running it again, which is safe): its steps get no rows, and its end row
+replaces its start row. When both are in one batch (a run shorter than the writer's
+interval) only the end row is written; a run killed after its start row reached the
+file is resumed by running its steps again.
 
 The guarantee, exactly. The file is in WAL mode with ``synchronous=NORMAL``: a
 committed transaction is in the WAL through the kernel, so it survives the process
@@ -24,9 +27,11 @@ waited for:
 * a run that changed something commits its last row with an fsync before it
   returns, so a run its caller saw end is never resumed.
 
-Every other row (a read-only or idempotent step starting or ending, a read-only
-run's one row) is written by the journal's writer thread in batches, one
-transaction each, at most ``batches.FLUSH_S`` after it was made: a kill loses at
+Every other row (a read-only or idempotent step starting or ending, a run starting,
+a read-only run ending) is made on the run's thread as text and numbers, so nothing
+of the run stays alive in the buffer, and written by the journal's writer thread in
+batches, one transaction each (one statement for a batch of runs' rows), at most
+``batches.FLUSH_S`` after it was made: a kill loses at
 most the rows of that interval, and resume then runs those read-only or idempotent
 steps again, which is safe. Nothing waits for these commits.
 
@@ -49,11 +54,13 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
 from runtime.errors import ToolrtError
 from runtime.workflow.batches import BatchWriter
+from runtime.workflow.owners import process_token
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -87,6 +94,12 @@ CHECKPOINT_BYTES = 4 << 20  # a WAL this large is checkpointed (SQLite's own def
 #: Event kinds: a step (or a compensation) about to run, and one that ended.
 STEP_START, STEP_END, COMP_START, COMP_END = "step_start", "step_end", "comp_start", "comp_end"
 
+#: A run's row, written whole when it starts and again when it ends (a run whose steps
+#: get no rows: see runlog.RunLog.ended); the later row of a run replaces the earlier.
+RUN_ROW = (
+    "INSERT OR REPLACE INTO runs (run_id, workflow, fingerprint, session, input, status, owner, started_at,"
+    " updated_at, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 Row = tuple[str, tuple[Any, ...]]  # (SQL, parameters)
 Encoder = Callable[[], Sequence[Row]]  # rows made in the writer thread (encoding off the run's path)
 
@@ -126,70 +139,49 @@ class RunRecord:
         return self.status != RUNNING
 
 
-def process_token() -> str:
-    """This process as a run owner: its pid and start time (a reused pid is another owner)."""
-    return f"{os.getpid()}:{_start_ticks(os.getpid())}"
-
-
-def owner_alive(token: str) -> bool:
-    """Whether the process ``token`` names still runs (a zombie does not)."""
-    pid_text, _, ticks = token.partition(":")
-    try:
-        pid = int(pid_text)
-    except ValueError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            fields = handle.read().rpartition(")")[2].split()
-    except OSError:
-        if not Path("/proc/self/stat").exists():  # no /proc: the pid alone
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return False
-            except PermissionError:
-                return True
-            return True
-        return False
-    return fields[0] != "Z" and fields[19] == ticks
-
-
-def _start_ticks(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            return handle.read().rpartition(")")[2].split()[19]
-    except (OSError, IndexError):
-        return "0"
-
-
 # One encoder for every row: json.dumps with options builds a new encoder per call,
-# which costs more than encoding a step's small report.
+# which costs more than encoding a step's small report. The C encoder made once is
+# faster still (JSONEncoder.encode makes one per call); it keeps no record of the
+# containers it is in (a circular value recurses until Python's limit), so a value it
+# cannot encode goes to the full encoder, which says what is wrong.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)  # None where the C accelerator is missing
+_C_ENCODER = (
+    None if _MAKE_ENCODER is None else _MAKE_ENCODER(None, str, encode_basestring, None, ":", ",", False, False, True)
+)
 
 
 def dumps(value: Any) -> str:
+    if _C_ENCODER is not None:
+        try:
+            return "".join(_C_ENCODER(value, 0))
+        except (RecursionError, ValueError, TypeError):
+            pass
     return _ENCODER.encode(value)
 
 
-def _insert(connection: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
-    """Run ``sql`` for each of ``rows``: an ``INSERT ... VALUES (...)`` as multi-row
-    statements, so that a batch is a few SQLite steps rather than one per row (each
-    step lets go of the interpreter lock, and a writer thread taking it back waits
-    for the event loop's switch interval); other statements one row at a time."""
+def _statements(sql: str, rows: list[tuple[Any, ...]], variables: int) -> Iterator[tuple[str, Any, bool]]:
+    """``sql`` for each of ``rows`` as ``(statement, parameters, many)`` to run (``many``:
+    with ``executemany``): an ``INSERT ... VALUES (...)`` as multi-row statements (of at
+    most ``variables`` parameters), so that a batch is a few SQLite steps rather than
+    one per row (each step lets go of the interpreter lock, and a writer thread taking
+    it back waits for the event loop's switch interval); other statements as one
+    ``executemany``."""
     if len(rows) == 1 or " VALUES (" not in sql:
-        connection.executemany(sql, rows)
+        yield sql, rows, True
         return
+    most = max(1, min(_MAX_ROWS_PER_STATEMENT, variables // len(rows[0])))
     start = 0
     while start < len(rows):
         # Chunks of a power of two rows: a handful of statement texts, all kept in
         # sqlite3's statement cache.
-        size = min(_MAX_ROWS_PER_STATEMENT, 1 << ((len(rows) - start).bit_length() - 1))
+        size = min(most, 1 << ((len(rows) - start).bit_length() - 1))
         chunk = rows[start : start + size]
-        connection.execute(_multi_row(sql, size), [value for row in chunk for value in row])
+        yield _multi_row(sql, size), [value for row in chunk for value in row], False
         start += size
 
 
-_MAX_ROWS_PER_STATEMENT = 256  # 256 rows of 10 values: well under SQLite's 32,766 parameters
+_MAX_ROWS_PER_STATEMENT = 1024  # a whole batch (batches.BATCH) in one statement
 _MULTI: dict[tuple[str, int], str] = {}
 
 
@@ -204,8 +196,9 @@ def _multi_row(sql: str, rows: int) -> str:
 class Journal:
     """One journal file, shared by every run of a runtime. Thread-safe.
 
-    Rows are buffered (as callables that make them, so nothing is encoded on a run's
-    path) and written in one transaction per batch: by the journal's writer thread
+    Rows are buffered (a step's rows as callables that make them, so its arguments and
+    result are encoded off the run's path; a run's end row made already) and written
+    in one transaction per batch: by the journal's writer thread
     (:mod:`runtime.workflow.batches`), after a write step ends by :meth:`write` (no
     fsync: a killed process loses nothing the kernel has), and durably (fsync) by
     :meth:`commit`, which a write step awaits (in a worker thread) before it runs."""
@@ -213,13 +206,14 @@ class Journal:
     def __init__(self, path: Path, *, retention_days: float = 30.0) -> None:
         self.path = Path(path)
         self.retention_days = retention_days
-        self._buffer: deque[Encoder] = deque()
+        self._buffer: deque[Row | Encoder] = deque()
         self._connection: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # the connection (held by a write, an fsync included)
         self._failure: BaseException | None = None
         self._active: set[str] = set()  # runs this process is running now
         self._active_lock = threading.Lock()  # not the connection's: a run never waits for an fsync to start
         self._commits = 0
+        self._variables = 999  # parameters a statement may have (SQLite's own limit, read when the file opens)
         self._checkpointing = False
         self._batches = BatchWriter(self._buffer, self._write_batch, "toolrt-journal-writer")
         self.owner = process_token()
@@ -240,6 +234,7 @@ class Journal:
             # A commit reaches the kernel (a killed process loses nothing); commit()
             # switches to FULL for the commits a write step waits for (fsync).
             connection.execute("PRAGMA synchronous=NORMAL")
+            self._variables = connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
             if create:
                 connection.executescript(_SCHEMA)
                 connection.execute("PRAGMA wal_autocheckpoint=0")  # the writer: see _maybe_checkpoint
@@ -289,6 +284,11 @@ class Journal:
         self._buffer.append(rows)  # a deque: appends and the writer's pops never lose a row
         self._batches.notify()
 
+    def add(self, row: Row) -> None:
+        """Buffer one row made already (text and numbers: nothing for the writer to encode)."""
+        self._buffer.append(row)
+        self._batches.notify()
+
     def _write_batch(self) -> None:
         with self._lock:
             try:
@@ -321,20 +321,40 @@ class Journal:
             if durable:
                 connection.execute("PRAGMA synchronous=FULL")
             # Everything is encoded before the transaction starts, and written in one
-            # transaction of a few statements (see _insert).
+            # transaction of a few statements (see _statements).
             sql_of = ""
             params: list[tuple[Any, ...]] = []
             groups: list[tuple[str, list[tuple[Any, ...]]]] = []
+            latest: dict[Any, int] = {}  # run id -> where its row is in params (a run of RUN_ROW rows)
             while buffer:
-                for sql, values in buffer.popleft()():
+                item = buffer.popleft()
+                for sql, values in (item,) if isinstance(item, tuple) else item():
                     if sql is not sql_of:
                         sql_of, params = sql, []
                         groups.append((sql, params))
+                        latest = {}
+                    if sql is RUN_ROW:
+                        # A run's later row replaces its earlier one: a run that ends within
+                        # a batch of its start is written once, as it ended.
+                        at = latest.get(values[0])
+                        if at is not None:
+                            params[at] = values
+                            continue
+                        latest[values[0]] = len(params)
                     params.append(values)
-            connection.execute("BEGIN")
-            for sql, rows in groups:
-                _insert(connection, sql, rows)
-            connection.execute("COMMIT")
+            variables = self._variables
+            statements = [statement for sql, rows in groups for statement in _statements(sql, rows, variables)]
+            if len(statements) == 1 and (not statements[0][2] or len(statements[0][1]) == 1):
+                # One statement is a transaction of its own: the batch is one SQLite call.
+                connection.execute(statements[0][0], statements[0][1][0] if statements[0][2] else statements[0][1])
+            else:
+                connection.execute("BEGIN")
+                for statement, values, many in statements:
+                    if many:
+                        connection.executemany(statement, values)
+                    else:
+                        connection.execute(statement, values)
+                connection.execute("COMMIT")
             if durable:
                 connection.execute("PRAGMA synchronous=NORMAL")
         except Exception as err:  # noqa: BLE001 - a full disk or a broken file: every later write fails

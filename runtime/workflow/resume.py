@@ -35,8 +35,8 @@ from runtime.workflow.journal import (
     RunRecord,
     journal_for,
     journal_path,
-    owner_alive,
 )
+from runtime.workflow.owners import owner_alive
 from runtime.workflow.restore import Backup
 from runtime.workflow.result import CompensationReport, StepReport, WorkflowResult
 from runtime.workflow.run import Run

@@ -10,9 +10,7 @@ each time. ``json.loads(result_text(r)) == r.to_dict()`` (tests hold it to that)
 from __future__ import annotations
 
 import json
-import math
 from json.encoder import encode_basestring as _text  # a str as a JSON string (C), as dumps(ensure_ascii=False)
-from typing import Any
 
 from runtime.workflow.result import CompensationReport, StepReport, WorkflowResult
 
@@ -32,66 +30,42 @@ def _head(kind: str, name: str, tool: str) -> str:
 
 
 def _number(value: float) -> str:
-    rounded = round(value, 3)
-    return repr(rounded) if math.isfinite(rounded) else json.dumps(rounded)
+    # round(value, 3) as JSON: ".3f" is the same decimal rounding (the same number once
+    # read, trailing zeros aside) at a third of the cost. Not finite: what json writes.
+    return f"{value:.3f}" if value - value == 0 else json.dumps(round(value, 3))
+
+
+def _step(report: StepReport) -> str:
+    result = report.result
+    reason = f',"reason":{_text(report.reason)}' if report.reason else ""
+    tail = "}" if result is None else f',"code":{_optional(result.code)},"call_id":{_text(result.call_id)}}}'
+    return (
+        f"{_head('step', report.id, report.tool)}{_text(report.status)},"
+        f'"duration_ms":{_number(report.duration_ms)},"attempts":{int(report.attempts)}{reason}{tail}'
+    )
+
+
+def _compensation(report: CompensationReport) -> str:
+    result = report.result
+    reason = f',"reason":{_text(report.reason)}' if report.reason else ""
+    tail = "}" if result is None else f',"call_id":{_text(result.call_id)}}}'
+    return (
+        f"{_head('compensation', report.step, report.tool)}{_text(report.status)},"
+        f'"duration_ms":{_number(report.duration_ms)}{reason}{tail}'
+    )
 
 
 def _optional(value: str | None) -> str:
     return "null" if value is None else _text(value)
 
 
-def _step(report: StepReport) -> str:
-    parts = [
-        _head("step", report.id, report.tool),
-        _text(report.status),
-        ',"duration_ms":',
-        _number(report.duration_ms),
-        ',"attempts":',
-        str(int(report.attempts)),
-    ]
-    if report.reason:
-        parts += (',"reason":', _text(report.reason))
-    if report.result is not None:
-        parts += (',"code":', _optional(report.result.code), ',"call_id":', _text(report.result.call_id))
-    parts.append("}")
-    return "".join(parts)
-
-
-def _compensation(report: CompensationReport) -> str:
-    parts = [
-        _head("compensation", report.step, report.tool),
-        _text(report.status),
-        ',"duration_ms":',
-        _number(report.duration_ms),
-    ]
-    if report.reason:
-        parts += (',"reason":', _text(report.reason))
-    if report.result is not None:
-        parts += (',"call_id":', _text(report.result.call_id))
-    parts.append("}")
-    return "".join(parts)
-
-
 def result_text(result: WorkflowResult) -> str:
     """``result.to_dict()`` as compact JSON."""
-    parts: list[Any] = [
-        '{"run_id":',
-        _text(result.run_id),
-        ',"workflow":',
-        _text(result.workflow),
-        ',"status":',
-        _text(result.status),
-        ',"duration_ms":',
-        _number(result.duration_ms),
-        ',"steps":[',
-        ",".join([_step(s) for s in result.steps]),
-        '],"compensations":[',
-        ",".join([_compensation(c) for c in result.compensations]),
-        "]",
-    ]
-    if result.error:
-        parts += (',"error":', _text(result.error))
-    if result.note:
-        parts += (',"note":', _text(result.note))
-    parts.append("}")
-    return "".join(parts)
+    steps = ",".join([_step(s) for s in result.steps])
+    compensations = ",".join([_compensation(c) for c in result.compensations]) if result.compensations else ""
+    error = f',"error":{_text(result.error)}' if result.error else ""
+    note = f',"note":{_text(result.note)}' if result.note else ""
+    return (
+        f'{{"run_id":{_text(result.run_id)},"workflow":{_text(result.workflow)},"status":{_text(result.status)},'
+        f'"duration_ms":{_number(result.duration_ms)},"steps":[{steps}],"compensations":[{compensations}]{error}{note}}}'
+    )

@@ -22,8 +22,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import random
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -46,8 +47,32 @@ _EMPTY_SCOPE = Scope({}, None, lambda data, reads: None)  # a step with nothing 
 def new_run_id() -> str:
     """``wf_`` + the time in milliseconds (11 hex digits) + 64 random bits: unique, and
     in start order, so the journal appends run rows at the end of its index instead of
-    writing a random page of it per run."""
-    return f"wf_{time.time_ns() // 1_000_000:011x}{os.urandom(8).hex()}"
+    writing a random page of it per run. The bits come from a generator of the module's
+    own, seeded from the system's randomness at import and again in a forked child:
+    ``os.urandom`` would let go of the interpreter lock on the event loop's thread for
+    each run (a thread waiting for the lock then takes it), and an app seeding
+    ``random`` must not make two processes' run ids the same."""
+    return f"wf_{time.time_ns() // 1_000_000:011x}{_RANDOM.getrandbits(64):016x}"
+
+
+_RANDOM = random.Random()  # noqa: S311 - unique ids, not secrets: nothing guesses a run id to gain anything
+os.register_at_fork(after_in_child=_RANDOM.seed)
+
+
+async def run_named(name: str, args: Mapping[str, Any] | None, env: TurnEnv, run_id: str) -> WorkflowResult:
+    """Run the workflow ``name`` of ``env``'s snapshot with ``args``, checked against its
+    ``input_schema`` first (see :func:`run_workflow`): an unknown name or bad ``args``
+    give a result with ``error`` set."""
+    workflow = env.snapshot.workflows.get(name)
+    if workflow is None:
+        known = ", ".join(sorted(env.snapshot.workflows)) or "none"
+        return WorkflowResult(run_id, name, "failed", (), error=f"no workflow named `{name}` (workflows: {known}).")
+    inputs = dict(args or {})  # the run's own (run_workflow keeps it)
+    problems = workflow.arguments.validate(inputs) if workflow.arguments is not None else ()
+    if problems:
+        listed = "; ".join(p.message for p in problems[:10])
+        return WorkflowResult(run_id, name, "failed", (), error=f"invalid arguments: {listed}.")
+    return await run_workflow(workflow, inputs, env, run_id=run_id, own_arguments=True)
 
 
 async def run_workflow(
@@ -57,32 +82,34 @@ async def run_workflow(
     *,
     run_id: str | None = None,
     journal: Journal | None = None,
+    own_arguments: bool = False,
 ) -> WorkflowResult:
     """Run ``workflow`` with ``arguments`` (already valid for its input schema),
     journaled in ``journal`` (default: the one the settings name; see
     :mod:`runtime.workflow.journal`). Never raises for anything a step does
-    (cancellation goes on)."""
+    (cancellation goes on). ``own_arguments``: ``arguments`` is a dict made for this
+    run, which it may keep as it is."""
     run_id = run_id or new_run_id()
     started = time.perf_counter()
+    # The run's own: the journal encodes it later.
+    inputs = arguments if own_arguments and type(arguments) is dict else dict(arguments)
     if journal is None:
         try:
             journal = journal_for(env.settings, env.workspace_root)
         except JournalError as err:
             return WorkflowResult(run_id, workflow.name, "failed", (), error=str(err))
-    log = None
-    if journal is not None:
-        if not journal.activate(run_id):
-            return WorkflowResult(run_id, workflow.name, "failed", (), error=f"run `{run_id}` is already running.")
-        # A run that changes nothing is journaled as its start and its end only: resuming
-        # it means running it again, which is safe, so its steps need no rows.
-        log = RunLog(journal, run_id, steps=not workflow.read_only)
-        log.started(workflow.name, workflow.fingerprint, env.session, arguments)
-    run = Run(workflow, dict(arguments), env, run_id, log)
+    if journal is None:
+        return await Run(workflow, inputs, env, run_id, None).execute(workflow.steps, started)
+    if not journal.activate(run_id):
+        return WorkflowResult(run_id, workflow.name, "failed", (), error=f"run `{run_id}` is already running.")
+    # A run that changes nothing is journaled as its start and its end only: resuming it
+    # means running it again, which is safe, so its steps need no rows.
+    log = RunLog(journal, run_id, steps=not workflow.read_only)
+    log.started(workflow.name, workflow.fingerprint, env.session, inputs)
     try:
-        return await run.execute(list(workflow.steps), started)
+        return await Run(workflow, inputs, env, run_id, log).execute(workflow.steps, started)
     finally:
-        if journal is not None:
-            journal.deactivate(run_id)
+        journal.deactivate(run_id)
 
 
 async def run_as_tool(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
@@ -144,16 +171,12 @@ class Run:
         engine = get_engine(self.env.snapshot.cel_engine)
         return engine.activation({"input": data["input"], "steps": steps}, WORKFLOW_VARIABLES)
 
-    async def execute(self, pending: list[CompiledStep], started: float) -> WorkflowResult:
-        if self.workflow.chain:
-            await self._in_order(pending)
-        else:
-            await self._schedule(pending)
-        return await self._conclude(started)
-
-    async def _in_order(self, pending: list[CompiledStep]) -> None:
-        """A chain (each step downstream of the one before): one at a time, in order,
-        with no scheduling to do."""
+    async def execute(self, pending: Sequence[CompiledStep], started: float) -> WorkflowResult:
+        if not self.workflow.chain:
+            await self._schedule(list(pending))
+            return await self._conclude(started)
+        # A chain (each step downstream of the one before): one at a time, in order,
+        # with no scheduling to do.
         for step in pending:
             if self.stop_reason is not None:
                 self.finish(step, StepReport(step.id, step.tool, "not_run", reason=self.stop_reason))
@@ -165,6 +188,7 @@ class Run:
                     self.finish(step, StepReport(step.id, step.tool, "not_run", reason=reason))
                     continue
             self.finish(step, await self._step(step))
+        return await self._conclude(started)
 
     async def _schedule(self, pending: list[CompiledStep]) -> None:
         running: dict[asyncio.Task[StepReport], CompiledStep] = {}
@@ -204,12 +228,11 @@ class Run:
                 await asyncio.gather(*running, return_exceptions=True)
 
     async def _conclude(self, started: float) -> WorkflowResult:
-        compensations: list[CompensationReport] = list(self.compensations)
-        if self.compensate:
-            compensations = await compensate(self)
-        steps = tuple(self.reports[s.id] for s in self.workflow.in_document_order)
-        failed = any(s.status in ("failed", "unknown") for s in steps)
-        if not failed:
+        compensations = await compensate(self) if self.compensate else self.compensations
+        reports = self.reports
+        steps = tuple([reports[s.id] for s in self.workflow.in_document_order])
+        statuses = tuple([s.status for s in steps])
+        if "failed" not in statuses and "unknown" not in statuses:
             status = "ok"
         elif self.compensate:
             status = (
@@ -229,8 +252,8 @@ class Run:
         metrics = self.env.metrics
         if metrics is not None:
             # The compensations this process ran (a resumed run's earlier ones were counted where they ran).
-            ran = tuple(c.status for c in compensations[self.replayed_compensations :])
-            metrics.record_workflow(self.workflow.name, status, tuple(s.status for s in steps), ran)
+            ran = tuple([c.status for c in compensations[self.replayed_compensations :]]) if compensations else ()
+            metrics.record_workflow(self.workflow.name, status, statuses, ran)
         if self.log is not None:
             self.log.ended(result)
             if self.wrote:
@@ -285,7 +308,7 @@ class Run:
 
     def finish(self, step: CompiledStep, report: StepReport, *, journal: bool = True) -> None:
         self.reports[step.id] = report
-        if journal and self.log is not None:
+        if journal and self.log is not None and self.log.steps:
             self.log.step_ended(report)
             if not step.retry_allowed and report.result is not None:
                 try:
@@ -343,7 +366,7 @@ class Run:
                     self.backups[step.id] = Backup(str(args.get("path")), error=str(err))
             if tools is not None:
                 self.backups[step.id] = await asyncio.to_thread(take_backup, tools, args.get("path"))
-        if self.log is not None:
+        if self.log is not None and self.log.steps:
             self.log.step_started(step.id, args, self.backups.get(step.id))
             if not step.retry_allowed:
                 # A step that is neither read-only nor idempotent runs only once its
@@ -355,20 +378,23 @@ class Run:
                     return StepReport(step.id, step.tool, "failed", _ms(started), reason=f"not run: {err}")
         elif not step.read_only:
             self.wrote = True
-        attempts = 1 + (step.retry.attempts if step.retry is not None and step.retry_allowed else 0)
-        result: ToolResult | None = None
-        for attempt in range(attempts):
-            if attempt:
-                backoff = step.retry.backoff_s * (2 ** (attempt - 1)) if step.retry is not None else 0.0
-                await asyncio.sleep(backoff)
-            call_id = f"{self.run_id}.{step.id}" + (f".retry{attempt}" if attempt else "")
-            result = await self._call(Call(call_id, step.tool, args), step.timeout_s, step.read_only)
-            if not (result.is_error and result.status in _RETRYABLE):
-                break
-        assert result is not None  # noqa: S101 - attempts >= 1
-        status = "ok" if not result.is_error else ("unknown" if result.status is Status.unknown else "failed")
-        reason = None if status == "ok" else first_line(result.content)
-        return StepReport(step.id, step.tool, status, _ms(started), attempt + 1, reason, result)
+        retries = step.retry.attempts if step.retry is not None and step.retry_allowed else 0
+        call_id = f"{self.run_id}.{step.id}"
+        timeout_s = step.timeout_s
+        if timeout_s is None:
+            result = await run_call(Call(call_id, step.tool, args), self.env)
+        else:
+            result = await self._call(Call(call_id, step.tool, args), timeout_s, step.read_only)
+        attempt = 0
+        while attempt < retries and result.is_error and result.status in _RETRYABLE:
+            attempt += 1
+            assert step.retry is not None  # noqa: S101 - retries > 0
+            await asyncio.sleep(step.retry.backoff_s * (2 ** (attempt - 1)))
+            result = await self._call(Call(f"{call_id}.retry{attempt}", step.tool, args), timeout_s, step.read_only)
+        if not result.is_error:
+            return StepReport(step.id, step.tool, "ok", _ms(started), attempt + 1, None, result)
+        status = "unknown" if result.status is Status.unknown else "failed"
+        return StepReport(step.id, step.tool, status, _ms(started), attempt + 1, first_line(result.content), result)
 
     async def _call(self, call: Call, timeout_s: float | None, read_only: bool) -> ToolResult:
         if timeout_s is None:

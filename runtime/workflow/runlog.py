@@ -1,8 +1,9 @@
 """One run's rows in the journal, and the reports rebuilt from them on resume.
 
-Rows are encoded in the journal's writer thread (the objects handed over are
-immutable), so a read-only step pays for a queue append only; a step that changes
-something waits for :meth:`RunLog.barrier` before it runs (see :mod:`.journal`).
+A step's rows are encoded in the journal's writer thread (the objects handed over are
+immutable); a run's own rows (its start and its end) are made on the run's thread, of
+text and numbers only. A step that changes something waits for :meth:`RunLog.barrier`
+before it runs (see :mod:`.journal`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from runtime.records import Session, Stage, Status, ToolResult
-from runtime.workflow.journal import COMP_END, COMP_START, RUNNING, STEP_END, STEP_START, Journal, Row, dumps
+from runtime.workflow.journal import COMP_END, COMP_START, RUN_ROW, RUNNING, STEP_END, STEP_START, Journal, Row, dumps
 from runtime.workflow.result import CompensationReport, StepReport, WorkflowResult, plain
 from runtime.workflow.rowtext import result_text
 
@@ -24,10 +25,6 @@ if TYPE_CHECKING:
 _EVENT = "INSERT INTO events (run_id, seq, kind, step, at, data, backup) VALUES (?, ?, ?, ?, ?, ?, ?)"
 
 
-_START = (
-    "INSERT OR REPLACE INTO runs (run_id, workflow, fingerprint, session, input, status, owner, started_at,"
-    " updated_at, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
 _END = "UPDATE runs SET status = ?, updated_at = ?, result = ? WHERE run_id = ?"
 
 
@@ -40,22 +37,21 @@ class RunLog:
         self.journal = journal
         self.run_id = run_id
         self.seq = seq
-        # False: the run changes nothing. It is written once, when it ends, without rows
-        # for its steps: resuming it would mean running it again, which is safe.
+        # False: the run changes nothing. Its steps get no rows: resuming it runs them all
+        # again, which is safe. Its end row replaces its start row.
         self.steps = steps
-        self._start: tuple[Any, ...] | None = None
+        self._start: tuple[Any, ...] = ()
 
     def started(self, workflow: str, fingerprint: str, session: Session, arguments: Mapping[str, Any]) -> None:
-        self._start = (self.run_id, workflow, fingerprint, session, dict(arguments), time.time())
-        if self.steps:
-            self.journal.submit(self._start_rows)
-
-    def _start_rows(self, status: str = RUNNING, result: WorkflowResult | None = None) -> list[Row]:
-        assert self._start is not None  # noqa: S101 - started() comes first
-        run_id, name, fp, session, args, at = self._start
-        encoded = result_text(result) if result is not None else None
-        row = (run_id, name, fp, _session_text(session), dumps(args), status, self.journal.owner, at, at, encoded)
-        return [(_START, row)]
+        """Buffer the run's start row. It is made here, of text and numbers only (so the
+        buffer keeps no objects of the run alive until the writer runs, nor makes the
+        collector walk them), and its texts are kept for the end row of a run without
+        step rows."""
+        at = time.time()
+        start = (self.run_id, workflow, fingerprint, _session_text(session), dumps(arguments), self.journal.owner, at)
+        self._start = start
+        run_id, name, fp, session_text, args, owner, _ = start
+        self.journal.add((RUN_ROW, (run_id, name, fp, session_text, args, RUNNING, owner, at, at, None)))
 
     def _event(self, kind: str, step: str, data: Any, backup: bytes | None = None) -> None:
         if not self.steps:
@@ -87,11 +83,17 @@ class RunLog:
         self._event(COMP_END, report.step, lambda: encode_compensation(report))
 
     def ended(self, result: WorkflowResult) -> None:
-        if not self.steps and self._start is not None:
-            self.journal.submit(lambda: self._start_rows(result.status, result))
+        """Buffer the run's end row (made here, as the start row)."""
+        if not self.steps and self._start:
+            # The whole row again: it replaces the start row (INSERT OR REPLACE), and when
+            # both are in one batch the writer writes this one only (Journal._write).
+            run_id, name, fp, session_text, args, owner, at = self._start
+            encoded = result_text(result)
+            self.journal.add(
+                (RUN_ROW, (run_id, name, fp, session_text, args, result.status, owner, at, time.time(), encoded))
+            )
             return
-        ended_at = time.time()
-        self.journal.submit(lambda: [(_END, (result.status, ended_at, result_text(result), result.run_id))])
+        self.journal.add((_END, (result.status, time.time(), result_text(result), result.run_id)))
 
     async def barrier(self) -> None:
         """Return once every row so far is on disk (:class:`JournalError` if it cannot be)."""

@@ -69,6 +69,30 @@ spec:
     - {id: wait, tool: wait_for, depends_on: [note], args: {marker: go}}
 ---
 apiVersion: toolrt/v1
+kind: Workflow
+metadata: {name: once}
+spec:
+  input_schema: {type: object}
+  steps:
+    - {id: stamp, tool: stamp_and_wait, args: {marker: go}}
+---
+apiVersion: toolrt/v1
+kind: Workflow
+metadata: {name: look}
+spec:
+  input_schema: {type: object}
+  steps:
+    - {id: look, tool: wait_for, args: {marker: go}}
+---
+apiVersion: toolrt/v1
+kind: Tool
+metadata: {name: stamp_and_wait}
+spec:
+  description: Appends a stamp to log.txt, then waits until a marker file exists (a write that can be cut short).
+  handler: python:wftools:stamp_and_wait
+  input_schema: {type: object, required: [marker], properties: {marker: {type: string}}}
+---
+apiVersion: toolrt/v1
 kind: Tool
 metadata: {name: wait_for}
 spec:
@@ -93,6 +117,12 @@ def slow_note(args, context):
         handle.write("note " + args["text"] + "\\n")
     time.sleep(0.02)
     return "noted"
+
+
+def stamp_and_wait(args, context):
+    with open(_root(context) / "log.txt", "a", encoding="utf-8") as handle:
+        handle.write("stamp\\n")
+    return wait_for(args, context)
 
 
 def wait_for(args, context):
@@ -341,3 +371,87 @@ def sha(text: str) -> str:
 
 
 _ = asyncio  # the trials run in other processes; the test process resumes synchronously
+
+
+def _run_row(trials: Trials, run_id: str) -> tuple[str, int, int] | None:
+    """The run's status and its numbers of step_start and step_end rows, as the file holds them."""
+    try:
+        with sqlite3.connect(trials.journal, timeout=5) as connection:
+            row = connection.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            kinds = [k for (k,) in connection.execute("SELECT kind FROM events WHERE run_id = ?", (run_id,))]
+    except sqlite3.OperationalError:
+        return None  # the file is being created
+    if row is None:
+        return None
+    return str(row[0]), kinds.count("step_start"), kinds.count("step_end")
+
+
+def _kill(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while not _gone(pid):
+        assert time.monotonic() < deadline, "the killed process did not go away"
+        time.sleep(0.001)
+
+
+@pytest.mark.parametrize("trial", range(4))
+def test_a_write_step_killed_as_soon_as_it_started_finds_its_start_row_on_disk(trials: Trials, trial: int) -> None:
+    # The step is neither read-only nor idempotent: it runs only once its "started" row is
+    # fsynced, so a kill the moment its effect shows finds the row, and resume reports the
+    # step unknown instead of running it again.
+    trials.reset()
+    run_id = f"wf_stamp_{trial}"
+    log = trials.workspace / "log.txt"
+    pid = trials.start(run_id, False, "once")
+    try:
+        deadline = time.monotonic() + 180
+        while not (log.exists() and log.read_text() == "stamp\n"):
+            assert time.monotonic() < deadline, "the step never ran"
+            time.sleep(0.0005)
+    finally:
+        _kill(pid)
+    assert _run_row(trials, run_id) == ("running", 1, 0)
+    (trials.workspace / "go").write_text("")
+    runtime = Runtime([trials.config], workspace_root=trials.workspace, settings=trials.settings, watch=False)
+    try:
+        result = runtime.resume_workflow_sync(run_id)
+        assert result.error is None, result.error
+        assert [(s.id, s.status) for s in result.steps] == [("stamp", "unknown")], result.render()
+        assert result.status == "compensated"  # nothing before it to undo; it is reported unknown
+        assert log.read_text() == "stamp\n"  # not run again
+        assert "already finished" in (runtime.resume_workflow_sync(run_id).note or "")
+    finally:
+        runtime.close_sync()
+        (trials.workspace / "go").unlink()
+
+
+def test_a_read_only_run_killed_mid_run_is_resumed_and_runs_its_step_again(trials: Trials) -> None:
+    # A run that only reads gets no step rows, but its start row reaches the file within
+    # the writer's flush interval without anything waiting for it: a kill after that
+    # leaves a run to resume, which runs the step again (safe: it only reads).
+    trials.reset()
+    run_id = "wf_look"
+    pid = trials.start(run_id, False, "look")
+    try:
+        deadline = time.monotonic() + 180
+        while _run_row(trials, run_id) is None:
+            assert time.monotonic() < deadline, "the run's start row never reached the file"
+            time.sleep(0.002)
+    finally:
+        _kill(pid)
+    assert _run_row(trials, run_id) == ("running", 0, 0)
+    (trials.workspace / "go").write_text("")
+    runtime = Runtime([trials.config], workspace_root=trials.workspace, settings=trials.settings, watch=False)
+    try:
+        result = runtime.resume_workflow_sync(run_id)
+        assert result.error is None, result.error
+        assert result.status == "ok", result.render()
+        assert [(s.id, s.status) for s in result.steps] == [("look", "ok")]
+        record = runtime.workflow_journal().load(run_id)
+        assert record.status == "ok" and record.result is not None and record.result["status"] == "ok"
+        again = runtime.resume_workflow_sync(run_id)
+        assert again.note is not None and "already finished" in again.note
+        assert again.status == "ok"
+    finally:
+        runtime.close_sync()
+        (trials.workspace / "go").unlink()

@@ -107,6 +107,86 @@ def test_a_buffered_row_reaches_the_file_without_a_flush(tmp_path: Path) -> None
         journal.close()
 
 
+def _run_rows(path: Path) -> dict[str, tuple[str, float, float, str | None]]:
+    with sqlite3.connect(path, timeout=5) as connection:
+        rows = connection.execute("SELECT run_id, status, started_at, updated_at, result FROM runs").fetchall()
+    return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+
+
+def _ended(run_id: str, status: str = "ok") -> WorkflowResult:
+    return WorkflowResult(run_id, "w", status, (StepReport("s", "t", status if status != "ok" else "ok", 0.1, 1),))
+
+
+def test_a_read_only_run_ending_in_the_batch_of_its_start_is_written_once_as_it_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = Journal(tmp_path / "j.sqlite3")
+    journal.open()
+    try:
+        monkeypatch.setattr(journal._batches, "notify", lambda: None)  # no writer thread: the test writes the batch
+        log = RunLog(journal, "wf_fast", steps=False)
+        log.started("w", "fp", Session(), {"n": 1})
+        log.ended(_ended("wf_fast"))
+        assert journal._connection is not None
+        before = journal._connection.total_changes
+        journal.write()
+        assert journal._connection.total_changes - before == 1  # one row, not a start row then its replacement
+        status, started, updated, result = _run_rows(journal.path)["wf_fast"]
+        assert status == "ok" and updated >= started
+        assert result is not None and json.loads(result)["steps"][0]["id"] == "s"
+        record = journal.load("wf_fast")
+        assert record.finished and record.input == {"n": 1}
+    finally:
+        journal.close()
+
+
+def test_a_read_only_run_whose_start_row_was_written_is_replaced_by_its_end_row(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j.sqlite3")
+    journal.open()
+    try:
+        log = RunLog(journal, "wf_slow", steps=False)
+        log.started("w", "fp", Session(id="s1"), {"n": 2})
+        journal.write()
+        assert _run_rows(journal.path)["wf_slow"][0] == "running"
+        assert not journal.load("wf_slow").finished  # a kill now leaves a run to resume
+        log.ended(_ended("wf_slow", "failed"))
+        journal.write()
+        rows = _run_rows(journal.path)
+        assert list(rows) == ["wf_slow"] and rows["wf_slow"][0] == "failed"
+        record = journal.load("wf_slow")
+        assert record.session["id"] == "s1" and record.input == {"n": 2} and record.events == ()
+    finally:
+        journal.close()
+
+
+def test_interleaved_runs_in_one_batch_each_keep_their_last_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = Journal(tmp_path / "j.sqlite3")
+    journal.open()
+    try:
+        monkeypatch.setattr(journal._batches, "notify", lambda: None)
+        logs = {name: RunLog(journal, name, steps=False) for name in ("wf_a", "wf_b", "wf_c", "wf_d")}
+        logs["wf_a"].started("w", "fp", Session(), {})
+        logs["wf_b"].started("w", "fp", Session(), {})
+        logs["wf_a"].ended(_ended("wf_a"))
+        logs["wf_c"].started("w", "fp", Session(), {})
+        # A run with step rows between them: its rows are other statements, in order.
+        writer = RunLog(journal, "wf_w")
+        writer.started("w", "fp", Session(), {})
+        writer.step_started("s", {"x": 1}, None)
+        logs["wf_b"].ended(_ended("wf_b", "failed"))
+        logs["wf_d"].started("w", "fp", Session(), {})
+        logs["wf_d"].ended(_ended("wf_d"))
+        writer.ended(_ended("wf_w"))
+        journal.write()
+        statuses = {run: row[0] for run, row in _run_rows(journal.path).items()}
+        assert statuses == {"wf_a": "ok", "wf_b": "failed", "wf_c": "running", "wf_d": "ok", "wf_w": "ok"}
+        assert [e.kind for e in journal.load("wf_w").events] == ["step_start"]
+    finally:
+        journal.close()
+
+
 def test_the_writer_thread_ends_when_idle_and_comes_back_for_new_rows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
