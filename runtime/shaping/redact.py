@@ -62,6 +62,7 @@ class Redactor:
         "anchored",
         "edge_anchored",
         "_scanners",
+        "_one",
         "_window",
         "_shortest",
         "_secret_key",
@@ -75,6 +76,7 @@ class Redactor:
         self.names: tuple[str, ...] = tuple(profile.name for profile in profiles)
         self.profiles: tuple[CompiledRedaction, ...] = tuple(profiles)
         self._scanners = _build_scanners(patterns)
+        self._one = self._scanners[0] if len(self._scanners) == 1 else None
         self._window = window
         # Text shorter than the shortest possible match cannot hold one: most argument
         # values and short outputs ("ok") skip the scan and its fixed cost (~3 us).
@@ -117,13 +119,27 @@ class Redactor:
 
         Counts are keyed by pattern name and never include the matched values.
         """
-        if not self._scanners or len(text) < self._shortest:
+        if len(text) < self._shortest or not self._scanners:
             return text, {}
-        counts: dict[str, int] = {}
         data = to_utf8(text)
+        one = self._one
+        if one is not None:
+            # The common case, one alternation: a text without a candidate (most outputs)
+            # costs one scan in C and nothing else; the first candidate found is not
+            # searched for again.
+            first = one.finder.search(data, 0)
+            if first is None:
+                return text, {}
+            counts: dict[str, int] = {}
+            out: list[bytes] = []
+            _scan(one, data, 0, None, out, counts, first=first)
+            if len(out) == 1:  # a candidate, kept (a look-alike, or refused by its validator)
+                return text, counts
+            return b"".join(out).decode("utf-8"), counts
+        counts = {}
         changed = False
         for scanner in self._scanners:
-            out: list[bytes] = []
+            out = []
             _scan(scanner, data, 0, None, out, counts)
             if len(out) > 1:  # one piece: the text as it was (more, at worst, rejoin it unchanged)
                 data = b"".join(out)
@@ -171,6 +187,8 @@ class Redactor:
         if not self._scanners or len(text) < self._shortest:
             return False
         data = to_utf8(text)
+        if self._one is not None:
+            return self._one.finder.search(data, 0) is not None
         return any(scanner.finder.search(data, 0) is not None for scanner in self._scanners)
 
     def redact_value(self, value: Any) -> tuple[Any, dict[str, int]]:

@@ -90,7 +90,7 @@ class _Regex:
     def __init__(self, regex: Any) -> None:
         self._public = regex
         low = getattr(regex, "_regexp", None)
-        self._match = low.Match if _low is not None and low is not None and hasattr(low, "Match") else None
+        self._match: Any = low.Match if _low is not None and low is not None and hasattr(low, "Match") else None
 
     def search(self, data: bytes, pos: int) -> tuple[int, int] | None:
         """The span of the leftmost match at or after ``pos``, or None."""
@@ -115,6 +115,9 @@ class _Regex:
         return self._public.fullmatch(data, pos, end) is not None
 
 
+_NO_SHIELDS: frozenset[str] = frozenset()
+
+
 @dataclass(frozen=True, slots=True)
 class _Entry:
     """One pattern of a scanner."""
@@ -125,6 +128,9 @@ class _Entry:
     shields: frozenset[str]  # a look-alike's: patterns whose matches starting inside it are kept
     value_only: bool  # <name> <separator> <value>: only the value is replaced
     alone: _Regex  # the pattern by itself: to confirm which pattern matched, and to retry
+    # Redacts its whole match whatever it holds (no validator, not a look-alike, not value_only):
+    # naming it wrongly could change a label, never leave text unredacted (see _Scanner.identify).
+    plain: bool
 
 
 def _pattern_source(pattern: CompiledPattern) -> str:
@@ -161,6 +167,7 @@ class _Scanner:
                 alone=_Regex(_compile(source)),
                 shields=pattern.shields if pattern.keep else frozenset(),
                 value_only=pattern.value_only and not pattern.keep,
+                plain=not pattern.keep and pattern.validator is None and not pattern.value_only,
             )
             for pattern, source in zip(patterns, sources, strict=True)
         )
@@ -187,15 +194,36 @@ class _Scanner:
         return self._later[index]
 
     def identify(self, data: bytes, begin: int, end: int, after: int = -1) -> int:
-        """The first pattern after index ``after`` that matches exactly ``data[begin:end]`` in place."""
+        """The first pattern after index ``after`` that matches exactly ``data[begin:end]`` in place.
+
+        Called only for a span that some pattern after ``after`` matches exactly in
+        place (a match of the alternation, or of the patterns after ``after``). The set
+        is given the span with one character of real context on each side, which its
+        patterns may consume or not: every pattern matching the span in place is in its
+        answer, and so may some matching only part of the slice. When one pattern after
+        ``after`` is in the answer it is therefore the one, and needs no confirmation
+        unless its verdict could leave text unredacted (a look-alike, a validator,
+        value_only): those are confirmed in place, so that nothing but a real match of
+        theirs is ever kept."""
         entries = self.entries
         if self._set is not None:
-            lo = _char_start(data, begin - 1) if begin > 0 else begin
-            hi = end + _char_len(data[end]) if end < len(data) else end
+            # One character of context each side (ASCII tested inline: the usual case).
+            lo = begin - 1 if begin > 0 else begin
+            if lo < begin and data[lo] >= 0x80:
+                lo = _char_start(data, lo)
+            hi = end
+            if end < len(data):
+                hi = end + 1 if data[end] < 0x80 else end + _char_len(data[end])
             found = self._set_match(data[lo:hi])
-            for index in sorted(found) if found and len(found) > 1 else found or ():
-                if index > after and entries[index].alone.spans(data, begin, end):
-                    return index
+            if found:
+                if len(found) == 1:
+                    index = found[0]
+                    if index > after and (entries[index].plain or entries[index].alone.spans(data, begin, end)):
+                        return index
+                else:
+                    for index in sorted(found):
+                        if index > after and entries[index].alone.spans(data, begin, end):
+                            return index
         for index in range(after + 1, len(entries)):  # no set (or a bug in it): the slow, sure way
             if entries[index].alone.spans(data, begin, end):
                 return index
@@ -279,8 +307,12 @@ def _scan(
     out: list[bytes],
     counts: dict[str, int],
     found: list[tuple[int, int, bytes]] | None = None,
+    first: tuple[int, int] | None = None,
 ) -> int:
     """Redact ``data[start:]`` into ``out``; return where the output stops.
+
+    ``first``, when given, is the finder's answer for ``start`` (already searched by
+    the caller: it is not searched again).
 
     ``found`` (when given) receives the span of ``data`` (in bytes) of each match that
     was replaced, key included where only the value is replaced, with its replacement.
@@ -292,10 +324,14 @@ def _scan(
     """
     end = len(data) if limit is None else limit
     emitted = pos = start
-    shield_begin, shield_end, shielded = -1, -1, frozenset[str]()  # a look-alike's span, and which patterns it protects
+    shield_begin, shield_end, shielded = -1, -1, _NO_SHIELDS  # a look-alike's span, and which patterns it protects
     search = scanner.finder.search
+    span: tuple[int, int] | None
     while pos <= len(data):
-        span = search(data, pos)
+        if first is not None:
+            span, first = first, None
+        else:
+            span = search(data, pos)
         if span is None or span[0] >= end:
             break
         begin = span[0]
@@ -306,7 +342,7 @@ def _scan(
             pos = begin + _char_len(data[begin]) if begin < len(data) else begin + 1
             continue
         entry, stop = accepted
-        step = begin + _char_len(data[begin]) if begin < len(data) else begin + 1
+        step = begin + 1 if begin >= len(data) or data[begin] < 0x80 else begin + _char_len(data[begin])
         if entry.replacement is None:
             # A look-alike: the patterns it shields may not start inside it; every other
             # pattern still may (a token in http://TOKEN@host is still a token).
