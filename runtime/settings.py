@@ -164,7 +164,8 @@ class Settings(BaseSettings):
         description=(
             "Worst-case cost (about one unit per CEL operation) an expression may have on the largest input its"
             " tool's schema"
-            " accepts; lint rejects one over it and says which schema bound to add."
+            " accepts; lint rejects one over it and says which schema bound to add. Each evaluation is bounded by"
+            " the same budget at run time, on both engines."
         ),
     )
     pack_dirs: list[Path] = Field(

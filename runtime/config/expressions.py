@@ -120,7 +120,11 @@ def compile_expression(
             )
         return None, findings
     try:
-        program = engine.compile(source, variables)
+        wording = typed or explain
+        if wording is not None:  # its evaluations are bounded by the budget lint checks against
+            program = engine.compile(source, variables, wording.cost_limit)
+        else:
+            program = engine.compile(source, variables)
     except CelCompileError as err:
         code = "cel-syntax" if "yntax" in err.message else "cel-type"
         wording = typed or explain

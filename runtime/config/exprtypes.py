@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.policy import celbudget
 from runtime.policy.celast import ParseError, parse
 from runtime.policy.celcheck import check
 from runtime.policy.celrefs import offset_to_line_col
@@ -37,11 +38,11 @@ from runtime.policy.celtypes import (
 )
 from runtime.policy.shell import MAX_LINE_LENGTH
 
-#: A rule that lints clean evaluates within this many cost units (see celcheck). One
-#: unit is about one CEL operation: 0.1-0.4 us on the fast engine, 15-30 us on the
-#: portable one (measured), so the default bounds an evaluation near 40 ms on the fast
-#: engine; the portable engine also has a run-time time limit.
-DEFAULT_COST_LIMIT = 100_000
+#: A rule that lints clean evaluates within this many cost units (see celcheck), and at
+#: run time each evaluation is bounded by the same budget on both engines
+#: (runtime.policy.celbudget). One unit is about one CEL operation: 0.1-0.4 us on the
+#: fast engine, 20-45 us on the portable one (measured).
+DEFAULT_COST_LIMIT = celbudget.DEFAULT_COST_LIMIT
 UNTYPED = "(untyped values)"
 
 _WHAT = {"bool": "a bool", "string": "a string"}

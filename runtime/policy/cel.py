@@ -21,7 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from runtime.policy.celclosure import CelError, Closure, Defer, OverBudget, run_in, scope, translate
+from runtime.policy.celbudget import DEFAULT_COST_LIMIT
+from runtime.policy.celclosure import MAX_STEPS, CelError, Closure, Defer, OverBudget, run_in, scope, translate
+from runtime.policy.celsize import Read, largest_size, measure, reads
 
 #: Variables a tool's business rules may read.
 RULE_VARIABLES = ("args", "tool", "session", "call")
@@ -52,7 +54,7 @@ class CelEngine(Protocol):
     name: str
     checks_types: bool
 
-    def compile(self, source: str, variables: tuple[str, ...]) -> CelProgram: ...
+    def compile(self, source: str, variables: tuple[str, ...], cost_limit: int = DEFAULT_COST_LIMIT) -> CelProgram: ...
 
     def activation(self, data: Mapping[str, Any], variables: tuple[str, ...]) -> Any: ...
 
@@ -69,7 +71,7 @@ class _Activation:
     """The call's plain data, and the engine's activation built from it only if a
     program needs the engine (most evaluations never do)."""
 
-    __slots__ = ("data", "checked", "_variables", "_engine", "_built", "_scope")
+    __slots__ = ("data", "checked", "_variables", "_engine", "_built", "_scope", "_sizes")
 
     def __init__(self, data: Mapping[str, Any], variables: tuple[str, ...], engine: CelEngine) -> None:
         self.data = data if type(data) is dict else dict(data)
@@ -78,6 +80,7 @@ class _Activation:
         self._engine = engine
         self._built: Any = None
         self._scope: dict[str, Any] | None = None
+        self._sizes: dict[tuple[Read, ...], tuple[int, int]] | None = None
 
     def scope(self) -> dict[str, Any]:
         """What the closures read: made at the first evaluation, reused by the rest
@@ -87,6 +90,23 @@ class _Activation:
             env = self._scope = scope(self.data, self.checked)
         return env
 
+    def within(self, names: tuple[Read, ...], largest: int) -> bool:
+        """Whether no value that ``names`` reads is larger than ``largest`` (measured once
+        per call for the programs that read the same values)."""
+        sizes = self._sizes
+        if sizes is None:
+            sizes = self._sizes = {}
+        known = sizes.get(names)
+        if known is not None:
+            size, cap = known
+            if size <= cap:  # exact: compare it with this program's largest
+                return size <= largest
+            if largest < cap:  # only known to be over a larger cap
+                return False
+        size = measure(self.data, names, largest)
+        sizes[names] = (size, largest)
+        return size <= largest
+
     def engine(self) -> Any:
         built = self._built
         if built is None:
@@ -94,16 +114,60 @@ class _Activation:
         return built
 
 
+class _Guard:
+    """The fast engine's run-time bound of one program (it cannot be interrupted): the
+    largest size of the values it reads for which its cost stays within the budget
+    (:mod:`runtime.policy.celsize`). A call with larger values is evaluated by the
+    portable engine instead, which counts its steps and stops at the same budget."""
+
+    __slots__ = ("source", "names", "largest", "cost_limit", "_variables", "_portable", "_lock")
+
+    def __init__(self, source: str, variables: tuple[str, ...], cost_limit: int) -> None:
+        self.source = source
+        self.names = reads(source, variables)
+        self.largest = largest_size(source, variables, cost_limit)
+        self.cost_limit = cost_limit
+        self._variables = variables
+        self._portable: CelProgram | Outcome | None = None
+        self._lock = threading.Lock()
+
+    def evaluate(self, activation: _Activation) -> Outcome:
+        """Evaluate over-sized values on the portable engine (compiled once, on first need)."""
+        portable = self._portable
+        if portable is None:
+            with self._lock:
+                portable = self._portable
+                if portable is None:
+                    portable = self._portable = self._compile()
+        if type(portable) is Outcome:
+            return portable
+        engine = get_engine("portable", translated=False)
+        return portable.evaluate(engine.activation(activation.data, self._variables))  # type: ignore[union-attr]
+
+    def _compile(self) -> CelProgram | Outcome:
+        from runtime.errors import CelCompileError
+
+        try:
+            return get_engine("portable", translated=False).compile(self.source, self._variables, self.cost_limit)
+        except CelCompileError as err:
+            return Outcome(
+                error=f"the values are too large for the fast CEL engine's budget of {self.cost_limit:,} cost units "
+                f"and the portable engine cannot compile the expression ({err.message}); it was not evaluated"
+            )
+
+
 class _ClosureProgram:
     """A program evaluated by its closure; the engine's program answers what the
     closure cannot be certain of, and words every error."""
 
-    __slots__ = ("source", "_closure", "_program")
+    __slots__ = ("source", "_closure", "_program", "_guard", "_cost_limit")
 
-    def __init__(self, source: str, closure: Closure, program: CelProgram) -> None:
+    def __init__(self, source: str, closure: Closure, program: CelProgram, guard: _Guard | None, limit: int) -> None:
         self.source = source
         self._closure = closure
         self._program = program
+        self._guard = guard
+        self._cost_limit = limit
 
     def evaluate(self, activation: Any) -> Outcome:
         if type(activation) is not _Activation:
@@ -111,27 +175,41 @@ class _ClosureProgram:
         try:
             value = run_in(self._closure, activation.scope())
         except OverBudget as err:
-            return Outcome(error=str(err))  # never handed to the engine: it would run away itself
+            # Each comprehension step costs lint at least one unit: past MAX_STEPS steps the
+            # cost is over a budget of MAX_STEPS units. A larger budget is the engine's to keep.
+            if self._cost_limit <= MAX_STEPS:
+                return Outcome(error=str(err))
+            return self._by_engine(activation)
         except (CelError, Defer, RecursionError):
-            return self._program.evaluate(activation.engine())
+            return self._by_engine(activation)
         if value is True:
             return _TRUE
         if value is False:
             return _FALSE
         return Outcome(value=value)
 
+    def _by_engine(self, activation: _Activation) -> Outcome:
+        guard = self._guard
+        if guard is not None and not activation.within(guard.names, guard.largest):
+            return guard.evaluate(activation)
+        return self._program.evaluate(activation.engine())
+
 
 class _EngineProgram:
     """A program outside the closures' subset: the engine evaluates it."""
 
-    __slots__ = ("source", "_program")
+    __slots__ = ("source", "_program", "_guard")
 
-    def __init__(self, program: CelProgram) -> None:
+    def __init__(self, program: CelProgram, guard: _Guard | None) -> None:
         self.source = program.source
         self._program = program
+        self._guard = guard
 
     def evaluate(self, activation: Any) -> Outcome:
         if type(activation) is _Activation:
+            guard = self._guard
+            if guard is not None and not activation.within(guard.names, guard.largest):
+                return guard.evaluate(activation)
             return self._program.evaluate(activation.engine())
         return self._program.evaluate(activation)
 
@@ -144,10 +222,15 @@ class TranslatedEngine:
         self.name = engine.name
         self.checks_types = engine.checks_types
 
-    def compile(self, source: str, variables: tuple[str, ...]) -> CelProgram:
-        program = self.engine.compile(source, variables)  # syntax and type errors are the engine's
+    def compile(self, source: str, variables: tuple[str, ...], cost_limit: int = DEFAULT_COST_LIMIT) -> CelProgram:
+        """Compile ``source``; an evaluation by the engine stays within ``cost_limit``
+        cost units (the portable engine counts them; the fast one is checked first)."""
+        program = self.engine.compile(source, variables, cost_limit)  # syntax and type errors are the engine's
         closure = translate(source, variables)
-        return _ClosureProgram(source, closure, program) if closure is not None else _EngineProgram(program)
+        guard = _Guard(source, variables, cost_limit) if self.engine.name == "fast" else None
+        if closure is not None:
+            return _ClosureProgram(source, closure, program, guard, cost_limit)
+        return _EngineProgram(program, guard)
 
     def activation(self, data: Mapping[str, Any], variables: tuple[str, ...]) -> Any:
         return _Activation(data, variables, self.engine)

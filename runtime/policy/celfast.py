@@ -15,6 +15,7 @@ from typing import Any
 
 from runtime.errors import CelCompileError
 from runtime.policy.cel import CelProgram, Outcome
+from runtime.policy.celbudget import DEFAULT_COST_LIMIT
 from runtime.policy.celrefs import LexError, tokenize
 from runtime.regex import re2_tester
 
@@ -96,7 +97,9 @@ class FastEngine:
                 env = self._envs.setdefault(variables, cel.NewEnv(variables=types, functions=[matches]))
         return env
 
-    def compile(self, source: str, variables: tuple[str, ...]) -> CelProgram:
+    def compile(self, source: str, variables: tuple[str, ...], cost_limit: int = DEFAULT_COST_LIMIT) -> CelProgram:
+        """Compile ``source``. cel-expr-python cannot be stopped once it evaluates: the
+        ``cost_limit`` is kept before it starts, by :class:`runtime.policy.cel.TranslatedEngine`."""
         if _MATCHES in source and any(t.kind == "ident" and t.text == _MATCHES for t in _tokens(source)):
             offset = source.index(_MATCHES)
             raise CelCompileError(f"undeclared reference to '{_MATCHES}'", *_line_col(source, offset))

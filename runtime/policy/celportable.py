@@ -6,9 +6,9 @@ give cel-cpp's verdicts. Its evaluation is not thread-safe: it runs under one lo
 Each evaluation is bounded (:mod:`runtime.policy.celbudget`): it counts a step for
 every syntax-tree node it visits and for every item it copies or scans natively, and
 it is stopped, as an evaluation error (so a deny or ask rule matches: fail closed),
-after :data:`~runtime.policy.celbudget.MAX_STEPS` steps or
-:data:`~runtime.policy.celbudget.TIME_BUDGET_S` seconds of CPU, whichever comes first. The
-lock is never held longer than that.
+past its budget of cost units (setting ``cel_cost_limit``, turned into steps and a
+CPU-time backstop by :func:`~runtime.policy.celbudget.budget`), whichever comes
+first. The lock is never held longer than that.
 """
 
 from __future__ import annotations
@@ -37,11 +37,12 @@ class _Unusable:
 
 
 class _PortableProgram:
-    __slots__ = ("source", "_runner")
+    __slots__ = ("source", "_runner", "_cost_limit")
 
-    def __init__(self, source: str, runner: Any) -> None:
+    def __init__(self, source: str, runner: Any, cost_limit: int) -> None:
         self.source = source
         self._runner = runner
+        self._cost_limit = cost_limit
 
     def evaluate(self, activation: Any) -> Outcome:
         from celpy.evaluation import CELEvalError
@@ -50,7 +51,7 @@ class _PortableProgram:
             return Outcome(error=activation.reason)
         try:
             with _PORTABLE_LOCK:
-                celbudget.start()
+                celbudget.start(self._cost_limit)
                 result = self._runner.evaluate(activation)
         except celbudget.Exhausted as err:
             return Outcome(error=str(err))
@@ -81,7 +82,10 @@ class PortableEngine:
         sys.setrecursionlimit(limit)
         self._functions = _portable_overrides()
 
-    def compile(self, source: str, variables: tuple[str, ...]) -> CelProgram:
+    def compile(
+        self, source: str, variables: tuple[str, ...], cost_limit: int = celbudget.DEFAULT_COST_LIMIT
+    ) -> CelProgram:
+        """Compile ``source``; each evaluation is stopped past ``cost_limit`` cost units."""
         from celpy.celparser import CELParseError
 
         try:
@@ -96,7 +100,7 @@ class PortableEngine:
             ) from None
         except Exception as err:  # noqa: BLE001 - any other parser failure is a compile error too
             raise CelCompileError(f"cannot compile: {err}", 1, 1) from None
-        return _PortableProgram(source, runner)
+        return _PortableProgram(source, runner, cost_limit)
 
     def activation(self, data: Mapping[str, Any], variables: tuple[str, ...]) -> Any:
         json_to_cel = self._celpy.json_to_cel

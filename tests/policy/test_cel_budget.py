@@ -6,8 +6,8 @@ closed), and the engine stays usable for the next evaluation.
   (runtime.policy.celclosure.MAX_STEPS).
 - Expressions the portable engine evaluates itself count every tree node visited and
   every item copied or scanned (runtime.policy.celbudget), and stop at a deadline.
-- The fast engine cannot be interrupted: its bound is the build-time worst-case
-  estimate from the schema's bounds, which lint enforces (cel-cost).
+- The fast engine cannot be interrupted: it is checked before it starts, and values
+  larger than its budget allows go to the portable engine (see test_cel_runtime_bound).
 """
 
 from __future__ import annotations
@@ -18,10 +18,8 @@ from typing import Any
 
 import pytest
 
-from runtime import Call, Runtime, Session
 from runtime.policy import celbudget
 from runtime.policy.cel import fast_available, get_engine, is_translated
-from runtime.settings import Settings
 
 VARIABLES = ("args", "tool", "session", "call")
 ENGINES = ["portable", pytest.param("fast", marks=pytest.mark.skipif(not fast_available(), reason="no fast extra"))]
@@ -52,6 +50,12 @@ TRANSLATED: list[tuple[str, str]] = [
     ("exists-one-nested", "args.items.exists_one(x, args.items.exists_one(y, y == x + 9999999))"),
     ("exists-over-a-map-of-copies", "args.items.map(x, args.items).exists(l, l.exists(y, y < 0))"),
 ]
+
+
+@pytest.fixture(autouse=True)
+def _smaller_default_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The default budget (1,000,000 steps) takes seconds to exhaust; a tenth shows the same.
+    monkeypatch.setattr(celbudget, "MAX_STEPS", 100_000)
 
 
 def _data(extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -149,21 +153,6 @@ spec:
       tools: [lister]
       when: 'args.items.exists(x, args.items.exists(y, int(x) == int(y) + 9999999))'
 """
-
-
-def test_a_deny_rule_that_runs_over_its_budget_denies_the_call(tmp_path: Path) -> None:
-    (tmp_path / "c.yaml").write_text(TOOL)
-    # An operator raised the lint cost limit so far that the rule loads: the run-time bound still holds.
-    settings = Settings(cel_engine="portable", cel_cost_limit=100_000_000, audit_sink="off")
-    runtime = Runtime([tmp_path], workspace_root=tmp_path, settings=settings)
-    try:
-        [small] = runtime.run_turn_sync([Call("1", "lister", {"items": [1, 2, 3]})], Session())
-        assert small.status.value == "ok"
-        [big] = runtime.run_turn_sync([Call("2", "lister", {"items": list(range(3000))})], Session())
-        assert big.status.value == "denied"
-        assert "budget" in big.content and "p/runaway" in big.content
-    finally:
-        runtime.close_sync()
 
 
 def test_lint_rejects_the_same_rule_under_the_default_cost_limit(tmp_path: Path) -> None:
