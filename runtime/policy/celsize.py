@@ -67,7 +67,7 @@ def _native_cost(node: Node, times: Cost) -> Cost:
     from runtime.policy.celtypes import ZERO, size_var
 
     cost = ZERO
-    if node.kind == "op" and node.value in _LIST_OPS:
+    if node.kind == "op" and node.value in _LIST_OPS and not any(_scalar(arg) for arg in node.args[-2:]):
         cost = cost + times * size_var(_U)
     if node.kind == "macro":
         if node.target is not None:
@@ -108,6 +108,23 @@ def reads(source: str, variables: Iterable[str]) -> tuple[Read, ...]:
     return tuple(found)
 
 
+def _scalar(node: Node) -> bool:
+    """Whether ``node`` is certainly no list (so that an operator beside it scans none)."""
+    if node.kind in _SCALAR_NODES:
+        return True
+    if node.kind == "ident":
+        return node.value in _TYPE_NAMES
+    return node.kind == "call" and node.value in _SCALAR_FUNCTIONS
+
+
+_SCALAR_NODES = frozenset({"int", "uint", "double", "string", "bytes", "bool", "null", "not", "neg", "and", "or"})
+_TYPE_NAMES = frozenset({"int", "uint", "double", "string", "bytes", "bool", "list", "map", "null_type", "type"})
+_SCALAR_FUNCTIONS = frozenset(
+    {"size", "int", "uint", "double", "string", "bool", "bytes", "type", "contains", "startsWith", "endsWith"}
+    | {"matches", "has"}
+)
+
+
 def measure(data: Mapping[str, Any], read: tuple[Read, ...], cap: int) -> int:
     """The largest size of the values ``read`` selects in ``data`` (items of a list or
     map, characters of a string), or more than ``cap`` as soon as one is over ``cap``.
@@ -133,31 +150,28 @@ def _largest(value: Any, cap: int, depth: int) -> int:
         return len(value)
     if depth > _MAX_DEPTH:
         return cap + 1  # deeper than argument decoding allows: not trusted
-    if kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
-        largest = len(value)
-        if largest > cap:
-            return largest
-        for key, item in value.items():
-            size = max(_largest(key, cap, depth + 1), _largest(item, cap, depth + 1))
-            if size > largest:
-                largest = size
-                if largest > cap:
-                    return largest
-        return largest
     if kind is list or kind is tuple:
-        largest = len(value)
-        if largest > cap:
-            return largest
-        for item in value:
-            if type(item) in _SCALARS:
-                continue
-            size = _largest(item, cap, depth + 1)
-            if size > largest:
-                largest = size
-                if largest > cap:
-                    return largest
+        items: Iterable[Any] = value
+    elif kind is dict or isinstance(value, Mapping):
+        items = (part for pair in value.items() for part in pair)
+    else:
+        return 0
+    largest = len(value)
+    if largest > cap:
         return largest
-    return 0
+    for item in items:
+        kind = type(item)
+        if kind is str:  # most items: no call
+            size = len(item)
+        elif kind in _SCALARS:
+            continue
+        else:
+            size = _largest(item, cap, depth + 1)
+        if size > largest:
+            largest = size
+            if largest > cap:
+                return largest
+    return largest
 
 
 _SCALARS = frozenset({int, float, bool, type(None)})
