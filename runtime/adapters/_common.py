@@ -80,6 +80,8 @@ def tool_name(value: Any, problems: list[str], what: str) -> str:
 
 
 def join_problems(problems: Iterable[str]) -> str | None:
+    if type(problems) is list and not problems:
+        return None  # the usual call: nothing wrong
     text = "; ".join(p for p in problems if p)
     return text or None
 

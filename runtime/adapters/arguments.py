@@ -142,7 +142,8 @@ def _decode(
         return None, _bad_message(value, _pointer(()))
     if not isinstance(value, dict):
         return None, _not_object(value)
-    problem = _walk(value, max_bytes=max_bytes, max_depth=max_depth, nulls=nulls)
+    # Bounded: raw is at most max_bytes characters long (checked above).
+    problem = _walk(value, max_bytes=max_bytes, max_depth=max_depth, nulls=nulls, bounded=True)
     return (None, problem) if problem else (value, None)
 
 
@@ -264,10 +265,15 @@ def _bad_message(bad: _Bad, where: str) -> str:
     return f'the object at {where} repeats the key "{printable(bad.text[:100])}"; send each key once'
 
 
-def _walk(root: Any, *, max_bytes: int, max_depth: int, nulls: list[Any] | None = None) -> str | None:
+def _walk(
+    root: Any, *, max_bytes: int, max_depth: int, nulls: list[Any] | None = None, bounded: bool = False
+) -> str | None:
     """Check every value under ``root`` iteratively; the first problem, or None.
     ``nulls`` (when given) receives a mark for every ``null`` met on the way, and for
-    any value that is not plain decoded JSON.
+    any value that is not plain decoded JSON. ``bounded``: the values cannot add up to
+    more than ``max_bytes`` (decoded from a text no longer than that: every string,
+    key and bracket takes at least as many characters there as it counts here), so an
+    ASCII string can raise no problem at all and is settled where it is met.
 
     Runs on every parsed call, so the JSON types are tested by exact type first (an
     ``isinstance`` against ``Mapping``, an abstract base class, costs several times
@@ -281,10 +287,7 @@ def _walk(root: Any, *, max_bytes: int, max_depth: int, nulls: list[Any] | None 
         if kind is str:
             size += len(value)
             if size > max_bytes:
-                return (
-                    f"arguments are too large: more than {max_bytes:,} characters of text;"
-                    " pass large content by reference (a file path) or in smaller pieces"
-                )
+                return _TOO_MUCH_TEXT.format(max_bytes)
             if not value.isascii():
                 problem = _surrogate(value, _path(link), "")
                 if problem:
@@ -310,9 +313,32 @@ def _walk(root: Any, *, max_bytes: int, max_depth: int, nulls: list[Any] | None 
                         problem = _surrogate(key, (*_path(link), key), " in a key")
                         if problem:
                             return problem
+                    # The commonest values, which no check can fault, are settled here
+                    # instead of going through the stack (see `bounded` for strings).
+                    of = type(item)
+                    if of is int or of is bool:
+                        continue
+                    if item is None:
+                        if nulls is not None:
+                            nulls.append(None)
+                        continue
+                    if bounded and of is str and item.isascii():
+                        size += len(item)
+                        continue
                     stack.append((item, depth + 1, (link, key)))
             else:
-                stack.extend((item, depth + 1, (link, index)) for index, item in enumerate(value))
+                for index, item in enumerate(value):
+                    of = type(item)
+                    if of is int or of is bool:
+                        continue
+                    if item is None:
+                        if nulls is not None:
+                            nulls.append(None)
+                        continue
+                    if bounded and of is str and item.isascii():
+                        size += len(item)
+                        continue
+                    stack.append((item, depth + 1, (link, index)))
             size += 1
             if size > max_bytes:
                 return (
@@ -372,6 +398,11 @@ def _walk(root: Any, *, max_bytes: int, max_depth: int, nulls: list[Any] | None 
             )
     return None
 
+
+_TOO_MUCH_TEXT = (
+    "arguments are too large: more than {:,} characters of text; pass large content by reference (a file path) or "
+    "in smaller pieces"
+)
 
 #: A value's place in the arguments: None for the top, else (the parent's link, key or index).
 _Link = tuple[Any, str | int] | None

@@ -240,9 +240,7 @@ def _with_arguments(
         tool = snapshot.tools.get(name)
         if tool is not None and strict_form(snapshot, tool).strict:
             args = strip_strict_nulls(args, tool.spec.input_schema)
-    return Call(
-        id=identifier, name=name, args=args, index=index, raw_arguments=raw, parse_error=join_problems(problems)
-    )
+    return Call(identifier, name, args, index, raw, join_problems(problems))  # positional: built on every call
 
 
 def _text(result: ToolResult, mark_errors: bool) -> str:
