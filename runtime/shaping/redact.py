@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from runtime.shaping._unicode import to_utf8
+from runtime.shaping.disguise import DISGUISED, has_disguise, redact_disguised
 from runtime.shaping.redact_scan import (
     _build_scanners,
     _compile,
@@ -117,11 +118,29 @@ class Redactor:
     def redact(self, text: str) -> tuple[str, dict[str, int]]:
         """``text`` with every match replaced, and how many matches of each pattern.
 
-        Counts are keyed by pattern name and never include the matched values.
+        Counts are keyed by pattern name and never include the matched values. Lines
+        holding a disguise (colour codes, invisible characters, ``\n``-style escapes,
+        full-width letters) are also matched with it taken out (:mod:`.disguise`).
         """
         if len(text) < self._shortest or not self._scanners:
             return text, {}
         data = to_utf8(text)
+        if not has_disguise(text, data):  # the common case: one check, then plain redaction's own fast path
+            return self._redact_plain(text, data)
+        # Disguised letters first: a pattern matching only the plain part of a token
+        # (`xoxb-...` up to a `\u0041`) would otherwise leave the rest in place; then
+        # what only a separator escape hid (`\nAKIA...`: no word boundary before it).
+        text, hidden = redact_disguised(text, self.spans, inside=True)
+        text, counts = self._redact_plain(text)
+        text, more = redact_disguised(text, self.spans)
+        hidden += more
+        if hidden:
+            counts[DISGUISED] = counts.get(DISGUISED, 0) + hidden
+        return text, counts
+
+    def _redact_plain(self, text: str, data: bytes | None = None) -> tuple[str, dict[str, int]]:
+        if data is None:
+            data = to_utf8(text)
         one = self._one
         if one is not None:
             # The common case, one alternation: a text without a candidate (most outputs)
@@ -183,10 +202,13 @@ class Redactor:
     def has_candidate(self, text: str) -> bool:
         """Whether any pattern matches somewhere in ``text`` (validators not consulted).
 
-        One scan, for prefilters: False means :meth:`redact` would change nothing."""
+        One scan, for prefilters: False means :meth:`redact` would change nothing (text
+        holding a disguise character is a candidate: its skeleton may hold a secret)."""
         if not self._scanners or len(text) < self._shortest:
             return False
         data = to_utf8(text)
+        if has_disguise(text, data):
+            return True
         if self._one is not None:
             return self._one.finder.search(data, 0) is not None
         return any(scanner.finder.search(data, 0) is not None for scanner in self._scanners)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from runtime.shaping._unicode import to_utf8
+from runtime.shaping.disguise import DISGUISED, Spans, redact_disguised
 from runtime.shaping.redact_scan import _char_start, _scan, _Scanner
 
 if TYPE_CHECKING:
@@ -67,6 +68,46 @@ class _Stage:
         return b"".join(out)
 
 
+class _Lines:
+    """One disguise pass (:mod:`runtime.shaping.disguise`) over a stream, whole lines at a
+    time: a line's skeleton needs all of it, so the text after the last newline waits
+    (up to ``window`` characters, the scanners' window; a longer line is cut there, and
+    a secret disguised across the cut may be missed)."""
+
+    __slots__ = ("spans", "inside", "window", "pending", "counts")
+
+    def __init__(self, spans: Spans, *, inside: bool, window: int, counts: dict[str, int]) -> None:
+        self.spans = spans
+        self.inside = inside
+        self.window = window
+        self.pending = ""
+        self.counts = counts
+
+    def feed(self, text: str) -> str:
+        text = self.pending + text if self.pending else text
+        cut = text.rfind("\n") + 1
+        if cut == 0 and len(text) <= self.window:
+            self.pending = text
+            return ""
+        if cut == 0:
+            cut = len(text)
+        self.pending = text[cut:]
+        return self._redact(text[:cut])
+
+    def finish(self) -> str:
+        text, self.pending = self.pending, ""
+        return self._redact(text)
+
+    def preview(self, more: str) -> str:
+        return redact_disguised(self.pending + more, self.spans, inside=self.inside)[0]
+
+    def _redact(self, text: str) -> str:
+        text, hidden = redact_disguised(text, self.spans, inside=self.inside)
+        if hidden:
+            self.counts[DISGUISED] = self.counts.get(DISGUISED, 0) + hidden
+        return text
+
+
 class StreamRedactor:
     """Redacts output that arrives in chunks, across chunk boundaries.
 
@@ -77,12 +118,16 @@ class StreamRedactor:
     default) may be missed. Emitted text always ends on a character boundary.
     """
 
-    __slots__ = ("counts", "_stages", "_finished")
+    __slots__ = ("counts", "_stages", "_finished", "_before", "_after")
 
     def __init__(self, redactor: Redactor) -> None:
         self.counts: dict[str, int] = {}
         self._stages = tuple(_Stage(scanner, redactor.window, self.counts) for scanner in redactor._scanners)
         self._finished = False
+        # The disguise passes of Redactor.redact, before and after the scanners, on whole
+        # lines: what is emitted does not depend on where the chunks end.
+        self._before = _Lines(redactor.spans, inside=True, window=redactor.window, counts=self.counts)
+        self._after = _Lines(redactor.spans, inside=False, window=redactor.window, counts=self.counts)
 
     def feed(self, chunk: str) -> str:
         """Take the next chunk; return the redacted text that can be emitted now."""
@@ -90,22 +135,22 @@ class StreamRedactor:
             raise RuntimeError("feed() after finish(): start a new stream")
         if not self._stages:
             return chunk
-        data = to_utf8(chunk)
+        data = to_utf8(self._before.feed(chunk))
         for stage in self._stages:
             if not data:
                 break  # nothing released: the later stages have nothing new either
             data = stage.feed(data)
-        return data.decode("utf-8")
+        return self._after.feed(data.decode("utf-8")) if data else ""
 
     def preview(self) -> str:
         """The text still held back, redacted as if the output ended now; nothing is
         consumed (for a look at a running command's latest output)."""
         if self._finished or not self._stages:
             return ""
-        data = b""
+        data = to_utf8(self._before.preview(""))
         for stage in self._stages:
             data = stage.preview(data)
-        return data.decode("utf-8", "replace")
+        return self._after.preview(data.decode("utf-8", "replace"))
 
     def finish(self) -> str:
         """End of output: return everything still held back, redacted."""
@@ -114,9 +159,9 @@ class StreamRedactor:
         self._finished = True
         if not self._stages:
             return ""
-        data = b""
+        data = to_utf8(self._before.finish())
         for stage in self._stages:
             # Whatever an earlier stage still held goes through the later ones too.
             stage.pending += data
             data = stage.finish()
-        return data.decode("utf-8")
+        return self._after.feed(data.decode("utf-8")) + self._after.finish()
