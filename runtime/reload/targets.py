@@ -49,6 +49,21 @@ def watch_targets(paths: Sequence[Path]) -> WatchTargets:
     return WatchTargets(tuple(watch), tuple(dirs), tuple(files))
 
 
+def watch_identity(watch: Sequence[str]) -> tuple[tuple[int, int] | None, ...]:
+    """Which filesystem object each watched path is (device, inode; None when gone). A
+    folder deleted and created again under the same name is another object: a watch
+    placed on the old one sees nothing of the new one."""
+    identity: list[tuple[int, int] | None] = []
+    for path in watch:
+        try:
+            found = os.stat(path)
+        except OSError:
+            identity.append(None)
+        else:
+            identity.append((found.st_dev, found.st_ino))
+    return tuple(identity)
+
+
 def _is_configmap_entry(name: str) -> bool:
     """``..data``, ``..data_tmp`` and the ``..2026_01_01_...`` folders of a ConfigMap volume."""
     return name.startswith("..") and len(name) > 2

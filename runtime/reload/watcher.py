@@ -17,7 +17,7 @@ from loguru import logger
 from runtime.config.compile import BuildResult
 from runtime.config.view import Fingerprint, fingerprint, marker_signature
 from runtime.reload.events import PublishMode, ReloadEvent, held_event, log_event, weakenings
-from runtime.reload.targets import ChangeFilter, hashless, marker_path, watch_targets
+from runtime.reload.targets import ChangeFilter, WatchTargets, hashless, marker_path, watch_identity, watch_targets
 from runtime.settings import Settings
 from runtime.snapshot import Snapshot
 
@@ -341,9 +341,10 @@ class ConfigWatcher:
         self.changes_ignored += 1
 
     def _run(self, stop: threading.Event) -> None:
+        catch_up = False  # the first watch needs none: the Runtime was built from the files
         while not stop.is_set():
             try:
-                if not self._watch(stop):
+                if not self._watch(stop, catch_up=catch_up):
                     return
             except Exception as err:  # noqa: BLE001 - e.g. a watched folder vanished: wait, then watch again
                 self.watch_errors += 1
@@ -353,13 +354,21 @@ class ConfigWatcher:
                 )
                 if stop.wait(_RESTART_PAUSE_S):
                     return
-            self._changed((), stop)  # changes may have been missed while no watch was in place
+            catch_up = True  # changes may have been missed while no watch was in place
 
-    def _watch(self, stop: threading.Event) -> bool:
-        """Watch until stopped (False) or until the folders to watch change (True)."""
-        targets = watch_targets([*self.paths, *([self.marker] if self.marker is not None else [])])
+    def _targets(self) -> WatchTargets:
+        return watch_targets([*self.paths, *([self.marker] if self.marker is not None else [])])
+
+    def _watch(self, stop: threading.Event, *, catch_up: bool) -> bool:
+        """Watch until stopped (False) or until the folders to watch change (True).
+
+        With ``catch_up``, the files are looked at once the new watches are in place: a
+        change made after the last look and before the watches existed (a folder deleted
+        and created again, then written) is seen by no watch, only by that look."""
+        targets = self._targets()
         if not targets.watch:
             raise FileNotFoundError("no existing config path to watch")
+        identity = watch_identity(targets.watch)  # before the watches: a swap after it is caught below
         changes_seen = watchfiles.watch(
             *targets.watch,
             watch_filter=ChangeFilter(targets, on_ignored=self._ignored),
@@ -375,16 +384,21 @@ class ConfigWatcher:
                 self._ready.set()
                 if stop.is_set():
                     return False
-                if not changes:
+                if catch_up:
+                    catch_up = False
+                    self._changed((), stop)
+                elif not changes:
                     self.idle_wakes += 1
                     continue
-                self._changed(sorted({path for _, path in changes}), stop)
-                # A config folder removed (its watch is gone) or created (it was watched
-                # through its parent): watch the new set of folders.
-                if (
-                    watch_targets([*self.paths, *([self.marker] if self.marker is not None else [])]).watch
-                    != targets.watch
-                ):
+                else:
+                    self._changed(sorted({path for _, path in changes}), stop)
+                    if any(change == watchfiles.Change.deleted and path in targets.watch for change, path in changes):
+                        return True  # a watched folder itself went: its watch is dead, whatever is there now
+                # A config folder removed (its watch is gone), created (it was watched
+                # through its parent) or removed and created again before this look (the
+                # watch is on the old folder; a file system may give the new one the old
+                # inode, hence the check above): watch the new set of folders.
+                if self._targets().watch != targets.watch or watch_identity(targets.watch) != identity:
                     return True
         finally:
             changes_seen.close()  # release the OS watches now, not when the generator is collected

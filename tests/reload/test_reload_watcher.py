@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from reload_support import (
     BAD_CEL_RULE,
     BAD_YAML,
@@ -311,6 +313,38 @@ def test_stop_is_idempotent_leaves_no_thread_and_installs_no_signal_handler(
     # No watcher thread is left (asserted above) to see the write: nothing can arrive.
     assert events.since(mark) == []
     assert description(runtime) == "Before stop."
+
+
+@pytest.mark.parametrize("pause_s", [0.0, 0.005, 0.02, 0.05, 0.1, 0.2])
+def test_a_folder_recreated_and_written_at_any_moment_after_its_removal_was_seen_is_served(
+    runtime: Runtime, config_dir: Path, events: EventLog, watcher: ConfigWatcher, pause_s: float
+) -> None:
+    # The folder comes back at some moment while the watcher moves its watches (the
+    # removal seen, the watch on the parent not in place yet, or the other way round):
+    # whatever it missed, the look it takes once the new watches are in place finds.
+    for round_ in range(3):
+        mark = events.mark()
+        shutil.rmtree(config_dir)
+        events.wait_for(lambda e: e.event == "error", since=mark)
+        time.sleep(pause_s)  # the moment of the redeploy, not a wait for the watcher
+        config_dir.mkdir()
+        write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": f"Deployed again {round_}."}))
+        wait_until(serves(runtime, f"Deployed again {round_}."), what=f"round {round_} served")
+
+
+def test_a_folder_replaced_faster_than_the_watcher_looks_keeps_being_watched(
+    runtime: Runtime, config_dir: Path, watcher: ConfigWatcher
+) -> None:
+    # Deleted and created again at once (a redeploy by rm -rf and copy): the watcher may
+    # first look after the new folder exists, under the same name as the old one; its
+    # watch on the old folder would see no later edit.
+    for round_ in range(3):
+        shutil.rmtree(config_dir)
+        config_dir.mkdir()
+        write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": f"Replaced {round_}."}))
+        wait_until(serves(runtime, f"Replaced {round_}."), what=f"round {round_} replacement served")
+        write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": f"Edited {round_}."}))
+        wait_until(serves(runtime, f"Edited {round_}."), what=f"round {round_} edit after the replacement served")
 
 
 def test_a_config_folder_deleted_and_created_again_keeps_being_watched(
