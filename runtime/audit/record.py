@@ -139,10 +139,7 @@ class AuditRecord:
         write; those win over the metadata. An unknown name raises TypeError,
         since it would be lost silently.
         """
-        if session is None or isinstance(session, str):
-            session_id, user = session, None
-        else:
-            session_id, user = session.id, session.user
+        session_id, user = _session_parts(session)
         # The metadata, not the result: a queued record must not keep the output alive.
         # The status enum stands in until resolve() reads the metadata's status text.
         record = cls(
@@ -283,6 +280,13 @@ class AuditRecord:
         return row_json(self.to_row())
 
 
+def _session_parts(session: Session | str | None) -> tuple[str | None, str | None]:
+    """The session id and user a record stores, from a Session or a bare session id."""
+    if session is None or isinstance(session, str):
+        return session, None
+    return session.id, session.user
+
+
 def call_item(
     result: ToolResult,
     session: Session | str | None,
@@ -297,10 +301,7 @@ def call_item(
     arguments later, exactly as :meth:`AuditRecord.from_result` with ``redactor`` would
     (:meth:`AuditRecord.from_call`). ``args`` are held by reference: pass a mapping that
     is not changed afterwards."""
-    if session is None or isinstance(session, str):
-        session_id, user = session, None
-    else:
-        session_id, user = session.id, session.user
+    session_id, user = _session_parts(session)
     # The metadata, not the result: a queued item must not keep the output alive.
     return (
         time.time(),
