@@ -634,8 +634,9 @@ async def test_transient_errors_are_retried_with_backoff_for_read_only_tools(
     times = _attempt_times(workspace / "ro.log")
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     assert len(times) == 3
-    assert gaps[0] >= 0.045 and gaps[1] >= 0.095  # 0.05 s, then 0.1 s: exponential backoff
-    assert gaps[1] > gaps[0]
+    # 0.05 s, then 0.1 s: exponential backoff. Lower bounds only: a loaded machine may
+    # stretch either gap, so comparing the two measured gaps with each other is a race.
+    assert gaps[0] >= 0.045 and gaps[1] >= 0.095
 
 
 async def test_retries_stop_after_the_configured_attempts(py_tools: Snapshot, workspace: Path) -> None:

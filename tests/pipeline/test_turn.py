@@ -32,19 +32,31 @@ from runtime.errors import ToolError
 
 EVENTS = []
 STATE = {"in_flight": 0, "max": 0}
+ARRIVED = {}
 
 
 def reset():
     EVENTS.clear()
     STATE.update(in_flight=0, max=0)
+    ARRIVED.clear()
 
 
 async def nap(args):
+    # With "group" and "until", a nap stays in its handler until that many naps of its
+    # group have arrived (or "s" seconds pass), so calls meant to overlap do overlap on a
+    # loaded machine, and calls run one after another time out of the wait instead.
     STATE["in_flight"] += 1
     STATE["max"] = max(STATE["max"], STATE["in_flight"])
     EVENTS.append(("start", args.get("tag"), time.monotonic()))
+    group = args.get("group")
+    ARRIVED[group] = ARRIVED.get(group, 0) + 1
     try:
-        await asyncio.sleep(args.get("s", 0.3))
+        if group is None:
+            await asyncio.sleep(args.get("s", 0.3))
+        else:
+            deadline = time.monotonic() + args.get("s", 0.3)
+            while ARRIVED[group] < args["until"] and time.monotonic() < deadline:
+                await asyncio.sleep(0.005)
     finally:
         STATE["in_flight"] -= 1
         EVENTS.append(("end", args.get("tag"), time.monotonic()))
@@ -143,6 +155,11 @@ def nap(tag: str, s: float = 0.3, *, tool: str = "nap", id: str | None = None) -
     return call(tool, {"tag": tag, "s": s}, id=id or tag)
 
 
+def meeting_nap(tag: str, group: str, until: int, *, tool: str = "nap") -> Call:
+    """A nap that waits (up to 10 s) until ``until`` naps of ``group`` are in their handlers."""
+    return call(tool, {"tag": tag, "s": 10.0, "group": group, "until": until}, id=tag)
+
+
 async def test_results_come_back_in_call_order_paired_by_id(turn: Turn) -> None:
     calls = [
         nap("a", 0.2),
@@ -160,14 +177,20 @@ async def test_results_come_back_in_call_order_paired_by_id(turn: Turn) -> None:
 
 
 async def test_consecutive_read_only_calls_run_concurrently(turn: Turn) -> None:
-    results = await turn.run([nap("a"), nap("b"), nap("c")])
+    results = await turn.run([meeting_nap(t, "abc", 3) for t in "abc"])
     assert all(r.status is Status.ok for r in results)
     assert turn.max_in_flight == 3  # all three were in their handler at once
 
 
 async def test_a_write_call_splits_read_only_calls_into_batches(turn: Turn) -> None:
     results = await turn.run(
-        [nap("a", 0.2), nap("b", 0.2), nap("w", 0.2, tool="nap_write"), nap("d", 0.2), nap("e", 0.2)]
+        [
+            meeting_nap("a", "ab", 2),
+            meeting_nap("b", "ab", 2),
+            nap("w", 0.2, tool="nap_write"),
+            meeting_nap("d", "de", 2),
+            meeting_nap("e", "de", 2),
+        ]
     )
     assert all(r.status is Status.ok for r in results)
     (a0, a1), (b0, b1), (w0, w1), (d0, d1), (e0, e1) = (turn.times(t) for t in "abwde")
@@ -187,7 +210,7 @@ async def test_parallel_false_runs_one_call_at_a_time(turn: Turn) -> None:
 
 
 async def test_max_concurrency_bounds_a_read_only_batch(turn: Turn) -> None:
-    results = await turn.run([nap(t, 0.1) for t in "abcdef"], settings=Settings(max_concurrency=2))
+    results = await turn.run([meeting_nap(t, "pair", 2) for t in "abcdef"], settings=Settings(max_concurrency=2))
     assert all(r.status is Status.ok for r in results)
     assert turn.max_in_flight == 2
 
