@@ -144,7 +144,10 @@ async def call_http(call: ValidatedCall, env: Any, failure: Callable[..., Handle
             code="http_status",
             metadata=MappingProxyType({**meta, **({"transient": True} if transient else {})}),
         )
-    return HandlerOutcome(value={"status": response.status, "headers": response.headers, "body": body}, metadata=meta)
+    return HandlerOutcome(
+        value={"status": response.status, "headers": _scrub_value(response.headers, secrets), "body": body},
+        metadata=meta,
+    )
 
 
 def _body(raw: bytes, content_type: str, secrets: tuple[str, ...]) -> Any:

@@ -16,7 +16,7 @@ import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 from runtime.config.models import HandlerHttp
 from runtime.http.guard import AddressPolicy
@@ -79,7 +79,24 @@ class Request:
     url: str
     headers: dict[str, str]
     content: bytes | None
-    secret_values: tuple[str, ...]  # redacted from the response and from error messages
+    secret_values: tuple[str, ...]  # redacted from the response and from error messages, every spelling
+
+
+def secret_spellings(secret: str) -> set[str]:
+    """``secret`` as the request carries it and as a server or a library may echo it back:
+    as is, percent-encoded (the URL form sent, ``/`` kept or not, ``+`` for spaces, hex in
+    either case), and escaped inside a JSON string. An error page quoting the requested
+    URL holds the encoded form, which a search for the plain value would miss."""
+    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+    for encoded in (quote(secret, safe=""), quote(secret, safe="/"), quote_plus(secret, safe="")):
+        forms.add(encoded)
+        forms.add(_lower_hex(encoded))
+    return forms
+
+
+def _lower_hex(encoded: str) -> str:
+    parts = encoded.split("%")
+    return parts[0] + "".join("%" + part[:2].lower() + part[2:] for part in parts[1:])
 
 
 def render(plan: HttpPlan, args: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Request:
@@ -122,7 +139,8 @@ def render(plan: HttpPlan, args: Mapping[str, Any], environ: Mapping[str, str] |
         else:
             content = json.dumps(body, ensure_ascii=False).encode("utf-8")
             headers.setdefault("Content-Type", "application/json")
-    return Request(url, headers, content, tuple(sorted(set(used.values()), key=len, reverse=True)))
+    forms = {form for secret in used.values() for form in secret_spellings(secret)}
+    return Request(url, headers, content, tuple(sorted(forms, key=len, reverse=True)))
 
 
 def _fill(template: Any, value: Any) -> Any:

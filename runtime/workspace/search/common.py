@@ -165,25 +165,46 @@ def scandir_sorted(fd: int) -> list[os.DirEntry[str]]:
         )
 
 
-def read_file(dir_fd: int, name: str, max_bytes: int) -> bytes | None:
-    """Up to ``max_bytes`` of regular file ``name`` in ``dir_fd`` (no link followed), or None if unreadable."""
+def open_file(dir_fd: int, name: str) -> int | None:
+    """A descriptor of regular file ``name`` in ``dir_fd`` (no link followed), or None if it is not one."""
     try:
         fd = os.open(name, READ_FLAGS, dir_fd=dir_fd)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks: list[bytes] = []
-        remaining = max_bytes
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def read_fd(fd: int, max_bytes: int) -> bytes | None:
+    """Up to ``max_bytes`` of the file open at ``fd`` from its start, or None if unreadable.
+
+    ``pread`` leaves the descriptor's offset alone: ripgrep may be handed the same open file.
+    """
+    chunks: list[bytes] = []
+    offset = 0
+    try:
+        while offset < max_bytes:
+            chunk = os.pread(fd, min(max_bytes - offset, 1 << 20), offset)
             if not chunk:
                 break
             chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
+            offset += len(chunk)
     except OSError:
         return None
+    return b"".join(chunks)
+
+
+def read_file(dir_fd: int, name: str, max_bytes: int) -> bytes | None:
+    """Up to ``max_bytes`` of regular file ``name`` in ``dir_fd`` (no link followed), or None if unreadable."""
+    fd = open_file(dir_fd, name)
+    if fd is None:
+        return None
+    try:
+        return read_fd(fd, max_bytes)
     finally:
         os.close(fd)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from runtime.workspace.search.regex import Pattern
-from runtime.workspace.search.results import Budget, FileHits, GrepRequest, display_line
+from runtime.workspace.search.results import Budget, FileHits, GrepRequest, SearchFile, display_line
 from runtime.workspace.search.walker import Skipped
 
 
@@ -79,11 +79,11 @@ class PythonEngine:
     reads_whole_files = True
 
     def search(
-        self, request: GrepRequest, files: Iterator[tuple[str, bytes]], budget: Budget, skipped: Skipped
+        self, request: GrepRequest, files: Iterator[SearchFile], budget: Budget, skipped: Skipped
     ) -> list[FileHits]:
         """The files with matches (see :class:`~runtime.workspace.search.results.Engine`)."""
         results: list[FileHits] = []
-        for rel, data in files:
+        for rel, data, _fd in files:
             keep_text = request.wants_text and budget.remaining > 0
             hits = _python_hits(rel, data, request.pattern, keep_text, request.context, request.max_line_chars)
             if hits is not None:

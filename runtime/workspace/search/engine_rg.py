@@ -1,8 +1,13 @@
-"""grep's ripgrep engine: ``rg`` run on the walker's file list, its output checked again.
+"""grep's ripgrep engine: ``rg`` run on the walker's files, its output checked again.
 
 Fixed argv, no shell, ``--no-config``, ``--`` before the pattern, a time limit after
 which it is killed; ripgrep's own filters play no part (it is given files, not
 folders), and every path it reports must be one it was given and not denied.
+
+ripgrep is not given the files' names: a name opens whatever is there when ripgrep
+gets to it, so a folder or file swapped for a symbolic link after the walk would be
+followed out of the workspace. It is given ``/dev/fd/N``, the descriptors the walker
+opened without following a link (passed to the child), so it reads those very files.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -20,10 +26,22 @@ from runtime.workspace.errors import WorkspaceError
 from runtime.workspace.sandbox import Workspace
 from runtime.workspace.search.common import clean, path_key, quote
 from runtime.workspace.search.regex import ESCAPE_HINT, Pattern
-from runtime.workspace.search.results import Budget, FileHits, GrepRequest, display_line
+from runtime.workspace.search.results import Budget, FileHits, GrepRequest, SearchFile, display_line
 from runtime.workspace.search.walker import Skipped
 
 _RG_ARGV_BYTES = 128 * 1024  # file names per ripgrep run; far below ARG_MAX
+
+
+def _max_batch_files() -> int:
+    # Each file of a batch is an open descriptor until its ripgrep run ends, and several
+    # grep calls may run at once: stay well inside the process's descriptor limit.
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 4096
+    return max(16, min(4096, soft // 16))
+
+
+_MAX_BATCH_FILES = _max_batch_files()
 
 
 def _rg_base(rg: str, ignore_case: bool) -> list[str]:
@@ -47,14 +65,23 @@ def _rg_env() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key != "RIPGREP_CONFIG_PATH"}
 
 
-def _run_rg(argv: list[str], cwd: str, deadline: float) -> subprocess.CompletedProcess[bytes] | None:
-    """Run ripgrep (no shell); None when the time budget ran out (the process is killed)."""
+def _run_rg(
+    argv: list[str], cwd: str, deadline: float, fds: tuple[int, ...] = ()
+) -> subprocess.CompletedProcess[bytes] | None:
+    """Run ripgrep (no shell) with ``fds`` passed on; None when the time budget ran out (the process is killed)."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         return None
     try:
         return subprocess.run(
-            argv, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=remaining, check=False, env=_rg_env()
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=remaining,
+            check=False,
+            env=_rg_env(),
+            pass_fds=fds,
         )
     except subprocess.TimeoutExpired:  # run() has killed and reaped it
         return None
@@ -108,61 +135,76 @@ class RipgrepEngine:
         self.rg = rg
 
     def search(
-        self, request: GrepRequest, files: Iterator[tuple[str, bytes]], budget: Budget, skipped: Skipped
+        self, request: GrepRequest, files: Iterator[SearchFile], budget: Budget, skipped: Skipped
     ) -> list[FileHits]:
         """The files with matches (see :class:`~runtime.workspace.search.results.Engine`)."""
         cwd = str(request.workspace.root)
         _rg_check_pattern(self.rg, request.pattern, request.ignore_case, cwd)
         results: list[FileHits] = []
-        batch: list[str] = []
+        batch: dict[str, tuple[str, int]] = {}  # the name ripgrep is given -> (path, descriptor)
         batch_bytes = 0
         batch_files = 64  # small first, so a common pattern switches to counting early
-        for rel, _head in files:
-            batch.append(rel)
-            batch_bytes += len(os.fsencode(rel)) + 1
-            if len(batch) >= batch_files or batch_bytes >= _RG_ARGV_BYTES:
-                results.extend(self._batch(request, batch, budget, skipped))
-                batch, batch_bytes = [], 0
-                batch_files = min(batch_files * 2, 4096)
-            if skipped.timed_out:
-                break
-        results.extend(self._batch(request, batch, budget, skipped))
+        try:
+            for rel, _head, fd in files:
+                if fd is None:  # pragma: no cover - the walker opens every file it hands to this engine
+                    continue
+                batch[f"/dev/fd/{fd}"] = (rel, fd)
+                batch_bytes += len(os.fsencode(rel)) + 1
+                if len(batch) >= batch_files or batch_bytes >= _RG_ARGV_BYTES:
+                    results.extend(self._batch(request, batch, budget, skipped))
+                    _close(batch)
+                    batch, batch_bytes = {}, 0
+                    batch_files = min(batch_files * 2, _MAX_BATCH_FILES)
+                if skipped.timed_out:
+                    break
+            results.extend(self._batch(request, batch, budget, skipped))
+        finally:
+            _close(batch)
         return results
 
-    def _batch(self, request: GrepRequest, batch: list[str], budget: Budget, skipped: Skipped) -> list[FileHits]:
+    def _batch(
+        self, request: GrepRequest, batch: dict[str, tuple[str, int]], budget: Budget, skipped: Skipped
+    ) -> list[FileHits]:
         """Search the files of ``batch``: with line texts while the budget lasts, else counts only."""
         if not batch or skipped.timed_out:
             return []
         workspace = request.workspace
-        by_rel = {rel: FileHits(rel) for rel in batch}
+        by_name = {name: FileHits(rel) for name, (rel, _fd) in batch.items()}
         keep_text = request.wants_text and budget.remaining > 0
         argv = _rg_base(self.rg, request.ignore_case)
         if keep_text:
             argv += ["--json", *(["--context", str(request.context)] if request.context else [])]
         else:
             argv += ["--count", "--with-filename", "--null"]
-        done = _run_rg([*argv, "--", request.pattern.text, *batch], str(workspace.root), request.deadline)
+        fds = tuple(fd for _rel, fd in batch.values())
+        done = _run_rg([*argv, "--", request.pattern.text, *batch], str(workspace.root), request.deadline, fds)
         if done is None:
             skipped.timed_out = True
             return []
         if keep_text:
-            _parse_rg_json(done.stdout, by_rel, workspace, request.max_line_chars)
+            _parse_rg_json(done.stdout, by_name, workspace, request.max_line_chars)
         else:
-            _parse_rg_counts(done.stdout, by_rel, workspace)
-        hits = sorted((h for h in by_rel.values() if h.count), key=lambda h: path_key(h.rel))
+            _parse_rg_counts(done.stdout, by_name, workspace)
+        hits = sorted((h for h in by_name.values() if h.count), key=lambda h: path_key(h.rel))
         if keep_text:
             budget.take(sum(h.count for h in hits))
         return hits
 
 
-def _accept(rel: str | None, by_rel: dict[str, FileHits], workspace: Workspace) -> FileHits | None:
-    """The entry for a path ripgrep reported, if it was given to it and is not protected."""
-    if rel is None or rel not in by_rel or workspace.denied_by(rel) is not None:
+def _close(batch: dict[str, tuple[str, int]]) -> None:
+    for _rel, fd in batch.values():
+        os.close(fd)
+    batch.clear()
+
+
+def _accept(name: str | None, by_name: dict[str, FileHits], workspace: Workspace) -> FileHits | None:
+    """The entry for a file ripgrep reported, if it was given to it and is not protected."""
+    if name is None or (hits := by_name.get(name)) is None or workspace.denied_by(hits.rel) is not None:
         return None
-    return by_rel[rel]
+    return hits
 
 
-def _parse_rg_json(stdout: bytes, by_rel: dict[str, FileHits], workspace: Workspace, max_chars: int) -> None:
+def _parse_rg_json(stdout: bytes, by_name: dict[str, FileHits], workspace: Workspace, max_chars: int) -> None:
     for raw in stdout.split(b"\n"):
         if not raw:
             continue
@@ -174,7 +216,7 @@ def _parse_rg_json(stdout: bytes, by_rel: dict[str, FileHits], workspace: Worksp
         if kind not in ("match", "context"):
             continue
         data = event.get("data") or {}
-        hits = _accept(_rg_text(data.get("path"), path=True), by_rel, workspace)
+        hits = _accept(_rg_text(data.get("path"), path=True), by_name, workspace)
         number = data.get("line_number")
         text = _rg_text(data.get("lines"), path=False)
         if hits is None or not isinstance(number, int) or text is None:
@@ -187,13 +229,13 @@ def _parse_rg_json(stdout: bytes, by_rel: dict[str, FileHits], workspace: Worksp
             hits.context[number] = shown
 
 
-def _parse_rg_counts(stdout: bytes, by_rel: dict[str, FileHits], workspace: Workspace) -> None:
+def _parse_rg_counts(stdout: bytes, by_name: dict[str, FileHits], workspace: Workspace) -> None:
     """Parse ``path NUL count LF`` records; split at NUL first, since a file name may hold a newline."""
     pieces = stdout.split(b"\x00")
     name = pieces[0]
     for piece in pieces[1:]:
         count, _, following = piece.partition(b"\n")
-        hits = _accept(os.fsdecode(name), by_rel, workspace)
+        hits = _accept(os.fsdecode(name), by_name, workspace)
         if hits is not None and count.isdigit():
             hits.count = int(count)
         name = following

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import closing
@@ -16,9 +17,11 @@ from runtime.workspace.search.common import (
     SearchLimits,
     check_int,
     clean,
+    open_file,
     path_key,
     plural,
     quote,
+    read_fd,
     read_file,
     where,
 )
@@ -26,7 +29,7 @@ from runtime.workspace.search.engine_python import PythonEngine
 from runtime.workspace.search.engine_rg import RipgrepEngine, ripgrep
 from runtime.workspace.search.matcher import GlobMatcher, compile_matcher
 from runtime.workspace.search.regex import compile_pattern
-from runtime.workspace.search.results import Budget, Engine, FileHits, GrepRequest
+from runtime.workspace.search.results import Budget, Engine, FileHits, GrepRequest, SearchFile
 from runtime.workspace.search.walker import Entry, Skipped, skipped_note, walk, walk_notices, walk_rules
 
 
@@ -125,8 +128,8 @@ def _engine(engine: GrepEngine) -> Engine:
 
 def _text_files(
     entries: Iterator[Entry], matcher: GlobMatcher | None, skipped: Skipped, limits: SearchLimits, *, read_all: bool
-) -> Iterator[tuple[str, bytes]]:
-    """(relative path, bytes) of each searchable file: the whole file, or its head when ripgrep reads it."""
+) -> Iterator[SearchFile]:
+    """Each searchable file: the whole file, or its head and its open descriptor when ripgrep reads it."""
     for entry in entries:
         if entry.kind == "link":
             skipped.links += 1
@@ -136,15 +139,21 @@ def _text_files(
         if entry.size > limits.max_file_bytes:
             skipped.large.append(clean(entry.rel))
             continue
-        data = read_file(entry.dir_fd, entry.name, limits.max_file_bytes if read_all else limits.sniff_bytes)
-        if data is None:
-            skipped.unreadable += 1
-            continue
-        if b"\x00" in data[: limits.sniff_bytes]:
-            skipped.binary += 1
+        fd = None if read_all else open_file(entry.dir_fd, entry.name)
+        if read_all:
+            data = read_file(entry.dir_fd, entry.name, limits.max_file_bytes)
+        else:
+            data = None if fd is None else read_fd(fd, limits.sniff_bytes)
+        if data is None or b"\x00" in data[: limits.sniff_bytes]:
+            if fd is not None:
+                os.close(fd)
+            if data is None:
+                skipped.unreadable += 1
+            else:
+                skipped.binary += 1
             continue
         skipped.searched += 1
-        yield entry.rel, data
+        yield SearchFile(entry.rel, data, fd)
 
 
 def _format_content(hits: list[FileHits], limit: int, context: int) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from runtime.workspace.sandbox import Workspace
 from runtime.workspace.search.common import GrepOutput, SearchLimits, clean
@@ -67,18 +67,28 @@ class Budget:
         self.remaining = max(0, self.remaining - count)
 
 
+class SearchFile(NamedTuple):
+    """A file the walker hands to an engine: its path, its bytes (whole, or its head) and,
+    for an engine that reads files itself, ``fd``: the very file the walker opened without
+    following a link (the engine closes it), so a name swapped for a link since is never read."""
+
+    rel: str
+    data: bytes
+    fd: int | None = None
+
+
 class Engine(Protocol):
     """A grep engine: searches the files the walker gives it, in path order.
 
     ``reads_whole_files``: the walker hands over whole files (else only their first
-    bytes, for the binary check, and the engine reads the files itself).
+    bytes, for the binary check, and an open descriptor the engine reads and closes).
     """
 
     name: str
     reads_whole_files: bool
 
     def search(
-        self, request: GrepRequest, files: Iterator[tuple[str, bytes]], budget: Budget, skipped: Skipped
+        self, request: GrepRequest, files: Iterator[SearchFile], budget: Budget, skipped: Skipped
     ) -> list[FileHits]:
         """The files with matches, each with its count (and line texts while the budget lasts)."""
         ...
