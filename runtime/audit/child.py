@@ -57,9 +57,22 @@ def _records(rows: list[tuple[Any, ...]], redactors: dict[int, Redactor]) -> lis
     return records
 
 
+def _items(rows: list[tuple[Any, ...]], redactors: dict[int, Redactor]) -> list[tuple[Any, ...]]:
+    """The call items (:func:`~runtime.audit.record.call_item`) of an ``items`` frame:
+    each row is an item's first ten values, its metadata and its redactor's key."""
+    items = []
+    for row in rows:
+        key = row[11]
+        redactor = None if key is None else redactors.get(key) or _REFUSE
+        items.append((*row[:11], redactor))
+    return items
+
+
 class _RefuseArgs:
     """Stands in for a redactor this process was never told about: arguments that
     cannot be redacted are not stored."""
+
+    edge_anchored = True  # (read by the batched rows: send every record to the careful path)
 
     def redact_value(self, value: Any) -> Any:
         raise ValueError("unknown redactor")
@@ -127,16 +140,21 @@ class _Server:
                 tag = message[0]
                 if tag == "redactor":
                     redactors[message[1]] = _redactor(message[2])
-                elif tag == "batch":
+                elif tag == "batch" or tag == "items":
                     seq, stored, error = message[1], 0, ""
+                    made = _items if tag == "items" else _records
                     try:
-                        self.sink.write_batch(_records(message[2], redactors))
+                        self.sink.write_batch(made(message[2], redactors))
                         stored = len(message[2])
                     except Exception as err:  # noqa: BLE001 - report it and go on with the next batch
                         error = f"{type(err).__name__}: {err}".replace("\n", " ")[:500]
                     reader.done(offset)
                     if ack:
                         self._ack(seq, stored, error)
+                elif tag == "damaged":
+                    reader.done(offset)
+                    if ack:  # its seq is unknown: report it, so that the app counts an error
+                        self._ack(0, 0, "a frame of the hand-off file could not be read; its records are lost")
                 elif tag == "sync" and ack:
                     self._ack(message[1], 0, "")
                 elif tag == "next":

@@ -29,12 +29,15 @@ storing a batch and rewriting the offset stores that batch twice at most.
 from __future__ import annotations
 
 import fcntl
+import io
 import os
 import pickle
 import secrets
 import struct
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import BuiltinFunctionType, FunctionType
 from typing import Any, BinaryIO
 
 MAGIC = b"TRTAUDIT"
@@ -47,11 +50,35 @@ ROTATE_BYTES = 32 * 1024 * 1024
 _FOLDER_SUFFIX = ".handoff"
 
 
+class Unreadable(pickle.PicklingError):
+    """A value whose class the writer child could not import (the app's own)."""
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles only what the child can read back: builtin values, and objects of the
+    standard library's and toolrt's classes. An object of a class of the app's own (a
+    test's enum, a module the child's path lacks) would pickle here and fail to
+    unpickle there, losing its whole batch: it raises :class:`Unreadable` instead, so
+    the app can finish that batch itself."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        # Called only for objects that are not exact builtin values (see pickle's docs).
+        named = obj if isinstance(obj, type | FunctionType | BuiltinFunctionType) else type(obj)
+        module = getattr(named, "__module__", None) or ""
+        top = module.partition(".")[0]
+        if top == "runtime" or top in sys.stdlib_module_names:
+            return NotImplemented  # pickled the usual way
+        raise Unreadable(f"{module}.{getattr(named, '__qualname__', named)} cannot be read by the audit process")
+
+
 def frame(message: Any) -> bytes:
     """``message`` (a tuple whose first item is its kind) as one frame: the payload's
     length, the kind's first letter (so that a reader can skip to the profiles
-    without unpickling batches), the pickle."""
-    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    without unpickling batches), the pickle. Raises :class:`Unreadable` (or another
+    pickling error) for a value the child could not read back."""
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(message)
+    payload = buffer.getvalue()
     return _FRAME.pack(len(payload)) + message[0][:1].encode("ascii") + payload
 
 

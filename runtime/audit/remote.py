@@ -3,10 +3,10 @@
 Redacting, encoding and storing a record costs about as much CPU as running the
 call it describes, and a writer *thread* spends that CPU under the same interpreter
 lock as the calls. :class:`ProcessSink` keeps only the cheap part in this process:
-each batch is pickled (about a microsecond per record) and appended to a hand-off
-file beside the store (:mod:`runtime.audit.handoff`); a child process (``python -m
-runtime.audit.child``) reads it, redacts the arguments, encodes them and stores the
-batch with the real sink (:class:`SqliteSink` or :class:`JsonlSink`).
+each batch is pickled (call items as plain tuples, about a microsecond per record)
+and appended to a hand-off file beside the store (:mod:`runtime.audit.handoff`); a
+child process (``python -m runtime.audit.child``) reads it, redacts the arguments,
+encodes them and stores the batch with the real sink (:class:`SqliteSink` or :class:`JsonlSink`).
 
 The child is started with the sink (:meth:`ProcessSink.start`; the Runtime does it
 when it is built), in its own session (a Ctrl-C meant for the app does not cut it
@@ -34,12 +34,14 @@ from collections.abc import Sequence
 from dataclasses import fields
 from enum import Enum
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import runtime
 from runtime.audit import handoff
 from runtime.audit.jsonl import JsonlSink
-from runtime.audit.record import AuditRecord, Encoded, encode_args
+from runtime.audit.record import AuditRecord, Encoded
+from runtime.audit.rows import rows_of
 from runtime.audit.sinks import SqliteSink
 
 _MAX_RESTARTS = 3  # within _RESTART_WINDOW_S; then batches fail (and are counted) instead
@@ -124,11 +126,17 @@ class ProcessSink:
     def write_batch(self, records: Sequence[AuditRecord]) -> None:
         """Append ``records`` to the hand-off file and wake the child. Raises OSError
         if the file cannot be written (disk full) or no child can be started."""
-        if not records:
+        self.write_items(records)
+
+    def write_items(self, items: Sequence[Any]) -> None:
+        """Append call items (:func:`~runtime.audit.record.call_item`) as they are, or
+        records, to the hand-off file and wake the child: what the writer thread hands
+        over. Raises as :meth:`write_batch` does."""
+        if not items:
             return
         with self._lock:
             self._ensure_child()
-            frames = self._frames(records)
+            frames = self._frames(items)
             self._append(b"".join(frames))
             self._read_acks(block=False)
 
@@ -203,19 +211,56 @@ class ProcessSink:
         if fd is not None:
             os.close(fd)  # drops our lock: the file is the child's, or a later child's to finish
 
-    def _frames(self, records: Sequence[AuditRecord]) -> list[bytes]:
+    def _frames(self, items: Sequence[Any]) -> list[bytes]:
+        """The frames for a batch (call items, :func:`~runtime.audit.record.call_item`, or
+        records), any redaction profiles first. This runs under the interpreter lock the
+        calls use, so a batch of call items goes as one ``items`` frame of plain tuples
+        (an item's first ten values, its metadata as a dict, its redactor's key), the
+        cheapest thing to pickle; a batch holding an application's record goes as a
+        ``batch`` frame of records. When something will not go (a value that does not
+        pickle, a mapping that cannot be read), the batch is finished here instead
+        (:func:`~runtime.audit.rows.rows_of`, which never raises) and sent as stored."""
         frames: list[bytes] = []
+        try:
+            if all(type(item) is tuple for item in items):
+                message: tuple[Any, ...] = ("items", self._seq + 1, self._plain_items(items, frames))
+            else:
+                message = ("batch", self._seq + 1, self._record_rows(items, frames))
+            payload = _frame(message)
+        except Exception:  # noqa: BLE001 - an odd object somewhere: finish the batch here
+            payload = _frame(("batch", self._seq + 1, [_stored(row) for row in rows_of(items)]))
+        self._seq += 1
+        frames.append(payload)
+        return frames
+
+    def _plain_items(self, items: Sequence[tuple[Any, ...]], frames: list[bytes]) -> list[tuple[Any, ...]]:
+        plain = []
+        last: Any = _NO_REDACTOR
+        key: int | None = None
+        for item in items:
+            redactor = item[11]
+            if redactor is not last:  # the calls of a batch mostly share one redactor
+                last, key = redactor, self._redactor_key(redactor, frames)
+            metadata, status = item[10], item[8]
+            if metadata is not None and type(metadata) is not MappingProxyType and type(metadata) is not dict:
+                # A mapping of the app's own may read differently through get() than as a copy.
+                raise TypeError("metadata of an odd type: finished here")
+            if isinstance(status, Enum):  # its text, as the rows would read it (rows._resolved)
+                text = metadata.get("status") if metadata is not None else None
+                status = text if text is not None else status.value
+            # The metadata is a read-only view of the result's: a dict pickles, a view does not.
+            metadata = dict(metadata) if metadata is not None else None
+            plain.append((*item[:8], status, item[9], metadata, key))
+        return plain
+
+    def _record_rows(self, items: Sequence[Any], frames: list[bytes]) -> list[tuple[Any, ...]]:
         rows = []
-        for record in records:
+        for item in items:
+            record = AuditRecord.from_call(item) if type(item) is tuple else item
             key = self._redactor_key(record.redactor, frames)
             metadata = record.metadata
             rows.append(_row(record, record.args, dict(metadata) if metadata is not None else None, key))
-        self._seq += 1
-        try:
-            frames.append(_frame(("batch", self._seq, rows)))
-        except Exception:  # noqa: BLE001 - an odd object somewhere: finish those records here instead
-            frames.append(_frame(("batch", self._seq, [_finished(record) for record in records])))
-        return frames
+        return rows
 
     def _redactor_key(self, redactor: Any, frames: list[bytes]) -> int | None:
         if redactor is None:
@@ -321,12 +366,14 @@ class ProcessSink:
                 self.last_error = parts[3]
 
 
-def _finished(record: AuditRecord) -> tuple[Any, ...]:
-    """A record whose fields could not all be pickled, resolved and redacted here, with
-    its arguments as (redacted) JSON text: plain data only."""
-    record.resolve()
-    args = encode_args(record.args)
-    return _row(record, Encoded(args) if args is not None else None, None, None)
+_NO_REDACTOR = object()
+
+
+def _stored(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A row as stored (:func:`~runtime.audit.rows.rows_of`) as the fields the child
+    rebuilds a record from: arguments already encoded and redacted, nothing to resolve."""
+    args = row[8]
+    return (*row[:8], Encoded(args) if args is not None else None, *row[9:], None, None)
 
 
 # The fields the child rebuilds a record from, in the order AuditRecord takes them.

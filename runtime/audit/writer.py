@@ -310,6 +310,9 @@ class AuditWriter:
         made once for the whole batch (:func:`~runtime.audit.rows.rows_of`) when the
         sink takes rows, else as records (call items made into records)."""
         sink = self.sink
+        write_items = getattr(sink, "write_items", None)
+        if write_items is not None:  # a sink that finishes the items elsewhere (another process)
+            return lambda: write_items(batch)
         write_rows = getattr(sink, "write_rows", None)
         if write_rows is not None:
             rows = rows_of(batch)
