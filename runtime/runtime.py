@@ -282,10 +282,12 @@ class Runtime:
 
     def protected_paths(self) -> list[Path]:
         """toolrt's own files and folders, which no tool of the agent may read or write:
-        the pack directories, the state, artifact, lock and audit paths (the config
+        the pack directories, the settings file, the state, artifact, lock and audit paths (the config
         paths are added by :class:`~runtime.policy.placed.Where`, see ``configs``)."""
         settings = self.settings
         paths = [*settings.pack_dirs, *builtin_pack_dirs()]
+        if settings.source_file is not None:  # the settings file is config too
+            paths.append(settings.source_file)
         paths += [self._under_workspace(settings.state_dir), self.artifacts.root]
         paths += audit_paths(self.workspace_root, settings)  # the log, its WAL files and its chain head
         paths.append(lock_dir_for(settings, self.workspace_root))

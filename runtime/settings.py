@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from runtime.config.models import PermissionMode, TruncationMode
@@ -194,6 +194,21 @@ class Settings(BaseSettings):
         description="Globs the workspace tools refuse to read or write (matched case-insensitively on"
         " workspace-relative paths), enforced below any policy.",
     )
+
+    _source_file: Path | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Remember the settings file these settings were read from (see :attr:`source_file`)."""
+        super().model_post_init(context)
+        named = _settings_file.get() or os.environ.get("TOOLRT_SETTINGS_FILE")
+        self._source_file = Path(named).absolute() if named else None
+
+    @property
+    def source_file(self) -> Path | None:
+        """The TOML settings file these settings were read from, if any: toolrt's own
+        config, which the agent's tools may not write (it could turn the sandbox off or
+        choose bypass mode for the next start)."""
+        return self._source_file
 
     @classmethod
     def settings_customise_sources(

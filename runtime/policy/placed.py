@@ -186,7 +186,7 @@ class _Placer:
             elif kind == RUNTIME:
                 guards[index] = UNKNOWN
                 what = "the input xargs appends" if argv[index] == XARGS_INPUT else f"`{short(argv[index])}`"
-                notes.append(f"{what} is only known when the line runs")
+                notes.append(f"{what} is only known when the line runs" + (" (a file it runs)" if not index else ""))
             elif kind == GLOB:
                 # Globs are read from the start folder: after a cd they are only known at run time.
                 matches = self.globs.expand(argv[index]) if not self.wrote and self.cwds == [self.cwd] else None

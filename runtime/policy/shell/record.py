@@ -14,7 +14,7 @@ from typing import Protocol
 
 from runtime.policy.bashglob import brace_variants
 from runtime.policy.shell.expansions import has_brace, shape
-from runtime.policy.shell.words import LITERAL, MAX_DEPTH, TOO_DEEP, XARGS_INPUT, Word, basename
+from runtime.policy.shell.words import LITERAL, MAX_DEPTH, RUNTIME, TOO_DEEP, XARGS_INPUT, Word, basename
 
 # Wrappers that run a shell reading its input when given no command (su, sudo -s, doas -s).
 PRIVILEGE_WRAPPERS = frozenset({"su", "sudo", "doas"})
@@ -209,7 +209,11 @@ class Context:
         if name is None:
             self.sink.add(tuple(w.value for w in words), "".join(shape(w) for w in words))
         else:
-            self.sink.add((name, *(w.value for w in words[1:])), "l" + "".join(shape(w) for w in words[1:]))
+            # A program named by a relative path (`./git`, `node_modules/.bin/git`) is a
+            # file of the workspace, which the agent may have written: its code is only
+            # known when the line runs, so no allow rule for `git` covers it.
+            head = RUNTIME if "/" in words[0].value and not words[0].value.startswith("/") else LITERAL
+            self.sink.add((name, *(w.value for w in words[1:])), head + "".join(shape(w) for w in words[1:]))
 
     def problem(self, text: str) -> None:
         self.sink.problem(text)
