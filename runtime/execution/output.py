@@ -3,7 +3,9 @@
 Output is redacted as it arrives (so no secret is ever stored), kept in memory while
 it is small, and spilled to an artifact once it passes the tool's limit; after that
 only the head and a tail window stay in memory, so a command printing a gigabyte
-costs a few hundred kilobytes of RAM.
+costs a few hundred kilobytes of RAM. The artifact itself stops growing at
+``max_saved_chars`` (a command printing for its whole time limit must not fill the
+disk); the total is still counted and the tail still kept.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class CollectedOutput:
     artifact: Any = None  # an ArtifactRef when spilled
     redactions: dict[str, int] = field(default_factory=dict)
     spill_error: str | None = None
+    saved_chars: int | None = None  # set when the artifact holds only the first saved_chars characters
 
     @property
     def spilled(self) -> bool:
@@ -56,8 +59,11 @@ class OutputCollector:
         tail_chars: int,
         redactor: _StreamRedactor | None,
         open_writer: Callable[[], _Writer] | None,
+        max_saved_chars: int | None = None,
     ) -> None:
         self._limit = limit_chars
+        self._max_saved = max_saved_chars
+        self._saved = 0
         self._tail_chars = max(tail_chars, 1)
         self._redactor = redactor
         self._open_writer = open_writer
@@ -87,7 +93,7 @@ class OutputCollector:
             self._head += text[: self._limit - len(self._head)]
         if self._writer is not None:
             try:
-                self._writer.write(text)
+                self._write(text)
             except OSError as err:
                 self._spill_error = f"the full output could not be saved: {err}"
                 self._writer.abort()
@@ -104,12 +110,21 @@ class OutputCollector:
             return
         try:
             self._writer = self._open_writer()
-            self._writer.write(held)
+            self._write(held)
         except OSError as err:
             self._spill_error = f"the full output could not be saved: {err}"
             if self._writer is not None:
                 self._writer.abort()
             self._writer = None
+
+    def _write(self, text: str) -> None:
+        if self._writer is None:  # pragma: no cover - callers check
+            return
+        if self._max_saved is not None:
+            text = text[: max(self._max_saved - self._saved, 0)]
+        if text:
+            self._writer.write(text)
+            self._saved += len(text)
 
     def peek(self, chars: int) -> tuple[str, int]:
         """The last ``chars`` characters collected so far (redacted), and the total so far.
@@ -133,7 +148,8 @@ class OutputCollector:
                 artifact = self._writer.close()
             except OSError as err:
                 self._spill_error = f"the full output could not be saved: {err}"
-        return CollectedOutput(None, self._head, self._tail, self._total, artifact, counts, self._spill_error)
+        cut = self._saved if artifact is not None and self._saved < self._total else None
+        return CollectedOutput(None, self._head, self._tail, self._total, artifact, counts, self._spill_error, cut)
 
     def abort(self) -> None:
         if self._writer is not None:

@@ -313,6 +313,8 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
             if artifacts is not None
             else None
         ),
+        # One artifact may take at most a quarter of the store's byte budget (4 bytes a character at most).
+        max_saved_chars=max(1, artifacts.max_bytes // 16) if artifacts is not None else None,
     )
     timeout = tool.spec.timeout
     jobs = env.jobs

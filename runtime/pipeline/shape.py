@@ -209,6 +209,11 @@ def _collected(output: CollectedOutput, limits: ResolvedOutput, is_error: bool) 
         if artifact is not None
         else f"The full output ({total:,} characters) could not be kept: {output.spill_error or 'no artifact store'}."
     )
+    if artifact is not None and output.saved_chars is not None:
+        where += (
+            f" The artifact holds only its first {output.saved_chars:,} characters (the size limit of one artifact);"
+            " the end is shown here."
+        )
     if mode is TruncationMode.artifact and artifact is not None:
         preview = head[: limits.preview_chars]
         body = f"[Output truncated: showing the first {len(preview):,} of {total:,} characters. {where}]\n{preview}"
