@@ -9,10 +9,13 @@ directory (``XDG_STATE_HOME``) is a temporary folder of the suite's own.
 from __future__ import annotations
 
 import atexit
+import compileall
 import os
+import re
 import shutil
 import signal
 import tempfile
+from pathlib import Path
 
 os.environ.setdefault("TOOLRT_HOT_RELOAD", "false")
 # Hot reload waits for a settle window before publishing (2 s by default, for writers that
@@ -44,3 +47,25 @@ def pytest_xdist_auto_num_workers(config: object) -> int:
     if wanted.isdigit() and int(wanted) > 0:
         return int(wanted)
     return max(4, 2 * len(os.sched_getaffinity(0)))
+
+
+def pytest_configure(config: object) -> None:
+    """Before any worker starts, compile the package (and the tests' helper modules) to
+    byte code once, in the main process only.
+
+    Each xdist worker imports the whole package, and so does every child the tests start
+    (``toolrt serve``, the CLI, audit children, crashed workflow runs: hundreds of
+    interpreters). On a fresh clone the workers start at once and each compiles every
+    module; with ``PYTHONDONTWRITEBYTECODE`` set (it stops imports from writing byte code,
+    not from reading it) every child does so too, about 0.7 s of CPU each. compileall
+    writes the standard ``__pycache__`` files (git ignores them) and skips what is up to
+    date, so a second run only checks timestamps.
+    Test modules are left out: pytest compiles them itself, with its assertion rewriting.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER") or hasattr(config, "workerinput"):
+        return
+    root = Path(__file__).resolve().parent.parent
+    skip = re.compile(r"(^|[\\/])(test_[^\\/]*|conftest)\.py$")
+    for folder, rx in ((root / "runtime", None), (root / "tests", skip)):
+        if folder.is_dir():
+            compileall.compile_dir(folder, quiet=2, rx=rx, workers=1)
