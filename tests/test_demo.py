@@ -19,9 +19,18 @@ STEP = re.compile(r"^-- (\d+)\. ", re.MULTILINE)
 
 @pytest.fixture(scope="module")
 def demo() -> tuple[int, str, str]:
-    """One run of `toolrt demo` (a few seconds), shared by the tests below."""
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["demo"], stdout=out, stderr=err)
+    """One run of `toolrt demo` (a few seconds), shared by the tests below.
+
+    The hanging test run of step 5 has 2 s to start the warehouse service before its
+    timeout stops it; on a machine so loaded that pytest itself takes longer to start,
+    the demo says the test was stopped first, and is run again (up to three runs) so the
+    tests below see the process tree it is about.
+    """
+    for _ in range(3):
+        out, err = io.StringIO(), io.StringIO()
+        code = main(["demo"], stdout=out, stderr=err)
+        if "stopped before it started the warehouse service" not in out.getvalue():
+            break
     return code, out.getvalue(), err.getvalue()
 
 

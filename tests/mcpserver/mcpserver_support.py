@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = Path(__file__).resolve().parent / "config"
 # Generous: a loaded 2-core machine starts the server in seconds, not milliseconds.
-TIMEOUT_S = 30.0
+TIMEOUT_S = 90.0
 _URL = re.compile(r"MCP over streamable HTTP at (http://\S+)")
 
 EXTRA_TOOL = """
