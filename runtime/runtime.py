@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from loguru import logger
 
 from runtime.audit import AuditWriter, JsonlSink, Sink, SqliteSink
+from runtime.audit.auto import AutoSink, cpus
 from runtime.audit.location import inside, store_path, workspace_dir
 from runtime.audit.location import own_paths as audit_paths
 from runtime.audit.record import call_item
@@ -268,6 +269,8 @@ class Runtime:
                 sink: Sink = process_sink
             else:
                 sink = SqliteSink(path) if kind == "sqlite" else JsonlSink(path)
+                if self.settings.audit_writer == "auto" and cpus() >= 2:
+                    sink = AutoSink(kind, path, sink)  # a child takes over once the calls come fast
         except (OSError, ToolrtError, sqlite3.Error) as err:
             logger.warning("toolrt audit log {} cannot be opened ({}); calls are not audited", path, err)
             return None

@@ -94,11 +94,12 @@ class Settings(BaseSettings):
         description="How long a concurrency slot of a shared limit store outlives a worker that stopped renewing it"
         " (died).",
     )
-    audit_writer: Literal["thread", "process"] = Field(
-        default="thread",
+    audit_writer: Literal["auto", "thread", "process"] = Field(
+        default="auto",
         description="Where audit records are redacted and stored: a background thread, or a child process (off this"
         " interpreter's lock; pays off when a core is otherwise idle). The child reads a hand-off file beside the"
-        " store, so what the app handed over survives a crash of the app.",
+        " store, so what the app handed over survives a crash of the app. auto: the thread, until the calls come"
+        " fast (twice within 10 s, 128 calls or more at 1,000 a second or more) on two CPUs or more; then a child.",
     )
     log_format: Literal["json", "text"] = "text"
     log_level: Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"] = "INFO"

@@ -89,7 +89,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # our own process: the parent decides when we stop
     kind, path, given = argv[0], Path(argv[1]), Path(argv[2])
     sink = SqliteSink(path) if kind == "sqlite" else JsonlSink(path)
-    server = _Server(sink, sys.stdout.buffer)
+    server = Server(sink, sys.stdout.buffer)
     try:
         # What apps and children that died left unstored, first (no acks: not our batches).
         for orphan in handoff.orphans(path):
@@ -105,7 +105,7 @@ def _profiles(reader: handoff.Reader) -> dict[int, Redactor]:
     return {message[1]: _redactor(message[2]) for message in reader.profiles() if message[0] == "redactor"}
 
 
-class _Server:
+class Server:
     """Stores the frames of hand-off files with ``sink``, answering acks on ``out``."""
 
     def __init__(self, sink: Any, out: Any) -> None:
