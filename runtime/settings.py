@@ -169,6 +169,18 @@ class Settings(BaseSettings):
             " the same budget at run time, on both engines."
         ),
     )
+    cel_time_limit_ms: int = Field(
+        default=100,
+        ge=1,
+        le=60_000,
+        description=(
+            "CPU time one CEL evaluation may take before it is stopped, whatever lint estimated: an evaluation runs"
+            " on the event loop, and this bounds how long it can hold every other call. Stopped is an evaluation"
+            " error: a deny or ask rule matches, a business rule rejects the call. The portable engine runs"
+            " about 100x slower per operation than the fast one, so on it this limit, not cel_cost_limit, binds"
+            " first for costly expressions."
+        ),
+    )
     pack_dirs: list[Path] = Field(
         default_factory=list, description="Extra directories searched for packs, before the shipped ones."
     )

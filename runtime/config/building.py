@@ -13,7 +13,7 @@ from runtime.config.load import LoadedDocument
 from runtime.config.models import OutputSettings
 from runtime.config.problems import Problem, Severity
 from runtime.config.suggest import did_you_mean
-from runtime.policy.cel import CelEngine, get_engine
+from runtime.policy.cel import CelEngine, get_engine, with_budget
 from runtime.settings import Settings
 from runtime.snapshot import ResolvedOutput
 from runtime.validation.arguments import fast_schema_available
@@ -26,7 +26,11 @@ class BuildState:
     def __init__(self, settings: Settings, cache: CompileCache, roots: Sequence[Path]) -> None:
         self.settings = settings
         self.cache = cache
-        self.engine: CelEngine = get_engine(settings.cel_engine)
+        # Every program this build compiles gets the configured budget (rules, conditions
+        # and their batches, reasons, workflow expressions), unless a caller names another.
+        self.engine: CelEngine = with_budget(
+            get_engine(settings.cel_engine), settings.cel_cost_limit, settings.cel_time_limit_ms
+        )
         self.schema_engine = (
             "fast"
             if settings.schema_engine == "fast" or (settings.schema_engine == "auto" and fast_schema_available())
@@ -36,6 +40,7 @@ class BuildState:
         self.problems: list[Problem] = []
         self.redaction_hashes: dict[str, str] = {}
         self.cost_limit = settings.cel_cost_limit
+        self.budget = (settings.cel_cost_limit, settings.cel_time_limit_ms)  # in the keys of cached programs
         self.mounted_tools: set[str] = set()
         self.failed_expressions: set[tuple[int, tuple[str | int, ...]]] = (
             set()

@@ -157,7 +157,9 @@ class _Builder(ToolBuilding, PolicyBuilding, RedactionBuilding):
             cel_engine=self.engine.name,
             schema_engine=self.schema_engine,
             rule_index=(rule_index := rules_by_tool([rule for policy in policies for rule in policy.rules], by_name)),
-            when_plans=ConditionPlanner(self.engine, self.cache).plans(rule_index, MappingProxyType(by_name)),
+            when_plans=ConditionPlanner(self.engine, self.cache, self.budget).plans(
+                rule_index, MappingProxyType(by_name)
+            ),
             redactor=self.cache.compiled(
                 ("redactor", *(self.redaction_hashes[name] for name in redaction)),
                 functools.partial(Redactor, tuple(redaction.values())),

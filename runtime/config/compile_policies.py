@@ -35,7 +35,7 @@ class PolicyBuilding(BuildState):
     def _policy(self, entry: LoadedDocument) -> CompiledPolicy | None:
         model: PolicyDocument = entry.model  # type: ignore[assignment]
         pieces = self.cache.compiled(
-            ("policy", entry.source.content_hash, self.engine.name, self.cost_limit), lambda: self._policy_pieces(model)
+            ("policy", entry.source.content_hash, self.engine.name, self.budget), lambda: self._policy_pieces(model)
         )
         self.report(entry, pieces.findings)
         self.failed_expressions.update((id(entry), f.path) for f in pieces.findings if not f.warning)

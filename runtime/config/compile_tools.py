@@ -49,7 +49,7 @@ class ToolBuilding(BuildState):
         model: ToolDocument = entry.model  # type: ignore[assignment]
         spec = model.spec
         pieces = self.cache.compiled(
-            ("tool", entry.source.content_hash, self.engine.name, self.schema_engine, self.cost_limit),
+            ("tool", entry.source.content_hash, self.engine.name, self.schema_engine, self.budget),
             lambda: self._tool_pieces(model),
         )
         self.report(entry, pieces.findings)
@@ -167,11 +167,6 @@ class ToolBuilding(BuildState):
         if spec.output_schema is not None and not any(not f.warning for f in output_findings):
             output_check = OutputCheck(spec.output_schema, self.schema_engine)
         return _ToolPieces(tuple(findings), arguments, tuple(rules), variables, output_check)
-
-    def _expression(
-        self, source: str, path: tuple[str | int, ...], variables: tuple[str, ...], schema: dict[str, Any] | None
-    ) -> tuple[Any, list[Finding]]:
-        return compile_expression(source, path, variables, self.engine, schema)
 
 
 def _check_command_line(name: str, schema: Mapping[str, Any]) -> list[Finding]:

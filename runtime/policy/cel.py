@@ -21,8 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from runtime.policy.celbudget import DEFAULT_COST_LIMIT
-from runtime.policy.celclosure import MAX_STEPS, CelError, Closure, Defer, OverBudget, run_in, scope, translate
+from runtime.policy.celbudget import DEFAULT_COST_LIMIT, DEFAULT_TIME_LIMIT_MS, fast_cost_limit
+from runtime.policy.celclosure import METER, CelError, Closure, Defer, OverBudget, run_in, scope, translate
+from runtime.policy.celmeter import spent
 from runtime.policy.celsize import Read, largest_size, measure, reads
 
 #: Variables a tool's business rules may read.
@@ -54,7 +55,13 @@ class CelEngine(Protocol):
     name: str
     checks_types: bool
 
-    def compile(self, source: str, variables: tuple[str, ...], cost_limit: int = DEFAULT_COST_LIMIT) -> CelProgram: ...
+    def compile(
+        self,
+        source: str,
+        variables: tuple[str, ...],
+        cost_limit: int = DEFAULT_COST_LIMIT,
+        time_limit_ms: int = DEFAULT_TIME_LIMIT_MS,
+    ) -> CelProgram: ...
 
     def activation(self, data: Mapping[str, Any], variables: tuple[str, ...]) -> Any: ...
 
@@ -116,23 +123,26 @@ class _Activation:
 
 class _Guard:
     """The fast engine's run-time bound of one program (it cannot be interrupted): the
-    largest size of the values it reads for which its cost stays within the budget
+    largest size of the values it reads for which its cost stays within the budget, the
+    smaller of the cost limit and the units the time limit allows
     (:mod:`runtime.policy.celsize`). A call with larger values is evaluated by the
     portable engine instead, which counts its steps and stops at the same budget."""
 
-    __slots__ = ("source", "names", "largest", "cost_limit", "_variables", "_portable", "_lock")
+    __slots__ = ("source", "names", "largest", "cost_limit", "time_limit_ms", "_variables", "_portable", "_lock")
 
-    def __init__(self, source: str, variables: tuple[str, ...], cost_limit: int) -> None:
+    def __init__(self, source: str, variables: tuple[str, ...], cost_limit: int, time_limit_ms: int) -> None:
         self.source = source
         self.names = reads(source, variables)
-        self.largest = largest_size(source, variables, cost_limit)
+        self.largest = largest_size(source, variables, fast_cost_limit(cost_limit, time_limit_ms))
         self.cost_limit = cost_limit
+        self.time_limit_ms = time_limit_ms
         self._variables = variables
         self._portable: CelProgram | Outcome | None = None
         self._lock = threading.Lock()
 
-    def evaluate(self, activation: _Activation) -> Outcome:
-        """Evaluate over-sized values on the portable engine (compiled once, on first need)."""
+    def evaluate(self, activation: _Activation, spent: float = 0.0) -> Outcome:
+        """Evaluate over-sized values on the portable engine (compiled once, on first need);
+        ``spent``: CPU seconds the evaluation already took in the closures."""
         portable = self._portable
         if portable is None:
             with self._lock:
@@ -142,13 +152,17 @@ class _Guard:
         if type(portable) is Outcome:
             return portable
         engine = get_engine("portable", translated=False)
-        return portable.evaluate(engine.activation(activation.data, self._variables))  # type: ignore[union-attr]
+        return portable.evaluate_after(  # type: ignore[union-attr]
+            engine.activation(activation.data, self._variables), spent
+        )
 
     def _compile(self) -> CelProgram | Outcome:
         from runtime.errors import CelCompileError
 
         try:
-            return get_engine("portable", translated=False).compile(self.source, self._variables, self.cost_limit)
+            return get_engine("portable", translated=False).compile(
+                self.source, self._variables, self.cost_limit, self.time_limit_ms
+            )
         except CelCompileError as err:
             return Outcome(
                 error=f"the values are too large for the fast CEL engine's budget of {self.cost_limit:,} cost units "
@@ -160,48 +174,56 @@ class _ClosureProgram:
     """A program evaluated by its closure; the engine's program answers what the
     closure cannot be certain of, and words every error."""
 
-    __slots__ = ("source", "_closure", "_program", "_guard", "_cost_limit")
+    __slots__ = ("source", "budget", "_closure", "_program", "_guard")
 
-    def __init__(self, source: str, closure: Closure, program: CelProgram, guard: _Guard | None, limit: int) -> None:
+    def __init__(
+        self, source: str, closure: Closure, program: CelProgram, guard: _Guard | None, budget: tuple[int, int]
+    ) -> None:
         self.source = source
+        self.budget = budget  # cost units, CPU ms
         self._closure = closure
         self._program = program
         self._guard = guard
-        self._cost_limit = limit
 
     def evaluate(self, activation: Any) -> Outcome:
         if type(activation) is not _Activation:
             return self._program.evaluate(activation)
+        env = activation.scope()
         try:
-            value = run_in(self._closure, activation.scope())
+            value = run_in(self._closure, env)
         except OverBudget as err:
-            # Each comprehension step costs lint at least one unit: past MAX_STEPS steps the
-            # cost is over a budget of MAX_STEPS units. A larger budget is the engine's to keep.
-            if self._cost_limit <= MAX_STEPS:
-                return Outcome(error=str(err))
-            return self._by_engine(activation)
+            # The closures' units never exceed lint's estimate: over the budget here is over
+            # it on every engine (and the time limit is the same for all).
+            return Outcome(error=str(err))
         except (CelError, Defer, RecursionError):
-            return self._by_engine(activation)
+            return self._by_engine(activation, spent(env[METER]))
         if value is True:
             return _TRUE
         if value is False:
             return _FALSE
         return Outcome(value=value)
 
-    def _by_engine(self, activation: _Activation) -> Outcome:
+    def _by_engine(self, activation: _Activation, used: float) -> Outcome:
+        """The engine's verdict or wording; ``used``: CPU seconds the closures already
+        took, left out of the portable engine's time limit."""
         guard = self._guard
         if guard is not None and not activation.within(guard.names, guard.largest):
-            return guard.evaluate(activation)
-        return self._program.evaluate(activation.engine())
+            return guard.evaluate(activation, used)
+        program = self._program
+        after = getattr(program, "evaluate_after", None) if used else None  # the portable engine's
+        if after is not None:
+            return after(activation.engine(), used)  # type: ignore[no-any-return]
+        return program.evaluate(activation.engine())
 
 
 class _EngineProgram:
     """A program outside the closures' subset: the engine evaluates it."""
 
-    __slots__ = ("source", "_program", "_guard")
+    __slots__ = ("source", "budget", "_program", "_guard")
 
-    def __init__(self, program: CelProgram, guard: _Guard | None) -> None:
+    def __init__(self, program: CelProgram, guard: _Guard | None, budget: tuple[int, int]) -> None:
         self.source = program.source
+        self.budget = budget  # cost units, CPU ms
         self._program = program
         self._guard = guard
 
@@ -222,18 +244,62 @@ class TranslatedEngine:
         self.name = engine.name
         self.checks_types = engine.checks_types
 
-    def compile(self, source: str, variables: tuple[str, ...], cost_limit: int = DEFAULT_COST_LIMIT) -> CelProgram:
-        """Compile ``source``; an evaluation by the engine stays within ``cost_limit``
-        cost units (the portable engine counts them; the fast one is checked first)."""
-        program = self.engine.compile(source, variables, cost_limit)  # syntax and type errors are the engine's
-        closure = translate(source, variables)
-        guard = _Guard(source, variables, cost_limit) if self.engine.name == "fast" else None
+    def compile(
+        self,
+        source: str,
+        variables: tuple[str, ...],
+        cost_limit: int = DEFAULT_COST_LIMIT,
+        time_limit_ms: int = DEFAULT_TIME_LIMIT_MS,
+    ) -> CelProgram:
+        """Compile ``source``; each evaluation stays within ``cost_limit`` cost units and
+        ``time_limit_ms`` ms of CPU (the closures and the portable engine count them as
+        they go; the fast engine is checked before it starts)."""
+        # Syntax and type errors are the engine's.
+        program = self.engine.compile(source, variables, cost_limit, time_limit_ms)
+        closure = translate(source, variables, cost_limit, time_limit_ms)
+        guard = _Guard(source, variables, cost_limit, time_limit_ms) if self.engine.name == "fast" else None
         if closure is not None:
-            return _ClosureProgram(source, closure, program, guard, cost_limit)
-        return _EngineProgram(program, guard)
+            return _ClosureProgram(source, closure, program, guard, (cost_limit, time_limit_ms))
+        return _EngineProgram(program, guard, (cost_limit, time_limit_ms))
 
     def activation(self, data: Mapping[str, Any], variables: tuple[str, ...]) -> Any:
         return _Activation(data, variables, self.engine)
+
+
+class BudgetedEngine:
+    """``engine`` whose programs are compiled with a configured budget unless the caller
+    names another: every program a snapshot build makes (rules, conditions, their
+    batches, reasons, workflow expressions) gets the settings' limits this way."""
+
+    def __init__(self, engine: CelEngine, cost_limit: int, time_limit_ms: int) -> None:
+        self.engine = engine
+        self.name = engine.name
+        self.checks_types = engine.checks_types
+        self.cost_limit = cost_limit
+        self.time_limit_ms = time_limit_ms
+
+    def compile(
+        self,
+        source: str,
+        variables: tuple[str, ...],
+        cost_limit: int | None = None,
+        time_limit_ms: int | None = None,
+    ) -> CelProgram:
+        """Compile ``source`` with the configured budget (or the one given)."""
+        return self.engine.compile(
+            source,
+            variables,
+            self.cost_limit if cost_limit is None else cost_limit,
+            self.time_limit_ms if time_limit_ms is None else time_limit_ms,
+        )
+
+    def activation(self, data: Mapping[str, Any], variables: tuple[str, ...]) -> Any:
+        return self.engine.activation(data, variables)
+
+
+def with_budget(engine: CelEngine, cost_limit: int, time_limit_ms: int) -> CelEngine:
+    """``engine`` compiling with ``cost_limit`` cost units and ``time_limit_ms`` ms per evaluation."""
+    return BudgetedEngine(engine, cost_limit, time_limit_ms)
 
 
 def known_plain(activation: Any, variable: str) -> None:

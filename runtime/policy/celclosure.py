@@ -36,6 +36,23 @@ from collections.abc import Callable
 from typing import Any
 
 from runtime.policy.celast import Node, ParseError, parse
+from runtime.policy.celbudget import (
+    DEFAULT_COST_LIMIT,
+    DEFAULT_TIME_LIMIT_MS,
+    REGEX_CHARS_PER_UNIT,
+    SCAN_CHARS_PER_UNIT,
+)
+from runtime.policy.celmeter import (
+    METER,
+    Limits,
+    add,
+    charge_built,
+    charge_compared,
+    charge_scanned,
+    comprehension,
+    meter,
+    weight,
+)
 from runtime.policy.celops import (
     INT_MAX,
     INT_MIN,
@@ -59,37 +76,42 @@ from runtime.policy.celops import (
 )
 from runtime.regex import re2_tester
 
-__all__ = ["MAX_STEPS", "CelError", "Closure", "Defer", "OverBudget", "run", "run_in", "scope", "translate"]
+__all__ = ["METER", "CelError", "Closure", "Defer", "OverBudget", "run", "run_in", "scope", "translate"]
 
 #: The data in (variable name -> plain value), the expression's value out.
 Closure = Callable[[dict[str, Any]], Any]
 
-#: Comprehension iterations one evaluation may run before it is stopped as an error
-#: (lint bounds inputs; this is the run-time backstop that keeps the event loop free).
-MAX_STEPS = 100_000
-_STEPS = "\x00steps"  # keys no CEL identifier can spell: the evaluation's step count,
-_CHECKED = "\x00checked"  # and the variables already found plain in this activation
+# A key no CEL identifier can spell: the variables already found plain in this
+# activation (METER, beside it, holds the evaluation's meter).
+_CHECKED = "\x00checked"
 
 
 class _NotSubset(Exception):
     pass
 
 
-def translate(source: str, variables: tuple[str, ...]) -> Closure | None:
+def translate(
+    source: str,
+    variables: tuple[str, ...],
+    cost_limit: int = DEFAULT_COST_LIMIT,
+    time_limit_ms: int = DEFAULT_TIME_LIMIT_MS,
+) -> Closure | None:
     """``source`` as a Python closure over ``{variable: value}``, or None when it uses
-    something outside the subset (the engine then evaluates it)."""
+    something outside the subset (the engine then evaluates it). An evaluation stops
+    with :class:`OverBudget` past ``cost_limit`` cost units or ``time_limit_ms`` ms of
+    CPU (:mod:`runtime.policy.celmeter`)."""
     try:
         node = parse(source)
     except (ParseError, RecursionError):
         return None
     try:
-        return _Translator(frozenset(variables)).node(node, frozenset())
+        return _Translator(frozenset(variables), Limits(cost_limit, time_limit_ms)).node(node, frozenset())
     except (_NotSubset, RecursionError):
         return None
 
 
 def run(closure: Closure, data: dict[str, Any], checked: set[str] | None = None) -> Any:
-    """Evaluate ``closure`` with a fresh step count (raises CelError, Defer).
+    """Evaluate ``closure`` with a fresh meter (raises CelError, Defer).
     ``checked`` names the variables of ``data`` already found plain (shared by the
     evaluations of one activation, so each variable is walked once per call)."""
     return closure(scope(data, checked))
@@ -97,17 +119,17 @@ def run(closure: Closure, data: dict[str, Any], checked: set[str] | None = None)
 
 def scope(data: dict[str, Any], checked: set[str] | None = None) -> dict[str, Any]:
     """What closures read for ``data``: made once per activation and reused by each of
-    its evaluations through :func:`run_in` (closures write nothing into it but the step
-    count; a comprehension's variable lives in a copy of its own)."""
+    its evaluations through :func:`run_in` (closures write nothing into it but the
+    meter; a comprehension's variable lives in a copy of its own)."""
     env = dict(data)
-    env[_STEPS] = 0
+    env[METER] = None
     env[_CHECKED] = set() if checked is None else checked
     return env
 
 
 def run_in(closure: Closure, env: dict[str, Any]) -> Any:
-    """Evaluate ``closure`` in a :func:`scope`, with the step count started afresh."""
-    env[_STEPS] = 0
+    """Evaluate ``closure`` in a :func:`scope`, with no meter yet (made at the first charge)."""
+    env[METER] = None
     return closure(env)
 
 
@@ -241,8 +263,9 @@ _MACROS = {"all", "exists", "exists_one", "map", "filter"}
 
 
 class _Translator:
-    def __init__(self, variables: frozenset[str]) -> None:
+    def __init__(self, variables: frozenset[str], limits: Limits) -> None:
         self.variables = variables
+        self.limits = limits
 
     def node(self, node: Node, bound: frozenset[str]) -> Closure:  # noqa: C901 - one branch per node kind
         kind = node.kind
@@ -286,7 +309,8 @@ class _Translator:
         if kind == "or":
             return _logic(*(self.node(arg, bound) for arg in node.args), stop=True)
         if kind == "op":
-            return self._op(node.value, *(self.node(arg, bound) for arg in node.args))
+            left, right = (self.node(arg, bound) for arg in node.args)
+            return self._op(node.value, left, right, self.limits)
         if kind == "call":
             return self._call(node, bound)
         if kind == "macro":
@@ -358,21 +382,48 @@ class _Translator:
         return negate
 
     @staticmethod
-    def _op(op: str, left: Closure, right: Closure) -> Closure:
+    def _op(op: str, left: Closure, right: Closure, limits: Limits) -> Closure:  # noqa: C901 - one form per operator
         constant = getattr(right, "constant", _NONE)
         if op in ("==", "!=") and type(constant) is str:
             return _string_equality(left, constant, op == "!=")  # `args.mode == "full"`
         if op in ("<", "<=", ">", ">=") and (type(constant) is int or type(constant) is float):
             return _number_order(op, left, constant)  # type: ignore[arg-type]  # `args.limit > 400`
-        if op == "==":
-            return lambda env: equal(left(env), right(env))
-        if op == "!=":
-            return lambda env: not equal(left(env), right(env))
+        # The forms below charge the work that grows with their values' sizes (celmeter).
+        if op in ("==", "!="):
+            negated = op == "!="
+
+            def same(env: dict[str, Any]) -> bool:
+                a, b = left(env), right(env)
+                charge_compared(env, limits, a, b)
+                return equal(a, b) is not negated
+
+            return same
         if op == "in":
-            return lambda env: member(left(env), right(env))
+
+            def contained(env: dict[str, Any]) -> bool:
+                item, container = left(env), right(env)
+                if type(container) is list and container:
+                    add(meter(env, limits), limits, len(container))
+                return member(item, container)
+
+            return contained
         if op in ("<", "<=", ">", ">="):
-            return lambda env: order(op, left(env), right(env))
-        if op in ("+", "-", "*", "/", "%"):
+
+            def ordered(env: dict[str, Any]) -> bool:
+                a, b = left(env), right(env)
+                charge_compared(env, limits, a, b)
+                return order(op, a, b)
+
+            return ordered
+        if op == "+":
+
+            def plus(env: dict[str, Any]) -> Any:
+                a, b = left(env), right(env)
+                charge_built(env, limits, a, b)  # before the copy is made
+                return arith("+", a, b)
+
+            return plus
+        if op in ("-", "*", "/", "%"):
             return lambda env: arith(op, left(env), right(env))
         raise _NotSubset
 
@@ -387,6 +438,7 @@ class _Translator:
             inner = self.node(operands[0], bound)
             return lambda env: size_of(inner(env))
         subject = self.node(operands[0], bound)
+        limits = self.limits
         if name == "matches":
             pattern = operands[1]
             if pattern.kind == "string":
@@ -395,24 +447,43 @@ class _Translator:
                     tester = re2_tester(literal)
                 except Exception:  # noqa: BLE001 - an invalid pattern: the engine reports it
                     raise _NotSubset from None
-                return lambda env: matches(subject(env), literal, tester)
+
+                def matched(env: dict[str, Any]) -> bool:
+                    text = subject(env)
+                    charge_scanned(env, limits, text, REGEX_CHARS_PER_UNIT)
+                    return matches(text, literal, tester)
+
+                return matched
             pattern_of = self.node(pattern, bound)
-            return lambda env: matches(subject(env), pattern_of(env))
+
+            def matched_by(env: dict[str, Any]) -> bool:
+                text = subject(env)
+                charge_scanned(env, limits, text, REGEX_CHARS_PER_UNIT)
+                return matches(text, pattern_of(env))
+
+            return matched_by
         if node.target is None:
             raise _NotSubset  # contains("a", "b") is not a global function
         test = string_test(name)
         argument = self.node(operands[1], bound)
-        return lambda env: test(subject(env), argument(env))
+
+        def tested(env: dict[str, Any]) -> bool:
+            text = subject(env)
+            charge_scanned(env, limits, text, SCAN_CHARS_PER_UNIT)
+            return test(text, argument(env))
+
+        return tested
 
     def _macro(self, node: Node, bound: frozenset[str]) -> Closure:
         if node.value not in _MACROS or len(node.names) != 1 or len(node.args) != 1 or node.target is None:
             raise _NotSubset
         name = node.names[0]
-        if name in self.variables or name == _STEPS:
+        if name in self.variables or name in (METER, _CHECKED):
             raise _NotSubset  # shadowing a variable: left to the engine
         source = self.node(node.target, bound)
         body = self.node(node.args[0], bound | {name})
-        return _comprehension(node.value, name, source, body)
+        # Each item costs lint its body and one more (celcheck's `count * (ONE + body)`).
+        return comprehension(node.value, name, source, body, 1 + weight(node.args[0]), self.limits)
 
 
 def _logic(left: Closure, right: Closure, *, stop: bool) -> Closure:
@@ -438,63 +509,3 @@ def _logic(left: Closure, right: Closure, *, stop: bool) -> Closure:
         return not stop
 
     return logic
-
-
-def _comprehension(macro: str, name: str, source: Closure, body: Closure) -> Closure:
-    def items(env: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
-        value = source(env)
-        kind = type(value)
-        if kind is list:
-            elements = value
-        elif kind is dict:
-            elements = list(value)
-        else:
-            category(value)
-            raise CelError(f"{macro}() over a value that is neither a list nor a map")
-        steps = env[_STEPS] + len(elements)
-        if steps > MAX_STEPS:
-            raise OverBudget(f"the expression runs more than {MAX_STEPS} comprehension steps; it was stopped")
-        env[_STEPS] = steps
-        return dict(env), elements
-
-    def each(env: dict[str, Any]) -> Any:
-        scope, elements = items(env)
-        if macro in ("all", "exists"):
-            settle = macro == "exists"  # the element value that settles the result
-            error: CelError | None = None
-            for element in elements:
-                scope[name] = element
-                try:
-                    value = body(scope)
-                except CelError as err:
-                    if isinstance(err, OverBudget):
-                        raise
-                    error = err
-                    continue
-                if value is settle:
-                    env[_STEPS] = scope[_STEPS]
-                    return settle
-                if value is not (not settle):
-                    error = CelError(f"no matching overload: {macro}() body is not a bool")
-            env[_STEPS] = scope[_STEPS]
-            if error is not None:
-                raise error
-            return not settle
-        out: list[Any] = []
-        count = 0
-        for element in elements:
-            scope[name] = element
-            value = body(scope)
-            if macro == "map":
-                out.append(value)
-            elif value is True:
-                count += 1
-                out.append(element)
-            elif value is not False:
-                raise CelError(f"no matching overload: {macro}() body is not a bool")
-        env[_STEPS] = scope[_STEPS]
-        if macro == "exists_one":
-            return count == 1
-        return out
-
-    return each

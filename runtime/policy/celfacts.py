@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runtime.policy.celast import Node
+from runtime.policy.celbudget import BUILD_CHARS_PER_UNIT, REGEX_CHARS_PER_UNIT, SCAN_CHARS_PER_UNIT
 from runtime.policy.celrefs import Token, string_value
 from runtime.policy.celtypes import (
     DYN,
@@ -24,11 +25,14 @@ from runtime.policy.celtypes import (
     list_of,
 )
 
-#: Cost of scanning one character (``contains``, ``startsWith``, equality, ``+``) and of
-#: matching one with RE2. Native code scans a character about a thousand times faster
-#: than either engine runs one CEL operation.
-SCAN_PER_CHAR = 0.001
-REGEX_PER_CHAR = 0.004
+#: Cost of scanning one character (``contains``, ``startsWith``, equality), of matching
+#: one with RE2, and of building one (``+``). Native code scans a character about a
+#: thousand times faster than either engine runs one CEL operation; a built character is
+#: also held until the evaluation ends. The run-time counters charge the same
+#: (:mod:`runtime.policy.celbudget`).
+SCAN_PER_CHAR = 1 / SCAN_CHARS_PER_UNIT
+REGEX_PER_CHAR = 1 / REGEX_CHARS_PER_UNIT
+BUILD_PER_CHAR = 1 / BUILD_CHARS_PER_UNIT
 ORDERED = frozenset({"string", "bytes", "bool", "timestamp", "duration"})
 
 

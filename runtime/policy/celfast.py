@@ -15,7 +15,7 @@ from typing import Any
 
 from runtime.errors import CelCompileError
 from runtime.policy.cel import CelProgram, Outcome
-from runtime.policy.celbudget import DEFAULT_COST_LIMIT
+from runtime.policy.celbudget import DEFAULT_COST_LIMIT, DEFAULT_TIME_LIMIT_MS
 from runtime.policy.celrefs import LexError, tokenize
 from runtime.regex import re2_tester
 
@@ -97,9 +97,16 @@ class FastEngine:
                 env = self._envs.setdefault(variables, cel.NewEnv(variables=types, functions=[matches]))
         return env
 
-    def compile(self, source: str, variables: tuple[str, ...], cost_limit: int = DEFAULT_COST_LIMIT) -> CelProgram:
+    def compile(
+        self,
+        source: str,
+        variables: tuple[str, ...],
+        cost_limit: int = DEFAULT_COST_LIMIT,
+        time_limit_ms: int = DEFAULT_TIME_LIMIT_MS,
+    ) -> CelProgram:
         """Compile ``source``. cel-expr-python cannot be stopped once it evaluates: the
-        ``cost_limit`` is kept before it starts, by :class:`runtime.policy.cel.TranslatedEngine`."""
+        ``cost_limit`` and ``time_limit_ms`` are kept before it starts, by
+        :class:`runtime.policy.cel.TranslatedEngine` (the sizes of the values it reads)."""
         if _MATCHES in source and any(t.kind == "ident" and t.text == _MATCHES for t in _tokens(source)):
             offset = source.index(_MATCHES)
             raise CelCompileError(f"undeclared reference to '{_MATCHES}'", *_line_col(source, offset))

@@ -26,7 +26,7 @@ class Defer(Exception):
 
 
 class OverBudget(CelError):
-    """The evaluation ran more comprehension steps than :data:`MAX_STEPS`."""
+    """The evaluation ran over its cost or time budget (:mod:`runtime.policy.celmeter`)."""
 
 
 def plain(value: Any, depth: int = 0) -> bool:

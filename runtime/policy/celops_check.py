@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from runtime.policy.celast import Node
-from runtime.policy.celfacts import SCAN_PER_CHAR, Facts, comparable, compare_cost, join, orderable, path_of, scan
+from runtime.policy.celfacts import BUILD_PER_CHAR, Facts, comparable, compare_cost, join, orderable, path_of
 from runtime.policy.celrefs import Token, string_value
 from runtime.policy.celtypes import (
     BOOL,
@@ -141,9 +141,9 @@ class OperatorChecks:
         if "dyn" in kinds:
             other = right if left.kind == "dyn" else left
             if op == "+" and other.kind in SIZED:
-                return other.with_(size=(left.size or ZERO) + (right.size or ZERO), enum=None, label=""), cost + scan(
-                    other
-                )
+                size = (left.size or ZERO) + (right.size or ZERO)
+                built = const(BUILD_PER_CHAR) * size if other.kind in ("string", "bytes") else size
+                return other.with_(size=size, enum=None, label=""), cost + built
             return DYN, cost
         if "number" in kinds:
             number_node = left_node if left.kind == "number" else right_node
@@ -164,7 +164,7 @@ class OperatorChecks:
                 elem = join(left.elem or DYN, right.elem or DYN) if kind == "list" else None
                 size = (left.size or ZERO) + (right.size or ZERO)
                 joined = left.with_(size=size, enum=None, label="", elem=elem)
-                return joined, cost + (const(SCAN_PER_CHAR) * size if kind != "list" else size)
+                return joined, cost + (const(BUILD_PER_CHAR) * size if kind != "list" else size)
             if kind == "duration" and op in ("+", "-"):
                 return DURATION, cost
         if op in ("+", "-") and kinds == {"timestamp", "duration"}:

@@ -6,9 +6,10 @@ give cel-cpp's verdicts. Its evaluation is not thread-safe: it runs under one lo
 Each evaluation is bounded (:mod:`runtime.policy.celbudget`): it counts a step for
 every syntax-tree node it visits and for every item it copies or scans natively, and
 it is stopped, as an evaluation error (so a deny or ask rule matches: fail closed),
-past its budget of cost units (setting ``cel_cost_limit``, turned into steps and a
-CPU-time backstop by :func:`~runtime.policy.celbudget.budget`), whichever comes
-first. The lock is never held longer than that.
+past its budget of cost units (setting ``cel_cost_limit``, turned into steps by
+:func:`~runtime.policy.celbudget.budget`) or its time limit (setting
+``cel_time_limit_ms``, CPU time), whichever comes first. The lock is never held
+longer than that.
 """
 
 from __future__ import annotations
@@ -37,21 +38,27 @@ class _Unusable:
 
 
 class _PortableProgram:
-    __slots__ = ("source", "_runner", "_cost_limit")
+    __slots__ = ("source", "_runner", "_cost_limit", "_time_limit_ms")
 
-    def __init__(self, source: str, runner: Any, cost_limit: int) -> None:
+    def __init__(self, source: str, runner: Any, cost_limit: int, time_limit_ms: int) -> None:
         self.source = source
         self._runner = runner
         self._cost_limit = cost_limit
+        self._time_limit_ms = time_limit_ms
 
     def evaluate(self, activation: Any) -> Outcome:
+        return self.evaluate_after(activation, 0.0)
+
+    def evaluate_after(self, activation: Any, spent: float) -> Outcome:
+        """Evaluate, with ``spent`` CPU seconds of the time limit already used (by the
+        closures, which handed the evaluation over)."""
         from celpy.evaluation import CELEvalError
 
         if isinstance(activation, _Unusable):
             return Outcome(error=activation.reason)
         try:
             with _PORTABLE_LOCK:
-                celbudget.start(self._cost_limit)
+                celbudget.start(self._cost_limit, self._time_limit_ms, spent)
                 result = self._runner.evaluate(activation)
         except celbudget.Exhausted as err:
             return Outcome(error=str(err))
@@ -83,9 +90,14 @@ class PortableEngine:
         self._functions = _portable_overrides()
 
     def compile(
-        self, source: str, variables: tuple[str, ...], cost_limit: int = celbudget.DEFAULT_COST_LIMIT
+        self,
+        source: str,
+        variables: tuple[str, ...],
+        cost_limit: int = celbudget.DEFAULT_COST_LIMIT,
+        time_limit_ms: int = celbudget.DEFAULT_TIME_LIMIT_MS,
     ) -> CelProgram:
-        """Compile ``source``; each evaluation is stopped past ``cost_limit`` cost units."""
+        """Compile ``source``; each evaluation is stopped past ``cost_limit`` cost units or
+        ``time_limit_ms`` ms of CPU."""
         from celpy.celparser import CELParseError
 
         try:
@@ -100,7 +112,7 @@ class PortableEngine:
             ) from None
         except Exception as err:  # noqa: BLE001 - any other parser failure is a compile error too
             raise CelCompileError(f"cannot compile: {err}", 1, 1) from None
-        return _PortableProgram(source, runner, cost_limit)
+        return _PortableProgram(source, runner, cost_limit, time_limit_ms)
 
     def activation(self, data: Mapping[str, Any], variables: tuple[str, ...]) -> Any:
         json_to_cel = self._celpy.json_to_cel
@@ -163,6 +175,8 @@ def _portable_overrides() -> dict[str, Any]:
             return False
         if kind in ("list", "map"):
             celbudget.charge(len(a))
+        elif kind == "string":
+            scanned(a, celbudget.SCAN_CHARS_PER_UNIT)
         if kind == "number":
             return plain(a) == plain(b)
         if kind == "list":
@@ -176,6 +190,12 @@ def _portable_overrides() -> dict[str, Any]:
                     return False
             return True
         return bool(a == b)
+
+    def scanned(text: Any, chars_per_unit: int) -> None:
+        # Native work over a string, charged as lint charges it (in steps: STEPS_PER_UNIT a unit).
+        units = len(text) // chars_per_unit
+        if units:
+            celbudget.charge(units * celbudget.STEPS_PER_UNIT)
 
     def errors_first(*values: Any) -> Any:
         return next((v for v in values if isinstance(v, CELEvalError)), None)
@@ -229,9 +249,11 @@ def _portable_overrides() -> dict[str, Any]:
                     return celtypes.DoubleType(math.nan)
                 return celtypes.DoubleType(math.copysign(math.inf, x) * math.copysign(1.0, float(b)))
             if name == "_+_" and category(a) in ("list", "string", "bytes"):
-                # A copy of both sides: a step per item, per 64 characters of text.
+                # A copy of both sides, charged before it is made, as lint charges it: a unit
+                # per item, per BUILD_CHARS_PER_UNIT characters.
                 size = len(a) + len(b)
-                celbudget.charge(size if category(a) == "list" else size // 64)
+                units = size if category(a) == "list" else size // celbudget.BUILD_CHARS_PER_UNIT
+                celbudget.charge(units * celbudget.STEPS_PER_UNIT)
             return base(a, b)
 
         return apply
@@ -262,6 +284,7 @@ def _portable_overrides() -> dict[str, Any]:
     def contains(text: Any, part: Any) -> Any:
         # A concatenation ("," + x) is a plain str here (see above): a string all the same.
         if isinstance(text, str) and isinstance(part, str):
+            scanned(text, celbudget.SCAN_CHARS_PER_UNIT)
             return base_functions["contains"](celtypes.StringType(text), celtypes.StringType(part))
         return errors_first(text, part) or no_overload("contains", text, part)
 
@@ -269,6 +292,7 @@ def _portable_overrides() -> dict[str, Any]:
         # RE2, as the fast engine: linear time whatever the pattern (Python's re is not),
         # so lint's cost estimate of matches() holds on both engines.
         if isinstance(text, str) and isinstance(pattern, str):
+            scanned(text, celbudget.REGEX_CHARS_PER_UNIT)
             try:
                 return celtypes.BoolType(re2_tester(str(pattern))(str(text)))
             except Exception as err:  # noqa: BLE001 - a bad pattern or unencodable text is an evaluation error

@@ -37,9 +37,10 @@ _CHANGING_WITH_LINE = re.compile(r"(?<![A-Za-z0-9_])(args|session|call|commands)
 class ConditionPlanner:
     """Plans, at snapshot build, how each tool's policy conditions are settled per call."""
 
-    def __init__(self, engine: CelEngine, cache: CompileCache) -> None:
+    def __init__(self, engine: CelEngine, cache: CompileCache, budget: tuple[int, int]) -> None:
         self.engine = engine
         self.cache = cache
+        self.budget = budget  # cost units and CPU ms of each evaluation (cel_cost_limit, cel_time_limit_ms)
 
     def plans(
         self, rule_index: Mapping[str, tuple[CompiledPolicyRule, ...]], tools: Mapping[str, Mapping[str, CompiledTool]]
@@ -88,8 +89,11 @@ class ConditionPlanner:
                     "[" + ", ".join(f"({text}\n)" for text in sources) + "]"
                 )  # the newline ends a trailing // comment
                 try:
+                    # The same budget as each condition alone: a batch that runs over it
+                    # settles none, and each is then evaluated (and fails closed) alone.
                     programs[identity] = self.cache.compiled(
-                        ("when-batch", self.engine.name, source), lambda: self.engine.compile(source, POLICY_VARIABLES)
+                        ("when-batch", self.engine.name, source, self.budget),
+                        lambda: self.engine.compile(source, POLICY_VARIABLES, *self.budget),
                     )
                 except CelCompileError:
                     programs[identity] = None  # each condition compiled alone: evaluate them one by one

@@ -25,6 +25,7 @@ from test_cel_conformance import ACTIVATIONS, CORPUS, EXTRA, POLICY_EXTRA, confi
 from runtime.errors import CelCompileError
 from runtime.policy import celclosure
 from runtime.policy.cel import POLICY_VARIABLES, RULE_VARIABLES, Outcome, get_engine, is_translated
+from runtime.policy.celbudget import DEFAULT_COST_LIMIT
 from runtime.policy.celclosure import CelError, Defer, OverBudget, translate
 
 cel = pytest.importorskip("cel_expr_python.cel", reason="the fast engine is the reference")
@@ -257,16 +258,17 @@ def test_a_runaway_comprehension_is_stopped_as_an_error_without_reaching_the_eng
     assert is_translated(program)
     started = time.monotonic()
     outcome = program.evaluate(engine.activation({"args": {"l": list(range(5_000))}}, RULE_VARIABLES))
-    assert outcome.error is not None and "comprehension steps" in outcome.error
-    # Stopped at the step budget (1M steps, well under a second idle; a loaded machine
-    # stretches that), not after the 25M steps, which would take minutes on the engine.
+    assert outcome.error is not None and "budget of 100,000 cost units" in outcome.error
+    # Stopped before it starts (25M items charged at once), not after the 25M steps,
+    # which would take minutes on the engine.
     assert time.monotonic() - started < 60
     small = program.evaluate(engine.activation({"args": {"l": list(range(100))}}, RULE_VARIABLES))
     assert small.is_true
 
 
-def test_the_step_budget_counts_across_sibling_comprehensions() -> None:
-    count = celclosure.MAX_STEPS // 2 + 1
+def test_the_cost_budget_counts_across_sibling_comprehensions() -> None:
+    # Each item of `all(x, true)` costs lint 2 units (its body and one): 4 per item of both.
+    count = DEFAULT_COST_LIMIT // 4 + 1
     source = "args.l.all(x, true) && args.l.all(x, true)"
     assert closure_result(source, {"args": {"l": [0] * count}}, RULE_VARIABLES)[0] == "budget"
     assert closure_result(source, {"args": {"l": [0] * (count - 2)}}, RULE_VARIABLES) == ("value", True)

@@ -111,9 +111,14 @@ def _check(source: str) -> list[Any]:
     return [f for f in type_findings(source, ("rule",), typed) if not f.warning]
 
 
+# These tests are about the cost budget: a time limit no evaluation here reaches keeps
+# them apart from the time budget (test_cel_time_limit) on a slow machine.
+NO_TIME_LIMIT_MS = 60_000
+
+
 def _evaluate(engine_name: str, source: str, args: dict[str, Any], *, translated: bool = True) -> Any:
     engine = get_engine(engine_name, translated=translated)
-    program = engine.compile(source, VARIABLES, LIMIT)
+    program = engine.compile(source, VARIABLES, LIMIT, NO_TIME_LIMIT_MS)
     return program.evaluate(engine.activation({"args": args}, VARIABLES))
 
 
@@ -222,12 +227,19 @@ def test_another_evaluation_completes_while_a_runaway_one_is_stopped(engine_name
 
 
 def test_the_portable_budget_follows_the_cost_limit() -> None:
-    steps, seconds = celbudget.budget(LIMIT)
-    assert steps == LIMIT * celbudget.STEPS_PER_UNIT
-    assert seconds >= celbudget.MIN_TIME_S
-    assert celbudget.budget(celbudget.DEFAULT_COST_LIMIT) == (celbudget.MAX_STEPS, celbudget.TIME_BUDGET_S)
-    # A larger budget is never tighter.
-    assert celbudget.budget(LIMIT * 10)[0] > steps and celbudget.budget(LIMIT * 10)[1] >= seconds
+    assert celbudget.budget(LIMIT) == LIMIT * celbudget.STEPS_PER_UNIT
+    assert celbudget.budget(LIMIT * 10) > celbudget.budget(LIMIT)  # a larger budget is never tighter
+
+
+def test_the_fast_engine_budget_is_the_smaller_of_the_cost_and_the_time_limit() -> None:
+    assert celbudget.fast_cost_limit(LIMIT, 60_000) == LIMIT
+    assert celbudget.fast_cost_limit(10**8, 10) < 10**8
+    assert celbudget.fast_cost_limit(10**8, 10) == 10 / 1000 / celbudget.FAST_SECONDS_PER_UNIT
+    # A smaller time limit lets the fast engine itself take smaller values only.
+    source = "args.items.all(x, x >= 0)"
+    assert largest_size(source, VARIABLES, celbudget.fast_cost_limit(10**8, 1)) < largest_size(
+        source, VARIABLES, celbudget.fast_cost_limit(10**8, 100)
+    )
 
 
 @pytest.mark.parametrize(
@@ -277,7 +289,9 @@ spec:
 
 
 def _call(engine_name: str, tmp_path: Path, items: list[int]) -> Any:
-    settings = Settings(cel_engine=engine_name, cel_cost_limit=LIMIT, audit_sink="off")  # type: ignore[arg-type]
+    settings = Settings(  # type: ignore[arg-type]
+        cel_engine=engine_name, cel_cost_limit=LIMIT, cel_time_limit_ms=NO_TIME_LIMIT_MS, audit_sink="off"
+    )
     runtime = Runtime([tmp_path], workspace_root=tmp_path, settings=settings)
     try:
         [result] = runtime.run_turn_sync([Call("1", "lister", {"items": items})], Session())

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from test_cel_conformance import ACTIVATIONS, CORPUS
 
-from runtime.policy import celclosure
 from runtime.policy.cel import POLICY_VARIABLES, Outcome, get_engine, known_plain
+from runtime.policy.celbudget import DEFAULT_COST_LIMIT
 from runtime.policy.celdata import call_activation
 from runtime.records import Call, Session
 from runtime.testing import FakeTool, snapshot_from_yaml
@@ -50,9 +50,11 @@ def test_many_expressions_on_one_activation_read_as_each_on_its_own(engine_name:
             assert _same(outcome, alone[index]), (programs[index].source, outcome, alone[index])
 
 
-def test_the_step_budget_starts_afresh_for_each_expression_of_one_activation() -> None:
+def test_the_cost_budget_starts_afresh_for_each_expression_of_one_activation() -> None:
     engine = get_engine("fast")
-    count = celclosure.MAX_STEPS - 10  # each alone is within the budget; together they would not be
+    # Each item costs 4 units (`x == 0`: 3, and one): each evaluation alone is within the
+    # budget; together they would not be.
+    count = DEFAULT_COST_LIMIT // 4 - 10
     program = engine.compile("args.l.all(x, x == 0)", POLICY_VARIABLES)
     shared = engine.activation({"args": {"l": [0] * count}}, POLICY_VARIABLES)
     for _ in range(5):
@@ -64,7 +66,7 @@ def test_a_budget_overrun_in_one_expression_does_not_carry_into_the_next() -> No
     big = engine.compile("args.l.all(x, args.l.all(y, true))", POLICY_VARIABLES)
     small = engine.compile("args.l.exists(x, x == 3)", POLICY_VARIABLES)
     shared = engine.activation({"args": {"l": list(range(1000))}}, POLICY_VARIABLES)
-    assert "comprehension steps" in (big.evaluate(shared).error or "")
+    assert "budget of 100,000 cost units" in (big.evaluate(shared).error or "")
     assert small.evaluate(shared) == Outcome(value=True)
 
 
