@@ -37,6 +37,7 @@ from typing import Any
 
 from runtime.policy.celast import Node, ParseError, parse
 from runtime.policy.celbudget import (
+    BUILD_CHARS_PER_UNIT,
     DEFAULT_COST_LIMIT,
     DEFAULT_TIME_LIMIT_MS,
     REGEX_CHARS_PER_UNIT,
@@ -419,7 +420,11 @@ class _Translator:
 
             def plus(env: dict[str, Any]) -> Any:
                 a, b = left(env), right(env)
-                charge_built(env, limits, a, b)  # before the copy is made
+                kind = type(a)
+                if kind is int and type(b) is int:  # the common case: nothing to charge
+                    return arith("+", a, b)
+                if kind is list or (kind is str and type(b) is str and len(a) + len(b) >= BUILD_CHARS_PER_UNIT):
+                    charge_built(env, limits, a, b)  # before the copy is made
                 return arith("+", a, b)
 
             return plus
@@ -450,7 +455,8 @@ class _Translator:
 
                 def matched(env: dict[str, Any]) -> bool:
                     text = subject(env)
-                    charge_scanned(env, limits, text, REGEX_CHARS_PER_UNIT)
+                    if type(text) is str and len(text) >= REGEX_CHARS_PER_UNIT:  # else nothing to charge
+                        charge_scanned(env, limits, text, REGEX_CHARS_PER_UNIT)
                     return matches(text, literal, tester)
 
                 return matched
@@ -458,7 +464,8 @@ class _Translator:
 
             def matched_by(env: dict[str, Any]) -> bool:
                 text = subject(env)
-                charge_scanned(env, limits, text, REGEX_CHARS_PER_UNIT)
+                if type(text) is str and len(text) >= REGEX_CHARS_PER_UNIT:
+                    charge_scanned(env, limits, text, REGEX_CHARS_PER_UNIT)
                 return matches(text, pattern_of(env))
 
             return matched_by
@@ -469,7 +476,8 @@ class _Translator:
 
         def tested(env: dict[str, Any]) -> bool:
             text = subject(env)
-            charge_scanned(env, limits, text, SCAN_CHARS_PER_UNIT)
+            if type(text) is str and len(text) >= SCAN_CHARS_PER_UNIT:  # else nothing to charge
+                charge_scanned(env, limits, text, SCAN_CHARS_PER_UNIT)
             return test(text, argument(env))
 
         return tested

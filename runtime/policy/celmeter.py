@@ -184,6 +184,7 @@ def comprehension(macro: str, name: str, source: Closure, body: Closure, per_ite
     times ``per_item`` units are charged before the first runs."""
     # Past this many items the clock is read as the items run, not only at the charge.
     paced_every = max(1, CLOCK_EVERY_UNITS // per_item)
+    first_check = min(limits.cost, CLOCK_EVERY_UNITS)
 
     def items(env: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         value = source(env)
@@ -196,8 +197,13 @@ def comprehension(macro: str, name: str, source: Closure, body: Closure, per_ite
             category(value)
             raise CelError(f"{macro}() over a value that is neither a list nor a map")
         count = len(elements)
-        found = meter(env, limits)
-        add(found, limits, count * per_item)  # all of it before the first item: a runaway never starts
+        found = env[METER]  # meter() and add(), inline: this is on the per-call path
+        if found is None:
+            found = env[METER] = [0, first_check, None]
+        used = found[0] + count * per_item  # all of it before the first item: a runaway never starts
+        found[0] = used
+        if used > found[1]:
+            _check(found, limits, used)
         if count > paced_every:
             return dict(env), paced(elements, found, limits, paced_every)
         return dict(env), elements
