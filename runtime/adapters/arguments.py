@@ -128,6 +128,12 @@ def _decode(
     depth = _bracket_depth(raw, max_depth)
     if depth > max_depth:
         return None, _too_deep(depth, max_depth)
+    if raw.isascii() and "\\u" not in raw:
+        plain = _plain_object(raw)
+        if plain is not None:
+            if nulls is not None and "null" in raw and _holds_null(plain):
+                nulls.append(None)
+            return plain, None
     try:
         value = _decoder().decode(raw)
     except json.JSONDecodeError as err:
@@ -153,6 +159,55 @@ def _decoder() -> json.JSONDecoder:
     return json.JSONDecoder(
         strict=False, parse_constant=_constant, parse_float=_float, parse_int=_int, object_pairs_hook=_object
     )
+
+
+class _Unsure(Exception):
+    """Raised by the plain decoder's hooks: a value only the full decoder can word."""
+
+
+def _unsure(_text: str) -> Any:
+    raise _Unsure
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Unsure
+    return value
+
+
+# Integers and objects stay on the C scanner's own path here (a hook is a Python call
+# per value); only floats and the NaN/Infinity constants, rare in arguments, are hooked.
+_PLAIN = json.JSONDecoder(strict=False, parse_constant=_unsure, parse_float=_finite)
+
+
+def _plain_object(raw: str) -> dict[str, Any] | None:
+    """The arguments of the usual call, decoded without any per-value check; None
+    whenever one could find something (then the full decoder and walk run).
+
+    The caller has checked that ``raw`` is ASCII without a ``\\u`` escape (so no
+    string can hold a surrogate or count more than it takes in ``raw``, which is
+    within the size limit) and within the depth limit. The hooks reject NaN,
+    Infinity and overflowing floats; an integer too long to convert raises. A repeated
+    key is ruled out by counting: every key is followed by a colon, so a single object
+    with as many keys as ``raw`` has colons cannot have lost one to a repeat (a colon
+    inside a string only makes the count disagree, and the full decoder decides)."""
+    try:
+        value = _PLAIN.decode(raw)
+    except (ValueError, _Unsure):  # a syntax error, or a value the full decoder words
+        return None
+    if type(value) is not dict or raw.count("{") != 1 or raw.count(":") != len(value):
+        return None
+    return value
+
+
+def _holds_null(value: dict[str, Any]) -> bool:
+    """Whether a single object of plain decoded values holds a ``null`` (in a nested
+    list of lists: assumed to)."""
+    for item in value.values():
+        if item is None or (type(item) is list and (None in item or list in map(type, item))):
+            return True
+    return False
 
 
 def _bracket_depth(raw: str, max_depth: int) -> int:
