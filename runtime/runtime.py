@@ -372,28 +372,31 @@ class Runtime:
         request_id: str | None = None,
     ) -> TurnEnv:
         snapshot, limits = self._current  # read once: the snapshot and its limits belong together
+        # Positional, in TurnEnv's field order: one is built per turn, and keywords cost
+        # three times as much to match.
         return TurnEnv(
-            snapshot=snapshot,
-            settings=self.settings,
-            session=session,
-            permitter=self.permitter,
-            approver=approver if approver is not None else self.approver,
-            artifacts=self.artifacts,
-            workspace_root=self.workspace_root,
-            request_id=request_id or f"{self._id_prefix}{next(self._turns)}",
-            trace_id=trace_id,
-            jobs=self.jobs,
-            grants=self._ends.grants_for(session.id, self.grants),
-            limits=limits,
-            workspace_tools=self.workspace_tools,
-            audit=self._record if self.audit is not None else None,
-            metrics=self.metrics,
-            mcp=self.mcp,
-            canaries=self.canaries,
-            approval_timeout_s=self.settings.approval_timeout_s,
-            progress_listener=progress_listener,
-            hide=self.hide,
-            keys=self.keys,
+            snapshot,
+            self.settings,
+            session,
+            self.permitter,
+            approver if approver is not None else self.approver,
+            self.artifacts,
+            self.workspace_root,
+            request_id or f"{self._id_prefix}{next(self._turns)}",
+            trace_id,
+            self.settings.approval_timeout_s,
+            self.jobs,
+            self._ends.grants_for(session.id, self.grants),
+            self.workspace_tools,
+            self._record if self.audit is not None else None,
+            self.metrics,
+            limits,
+            self.mcp,
+            self.canaries,
+            None,  # tracing: the tracer wraps the calls itself
+            progress_listener,
+            self.hide,
+            self.keys,
         )
 
     async def run_turn(

@@ -115,11 +115,16 @@ class CompiledTool:
     redactor: Any = None  # runtime.shaping.redact.Redactor over `redaction`, built once
     rule_variables: frozenset[str] = frozenset()  # the CEL variables the rules read
     output_check: OutputCheck | None = None  # the compiled output_schema, when the tool declares one
+    # ``key``, made once: the policy stage looks the tool up by it on every call.
+    _key: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_key", f"{self.name}@{self.version}" if self.version else self.name)
 
     @property
     def key(self) -> str:
         """``name@version``, or just the name for an unversioned tool."""
-        return f"{self.name}@{self.version}" if self.version else self.name
+        return self._key
 
 
 @dataclass(frozen=True, slots=True)

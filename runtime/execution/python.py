@@ -59,7 +59,10 @@ async def call_python(
     if task is None:  # pragma: no cover - always inside a task under asyncio
         raise RuntimeError("call_python must run inside a task")
     if handler.is_async and idle_s is None and context is None:
-        return await _async_total_only(function, (dict(args),), loop, task, total_s)
+        started = _start(function, (dict(args),), loop, task, total_s)
+        if isinstance(started, PythonOutcome):
+            return started
+        return await finish_started(started)
     progress = Progress(loop, loop.time() + total_s, idle_s)
     if context is not None:
         object.__setattr__(context, "_on_progress", _reporter(progress, on_progress))
@@ -144,17 +147,38 @@ def _cancel(context: ToolContext | None) -> None:
         context.cancelled.set()
 
 
-async def _async_total_only(
+@dataclass(slots=True)
+class Started:
+    """An async handler run up to its first wait (:func:`start_eagerly`): what going on needs."""
+
+    coroutine: Any
+    first: Any  # what it waits for
+    loop: asyncio.AbstractEventLoop
+    task: asyncio.Task[Any]
+    deadline: float
+    cancelling: int
+
+
+def start_eagerly(handler: Handler, args: Mapping[str, Any], total_s: float) -> PythonOutcome | Started | None:
+    """The hot path's first half, with no coroutine of its own: an async handler that
+    takes no context, with only a total limit, run up to its first wait (most
+    in-process tools finish there, and need no timer at all). :func:`finish_started`
+    goes on with one that waits. None when the handler is not of that kind, or when
+    not called inside a task (then :func:`call_python` says why)."""
+    function = handler.function
+    if function is None or not handler.is_async:
+        return None
+    task = asyncio.current_task()
+    if task is None:
+        return None
+    return _start(function, (dict(args),), asyncio.get_running_loop(), task, total_s)
+
+
+def _start(
     function: Any, call_args: tuple[Any, ...], loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any], total_s: float
-) -> PythonOutcome:
-    """The hot path (an async handler with only a total limit): one timer, no context
-    manager. The timer cancels this task; that cancellation is always taken back,
-    also when the handler swallows it."""
+) -> PythonOutcome | Started:
     cancelling = task.cancelling()
     deadline = loop.time() + total_s  # from the start: time before the first wait counts too
-    # Eager start: run the handler up to its first suspension right here. A handler
-    # that finishes without ever waiting (most in-process tools) needs no timer at all,
-    # which saves the timer's few microseconds on every call.
     try:
         coroutine = function(*call_args)
         first = coroutine.send(None)
@@ -162,6 +186,14 @@ async def _async_total_only(
         return PythonOutcome(value=done.value)
     except (Exception, SystemExit, asyncio.CancelledError) as err:  # noqa: BLE001 - raised by the handler itself
         return PythonOutcome(exception=err)
+    return Started(coroutine, first, loop, task, deadline, cancelling)
+
+
+async def finish_started(started: Started) -> PythonOutcome:
+    """Go on with a handler that waits, under one timer for the rest of its total
+    limit. The timer cancels this task; that cancellation is always taken back, also
+    when the handler swallows it."""
+    task, cancelling = started.task, started.cancelling
     expired = False
 
     def expire() -> None:
@@ -169,9 +201,9 @@ async def _async_total_only(
         expired = True
         task.cancel()
 
-    timer = loop.call_at(deadline, expire)
+    timer = started.loop.call_at(started.deadline, expire)
     try:
-        value = await _resume(coroutine, first)
+        value = await _resume(started.coroutine, started.first)
     except asyncio.CancelledError as err:
         if expired:
             task.uncancel()

@@ -20,10 +20,11 @@ from types import MappingProxyType
 from typing import Any
 
 from runtime.codes import ResultCode
+from runtime.execution.python import Started
 from runtime.logs import call_finished, calls_logged
 from runtime.metrics import UNKNOWN_TOOL
 from runtime.pipeline.env import TurnEnv
-from runtime.pipeline.execute import execute
+from runtime.pipeline.execute import execute, resume, start
 from runtime.pipeline.lookup import lookup
 from runtime.pipeline.permit import permit
 from runtime.pipeline.shape import redact_error, shape
@@ -122,7 +123,13 @@ async def _stages(call: Call, env: TurnEnv, timings: dict[str, Any]) -> ToolResu
     if permitted.edited:
         timings["executed_args"] = permitted.call.args  # what the audit log records: what ran
     try:
-        outcome = await execute(permitted.call, env)  # 05 execute
+        started = start(permitted.call)  # 05 execute: most in-process handlers finish without an await
+        if started is None:
+            outcome = await execute(permitted.call, env)
+        elif isinstance(started, Started):
+            outcome = await resume(permitted.call, started)
+        else:
+            outcome = started
     except BaseException:  # cancelled: give back the admission's slot, then go on cancelling
         permitted.abandon(clock() - t3)
         raise

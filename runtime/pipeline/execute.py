@@ -28,7 +28,7 @@ from runtime.execution.child import RESULT_MARKER
 from runtime.execution.command import CommandError, PreparedCommand, prepare
 from runtime.execution.output import OutputCollector
 from runtime.execution.processes import run_process
-from runtime.execution.python import call_python
+from runtime.execution.python import PythonOutcome, Started, call_python, finish_started, start_eagerly
 from runtime.mcpclient.calls import call_mcp_tool
 from runtime.pipeline.env import TurnEnv
 from runtime.records import HandlerOutcome, Status, ValidatedCall
@@ -130,6 +130,39 @@ async def _python(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
     result = await call_python(
         tool.handler, call.args, context, total_s=timeout.total_s, idle_s=timeout.idle_s, on_progress=on_progress
     )
+    return _python_outcome(tool, result)
+
+
+def start(call: ValidatedCall) -> HandlerOutcome | Started | None:
+    """Stage 05's hot path, before any await: a python handler that is async, takes no
+    context, runs in-process without retries and has only a total limit is run here up
+    to its first wait (see runtime.execution.python.start_eagerly). Its outcome, the
+    handler waiting (go on with :func:`resume`), or None for any other handler
+    (:func:`execute` runs it)."""
+    tool = call.tool
+    handler = tool.handler
+    spec = tool.spec
+    if (
+        handler.kind != "python"
+        or handler.takes_context
+        or spec.retry.attempts
+        or spec.process_isolation
+        or spec.timeout.idle_s is not None
+    ):
+        return None
+    started = start_eagerly(handler, call.args, spec.timeout.total_s)
+    if started is None or isinstance(started, Started):
+        return started
+    return _python_outcome(tool, started)
+
+
+async def resume(call: ValidatedCall, started: Started) -> HandlerOutcome:
+    """The outcome of a handler :func:`start` left waiting."""
+    return _python_outcome(call.tool, await finish_started(started))
+
+
+def _python_outcome(tool: CompiledTool, result: PythonOutcome) -> HandlerOutcome:
+    timeout = tool.spec.timeout
     if result.timed_out is not None:
         limit = timeout.total_s if result.timed_out == "total" else timeout.idle_s
         what = f"timed out after {limit:g} s ({'no progress' if result.timed_out == 'idle' else 'total time'})"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from runtime.execution.python import call_python
+from runtime.execution.python import PythonOutcome, Started, call_python, finish_started, start_eagerly
 from runtime.snapshot import Handler
 
 
@@ -97,3 +97,65 @@ async def test_time_spent_before_the_first_wait_counts_toward_the_total_timeout(
 
     outcome = await call_python(handler(slow_start), {}, None, total_s=0.4, idle_s=None)
     assert outcome.timed_out == "total"
+
+
+# The pipeline's own entry to the same path (start_eagerly, then finish_started only for
+# a handler that waits), which spares the coroutines of the stage on every call.
+
+
+async def test_start_eagerly_returns_the_outcome_of_a_handler_that_never_waits() -> None:
+    async def quick(args):  # noqa: ANN001, ANN202
+        return args["n"] * 2
+
+    outcome = start_eagerly(handler(quick), {"n": 21}, 5)
+    assert isinstance(outcome, PythonOutcome) and outcome.value == 42
+
+
+async def test_start_eagerly_hands_on_a_handler_that_waits_and_it_finishes_with_its_value() -> None:
+    async def slow(args):  # noqa: ANN001, ANN202
+        return await asyncio.sleep(0.01, result="done")
+
+    started = start_eagerly(handler(slow), {}, 5)
+    assert isinstance(started, Started)
+    outcome = await finish_started(started)
+    assert outcome.value == "done" and outcome.timed_out is None
+
+
+async def test_a_started_handler_past_its_total_limit_times_out_and_the_task_is_not_left_cancelled() -> None:
+    async def hang(args):  # noqa: ANN001, ANN202
+        await asyncio.sleep(30)
+
+    started = start_eagerly(handler(hang), {}, 0.05)
+    assert isinstance(started, Started)
+    outcome = await finish_started(started)
+    assert outcome.timed_out == "total"
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+
+
+async def test_start_eagerly_turns_what_the_handler_raises_before_waiting_into_an_outcome() -> None:
+    async def broken(args):  # noqa: ANN001, ANN202
+        raise SystemExit(3)
+
+    outcome = start_eagerly(handler(broken), {}, 5)
+    assert isinstance(outcome, PythonOutcome) and isinstance(outcome.exception, SystemExit)
+
+
+async def test_start_eagerly_leaves_sync_handlers_and_unresolved_ones_to_call_python() -> None:
+    def sync(args):  # noqa: ANN001, ANN202
+        return 1
+
+    assert start_eagerly(Handler(kind="python", target="t:f", function=sync, is_async=False), {}, 5) is None
+    assert start_eagerly(Handler(kind="python", target="t:f", function=None, is_async=True), {}, 5) is None
+
+
+async def test_the_handler_gets_its_own_copy_of_the_arguments() -> None:
+    seen: list[Any] = []
+
+    async def keep(args):  # noqa: ANN001, ANN202
+        seen.append(args)
+        args["x"] = 2
+
+    given = {"x": 1}
+    start_eagerly(handler(keep), given, 5)
+    assert given == {"x": 1} and seen[0] is not given
