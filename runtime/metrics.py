@@ -336,16 +336,21 @@ class Metrics:
         """Count one finished workflow run: its status, each step's status and the
         status of each compensation it ran. Queued like calls: counted at the next
         reading (or once :data:`FOLD_AT` are queued)."""
-        self._queue_workflow((workflow, status, steps, compensations))
+        pending = self._workflow_pending
+        pending.append((workflow, status, steps, compensations))
+        if len(pending) >= FOLD_AT:
+            self._queue_workflow(None)
 
     def record_resume(self, workflow: str, outcome: str) -> None:
         """Count one resume of a journaled run: ``outcome`` is the resumed run's status,
         ``finished`` (it had ended already) or ``refused`` (it could not be resumed)."""
         self._queue_workflow((workflow, outcome))
 
-    def _queue_workflow(self, entry: tuple[Any, ...]) -> None:
+    def _queue_workflow(self, entry: tuple[Any, ...] | None) -> None:
+        """Queue ``entry`` (None: it is queued already); fold the queue once it is long."""
         pending = self._workflow_pending
-        pending.append(entry)
+        if entry is not None:
+            pending.append(entry)
         if len(pending) >= FOLD_AT and self._lock.acquire(blocking=False):
             try:
                 self._fold()
@@ -355,18 +360,26 @@ class Metrics:
     def _fold_workflows(self) -> None:
         """Count every queued workflow run and resume. Called with the lock held."""
         pending = self._workflow_pending
+        popleft = pending.popleft
+        batch = [popleft() for _ in range(len(pending))]  # others may append meanwhile: they wait for the next fold
         counts = self._counts
-        while pending:
-            entry = pending.popleft()
+        # Grouped first: runs of one workflow that ended alike (almost all) are counted once per group.
+        try:
+            grouped = Counter(batch)
+        except TypeError:  # a list of statuses (not hashable): run by run
+            grouped = Counter()
+            for entry in batch:
+                grouped[tuple(tuple(part) if isinstance(part, list) else part for part in entry)] += 1
+        for entry, n in grouped.items():
             if len(entry) == 2:
-                counts[("workflow_resumes", entry[0], entry[1])] += 1
+                counts[("workflow_resumes", entry[0], entry[1])] += n
                 continue
             workflow, status, steps, compensations = entry
-            counts[("workflow_runs", workflow, status)] += 1
+            counts[("workflow_runs", workflow, status)] += n
             for step_status in steps:
-                counts[("workflow_steps", workflow, step_status)] += 1
+                counts[("workflow_steps", workflow, step_status)] += n
             for comp_status in compensations:
-                counts[("workflow_compensations", workflow, comp_status)] += 1
+                counts[("workflow_compensations", workflow, comp_status)] += n
 
     def record_reload(self, ok: bool) -> None:
         """Count one snapshot reload attempt, successful or not."""

@@ -540,7 +540,7 @@ class Runtime:
             return await self.tracing.run_workflow(
                 name, run_id, lambda tid: self._start_workflow(name, args, session, run_id, tid), trace_id=trace_id
             )
-        return await self._start_workflow(name, args, session, run_id, trace_id)
+        return await run_named(name, args, self._env(session, trace_id, request_id=run_id), run_id)
 
     async def _start_workflow(
         self, name: str, args: Mapping[str, Any] | None, session: Session, run_id: str, trace_id: str | None

@@ -44,6 +44,9 @@ class BatchWriter:
         self._lock = threading.Lock()  # starting and ending the thread
         self._writing = False
         self._stopped = False
+        # No thread runs: the next row must call notify() to start one. While one runs,
+        # a row needs notify() only when it makes a whole batch (the timer takes the rest).
+        self.waiting = True
 
     def notify(self) -> None:
         """Called after a row was appended: start the thread if none runs, and wake it
@@ -63,6 +66,7 @@ class BatchWriter:
             thread = threading.Thread(target=self._run, name=self._name, daemon=True)
             self._thread = thread
             thread.start()
+            self.waiting = False
 
     def _run(self) -> None:
         wake, buffer = self._wake, self._buffer
@@ -78,7 +82,13 @@ class BatchWriter:
                     with self._lock:
                         if not buffer and not wake.is_set():
                             self._thread = None  # the next notify() starts another
-                            return
+                            self.waiting = True
+                            if not buffer:
+                                return
+                            # A row came between the look above and `waiting`: its notify()
+                            # may have seen this thread still running. Go on writing.
+                            self._thread = threading.current_thread()
+                            self.waiting = False
                 continue
             idle = 0.0
             self._writing = True  # notify() need not wake it: it looks at the buffer again when done
@@ -95,6 +105,7 @@ class BatchWriter:
         with self._lock:
             self._stopped = True
             thread, self._thread = self._thread, None
+            self.waiting = True
         if thread is not None and thread is not threading.current_thread() and thread.is_alive():
             self._wake.set()
             thread.join(30)

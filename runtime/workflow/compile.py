@@ -33,7 +33,16 @@ from runtime.config.models import OnFailure, Risk, StepRetry, WorkflowSpec
 from runtime.config.suggest import did_you_mean
 from runtime.policy.cel import CelProgram
 from runtime.policy.celrefs import LexError, Token, string_value, tokenize
-from runtime.workflow.templates import WORKFLOW_VARIABLES, Template, TemplateError, compile_template, expressions_of
+from runtime.workflow.rowtext import ok_format
+from runtime.workflow.templates import (
+    WORKFLOW_VARIABLES,
+    Reader,
+    Template,
+    TemplateError,
+    compile_reader,
+    compile_template,
+    expressions_of,
+)
 
 #: What ``steps.<id>`` holds.
 STEP_FIELDS = ("status", "ok", "content", "data", "metadata", "code")
@@ -71,6 +80,9 @@ class CompiledStep:
     compensation: CompiledCompensation | None
     reads: frozenset[str] = frozenset()  # the steps its args and when read (only they go into its activation)
     needs_activation: bool = True  # False: constant args and no when, nothing to evaluate
+    # The args as one closure over the run's data (templates.compile_reader): None when an
+    # expression needs CEL, or the step has a `when` (its args are evaluated in its scope).
+    read_args: Reader | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +100,7 @@ class CompiledWorkflow:
     fingerprint: str = ""  # of the document: a journaled run resumes only under the same workflow
     in_document_order: tuple[CompiledStep, ...] = ()  # the steps as the document lists them (reports)
     chain: bool = False  # each step is downstream of the one before: they can only run one by one, in order
+    ok_form: str = ""  # the journal's result text of a run whose steps all ran once, ok (rowtext.ok_format)
 
     def step(self, step_id: str) -> CompiledStep | None:
         return next((s for s in self.steps if s.id == step_id), None)
@@ -211,6 +224,7 @@ def compile_workflow(
             compensation=compensation,
             reads=reads,
             needs_activation=bool(sources),
+            read_args=compile_reader(args) if not step.when else None,
         )
     if any(s.on_failure is OnFailure.compensate for s in spec.steps) and not any(
         s.compensate is not None for s in spec.steps
@@ -244,6 +258,7 @@ def compile_workflow(
         read_steps=read_steps,
         fingerprint=fingerprint,
         in_document_order=tuple(sorted(steps, key=lambda s: s.index)),
+        ok_form=ok_format(name, [(s.id, s.tool) for s in spec.steps]),
         chain=all(before.id in after.upstream for before, after in zip(steps, steps[1:], strict=False)),
     ), findings
 

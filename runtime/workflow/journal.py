@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.errors import ToolrtError
-from runtime.workflow.batches import BatchWriter
+from runtime.workflow.batches import BATCH, BatchWriter
 from runtime.workflow.owners import process_token
 
 _SCHEMA = """
@@ -210,8 +210,7 @@ class Journal:
         self._connection: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # the connection (held by a write, an fsync included)
         self._failure: BaseException | None = None
-        self._active: set[str] = set()  # runs this process is running now
-        self._active_lock = threading.Lock()  # not the connection's: a run never waits for an fsync to start
+        self._active: dict[str, object] = {}  # runs this process is running now (see activate)
         self._commits = 0
         self._variables = 999  # parameters a statement may have (SQLite's own limit, read when the file opens)
         self._checkpointing = False
@@ -286,8 +285,11 @@ class Journal:
 
     def add(self, row: Row) -> None:
         """Buffer one row made already (text and numbers: nothing for the writer to encode)."""
-        self._buffer.append(row)
-        self._batches.notify()
+        buffer = self._buffer
+        buffer.append(row)
+        batches = self._batches
+        if batches.waiting or len(buffer) >= BATCH:  # else the running writer's timer takes it
+            batches.notify()
 
     def _write_batch(self) -> None:
         with self._lock:
@@ -427,15 +429,13 @@ class Journal:
     # -- runs this process owns ------------------------------------------------------
 
     def activate(self, run_id: str) -> bool:
-        with self._active_lock:
-            if run_id in self._active:
-                return False
-            self._active.add(run_id)
-            return True
+        """Mark ``run_id`` as running in this process; False if it already is. One
+        ``setdefault`` on a dict of str keys: atomic, no lock to take per run."""
+        mark = object()
+        return self._active.setdefault(run_id, mark) is mark
 
     def deactivate(self, run_id: str) -> None:
-        with self._active_lock:
-            self._active.discard(run_id)
+        self._active.pop(run_id, None)
 
     def claim(self, record: RunRecord, owner: str) -> bool:
         """Take over ``record`` for ``owner`` if no one else did since it was read."""
@@ -521,6 +521,7 @@ def _check_schema(connection: sqlite3.Connection) -> None:
 _SHARED: dict[Path, Journal] = {}
 _SHARED_LOCK = threading.Lock()
 _FOUND: dict[tuple[int, Any], tuple[Any, Journal | None]] = {}  # (settings, workspace) -> its journal
+_LAST_FOUND: tuple[Any, Any, Journal | None] = (None, None, None)  # the last (settings, workspace, journal) found
 
 
 def journal_path(settings: Any, workspace_root: Path | str) -> Path | None:
@@ -542,8 +543,13 @@ def journal_for(settings: Any, workspace_root: Path | str) -> Journal | None:
     """The journal the settings name, shared by every runtime of this process that
     names the same file, opened (and pruned) on first use; None when it is ``off``.
     Raises :class:`JournalError` when the file cannot be used."""
+    global _LAST_FOUND
+    last = _LAST_FOUND  # one read of a tuple: another thread replacing it never mixes two entries
+    if last[0] is settings and last[1] is workspace_root:
+        return last[2]  # the same runtime as the last run: no lookup at all
     found = _FOUND.get((id(settings), workspace_root))
     if found is not None and found[0] is settings:
+        _LAST_FOUND = (settings, workspace_root, found[1])
         return found[1]  # the path takes a resolve and a hash to find: once per runtime, not per run
     path = journal_path(settings, workspace_root)
     journal = None
@@ -558,16 +564,18 @@ def journal_for(settings: Any, workspace_root: Path | str) -> Journal | None:
         if len(_FOUND) > 256:
             _FOUND.clear()
         _FOUND[(id(settings), workspace_root)] = (settings, journal)
+        _LAST_FOUND = (settings, workspace_root, journal)
     return journal
 
 
 def _forget_after_fork() -> None:
     # A forked child is another owner (its own pid): it opens the journal again, with
     # its own connection (SQLite connections must not cross a fork), locks and thread.
-    global _SHARED_LOCK
+    global _SHARED_LOCK, _LAST_FOUND
     _SHARED_LOCK = threading.Lock()
     _SHARED.clear()
     _FOUND.clear()
+    _LAST_FOUND = (None, None, None)
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)

@@ -36,7 +36,14 @@ from runtime.workflow.compensate import compensate, first_line
 from runtime.workflow.compile import CompiledStep, CompiledWorkflow
 from runtime.workflow.journal import Journal, JournalError, journal_for
 from runtime.workflow.restore import Backup, take_backup
-from runtime.workflow.result import CompensationReport, StepReport, WorkflowResult, plain
+from runtime.workflow.result import (
+    CompensationReport,
+    StepReport,
+    WorkflowResult,
+    plain,
+    step_report,
+    workflow_result,
+)
 from runtime.workflow.runlog import RunLog
 from runtime.workflow.templates import WORKFLOW_VARIABLES, Scope, TemplateError, evaluate
 
@@ -63,16 +70,20 @@ async def run_named(name: str, args: Mapping[str, Any] | None, env: TurnEnv, run
     """Run the workflow ``name`` of ``env``'s snapshot with ``args``, checked against its
     ``input_schema`` first (see :func:`run_workflow`): an unknown name or bad ``args``
     give a result with ``error`` set."""
+    started = time.perf_counter()
     workflow = env.snapshot.workflows.get(name)
     if workflow is None:
         known = ", ".join(sorted(env.snapshot.workflows)) or "none"
         return WorkflowResult(run_id, name, "failed", (), error=f"no workflow named `{name}` (workflows: {known}).")
-    inputs = dict(args or {})  # the run's own (run_workflow keeps it)
+    inputs = dict(args or {})  # the run's own (the journal encodes it later)
     problems = workflow.arguments.validate(inputs) if workflow.arguments is not None else ()
     if problems:
         listed = "; ".join(p.message for p in problems[:10])
         return WorkflowResult(run_id, name, "failed", (), error=f"invalid arguments: {listed}.")
-    return await run_workflow(workflow, inputs, env, run_id=run_id, own_arguments=True)
+    run = _begin(workflow, inputs, env, run_id, None)
+    if isinstance(run, WorkflowResult):
+        return run
+    return await run.start(started)
 
 
 async def run_workflow(
@@ -89,27 +100,32 @@ async def run_workflow(
     :mod:`runtime.workflow.journal`). Never raises for anything a step does
     (cancellation goes on). ``own_arguments``: ``arguments`` is a dict made for this
     run, which it may keep as it is."""
-    run_id = run_id or new_run_id()
     started = time.perf_counter()
     # The run's own: the journal encodes it later.
     inputs = arguments if own_arguments and type(arguments) is dict else dict(arguments)
+    run = _begin(workflow, inputs, env, run_id or new_run_id(), journal)
+    if isinstance(run, WorkflowResult):
+        return run
+    return await run.start(started)
+
+
+def _begin(
+    workflow: CompiledWorkflow, inputs: dict[str, Any], env: TurnEnv, run_id: str, journal: Journal | None
+) -> Run | WorkflowResult:
+    """A new run of ``workflow``, marked running in its journal (``journal``, else the
+    one the settings name; none when they say ``off``); a result when it cannot start."""
     if journal is None:
         try:
             journal = journal_for(env.settings, env.workspace_root)
         except JournalError as err:
             return WorkflowResult(run_id, workflow.name, "failed", (), error=str(err))
-    if journal is None:
-        return await Run(workflow, inputs, env, run_id, None).execute(workflow.steps, started)
+        if journal is None:
+            return Run(workflow, inputs, env, run_id, None)
     if not journal.activate(run_id):
         return WorkflowResult(run_id, workflow.name, "failed", (), error=f"run `{run_id}` is already running.")
     # A run that changes nothing is journaled as its start and its end only: resuming it
     # means running it again, which is safe, so its steps need no rows.
-    log = RunLog(journal, run_id, steps=not workflow.read_only)
-    log.started(workflow.name, workflow.fingerprint, env.session, inputs)
-    try:
-        return await Run(workflow, inputs, env, run_id, log).execute(workflow.steps, started)
-    finally:
-        journal.deactivate(run_id)
+    return Run(workflow, inputs, env, run_id, RunLog(journal, run_id, steps=not workflow.read_only))
 
 
 async def run_as_tool(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
@@ -157,6 +173,17 @@ class Run:
         self.wrote = False  # a step or compensation that changes things started
         self.note: str | None = None
 
+    async def start(self, started: float) -> WorkflowResult:
+        """Journal the run's start, run it, and mark it no longer running in this process."""
+        log = self.log
+        if log is None:
+            return await self.execute(self.workflow.steps, started)
+        try:
+            log.started(self.workflow.name, self.workflow.fingerprint, self.env.session, self.input)
+            return await self.execute(self.workflow.steps, started)
+        finally:
+            log.journal.deactivate(self.run_id)
+
     def scope(self, reads: frozenset[str] | None = None) -> Scope:
         """What expressions see. Plain field chains read the views as they are; a CEL
         activation is made only when an expression needs one, of the steps in ``reads``
@@ -188,7 +215,9 @@ class Run:
                     self.finish(step, StepReport(step.id, step.tool, "not_run", reason=reason))
                     continue
             self.finish(step, await self._step(step))
-        return await self._conclude(started)
+        if self.compensate or self.wrote:
+            return await self._conclude(started)
+        return self._report(started, self.compensations)  # nothing to undo or to wait for: no coroutine
 
     async def _schedule(self, pending: list[CompiledStep]) -> None:
         running: dict[asyncio.Task[StepReport], CompiledStep] = {}
@@ -229,6 +258,18 @@ class Run:
 
     async def _conclude(self, started: float) -> WorkflowResult:
         compensations = await compensate(self) if self.compensate else self.compensations
+        result = self._report(started, compensations)
+        if self.log is not None and self.wrote:
+            # A run that changed things is on disk as finished before it returns, so
+            # that it is never resumed (and compensated) after its caller saw it end.
+            try:
+                await self.log.barrier()
+            except JournalError:
+                pass  # the steps ran; the journal keeps the run as unfinished
+        return result
+
+    def _report(self, started: float, compensations: Sequence[CompensationReport]) -> WorkflowResult:
+        """The run's result, counted in the metrics and buffered as the journal's end row."""
         reports = self.reports
         steps = tuple([reports[s.id] for s in self.workflow.in_document_order])
         statuses = tuple([s.status for s in steps])
@@ -240,14 +281,14 @@ class Run:
             )
         else:
             status = "failed"
-        result = WorkflowResult(
+        result = workflow_result(
             self.run_id,
             self.workflow.name,
             status,
             steps,
             tuple(compensations),
             (time.perf_counter() - started) * 1000,
-            note=self.note,
+            self.note,
         )
         metrics = self.env.metrics
         if metrics is not None:
@@ -255,14 +296,7 @@ class Run:
             ran = tuple([c.status for c in compensations[self.replayed_compensations :]]) if compensations else ()
             metrics.record_workflow(self.workflow.name, status, statuses, ran)
         if self.log is not None:
-            self.log.ended(result)
-            if self.wrote:
-                # A run that changed things is on disk as finished before it returns, so
-                # that it is never resumed (and compensated) after its caller saw it end.
-                try:
-                    await self.log.barrier()
-                except JournalError:
-                    pass  # the steps ran; the journal keeps the run as unfinished
+            self.log.ended(result, self.workflow.ok_form)
         return result
 
     # -- scheduling ------------------------------------------------------------------
@@ -337,17 +371,20 @@ class Run:
 
     async def _step(self, step: CompiledStep) -> StepReport:
         started = time.perf_counter()
-        scope = self.scope(step.reads) if step.needs_activation else _EMPTY_SCOPE
-        if step.when is not None:
-            outcome = step.when.evaluate(scope.activation())
-            if outcome.error is not None:
-                return StepReport(
-                    step.id, step.tool, "failed", _ms(started), reason=f"its `when` failed: {outcome.error}"
-                )
-            if outcome.value is not True:
-                return StepReport(step.id, step.tool, "skipped", _ms(started), reason="its `when` is false")
         try:
-            args = evaluate(step.args, scope)
+            if step.read_args is not None:  # plain field reads and constants, no `when`: one closure
+                args = step.read_args(self.data)
+            else:
+                scope = self.scope(step.reads) if step.needs_activation else _EMPTY_SCOPE
+                if step.when is not None:
+                    outcome = step.when.evaluate(scope.activation())
+                    if outcome.error is not None:
+                        return StepReport(
+                            step.id, step.tool, "failed", _ms(started), reason=f"its `when` failed: {outcome.error}"
+                        )
+                    if outcome.value is not True:
+                        return StepReport(step.id, step.tool, "skipped", _ms(started), reason="its `when` is false")
+                args = evaluate(step.args, scope)
         except TemplateError as err:
             return StepReport(
                 step.id, step.tool, "failed", _ms(started), reason=f"its arguments could not be computed: {err}"
@@ -391,10 +428,11 @@ class Run:
             assert step.retry is not None  # noqa: S101 - retries > 0
             await asyncio.sleep(step.retry.backoff_s * (2 ** (attempt - 1)))
             result = await self._call(Call(f"{call_id}.retry{attempt}", step.tool, args), timeout_s, step.read_only)
+        duration = (time.perf_counter() - started) * 1000
         if not result.is_error:
-            return StepReport(step.id, step.tool, "ok", _ms(started), attempt + 1, None, result)
+            return step_report(step.id, step.tool, "ok", duration, attempt + 1, None, result)
         status = "unknown" if result.status is Status.unknown else "failed"
-        return StepReport(step.id, step.tool, status, _ms(started), attempt + 1, first_line(result.content), result)
+        return step_report(step.id, step.tool, status, duration, attempt + 1, first_line(result.content), result)
 
     async def _call(self, call: Call, timeout_s: float | None, read_only: bool) -> ToolResult:
         if timeout_s is None:

@@ -45,13 +45,13 @@ class RunLog:
     def started(self, workflow: str, fingerprint: str, session: Session, arguments: Mapping[str, Any]) -> None:
         """Buffer the run's start row. It is made here, of text and numbers only (so the
         buffer keeps no objects of the run alive until the writer runs, nor makes the
-        collector walk them), and its texts are kept for the end row of a run without
-        step rows."""
+        collector walk them), and kept for the end row of a run without step rows."""
         at = time.time()
-        start = (self.run_id, workflow, fingerprint, _session_text(session), dumps(arguments), self.journal.owner, at)
-        self._start = start
-        run_id, name, fp, session_text, args, owner, _ = start
-        self.journal.add((RUN_ROW, (run_id, name, fp, session_text, args, RUNNING, owner, at, at, None)))
+        journal = self.journal
+        text = _session_text(session)
+        row = (self.run_id, workflow, fingerprint, text, dumps(arguments), RUNNING, journal.owner, at, at, None)
+        self._start = row
+        journal.add((RUN_ROW, row))
 
     def _event(self, kind: str, step: str, data: Any, backup: bytes | None = None) -> None:
         if not self.steps:
@@ -82,18 +82,17 @@ class RunLog:
     def compensation_ended(self, report: CompensationReport) -> None:
         self._event(COMP_END, report.step, lambda: encode_compensation(report))
 
-    def ended(self, result: WorkflowResult) -> None:
-        """Buffer the run's end row (made here, as the start row)."""
-        if not self.steps and self._start:
+    def ended(self, result: WorkflowResult, ok_form: str = "") -> None:
+        """Buffer the run's end row (made here, as the start row). ``ok_form``: the
+        workflow's :func:`~runtime.workflow.rowtext.ok_format`."""
+        start = self._start
+        if not self.steps and start:
             # The whole row again: it replaces the start row (INSERT OR REPLACE), and when
             # both are in one batch the writer writes this one only (Journal._write).
-            run_id, name, fp, session_text, args, owner, at = self._start
-            encoded = result_text(result)
-            self.journal.add(
-                (RUN_ROW, (run_id, name, fp, session_text, args, result.status, owner, at, time.time(), encoded))
-            )
+            row = start[:5] + (result.status, start[6], start[7], time.time(), result_text(result, ok_form))
+            self.journal.add((RUN_ROW, row))
             return
-        self.journal.add((_END, (result.status, time.time(), result_text(result), result.run_id)))
+        self.journal.add((_END, (result.status, time.time(), result_text(result, ok_form), result.run_id)))
 
     async def barrier(self) -> None:
         """Return once every row so far is on disk (:class:`JournalError` if it cannot be)."""
@@ -110,10 +109,12 @@ _LAST_SESSION: list[Any] = [None, ""]  # the last session encoded: runs of one s
 
 def _session_text(session: Session) -> str:
     last = _LAST_SESSION
-    if last[0] is not None and (last[0] is session or last[0] == session):
-        return str(last[1])
+    known = last[0]
+    if known is session or (known is not None and known == session):
+        text: str = last[1]
+        return text
     text = dumps(_session(session))
-    _LAST_SESSION[:] = [session, text]
+    last[0], last[1] = session, text
     return text
 
 

@@ -222,6 +222,83 @@ def evaluate(template: Template, scope: Scope) -> Any:
     return dict(zip(template.keys, values, strict=True))
 
 
+Reader = Callable[[dict[str, Any]], Any]
+
+
+def compile_reader(template: Template) -> Reader | None:
+    """``template`` as one closure over ``{"input": ..., "steps": ...}`` that returns what
+    :func:`evaluate` would (the same value, the same :class:`TemplateError`), built once
+    at snapshot build: no walk of the template's nodes per run. None when some
+    expression is not a plain field chain (it needs a CEL activation: use
+    :func:`evaluate`)."""
+    if isinstance(template, Constant):
+        value = template.value
+        if type(value) in _ATOMS:
+            return lambda data: value
+        return lambda data: _copy(value)
+    if isinstance(template, Expr):
+        return _chain_reader(template) if template.path is not None else None
+    if isinstance(template, Interpolated):
+        parts: list[str | Reader] = []
+        for part in template.parts:
+            if isinstance(part, str):
+                parts.append(part)
+                continue
+            reader = compile_reader(part)
+            if reader is None:
+                return None
+            parts.append(reader)
+        pieces = tuple(parts)
+        return lambda data: "".join([p if type(p) is str else _text(p(data)) for p in pieces])  # type: ignore[operator]
+    readers = [compile_reader(v) for v in template.values]
+    if any(r is None for r in readers):
+        return None
+    fns: tuple[Reader, ...] = tuple(readers)  # type: ignore[arg-type]
+    if template.keys is None:
+        return lambda data: [f(data) for f in fns]
+    if len(fns) == 1:
+        (key,), (only,) = template.keys, fns
+        return lambda data: {key: only(data)}
+    pairs = tuple(zip(template.keys, fns, strict=True))
+    return lambda data: {k: f(data) for k, f in pairs}
+
+
+def _chain_reader(expr: Expr) -> Reader:
+    """A plain field chain (``input.path``, ``steps.a.data.n``) read with dict lookups."""
+    assert expr.path is not None  # noqa: S101 - only chains come here
+    root, keys = expr.path[0], expr.path[1:]
+
+    def missing(data: dict[str, Any]) -> TemplateError:
+        value: Any = data
+        for key in expr.path or ():
+            if type(value) is not dict or key not in value:
+                return TemplateError(f"`${{{expr.source}}}` failed: no such key: {key}")
+            value = value[key]
+        return TemplateError(f"`${{{expr.source}}}` failed")  # pragma: no cover - only called when a key is missing
+
+    if len(keys) == 1:
+        (key,) = keys
+
+        def read_one(data: dict[str, Any]) -> Any:
+            value = data[root]
+            if type(value) is dict and key in value:
+                found = value[key]
+                return found if type(found) in _ATOMS else _copy(found)
+            raise missing(data)
+
+        return read_one
+
+    def read(data: dict[str, Any]) -> Any:
+        value = data[root]
+        for key in keys:
+            if type(value) is not dict or key not in value:
+                raise missing(data)
+            value = value[key]
+        return value if type(value) in _ATOMS else _copy(value)
+
+    return read
+
+
 def _value(expr: Expr, scope: Scope) -> Any:
     path = expr.path
     if path is not None:
@@ -249,7 +326,7 @@ def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-_ATOMS = (str, int, float, bool, type(None))
+_ATOMS = frozenset({str, int, float, bool, type(None)})
 
 
 def _copy(value: Any) -> Any:

@@ -22,7 +22,7 @@ from runtime.workflow import batches
 from runtime.workflow import journal as journal_module
 from runtime.workflow.journal import Journal, process_token
 from runtime.workflow.result import CompensationReport, StepReport, WorkflowResult
-from runtime.workflow.rowtext import result_text
+from runtime.workflow.rowtext import ok_format, result_text
 from runtime.workflow.runlog import RunLog
 
 HOSTILE_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40) | st.sampled_from(
@@ -72,6 +72,57 @@ RESULTS = st.builds(
 @settings(max_examples=300, deadline=None)
 def test_the_result_text_is_the_json_of_to_dict(result: WorkflowResult) -> None:
     assert json.loads(result_text(result)) == json.loads(json.dumps(result.to_dict()))
+
+
+ODD_NAMES = NAMES | st.sampled_from(["100%", "%s", "%(x)s", "%%", 'a"b', "a\\b", "é"])
+OK_STEPS = st.lists(st.tuples(ODD_NAMES, ODD_NAMES), min_size=1, max_size=5)
+
+
+@given(
+    workflow=ODD_NAMES,
+    steps=OK_STEPS,
+    run_id=HOSTILE_TEXT,
+    durations=st.lists(NUMBERS, min_size=6, max_size=6),
+    call_ids=st.lists(HOSTILE_TEXT, min_size=5, max_size=5),
+)
+@settings(max_examples=300, deadline=None)
+def test_the_precompiled_text_of_an_all_ok_run_is_the_json_of_to_dict(
+    workflow: str, steps: list[tuple[str, str]], run_id: str, durations: list[float], call_ids: list[str]
+) -> None:
+    reports = tuple(
+        StepReport(step, tool, "ok", durations[i + 1], 1, None, _tool_result(call_ids[i], None))
+        for i, (step, tool) in enumerate(steps)
+    )
+    result = WorkflowResult(run_id, workflow, "ok", reports, (), durations[0])
+    form = ok_format(workflow, steps)
+    assert json.loads(result_text(result, form)) == json.loads(json.dumps(result.to_dict()))
+
+
+@given(RESULTS)
+@settings(max_examples=300, deadline=None)
+def test_a_run_that_does_not_fit_the_precompiled_text_is_encoded_in_full(result: WorkflowResult) -> None:
+    # Any result with any workflow's form (another shape, failed steps, retries, codes, notes): still its own JSON.
+    form = ok_format(result.workflow, [(s.id, s.tool) for s in result.steps])
+    other = ok_format("other", [("x", "y")])
+    assert json.loads(result_text(result, form)) == json.loads(json.dumps(result.to_dict()))
+    assert json.loads(result_text(result, other)) == json.loads(json.dumps(result.to_dict()))
+
+
+def test_the_precompiled_text_is_not_used_for_runs_that_are_not_all_ok_once() -> None:
+    form = ok_format("w", [("a", "t")])
+    ok = _tool_result("wf_1.a", None)
+    cases = [
+        WorkflowResult("wf_1", "w", "ok", (StepReport("a", "t", "ok", 1.0, 2, None, ok),)),  # retried
+        WorkflowResult("wf_1", "w", "ok", (StepReport("a", "t", "ok", 1.0, 1, None, _tool_result("wf_1.a", "c")),)),
+        WorkflowResult("wf_1", "w", "ok", (StepReport("a", "t", "skipped", 1.0, 0, "its `when` is false"),)),
+        WorkflowResult("wf_1", "w", "ok", (StepReport("a", "t", "ok", float("inf"), 1, None, ok),)),
+        WorkflowResult("wf_1", "w", "ok", (StepReport("a", "t", "ok", 1.0, 1, None, ok),), (), float("nan")),
+        WorkflowResult("wf_1", "w", "ok", (StepReport("a", "t", "ok", 1.0, 1, None, ok),), note="resumed"),
+        WorkflowResult("wf_1", "w", "ok", ()),  # fewer steps than the form
+        WorkflowResult("wf_1", "w", "ok", (StepReport("a", "t", "ok", 1.0, 1, None, ok),) * 2),  # more
+    ]
+    for result in cases:
+        assert json.loads(result_text(result, form)) == json.loads(json.dumps(result.to_dict()))
 
 
 def test_the_result_text_of_the_same_step_names_in_other_runs_is_still_right() -> None:

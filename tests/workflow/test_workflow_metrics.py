@@ -212,6 +212,20 @@ def test_workflow_counts_from_many_threads_are_exact_and_reset_drops_them() -> N
     assert metrics.snapshot()["workflows"] == {}
 
 
+def test_workflow_runs_recorded_with_lists_of_statuses_are_counted_like_tuples() -> None:
+    # Runs are grouped before counting; statuses given as lists (not hashable) must not break the fold.
+    metrics = Metrics()
+    for i in range(200):
+        steps: list[str] | tuple[str, ...] = ["ok", "failed"] if i % 2 else ("ok", "failed")
+        metrics.record_workflow("w", "failed", steps, ["ok"] if i % 4 == 0 else ())
+    assert metrics.snapshot()["workflows"]["w"] == {
+        "runs": {"failed": 200},
+        "steps": {"ok": 200, "failed": 200},
+        "compensations": {"ok": 50},
+        "resumes": {},
+    }
+
+
 def test_workflow_and_version_families_are_in_the_exposition_even_when_empty() -> None:
     text = Metrics().prometheus()
     for name in (
