@@ -294,3 +294,35 @@ def test_lines_that_would_run_planted_files_are_not_allowed_without_asking(plant
     result = planted_place.call("run_command", {"command": line})
     assert result.status is Status.denied, (line, result.content)
     assert not planted_place.marker.exists()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "{ws}/git status",
+        "{ws}/node_modules/.bin/git status",
+        "{ws}/./git status",
+        "/usr/bin/../..{ws}/git status",
+        "/usr//bin/../..{ws}/git diff",
+        "{ws}/src/../git status",
+        "env {ws}/git status",
+        "git status && {ws}/git status",
+        "cd src && {ws}/git status",
+        "/tmp/git status",
+        "/usr/bin/git/../git status",
+    ],
+)
+def test_a_program_named_by_an_absolute_path_outside_the_system_folders_is_not_allowed_by_name(
+    planted_place: Place, line: str
+) -> None:
+    command = line.replace("{ws}", str(planted_place.ws))
+    result = planted_place.call("run_command", {"command": command})
+    assert result.status is Status.denied, (command, result.content)
+    assert not planted_place.marker.exists()
+
+
+@pytest.mark.parametrize("line", ["/usr/bin/git status", "/usr/bin/git diff --stat"])
+def test_a_program_named_by_its_path_in_a_system_folder_is_judged_by_its_name(planted_place: Place, line: str) -> None:
+    result = planted_place.call("run_command", {"command": line})
+    assert result.status is Status.ok, (line, result.content)
+    assert not planted_place.marker.exists()

@@ -16,6 +16,22 @@ from runtime.policy.bashglob import brace_variants
 from runtime.policy.shell.expansions import has_brace, shape
 from runtime.policy.shell.words import LITERAL, MAX_DEPTH, RUNTIME, TOO_DEEP, XARGS_INPUT, Word, basename
 
+# Folders whose programs are the system's, not the agent's: `/usr/bin/git` is `git`. A
+# program named by any other path is judged as a file whose code is known only at run time.
+SYSTEM_PROGRAM_FOLDERS = frozenset(
+    {"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/usr/libexec"}
+)
+
+
+def _trusted_program(word: str) -> bool:
+    """Whether ``word`` names a program by its bare name or by its path in a system folder
+    (written plainly: no ``.``/``..`` parts, no doubled slashes)."""
+    if "/" not in word:
+        return True
+    folder, _, name = word.rpartition("/")
+    return bool(name) and folder in SYSTEM_PROGRAM_FOLDERS
+
+
 # Wrappers that run a shell reading its input when given no command (su, sudo -s, doas -s).
 PRIVILEGE_WRAPPERS = frozenset({"su", "sudo", "doas"})
 POSIX_SHELLS = frozenset({"sh", "bash", "dash", "ksh", "zsh", "mksh", "ash", "yash", "posh", "rbash", "ksh93"})
@@ -209,10 +225,11 @@ class Context:
         if name is None:
             self.sink.add(tuple(w.value for w in words), "".join(shape(w) for w in words))
         else:
-            # A program named by a relative path (`./git`, `node_modules/.bin/git`) is a
-            # file of the workspace, which the agent may have written: its code is only
-            # known when the line runs, so no allow rule for `git` covers it.
-            head = RUNTIME if "/" in words[0].value and not words[0].value.startswith("/") else LITERAL
+            # A program named by a path outside the system's program folders (`./git`,
+            # `node_modules/.bin/git`, `/abs/workspace/git`, `/tmp/git`) may be a file the
+            # agent wrote: its code is only known when the line runs, so no allow rule for
+            # `git` covers it.
+            head = RUNTIME if not _trusted_program(words[0].value) else LITERAL
             self.sink.add((name, *(w.value for w in words[1:])), head + "".join(shape(w) for w in words[1:]))
 
     def problem(self, text: str) -> None:
