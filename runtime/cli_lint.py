@@ -187,9 +187,16 @@ def cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if snapshot is None:
         return EXIT_PROBLEMS
     where = NOWHERE
+    settings = Settings()
     if args.workspace is not None:
-        settings = Settings()
         where = Where.of(args.workspace, (), settings.commands_outside_workspace, configs=args.config)
-    explanation = explain(snapshot, args.tool, call_args if isinstance(call_args, dict) else None, session, where)
+    explanation = explain(
+        snapshot,
+        args.tool,
+        call_args if isinstance(call_args, dict) else None,
+        session,
+        where,
+        max_processes=settings.command_max_processes,
+    )
     out.write((explanation.to_json() if args.format == "json" else explanation.to_text()) + "\n")
     return EXIT_OK

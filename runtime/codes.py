@@ -71,6 +71,7 @@ class ResultCode(str, Enum):
     handler_error = ("handler_error", _E, Status.error)
     handler_crashed = ("handler_crashed", _E, Status.error)
     spawn_failed = ("spawn_failed", _E, Status.error)
+    process_limit = ("process_limit", _E, Status.error, Status.unknown)
     program_not_found = ("program_not_found", _E, Status.error)
     program_not_executable = ("program_not_executable", _E, Status.error)
     bad_command = ("bad_command", _E, Status.invalid, Status.error)

@@ -28,6 +28,7 @@ from runtime.config.files import builtin_pack_dirs
 from runtime.config.problems import Location, Problem
 from runtime.errors import ConfigError, ToolrtError
 from runtime.execution.jobs import JobRegistry
+from runtime.execution.proclimit import pids_v1_base
 from runtime.execution.reaper import cgroup_base, sweep_stale_cgroups
 from runtime.execution.sandbox import covered_paths, sandbox_available
 from runtime.fleet import setup as fleet
@@ -197,7 +198,9 @@ class Runtime:
         )
         # cgroups of command supervisors that were SIGKILLed (with what still runs in them).
         threading.Thread(
-            target=lambda: sweep_stale_cgroups(cgroup_base()), name="toolrt-cgroup-sweep", daemon=True
+            target=lambda: [sweep_stale_cgroups(base) for base in (cgroup_base(), pids_v1_base())],
+            name="toolrt-cgroup-sweep",
+            daemon=True,
         ).start()
         if self.workspace_tools is not None:
             # Temporary files of writers that crashed (a SIGKILL during file_edit): gone

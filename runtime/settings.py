@@ -194,6 +194,18 @@ class Settings(BaseSettings):
             " allows it, else the policy alone; on = a Runtime refuses to start where it cannot; off = never."
         ),
     )
+    command_max_processes: int = Field(
+        default=1024,
+        ge=0,
+        le=4_194_304,
+        description=(
+            "At most this many processes and threads one command (command handlers, run_command, background jobs,"
+            " isolated python handlers) may have at once, so that a fork bomb cannot take every pid of the machine:"
+            " a cgroup's pids.max where the machine offers a writable pids cgroup (reaching it stops the command"
+            " with a process_limit error), else RLIMIT_NPROC for a user that is not root; 0 = no limit. `toolrt"
+            " explain` says which holds here."
+        ),
+    )
     commands_outside_workspace: Literal["ask", "deny", "allow"] = Field(
         default="ask",
         description=(

@@ -15,6 +15,7 @@ from typing import Any
 
 from runtime.adapters.arguments import MAX_DEPTH
 from runtime.config.models import FailurePolicy
+from runtime.execution.proclimit import describe_limit
 from runtime.pipeline.lookup import lookup
 from runtime.pipeline.validate import scan_arguments
 from runtime.policy.cel import RULE_VARIABLES, get_engine
@@ -54,6 +55,7 @@ class Explanation:
     decision_rule: str | None = None
     reason: str | None = None
     stopped_at: str | None = None  # the stage that would end the call before execution
+    limits: str | None = None  # a command's ceiling of processes, and what enforces it on this machine
 
     def to_dict(self) -> dict[str, Any]:
         """The explanation as JSON-ready data."""
@@ -90,6 +92,8 @@ class Explanation:
             )
         if self.other_rules:
             lines.append(f"policy    {self.other_rules} other rule(s) do not name this tool and cost nothing")
+        if self.limits:
+            lines.append(f"limits    {self.limits}")
         if self.stopped_at:
             lines.append(f"result    stops at {self.stopped_at}: the call would get an error result")
         else:
@@ -99,10 +103,18 @@ class Explanation:
 
 
 def explain(
-    snapshot: Snapshot, name: str, args: Mapping[str, Any] | None, session: Session, where: Where = NOWHERE
+    snapshot: Snapshot,
+    name: str,
+    args: Mapping[str, Any] | None,
+    session: Session,
+    where: Where = NOWHERE,
+    *,
+    max_processes: int | None = None,
 ) -> Explanation:
     """Dry-run ``name(args)`` for ``session`` against ``snapshot``; command lines are
-    placed in ``where`` (its workspace expands globs and places paths)."""
+    placed in ``where`` (its workspace expands globs and places paths). With
+    ``max_processes`` (the ``command_max_processes`` setting), a tool that runs a
+    process says its ceiling and what enforces it here."""
     call = Call(
         "explain",
         name,
@@ -113,6 +125,12 @@ def explain(
     if isinstance(bound, ToolResult):
         return Explanation(tool=name, found=False, lookup=bound.content, stopped_at="lookup")
     tool = bound.tool
+    handler = tool.handler
+    runs_process = (
+        handler.kind == "command"
+        or (handler.kind == "builtin" and handler.target == "run_command")
+        or (handler.kind == "python" and tool.spec.process_isolation)
+    )
     found = Explanation(
         tool=tool.key,
         found=True,
@@ -120,6 +138,7 @@ def explain(
             f"`{tool.key}` ({tool.handler.kind} handler, read_only={str(tool.spec.read_only).lower()}, "
             f"risk={tool.spec.risk.value}) from {tool.source}"
         ),
+        limits=describe_limit(max_processes) if runs_process and max_processes is not None else None,
     )
     if call.args is None:
         found.schema_errors.append({"pointer": "", "message": call.parse_error or "no arguments"})

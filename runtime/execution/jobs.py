@@ -129,7 +129,12 @@ def _record(job: Job, index: Any, done: asyncio.Future[Any]) -> None:
         job.error = f"failed: {type(done.exception()).__name__}: {done.exception()}"
     else:
         job.exit_code = done.result().exit_code
-        if done.result().timed_out:
+        if done.result().process_limit is not None:
+            job.error = (
+                f"stopped: it started more than {done.result().process_limit} processes and threads at once"
+                " (the runtime's command_max_processes limit)"
+            )
+        elif done.result().timed_out:
             job.error = f"stopped after running {done.result().timed_out} too long"
     job.output = job.collector.finish()
     if index is not None:

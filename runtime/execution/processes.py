@@ -39,6 +39,9 @@ class ProcessResult:
     exit_code: int | None
     timed_out: str | None  # "total", "idle" or None
     pid: int
+    #: The command reached its ceiling of processes (runtime.execution.proclimit) and
+    #: was stopped: that ceiling, else None.
+    process_limit: int | None = None
 
 
 class Progress:
@@ -79,6 +82,7 @@ async def run_process(
     grace_s: float,
     on_output: Callable[[str], None],
     hide: Sequence[str] = (),
+    max_processes: int = 0,
 ) -> ProcessResult:
     """Run ``argv``; feed its combined stdout/stderr text to ``on_output`` as it arrives.
 
@@ -86,21 +90,52 @@ async def run_process(
     awaiting task is cancelled, the tree is stopped too and the cancellation goes on.
     A descendant left running after the command itself exited (and holding its
     output open) is stopped after a short drain period. With ``hide``, the command runs
-    in the sandbox with those paths covered (:mod:`runtime.execution.sandbox`).
+    in the sandbox with those paths covered (:mod:`runtime.execution.sandbox`); with
+    ``max_processes``, under that ceiling of processes and threads
+    (:mod:`runtime.execution.proclimit`).
     """
     loop = asyncio.get_running_loop()
     tag = secrets.token_hex(8)
     if not argv or shutil.which(argv[0], path=env.get("PATH", os.defpath)) is None and not _runnable(argv[0], cwd):
         raise FileNotFoundError(2, "No such file or directory", argv[0] if argv else "")
-    proc = await asyncio.create_subprocess_exec(
-        *supervised(argv, grace_s, hide),
-        cwd=str(cwd),
-        env={**env, TAG_VARIABLE: tag},
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-    )
+    # The supervisor says on a pipe of its own whether it stopped the command at its
+    # process ceiling (not in the output, which the command could forge).
+    report_r, report_w = os.pipe() if max_processes > 0 else (-1, -1)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *supervised(argv, grace_s, hide, max_processes, report_w),
+            cwd=str(cwd),
+            env={**env, TAG_VARIABLE: tag},
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=(report_w,) if report_w >= 0 else (),
+        )
+    except BaseException:
+        if report_r >= 0:
+            os.close(report_r)
+        raise
+    finally:
+        if report_w >= 0:
+            os.close(report_w)
+    try:
+        return await _supervise(proc, tag, loop, total_s, idle_s, grace_s, on_output, report_r)
+    finally:
+        if report_r >= 0:
+            os.close(report_r)
+
+
+async def _supervise(
+    proc: asyncio.subprocess.Process,
+    tag: str,
+    loop: asyncio.AbstractEventLoop,
+    total_s: float,
+    idle_s: float | None,
+    grace_s: float,
+    on_output: Callable[[str], None],
+    report_r: int,
+) -> ProcessResult:
     tree = _Tree(proc, tag)
     stdout = proc.stdout
     if stdout is None:  # pragma: no cover - PIPE was requested
@@ -145,7 +180,24 @@ async def run_process(
     tail = decoder.decode(b"", final=True)
     if tail:
         on_output(tail)
+    limit = _reported_limit(report_r) if report_r >= 0 else None
+    if limit is not None:
+        return ProcessResult(None, None, proc.pid, limit)
     return ProcessResult(proc.returncode if timed_out is None else None, timed_out, proc.pid)
+
+
+def _reported_limit(report_r: int) -> int | None:
+    """The ceiling the supervisor says it stopped the command at, from its report pipe
+    (written before it exits; nothing there when it was killed first)."""
+    os.set_blocking(report_r, False)
+    try:
+        said = os.read(report_r, 64)
+    except OSError:
+        return None
+    words = said.split()
+    if len(words) == 2 and words[0] == b"process-limit" and words[1].isdigit():
+        return int(words[1])
+    return None
 
 
 class _Tree:

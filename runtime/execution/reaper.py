@@ -38,6 +38,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from runtime.execution.proclimit import limit_reached, limit_tasks, pids_v1_base, user_tasks
 from runtime.execution.sandbox import encode, enter_sandbox, sandbox_init
 
 
@@ -129,7 +130,10 @@ def sweep_stale_cgroups(base: str | None) -> list[str]:
 
 SUPERVISOR_MAIN = r"""
 grace = float(sys.argv[1]); hide = [os.fsdecode(p) for p in bytes.fromhex(sys.argv[2]).split(b"\0") if p]
-argv = sys.argv[3:]
+max_tasks, report = (int(x) for x in sys.argv[3].split(":"))
+argv = sys.argv[4:]
+if report >= 0:
+    os.set_inheritable(report, False)  # the command never gets it
 try:
     ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 except Exception:
@@ -149,14 +153,28 @@ if base is not None:
         group = base + "/toolrt-%d-%s" % (me, started)
     except (OSError, IndexError):
         group = None
-def members():
-    if group is None:
-        return set()
+# The ceiling on the command's tasks (runtime.execution.proclimit): its cgroup v2's
+# pids.max, else a cgroup v1 pids folder of its own, else RLIMIT_NPROC set in the child.
+limiter, tasks_group = "", None
+if max_tasks > 0:
     try:
-        with open(group + "/cgroup.procs") as f:
-            return {int(p) for p in f.read().split()}
-    except (OSError, ValueError):
-        return set()
+        with open("/proc/self/stat", "rb") as f:
+            started = f.read().rsplit(b")", 1)[1].split()[19].decode()
+        limiter, tasks_group = limit_tasks(group, base, "toolrt-%d-%s" % (me, started), max_tasks)
+    except (OSError, IndexError):
+        limiter, tasks_group = "", None
+counted = group if limiter == "cgroup2" else tasks_group
+def members():
+    found = set()
+    for folder in (group, tasks_group):
+        if folder is None:
+            continue
+        try:
+            with open(folder + "/cgroup.procs") as f:
+                found |= {int(p) for p in f.read().split()}
+        except (OSError, ValueError):
+            pass
+    return found
 def below():
     children = {}
     for entry in os.listdir("/proc"):
@@ -222,6 +240,26 @@ if hide:
 pid = os.fork()
 if pid == 0:
     os.close(ready_r)
+    if report >= 0:
+        os.close(report)
+    if tasks_group is not None:
+        try:
+            with open(tasks_group + "/cgroup.procs", "w") as f:
+                f.write("0")
+        except OSError:
+            os.write(2, b"toolrt: the command's process limit could not be set up (cgroup v1 pids)\n")
+            os._exit(126)
+    elif max_tasks > 0 and limiter == "" and os.geteuid() != 0:
+        try:
+            import resource
+            ceiling = user_tasks(os.getuid()) + max_tasks
+            _soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+            if hard != resource.RLIM_INFINITY:
+                ceiling = min(ceiling, hard)
+            resource.setrlimit(resource.RLIMIT_NPROC, (ceiling, ceiling))
+        except (OSError, ValueError):
+            os.write(2, b"toolrt: the command's process limit could not be set up (RLIMIT_NPROC)\n")
+            os._exit(126)
     if group is not None:
         # Join the command's cgroup before exec: everything it starts is born inside.
         try:
@@ -256,12 +294,15 @@ if group is not None and not joined:
     except OSError:
         pass
     group = None
-if base is not None:
-    try:
-        sweep_stale_cgroups(base)  # those of supervisors SIGKILLed before they could clean up
-    except Exception:
-        pass
-status = None; stopped = None
+    if limiter == "cgroup2":
+        counted = None
+for swept in (base, pids_v1_base() if tasks_group is not None else None):
+    if swept is not None:
+        try:
+            sweep_stale_cgroups(swept)  # those of supervisors SIGKILLed before they could clean up
+        except Exception:
+            pass
+status = None; stopped = None; reached = False
 while status is None and stopped is None:
     while True:
         try:
@@ -274,19 +315,32 @@ while status is None and stopped is None:
             status = st
     if status is not None or done == -1:
         break
-    info = signal.sigtimedwait(WATCHED, 1.0)
+    # With a ceiling, a fork bomb is noticed within 0.1 s: it is stopped, not left
+    # spinning on failed forks until the timeout.
+    info = signal.sigtimedwait(WATCHED, 1.0 if counted is None else 0.1)
     if info is not None and info.si_signo != signal.SIGCHLD:
         stopped = info.si_signo
+    elif limit_reached(counted):
+        reached = True
+        break
 take_down(grace if stopped else min(grace, 0.5))
 reap()
-if group is not None:
+reached = reached or limit_reached(counted)
+for folder in (group, tasks_group):
+    if folder is None:
+        continue
     for _ in range(200):  # the last members leave the cgroup as they are reaped
         try:
-            os.rmdir(group)
+            os.rmdir(folder)
             break
         except OSError:
             reap()
             time.sleep(0.005)
+if report >= 0:
+    try:
+        os.write(report, b"process-limit %d\n" % max_tasks if reached else b"ok\n")
+    except OSError:
+        pass
 if status_r is not None and status is not None:
     # The sandbox's pid 1 sent the command's own status (nothing: it did not get that far).
     os.set_blocking(status_r, False)
@@ -309,16 +363,26 @@ SUPERVISOR = (
     "from __future__ import annotations\nimport ctypes, os, signal, sys, time\n"
     + inspect.getsource(own_cgroup)
     + inspect.getsource(sweep_stale_cgroups)
+    + inspect.getsource(pids_v1_base)
+    + inspect.getsource(limit_tasks)
+    + inspect.getsource(limit_reached)
+    + inspect.getsource(user_tasks)
     + inspect.getsource(enter_sandbox)
     + inspect.getsource(sandbox_init)
     + SUPERVISOR_MAIN
 )
 
 
-def supervised(argv: Sequence[str], grace_s: float, hide: Sequence[str] = ()) -> list[str]:
+def supervised(
+    argv: Sequence[str], grace_s: float, hide: Sequence[str] = (), max_tasks: int = 0, report_fd: int = -1
+) -> list[str]:
     """``argv`` run under the supervisor (the same Python as this process); with ``hide``,
-    in the sandbox with those paths covered (:mod:`runtime.execution.sandbox`)."""
-    return [sys.executable, "-I", "-S", "-c", SUPERVISOR, repr(float(grace_s)), encode(hide), *argv]
+    in the sandbox with those paths covered (:mod:`runtime.execution.sandbox`); with
+    ``max_tasks``, at most that many processes and threads at once
+    (:mod:`runtime.execution.proclimit`). The supervisor writes ``ok`` or
+    ``process-limit N`` to ``report_fd`` (passed to it) as it ends."""
+    limits = f"{max(0, int(max_tasks))}:{int(report_fd)}"
+    return [sys.executable, "-I", "-S", "-c", SUPERVISOR, repr(float(grace_s)), encode(hide), limits, *argv]
 
 
 def cgroup_base() -> str | None:

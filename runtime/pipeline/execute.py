@@ -236,7 +236,10 @@ async def _isolated(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
             idle_s=timeout.idle_s,
             grace_s=timeout.grace_s,
             on_output=keep,
+            max_processes=env.settings.command_max_processes,
         )
+    if result.process_limit is not None:
+        return _over_process_limit(tool, result.process_limit, {})
     if result.timed_out is not None:
         limit = timeout.total_s if result.timed_out == "total" else timeout.idle_s
         return _failure(
@@ -364,6 +367,7 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
                     grace_s=timeout.grace_s,
                     on_output=collector.feed,
                     hide=env.hide,
+                    max_processes=env.settings.command_max_processes,
                 )
             )
             try:
@@ -385,6 +389,7 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
                 grace_s=timeout.grace_s,
                 on_output=collector.feed,
                 hide=env.hide,
+                max_processes=env.settings.command_max_processes,
             )
     except FileNotFoundError:
         collector.abort()
@@ -426,6 +431,9 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
         raise
     output = collector.finish()
     meta: dict[str, Any] = {"pid": result.pid, "exit_code": result.exit_code, "output_chars": output.total_chars}
+    if result.process_limit is not None:
+        failure = _over_process_limit(tool, result.process_limit, meta)
+        return HandlerOutcome(output, failure.error, failure.status, failure.code, failure.metadata)
     if result.timed_out is not None:
         limit = total_s if result.timed_out == "total" else timeout.idle_s
         reason = "no output" if result.timed_out == "idle" else "total time"
@@ -448,6 +456,24 @@ async def _spawn(call: ValidatedCall, env: TurnEnv, prepared: PreparedCommand, t
             MappingProxyType(meta),
         )
     return HandlerOutcome(output, metadata=MappingProxyType(meta))
+
+
+def _over_process_limit(tool: CompiledTool, limit: int, meta: Mapping[str, Any]) -> HandlerOutcome:
+    """The outcome of a command stopped at its ceiling of processes (a fork bomb, or a
+    build that starts far more processes than the runtime allows)."""
+    failure = _failure(
+        tool,
+        f"started more than {limit} processes and threads at once (the runtime's command_max_processes limit); "
+        "forks past it failed and its whole process tree was stopped",
+        Status.error,
+        ResultCode.process_limit,
+    )
+    return HandlerOutcome(
+        error=failure.error,
+        status=failure.status,
+        code=failure.code,
+        metadata=MappingProxyType({**meta, "process_limit": limit}),
+    )
 
 
 def _backgrounded(tool: CompiledTool, job: Any, after_s: float) -> HandlerOutcome:
