@@ -129,7 +129,9 @@ class ToolBuilding(BuildState):
         typed = None
         if schema_readable:
             cel_variables, bounds, key = variable_types(spec.input_schema)
-            typed = TypedCheck(cel_variables, bounds, "bool", self.cost_limit, "rule", key=key)
+            typed = TypedCheck(
+                cel_variables, bounds, "bool", self.cost_limit, "rule", key=key, declared=self.engine.name == "fast"
+            )
         for index, rule in enumerate(spec.rules):
             name = rule.name or f"rule-{index + 1}"
             if name in seen:

@@ -60,6 +60,7 @@ class TypedCheck:
     field_name: str = "expression"  # how messages name the field: rule, `when`...
     subject: str = ""  # "for tool `x`: " when a policy rule is checked per tool
     key: str = field(default="", compare=False)  # a content key of the types, for caches
+    declared: bool = False  # also ask cel-expr-python's checker, the types declared (the fast engine)
 
 
 def variable_types(
@@ -174,7 +175,17 @@ def _parsed(source: str) -> Any:
 def type_findings(source: str, path: tuple[str | int, ...], typed: TypedCheck, *, own_schema: bool = True) -> list[Any]:
     """Findings (see runtime.config.expressions.Finding) for ``source`` under ``typed``
     (kept per content: many tools share their rules and schemas)."""
-    memo = (source, path, typed.key, typed.result, typed.cost_limit, typed.field_name, typed.subject, own_schema)
+    memo = (
+        source,
+        path,
+        typed.key,
+        typed.result,
+        typed.cost_limit,
+        typed.field_name,
+        typed.subject,
+        own_schema,
+        typed.declared,
+    )
     found = _FINDINGS.get(memo) if typed.key else None
     if found is None:
         found = tuple(_type_findings(source, path, typed, own_schema=own_schema))
@@ -240,8 +251,27 @@ def _type_findings(
                     inner=(1, 1),
                 )
             )
+    if typed.declared and not any(not f.warning for f in findings):
+        findings.extend(_declared_findings(source, path, typed, own_schema))
     findings.extend(_cost_findings(result.cost, path, typed))
     return findings
+
+
+def _declared_findings(source: str, path: tuple[str | int, ...], typed: TypedCheck, own_schema: bool) -> list[Any]:
+    """cel-expr-python's checker's word, the schema's types declared to it
+    (:mod:`runtime.policy.celdeclared`), where toolrt's checker found no error: the
+    conformance test keeps the two in agreement wherever it can decide."""
+    from runtime.config.expressions import Finding
+    from runtime.policy.celdeclared import check_declared
+
+    verdict = check_declared(source, typed.variables, typed.key, typed.result, own_schema=own_schema)
+    if verdict is None or verdict.status != "error":
+        return []
+    message = (
+        f"{typed.subject}cel-expr-python's type checker, given the types of the input schema, rejects this "
+        f"{typed.field_name}: {verdict.message}. Fix the expression to match the schema's types."
+    )
+    return [Finding(path, "cel-type", message, inner=(verdict.line, verdict.col))]
 
 
 def _bool_fix(kind: str) -> str:

@@ -6,7 +6,9 @@ Two engines give the same verdicts:
   Installed by ``toolrt[fast]`` and picked when present.
 - ``portable``: cel-python, pure Python, always installed, :mod:`runtime.policy.celportable`.
 
-Only those two modules import a CEL library. Whichever engine runs, an expression in
+Only those two modules import a CEL library to evaluate (and
+:mod:`runtime.policy.celdeclared`, which gives cel-expr-python's checker the schemas'
+types at build time). Whichever engine runs, an expression in
 the subset that real rules use is also translated into Python closures at compile
 time (:mod:`runtime.policy.celclosure`) and evaluated without the engine; the engine
 answers for everything else, and for every error (so messages stay the engine's).

@@ -67,6 +67,9 @@ TYPE_NAMES = {
 }
 
 
+_SCALAR_KINDS = frozenset({"bool", "int", "uint", "double", "string", "bytes"})
+
+
 @dataclass(frozen=True, slots=True)
 class Issue:
     offset: int
@@ -335,6 +338,15 @@ class Checker(OperatorChecks):
         self._want_bool(condition, condition_type, "the condition of `? :`")
         then_type, then_cost = self.visit(then, scope, facts | facts_of(condition, True))
         else_type, else_cost = self.visit(otherwise, scope, facts | facts_of(condition, False))
+        if then_type.kind != else_type.kind and {then_type.kind, else_type.kind} <= _SCALAR_KINDS:
+            # CEL types `? :` as one type: cel-expr-python refuses the expression, cel-python
+            # gives either branch, so a rule would be a bool on some calls only.
+            self.issue(
+                node.offset,
+                f"the branches of `? :` give {then_type.describe()} and {else_type.describe()}; CEL needs one type "
+                "for both. Convert one of them, e.g. string(...) or double(...).",
+            )
+            return DYN, cost + larger(then_cost, else_cost) + ONE
         return join(then_type, else_type), cost + larger(then_cost, else_cost) + ONE
 
     def _want_bool(self, node: Node, found: CelType, where: str) -> None:
