@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
+import pytest
 from mcpserver_support import (
     EXTRA_TOOL,
     TIMEOUT_S,
@@ -23,39 +25,46 @@ from mcpserver_support import (
 from runtime.audit import query, store_path
 
 
-async def test_http_lists_the_tools_and_answers_a_call_with_structured_content(tmp_path: Path) -> None:
-    with http_server(tmp_path) as (url, _):
-        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
-        async with http_session(url) as client:
-            names = [tool.name for tool in (await client.list_tools()).tools]
-            result = await client.call_tool("lookup_city", {"city": "Lima"})
-            invalid = await client.call_tool("lookup_city", {"town": "Lima"})
+@pytest.fixture(scope="module")
+def shared_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One server for the tests that leave nothing behind on it (each opens its own
+    session; no grant for the session is given); tests that edit the config or stop the
+    server start their own."""
+    with http_server(tmp_path_factory.mktemp("shared-http")) as (url, _):
+        yield url
+
+
+async def test_http_lists_the_tools_and_answers_a_call_with_structured_content(shared_url: str) -> None:
+    url = shared_url
+    assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+    async with http_session(url) as client:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        result = await client.call_tool("lookup_city", {"city": "Lima"})
+        invalid = await client.call_tool("lookup_city", {"town": "Lima"})
     assert names == ["count_up", "deploy", "erase_disk", "lookup_city", "sleepy"]
     assert result.is_error is False and result.structured_content == {"city": "Lima", "temp_c": 21, "sunny": True}
     assert invalid.is_error is True and "missing required argument `city`" in text_of(invalid)
 
 
-async def test_http_asks_the_user_through_elicitation_on_the_call_stream(tmp_path: Path) -> None:
+async def test_http_asks_the_user_through_elicitation_on_the_call_stream(shared_url: str) -> None:
     accept = answering("accept", {})
-    with http_server(tmp_path) as (url, _):
-        async with http_session(url, elicitation_callback=accept) as client:
-            approved = await client.call_tool("deploy", {"service": "billing"})
-        async with http_session(url) as client:  # another client, without elicitation
-            refused = await client.call_tool("deploy", {"service": "billing"})
+    async with http_session(shared_url, elicitation_callback=accept) as client:
+        approved = await client.call_tool("deploy", {"service": "billing"})
+    async with http_session(shared_url) as client:  # another client, without elicitation
+        refused = await client.call_tool("deploy", {"service": "billing"})
     assert approved.is_error is False and approved.structured_content == {"deployed": "billing"}
     assert len(accept.asked) == 1
     assert refused.is_error is True and "does not support elicitation" in text_of(refused)
 
 
-async def test_http_sends_progress_notifications_to_the_client(tmp_path: Path) -> None:
+async def test_http_sends_progress_notifications_to_the_client(shared_url: str) -> None:
     seen: list[str | None] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append(message)
 
-    with http_server(tmp_path) as (url, _):
-        async with http_session(url) as client:
-            result = await client.call_tool("count_up", {"n": 2}, progress_callback=on_progress)
+    async with http_session(shared_url) as client:
+        result = await client.call_tool("count_up", {"n": 2}, progress_callback=on_progress)
     assert result.is_error is False
     assert seen == ["step 1 of 2", "step 2 of 2"]
 
@@ -80,20 +89,19 @@ async def test_http_tells_every_connected_client_when_a_reload_changes_the_tools
     assert "added_later" in names
 
 
-async def test_http_refuses_requests_whose_host_is_not_loopback(tmp_path: Path) -> None:
+async def test_http_refuses_requests_whose_host_is_not_loopback(shared_url: str) -> None:
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
     }
-    with http_server(tmp_path) as (url, _):
-        async with httpx2.AsyncClient(timeout=TIMEOUT_S) as http:
-            response = await http.post(
-                url,
-                json=initialize,
-                headers={"Host": "attacker.example", "Accept": "application/json, text/event-stream"},
-            )
+    async with httpx2.AsyncClient(timeout=TIMEOUT_S) as http:
+        response = await http.post(
+            shared_url,
+            json=initialize,
+            headers={"Host": "attacker.example", "Accept": "application/json, text/event-stream"},
+        )
     assert response.status_code in (403, 421)
 
 

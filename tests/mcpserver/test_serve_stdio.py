@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest_asyncio
 from mcpserver_support import (
     EXTRA_TOOL,
     TIMEOUT_S,
+    AnswerSwitch,
     Held,
     Notifications,
     answering,
@@ -23,15 +25,33 @@ from mcpserver_support import (
     wait_for_text,
 )
 
-# The first tests only read (list, call, refused calls): they share one server child.
+# Tests that leave nothing behind on the server (lists, calls, refused calls, questions
+# answered without a grant for the session, a call that timed out) share one server child;
+# its client answers questions as each test sets (``answers``). Tests that grant for the
+# session, edit the config, or need other settings or capabilities start their own.
 shared_loop = pytest.mark.asyncio(loop_scope="module")
 
 
+@pytest.fixture(scope="module")
+def answers() -> AnswerSwitch:
+    return AnswerSwitch()
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
-    held = Held(stdio_session(tmp_path_factory.mktemp("shared-serve")))
+async def shared(tmp_path_factory: pytest.TempPathFactory, answers: AnswerSwitch) -> AsyncIterator[Any]:
+    held = Held(stdio_session(tmp_path_factory.mktemp("shared-serve"), elicitation_callback=answers))
     yield await held.open()
     await held.close()
+
+
+@asynccontextmanager
+async def answered_by(shared: Any, answers: AnswerSwitch, callback: Any) -> AsyncIterator[Any]:
+    """The shared client, answering questions with ``callback`` until the block ends."""
+    answers.current = callback
+    try:
+        yield shared
+    finally:
+        answers.current = None
 
 
 @shared_loop
@@ -95,9 +115,12 @@ async def test_a_call_denied_by_policy_is_an_error_result_with_the_reason_and_ne
     )
 
 
-async def test_an_ask_decision_runs_the_call_when_the_user_accepts_the_elicitation(tmp_path: Path) -> None:
+@shared_loop
+async def test_an_ask_decision_runs_the_call_when_the_user_accepts_the_elicitation(
+    shared: Any, answers: AnswerSwitch
+) -> None:
     accept = answering("accept", {})
-    async with stdio_session(tmp_path, elicitation_callback=accept) as client:
+    async with answered_by(shared, answers, accept) as client:
         result = await client.call_tool("deploy", {"service": "billing"})
     assert result.is_error is False and result.structured_content == {"deployed": "billing"}
     (question,) = accept.asked
@@ -113,10 +136,13 @@ async def test_an_ask_decision_accepted_for_the_session_is_not_asked_again(tmp_p
     assert len(accept.asked) == 1
 
 
-async def test_an_ask_decision_is_denied_when_the_user_declines_or_dismisses(tmp_path: Path) -> None:
-    async with stdio_session(tmp_path, elicitation_callback=answering("decline")) as client:
+@shared_loop
+async def test_an_ask_decision_is_denied_when_the_user_declines_or_dismisses(
+    shared: Any, answers: AnswerSwitch
+) -> None:
+    async with answered_by(shared, answers, answering("decline")) as client:
         declined = await client.call_tool("deploy", {"service": "billing"})
-    async with stdio_session(tmp_path, elicitation_callback=answering("cancel")) as client:
+    async with answered_by(shared, answers, answering("cancel")) as client:
         dismissed = await client.call_tool("deploy", {"service": "billing"})
     assert declined.is_error is True and "a person declined this call: declined in the MCP client" in text_of(declined)
     assert dismissed.is_error is True and "dismissed in the MCP client" in text_of(dismissed)
@@ -143,22 +169,24 @@ async def test_an_ask_decision_without_an_answer_within_the_approval_timeout_is_
     assert result.is_error is True and "approval did not arrive within 1 s" in text_of(result)
 
 
-async def test_progress_reported_by_a_handler_reaches_the_client_before_the_result(tmp_path: Path) -> None:
+@shared_loop
+async def test_progress_reported_by_a_handler_reaches_the_client_before_the_result(shared: Any) -> None:
     seen: list[tuple[float, str | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append((progress, message))
 
-    async with stdio_session(tmp_path) as client:
-        result = await client.call_tool("count_up", {"n": 3}, progress_callback=on_progress)
+    client = shared
+    result = await client.call_tool("count_up", {"n": 3}, progress_callback=on_progress)
     assert result.is_error is False and text_of(result) == "counted to 3"
     assert seen == [(1, "step 1 of 3"), (2, "step 2 of 3"), (3, "step 3 of 3")]
 
 
-async def test_a_call_past_its_timeout_is_an_error_result(tmp_path: Path) -> None:
-    async with stdio_session(tmp_path) as client:
-        result = await client.call_tool("sleepy", {})
-        after = await client.call_tool("lookup_city", {"city": "Rome"})  # the server goes on serving
+@shared_loop
+async def test_a_call_past_its_timeout_is_an_error_result(shared: Any) -> None:
+    client = shared
+    result = await client.call_tool("sleepy", {})
+    after = await client.call_tool("lookup_city", {"city": "Rome"})  # the server goes on serving
     assert result.is_error is True and "timed out after 0.5 s" in text_of(result)
     assert after.is_error is False
 

@@ -146,8 +146,19 @@ WRITERS: dict[str, Callable[[Path, str, random.Random], None]] = {
 }
 
 
+#: The load's pause between turns. Every snapshot these tests publish stays live for at
+#: least a settle window (300 ms or more: the next publish needs a quiet window of its
+#: own), and a turn reads the snapshot once, so a turn every 5 ms or so still runs on
+#: each one scores of times: a weaker config that went live could not go unseen. A
+#: load without pauses would take a whole core for no more than that; calls in flight at
+#: the very moment of a publish are test_reload_under_load.py's subject, whose load runs
+#: without pause.
+TURN_PAUSE_S = 0.005
+
+
 class CallLoad:
-    """Runs turns (the denied tool and the allowed one) in a thread until stopped."""
+    """Runs turns (the denied tool and the allowed one) in a thread until stopped, one
+    every :data:`TURN_PAUSE_S` or so."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
@@ -164,6 +175,7 @@ class CallLoad:
                 Call(id=f"f{n}", name="finder", args={"query": "x"}),
             ]
             self.results.extend(self.runtime.run_turn_sync(calls))
+            self._stop.wait(TURN_PAUSE_S)
 
     def __enter__(self) -> CallLoad:
         self._thread.start()
