@@ -16,6 +16,7 @@ import shutil
 import signal
 import tempfile
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("TOOLRT_HOT_RELOAD", "false")
 # Hot reload waits for a settle window before publishing (2 s by default, for writers that
@@ -60,7 +61,8 @@ def pytest_configure(config: object) -> None:
     not from reading it) every child does so too, about 0.7 s of CPU each. compileall
     writes the standard ``__pycache__`` files (git ignores them) and skips what is up to
     date, so a second run only checks timestamps.
-    Test modules are left out: pytest compiles them itself, with its assertion rewriting.
+    Test modules are compiled the way pytest imports them, with their asserts rewritten
+    (``rewrite_test_modules_once``).
     """
     if os.environ.get("PYTEST_XDIST_WORKER") or hasattr(config, "workerinput"):
         return
@@ -69,3 +71,82 @@ def pytest_configure(config: object) -> None:
     for folder, rx in ((root / "runtime", None), (root / "tests", skip)):
         if folder.is_dir():
             compileall.compile_dir(folder, quiet=2, rx=rx, workers=1)
+    rewrite_test_modules_once(config, sorted(_test_modules(root / "tests")))
+
+
+def _test_modules(tests: Path) -> list[Path]:
+    """The files pytest rewrites the asserts of: test modules and conftest files."""
+    found = []
+    for folder, dirs, files in os.walk(tests):
+        dirs[:] = [d for d in dirs if d not in ("benchmarks", "__pycache__") and not d.startswith(".")]
+        found += [Path(folder, f) for f in files if re.fullmatch(r"test_.*\.py|conftest\.py", f)]
+    return found
+
+
+def rewrite_test_modules_once(config: object, modules: list[Path]) -> None:
+    """Write pytest's cache of assert-rewritten test modules before the workers start.
+
+    Every worker imports every test module while collecting, and pytest rewrites each
+    module's asserts on import (about 12 s of CPU for the suite), caching the result only
+    when byte code may be written. ``PYTHONDONTWRITEBYTECODE`` is set on these machines,
+    so on every run each of the four workers did that work again. Done once here, the
+    workers read the cache (pytest reads it whatever that variable says). The cache is
+    keyed by a hash of the source, so an edited module is rewritten again; two processes
+    share the work. Uses pytest's own rewrite functions; if a pytest release renames
+    them, the workers simply rewrite as before.
+    """
+    try:
+        from _pytest.assertion import rewrite
+    except ImportError:
+        return
+    needed = getattr(rewrite, "_rewrite_test", None), getattr(rewrite, "_write_pyc", None)
+    if None in needed or not hasattr(rewrite, "PYC_TAIL") or not hasattr(rewrite, "get_cache_dir"):
+        return
+    stale = [m for m in modules if not _rewritten_is_current(rewrite, m)]
+    if not stale:
+        return
+    helper = os.fork() if len(stale) > 20 and len(os.sched_getaffinity(0)) > 1 else -1
+    mine = stale[1::2] if helper == 0 else stale[0::2] if helper > 0 else stale
+    try:
+        for module in mine:
+            _rewrite_one(rewrite, config, module)
+    finally:
+        if helper == 0:
+            os._exit(0)
+    if helper > 0:
+        os.waitpid(helper, 0)
+
+
+def _cached_rewrite(rewrite: Any, module: Path) -> Path:
+    return rewrite.get_cache_dir(module) / (module.name[:-3] + rewrite.PYC_TAIL)
+
+
+def _rewritten_is_current(rewrite: Any, module: Path) -> bool:
+    """Whether pytest's cached rewrite of the module matches its source (the pyc header)."""
+    import importlib.util
+
+    try:
+        with open(_cached_rewrite(rewrite, module), "rb") as cached:
+            header = cached.read(16)
+        source_hash = importlib.util.source_hash(module.read_bytes())
+    except OSError:
+        return False
+    return header[:4] == importlib.util.MAGIC_NUMBER and header[8:16] == source_hash[:8]
+
+
+def _rewrite_one(rewrite: Any, config: object, module: Path) -> None:
+    """Rewrite one module's asserts and store the result where pytest looks for it."""
+    try:
+        source_hash, code = rewrite._rewrite_test(module, config)
+        _cached_rewrite(rewrite, module).parent.mkdir(exist_ok=True)
+        rewrite._write_pyc(_NoTrace(), code, source_hash, _cached_rewrite(rewrite, module))
+    except (OSError, SyntaxError, ValueError):
+        return  # the worker that imports it reports the problem in full
+
+
+class _NoTrace:
+    """Stands in for pytest's assertion state, of which ``_write_pyc`` uses only ``trace``."""
+
+    @staticmethod
+    def trace(message: str) -> None:
+        return None
