@@ -33,6 +33,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[fast,dev,bench]"
 	$(BIN)/python tests/benchmarks/bench_snapshot.py
+	$(BIN)/python tests/benchmarks/bench_cel_time.py
 	$(BIN)/python tests/benchmarks/bench_pipeline.py
 	$(BIN)/python tests/benchmarks/bench_redaction.py
 	$(BIN)/python tests/benchmarks/bench_key_pieces.py

@@ -40,6 +40,7 @@ class BuildState:
         self.problems: list[Problem] = []
         self.redaction_hashes: dict[str, str] = {}
         self.cost_limit = settings.cel_cost_limit
+        self.time_limit_ms = settings.cel_time_limit_ms
         self.budget = (settings.cel_cost_limit, settings.cel_time_limit_ms)  # in the keys of cached programs
         self.mounted_tools: set[str] = set()
         self.failed_expressions: set[tuple[int, tuple[str | int, ...]]] = (
@@ -85,4 +86,6 @@ class BuildState:
     def _untyped(self, field_name: str, result: str | None = "bool", *, with_commands: bool = False) -> TypedCheck:
         """Types for an expression that no tool schema applies to (args of unknown fields)."""
         variables, bounds, key = variable_types(None, with_commands=with_commands)
-        return TypedCheck(variables, bounds, result, self.cost_limit, field_name, key=key)
+        return TypedCheck(
+            variables, bounds, result, self.cost_limit, field_name, key=key, time_limit_ms=self.time_limit_ms
+        )

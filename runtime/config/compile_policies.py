@@ -148,8 +148,10 @@ class PolicyBuilding(BuildState):
         # A rule that matches no tool applies to nothing yet: its cost is judged per tool.
         limit = self.cost_limit if tool is not None else 10**18
         declared = self.engine.name == "fast"
-        typed = TypedCheck(variables, bounds, result, limit, field_name, key=key, declared=declared)
-        cache_key = ("cel-typed", source, key, field_name, result, limit, declared)
+        typed = TypedCheck(
+            variables, bounds, result, limit, field_name, key=key, declared=declared, time_limit_ms=self.time_limit_ms
+        )
+        cache_key = ("cel-typed", source, key, field_name, result, limit, declared, self.time_limit_ms)
         return list(self.cache.compiled(cache_key, lambda: tuple(type_findings(source, path, typed, own_schema=False))))
 
     def _command_rules_apply(

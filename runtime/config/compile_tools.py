@@ -130,7 +130,14 @@ class ToolBuilding(BuildState):
         if schema_readable:
             cel_variables, bounds, key = variable_types(spec.input_schema)
             typed = TypedCheck(
-                cel_variables, bounds, "bool", self.cost_limit, "rule", key=key, declared=self.engine.name == "fast"
+                cel_variables,
+                bounds,
+                "bool",
+                self.cost_limit,
+                "rule",
+                key=key,
+                declared=self.engine.name == "fast",
+                time_limit_ms=self.time_limit_ms,
             )
         for index, rule in enumerate(spec.rules):
             name = rule.name or f"rule-{index + 1}"

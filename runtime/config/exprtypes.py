@@ -61,6 +61,7 @@ class TypedCheck:
     subject: str = ""  # "for tool `x`: " when a policy rule is checked per tool
     key: str = field(default="", compare=False)  # a content key of the types, for caches
     declared: bool = False  # also ask cel-expr-python's checker, the types declared (the fast engine)
+    time_limit_ms: int = celbudget.DEFAULT_TIME_LIMIT_MS  # setting cel_time_limit_ms
 
 
 def variable_types(
@@ -185,6 +186,7 @@ def type_findings(source: str, path: tuple[str | int, ...], typed: TypedCheck, *
         typed.subject,
         own_schema,
         typed.declared,
+        typed.time_limit_ms,
     )
     found = _FINDINGS.get(memo) if typed.key else None
     if found is None:
@@ -254,6 +256,7 @@ def _type_findings(
     if typed.declared and not any(not f.warning for f in findings):
         findings.extend(_declared_findings(source, path, typed, own_schema))
     findings.extend(_cost_findings(result.cost, path, typed))
+    findings.extend(_time_findings(source, result.cost, path, typed))
     return findings
 
 
@@ -289,7 +292,52 @@ def _cost_findings(cost: Any, path: tuple[str | int, ...], typed: TypedCheck) ->
     worst = cost.evaluate(limits)
     if worst <= typed.cost_limit:
         return []
-    # Which size drives it: the variable whose halving saves the most.
+    how = "; ".join(_fixes(cost, limits, typed, worst)) or "simplify the expression"
+    message = (
+        f"{typed.subject}this {typed.field_name} may cost up to {worst:,.0f} units per evaluation, over the limit of "
+        f"{typed.cost_limit:,} (setting cel_cost_limit): on large inputs it would stall every session. "
+        f"{how[0].upper()}{how[1:]}."
+    )
+    return [Finding(path, "cel-cost", message)]
+
+
+def _time_findings(source: str, cost: Any, path: tuple[str | int, ...], typed: TypedCheck) -> list[Any]:
+    """A warning when the worst case within the cost budget would still run past
+    ``cel_time_limit_ms`` on the portable engine (it would be stopped, failing closed),
+    with the schema bound, and the value of it, that brings it under."""
+    from runtime.config.expressions import Finding
+    from runtime.policy.celclosure import translate
+
+    limits = {name: float(bound.limit) for name, bound in typed.bounds.items()}
+    worst = cost.evaluate(limits)
+    limit_s = typed.time_limit_ms / 1000
+    if worst > typed.cost_limit or worst * celbudget.PORTABLE_SECONDS_PER_UNIT <= limit_s:
+        return []
+    # Most expressions are evaluated by Python closures on either engine, far faster per
+    # unit than cel-python itself; only the rest runs on the portable engine proper.
+    names = tuple(typed.variables)
+    closures = translate(source, names, typed.cost_limit, typed.time_limit_ms) is not None
+    rate = celbudget.CLOSURE_SECONDS_PER_UNIT if closures else celbudget.PORTABLE_SECONDS_PER_UNIT
+    if worst * rate <= limit_s:
+        return []
+    allowed = limit_s / rate
+    how = "; ".join(_fixes(cost, limits, typed, worst, allowed)) or "simplify the expression"
+    where = "in the closures it is translated into" if closures else "on the portable engine (cel-python)"
+    message = (
+        f"{typed.subject}this {typed.field_name} may cost up to {worst:,.0f} units, about "
+        f"{worst * rate * 1000:,.0f} ms of CPU {where} at {rate * 1e6:g} us a unit (measured), over "
+        f"cel_time_limit_ms of {typed.time_limit_ms:,} ms: on the largest inputs its schema accepts it would be "
+        "stopped and fail closed (a deny or ask rule matches, a business rule rejects the call). "
+        f"{how[0].upper()}{how[1:]} (or raise cel_time_limit_ms, knowing every other call waits that long"
+        f"{'; the fast engine runs it within the limit' if not closures else ''})."
+    )
+    return [Finding(path, "cel-time", message, warning=True)]
+
+
+def _fixes(cost: Any, limits: dict[str, float], typed: TypedCheck, worst: float, allowed: float = 0) -> list[str]:
+    """Which sizes drive ``cost`` (the variables whose lowering saves the most), and how
+    to bound them; with ``allowed``, the largest value of the bound that keeps the cost
+    within it."""
     drivers = []
     for name in sorted(cost.variables()):
         bound = typed.bounds.get(name)
@@ -303,9 +351,12 @@ def _cost_findings(cost: Any, path: tuple[str | int, ...], typed: TypedCheck) ->
     for saving, name, bound in drivers[:2]:
         if fixes and saving < worst / 10:
             break
+        target = _largest_within(cost, limits, name, allowed) if allowed else None
+        at_most = f" of at most {target:,}" if target else ""
         if bound.declared:
             fixes.append(
                 f"`{name}` may hold up to {bound.limit:,} ({bound.keyword} at {bound.pointer}): lower that bound"
+                + (f" to {target:,}" if target else "")
             )
         elif name == UNTYPED:
             fixes.append(
@@ -314,13 +365,25 @@ def _cost_findings(cost: Any, path: tuple[str | int, ...], typed: TypedCheck) ->
             )
         else:
             fixes.append(
-                f"`{name}` has no {bound.keyword} (so up to {bound.limit:,}): add `{bound.keyword}` at input_schema "
-                f"{bound.pointer}"
+                f"`{name}` has no {bound.keyword} (so up to {bound.limit:,}): add `{bound.keyword}`{at_most} at "
+                f"input_schema {bound.pointer}"
             )
-    how = "; ".join(fixes) or "simplify the expression"
-    message = (
-        f"{typed.subject}this {typed.field_name} may cost up to {worst:,.0f} units per evaluation, over the limit of "
-        f"{typed.cost_limit:,} (setting cel_cost_limit): on large inputs it would stall every session. "
-        f"{how[0].upper()}{how[1:]}."
-    )
-    return [Finding(path, "cel-cost", message)]
+    return fixes
+
+
+def _largest_within(cost: Any, limits: dict[str, float], name: str, allowed: float) -> int | None:
+    """The largest bound of ``name`` (the others as they are) at which ``cost`` stays
+    within ``allowed``; None when even 1 does not."""
+    low, high = 1, int(limits[name])
+    trial = dict(limits)
+    trial[name] = 1.0
+    if cost.evaluate(trial) > allowed:
+        return None
+    while low < high:
+        middle = (low + high + 1) // 2
+        trial[name] = float(middle)
+        if cost.evaluate(trial) <= allowed:
+            low = middle
+        else:
+            high = middle - 1
+    return low

@@ -34,6 +34,10 @@ HELP: dict[str, tuple[str, str]] = {
         "A CEL expression whose worst case exceeds cel_cost_limit.",
         "Add maxItems/maxLength/maxProperties to the schema, or simplify.",
     ),
+    "cel-time": (
+        "A CEL expression whose worst case would run past cel_time_limit_ms on the portable engine.",
+        "Lower the schema bound it names to the value it names, or raise cel_time_limit_ms.",
+    ),
     "cel-too-complex": ("Comprehensions or brackets nested too deep.", "Split the expression into several rules."),
     "cel-unchecked": ("CEL syntax lint cannot type.", "Rewrite it with standard operators, functions and macros."),
     "regex-invalid": ("A pattern RE2 cannot compile.", "Fix the pattern."),

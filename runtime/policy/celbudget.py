@@ -56,6 +56,18 @@ STEPS_PER_UNIT = 10
 #: Seconds one cost unit may take on the fast engine, for turning its time limit into
 #: units: over twice the most measured (0.1-0.4 us).
 FAST_SECONDS_PER_UNIT = 1e-6
+#: Seconds one cost unit may take on the portable engine itself (cel-python, for the
+#: expressions the closures do not translate), and in the closures: what lint turns a
+#: worst-case cost into time with, to warn when an expression would run past the time
+#: limit (``cel-time``). Measured on a 2-core x86-64 machine (Python 3.11) by
+#: ``tests/benchmarks/bench_cel_time.py``: lint's worst case of comprehensions over
+#: strings, ints and objects with scans, regexes, conversions and arithmetic, evaluated
+#: at the schema's bounds (2,000 items), in CPU time: on the engine 31-49 us a unit on
+#: an idle machine, 34-82 us at a load of 12 (CPU time per operation grows when the
+#: cores are shared); in the closures 0.2-0.7 us. Each constant is near or above the
+#: most measured.
+PORTABLE_SECONDS_PER_UNIT = 80e-6
+CLOSURE_SECONDS_PER_UNIT = 1e-6
 #: How often the clock is read: every this many units (closures) or steps (portable).
 CLOCK_EVERY_UNITS = 1000
 CLOCK_EVERY_STEPS = 256
