@@ -78,10 +78,23 @@ class Place:
         return self.call("file_edit", {"path": path, "mode": "replace", "content": content})
 
 
-@pytest.fixture(params=["config outside, Settings.load", "config inside, TOOLRT_SETTINGS_FILE"])
-def place(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Place]:
-    inside = "inside" in request.param
-    made = Place(tmp_path, config_inside=inside, settings_env=inside, monkeypatch=monkeypatch)
+LAYOUTS = ["config outside, Settings.load", "config inside, TOOLRT_SETTINGS_FILE"]
+
+
+def made_place(layout: str, base: Path) -> Place:
+    inside = "inside" in layout
+    # The settings file is named in the environment only while the settings are made
+    # (they read it then): the place outlives any one test.
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        return Place(base, config_inside=inside, settings_env=inside, monkeypatch=monkeypatch)
+
+
+@pytest.fixture(scope="module", params=LAYOUTS)
+def place(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Place]:
+    """One place per layout for the module: each test on it is refused a write, a delete
+    or a command and asserts that the place is as it was, so the next test meets the
+    same place (a git repository and a Runtime per case cost most of the module's time)."""
+    made = made_place(request.param, tmp_path_factory.mktemp("place"))
     try:
         yield made
     finally:
@@ -247,14 +260,20 @@ TRIGGERS = [
 ]
 
 
-@pytest.fixture
-def planted_place(place: Place) -> Place:
-    for path, content in planted(place.marker).items():
-        result = place.write(path, content)
-        assert result.status is Status.ok, (path, result.content)
-    # and a tracked file changed, so that git diff has something to show through drivers
-    assert place.write("src/a.py", "print('b')\n").status is Status.ok
-    return place
+@pytest.fixture(scope="module", params=LAYOUTS)
+def planted_place(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Place]:
+    """A place of its own per layout with the files planted: each test runs a line that
+    must not run them and asserts that it did not (the marker is still absent)."""
+    place = made_place(request.param, tmp_path_factory.mktemp("planted"))
+    try:
+        for path, content in planted(place.marker).items():
+            result = place.write(path, content)
+            assert result.status is Status.ok, (path, result.content)
+        # and a tracked file changed, so that git diff has something to show through drivers
+        assert place.write("src/a.py", "print('b')\n").status is Status.ok
+        yield place
+    finally:
+        place.runtime.close_sync()
 
 
 @pytest.mark.parametrize("line", TRIGGERS)
