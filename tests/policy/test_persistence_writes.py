@@ -21,18 +21,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from packs_support import with_packs
 
 from runtime import Runtime
 from runtime.records import Call, Session, Status, ToolResult
 from runtime.settings import Settings
 
 ACCEPT = Session(id="s", mode="accept_edits")
-INCLUDE = """\
-apiVersion: toolrt/v1
-kind: Include
-metadata: {name: packs}
-spec: {packs: [workspace-tools, permissions-default, redaction-default, output-default, builtin-tools]}
----
+INCLUDE = with_packs(
+    """\
 apiVersion: toolrt/v1
 kind: Policy
 metadata: {name: shell}
@@ -43,6 +40,7 @@ spec:
       tools: [run_command]
       commands: ['ls *', 'cat *', 'git status *', 'git diff *']
 """
+)
 
 
 class Place:

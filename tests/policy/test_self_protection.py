@@ -6,17 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from packs_support import with_packs
 
 from runtime import Runtime, Session
 from runtime.records import Status
 from runtime.settings import Settings
 
-PACKS = """\
-apiVersion: toolrt/v1
-kind: Include
-metadata: {name: packs}
-spec: {packs: [workspace-tools, permissions-default, redaction-default, output-default, builtin-tools]}
----
+PACKS = with_packs(
+    """\
 apiVersion: toolrt/v1
 kind: Policy
 metadata: {name: shell}
@@ -24,6 +21,7 @@ spec:
   rules:
     - {name: deny-ls-secret, effect: deny, tools: [run_command], commands: ['nothing-here *']}
 """
+)
 
 BYPASS = Session(id="s", mode="bypass")
 ACCEPT_EDITS = Session(id="s", mode="accept_edits")

@@ -14,18 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from packs_support import DEFAULT_PACKS
 
 from runtime import Runtime, Session
 from runtime.records import Status
 from runtime.settings import Settings
 from runtime.shaping.key_material import GRAM, KeyIndex, KeyStream, key_bodies
 
-PACKS = """\
-apiVersion: toolrt/v1
-kind: Include
-metadata: {name: packs}
-spec: {packs: [workspace-tools, permissions-default, redaction-default, output-default, builtin-tools]}
-"""
 BYPASS = Session(id="s", mode="bypass")
 KINDS = ["rsa-pem", "ec-pem", "pkcs8", "encrypted-pem", "openssh-ed25519", "openssh-rsa", "pgp"]
 
@@ -93,7 +88,7 @@ def runtime_in(tmp_path: Path, keys: dict[str, Path]) -> Runtime:
     (workspace / "clean.txt").write_text(CLEAN)
     config = tmp_path / "config"
     config.mkdir()
-    (config / "packs.yaml").write_text(PACKS)
+    (config / "packs.yaml").write_text(DEFAULT_PACKS)
     settings = Settings(state_dir=tmp_path / "state", hot_reload=False, commands_outside_workspace="allow")
     made = Runtime([config], workspace_root=workspace, settings=settings)
     made.keys.refresh(force=True)
