@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -16,9 +18,11 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import mcp_types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = Path(__file__).resolve().parent / "config"
@@ -194,11 +198,27 @@ def stop(process: subprocess.Popen[Any]) -> int:
     return process.returncode
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context for every HTTP client the tests open. httpx builds one for each
+    client it makes (about 40 ms of CPU: it reads the CA bundle), though these clients
+    speak plain HTTP to loopback only; each client still opens connections of its own."""
+    return ssl.create_default_context()
+
+
+def http_client(**options: Any) -> httpx2.AsyncClient:
+    """An HTTP client as the MCP SDK makes one (its default timeouts, unless ``options``
+    say otherwise), with the shared :func:`tls_context`."""
+    options.setdefault("timeout", httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT))
+    return httpx2.AsyncClient(verify=tls_context(), **options)
+
+
 @asynccontextmanager
 async def http_session(url: str, **client: Any) -> AsyncIterator[ClientSession]:
-    """An initialized client session over streamable HTTP."""
+    """An initialized client session over streamable HTTP (a client connection of its own)."""
     async with (
-        streamable_http_client(url) as (read, write),
+        http_client() as http,
+        streamable_http_client(url, http_client=http) as (read, write),
         ClientSession(read, write, read_timeout_seconds=TIMEOUT_S, **client) as session,
     ):
         await session.initialize()

@@ -21,7 +21,7 @@ import mcp_types as types
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcpserver_support import TIMEOUT_S, http_server, stdio_session
+from mcpserver_support import TIMEOUT_S, http_client, http_server, stdio_session
 
 #: Calls in flight at once: enough to keep the server busy, as an agent's parallel calls do.
 IN_FLIGHT = 8
@@ -156,7 +156,8 @@ async def _abandoned_session(url: str, n: int) -> int:
     (the server answers "Session not found"), another one is opened, up to three."""
     for attempt in range(1, 4):
         async with (
-            streamable_http_client(url, terminate_on_close=False) as (read, write),
+            http_client() as http,
+            streamable_http_client(url, http_client=http, terminate_on_close=False) as (read, write),
             ClientSession(read, write, read_timeout_seconds=TIMEOUT_S) as client,
         ):
             await client.initialize()

@@ -22,7 +22,7 @@ import httpx2
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcpserver_support import CONFIG, TIMEOUT_S, http_server
+from mcpserver_support import CONFIG, TIMEOUT_S, http_client, http_server, tls_context
 
 from runtime.cli import main
 from runtime.mcpserver import is_loopback
@@ -92,7 +92,7 @@ async def serving(tmp_path: Path, limits: HttpLimits, *, host: str = "127.0.0.1"
         await asyncio.wait({ready, task}, timeout=TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
         url = ready.result().replace("0.0.0.0", "127.0.0.1")
         headers = {"Authorization": f"Bearer {limits.token}"} if limits.token else {}
-        async with httpx2.AsyncClient(timeout=TIMEOUT_S) as http:
+        async with http_client(timeout=TIMEOUT_S) as http:
             yield Served(url, tools, http, headers)
     finally:
         stop.set()
@@ -195,7 +195,7 @@ async def test_when_every_session_is_busy_a_new_one_is_refused_with_503(tmp_path
 
 async def test_the_official_client_works_under_the_limits(tmp_path: Path) -> None:
     async with serving(tmp_path, HttpLimits(idle_s=600, max_sessions=3, token=TOKEN)) as served:
-        async with httpx2.AsyncClient(headers=served.headers, timeout=TIMEOUT_S) as http:
+        async with http_client(headers=served.headers, timeout=TIMEOUT_S) as http:
             async with (
                 streamable_http_client(served.url, http_client=http) as (read, write),
                 ClientSession(read, write) as client,
@@ -406,7 +406,7 @@ def test_loopback_hosts_are_told_apart_from_reachable_ones(host: str, loopback: 
 
 
 def initialize_status(url: str, headers: dict[str, str]) -> int:
-    with httpx2.Client(timeout=TIMEOUT_S) as http:
+    with httpx2.Client(timeout=TIMEOUT_S, verify=tls_context()) as http:
         return http.post(url, json=INITIALIZE, headers={**ACCEPT, **headers}).status_code
 
 
@@ -431,7 +431,7 @@ def test_toolrt_serve_expires_idle_sessions_and_caps_them(tmp_path: Path, monkey
     monkeypatch.delenv("TOOLRT_SERVE_TOKEN", raising=False)
     monkeypatch.setenv("TOOLRT_LOG_LEVEL", "DEBUG")  # says when each session ends
     extra = ("--max-sessions", "3", "--session-idle-timeout", "1")
-    with http_server(tmp_path, extra=extra) as (url, _), httpx2.Client(timeout=TIMEOUT_S) as http:
+    with http_server(tmp_path, extra=extra) as (url, _), httpx2.Client(timeout=TIMEOUT_S, verify=tls_context()) as http:
 
         def open_session() -> str:
             answer = http.post(url, json=INITIALIZE, headers=ACCEPT)

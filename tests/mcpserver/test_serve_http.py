@@ -7,7 +7,6 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx2
 import pytest
 from mcpserver_support import (
     EXTRA_TOOL,
@@ -16,6 +15,7 @@ from mcpserver_support import (
     StreamsOpened,
     answering,
     copy_config,
+    http_client,
     http_server,
     http_session,
     stop,
@@ -96,7 +96,7 @@ async def test_http_refuses_requests_whose_host_is_not_loopback(shared_url: str)
         "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
     }
-    async with httpx2.AsyncClient(timeout=TIMEOUT_S) as http:
+    async with http_client(timeout=TIMEOUT_S) as http:
         response = await http.post(
             shared_url,
             json=initialize,

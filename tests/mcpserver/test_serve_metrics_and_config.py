@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcpserver_support import CONFIG, REPO, TIMEOUT_S, http_server, http_session, text_of
+from mcpserver_support import CONFIG, REPO, TIMEOUT_S, http_server, http_session, text_of, tls_context
 
 from runtime.cli import main
 
@@ -22,7 +22,7 @@ async def test_metrics_are_served_at_slash_metrics_when_asked_for(tmp_path: Path
             assert result.is_error is False
             await session.call_tool("no_such_tool_" + "x" * 40, {})
         base = url.removesuffix("/mcp")
-        async with httpx.AsyncClient(timeout=TIMEOUT_S) as client:
+        async with httpx.AsyncClient(timeout=TIMEOUT_S, verify=tls_context()) as client:
             answer = await client.get(f"{base}/metrics")
             bad_host = await client.get(f"{base}/metrics", headers={"host": "evil.example"})
             posted = await client.post(f"{base}/metrics")
@@ -38,7 +38,7 @@ async def test_metrics_are_served_at_slash_metrics_when_asked_for(tmp_path: Path
 async def test_metrics_need_the_token_when_the_server_has_one(tmp_path: Path) -> None:
     with http_server(tmp_path, extra=("--metrics", "--token", "s3cret-token-for-tests")) as (url, _process):
         base = url.removesuffix("/mcp")
-        async with httpx.AsyncClient(timeout=TIMEOUT_S) as client:
+        async with httpx.AsyncClient(timeout=TIMEOUT_S, verify=tls_context()) as client:
             refused = await client.get(f"{base}/metrics")
             allowed = await client.get(f"{base}/metrics", headers={"authorization": "Bearer s3cret-token-for-tests"})
     assert refused.status_code == 401
@@ -47,7 +47,7 @@ async def test_metrics_need_the_token_when_the_server_has_one(tmp_path: Path) ->
 
 async def test_without_the_flag_there_is_no_metrics_endpoint(tmp_path: Path) -> None:
     with http_server(tmp_path) as (url, _process):
-        async with httpx.AsyncClient(timeout=TIMEOUT_S) as client:
+        async with httpx.AsyncClient(timeout=TIMEOUT_S, verify=tls_context()) as client:
             answer = await client.get(url.removesuffix("/mcp") + "/metrics")
     assert answer.status_code != 200 or "toolrt_calls_total" not in answer.text
 

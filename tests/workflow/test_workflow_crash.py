@@ -5,7 +5,9 @@ whose effect is left in the workspace either completed in a run that succeeded, 
 reported with an unknown result, or has a compensation that says why it was not undone.
 
 One helper process imports the runtime and builds it once; each trial is a fork of it
-(so the dozens of trials do not each pay for the imports), killed by the test."""
+(so the dozens of trials do not each pay for the imports), killed by the test. The tests
+share that helper and its workspace: each starts from the original files (``reset``) and
+uses run ids of its own, and every run it leaves in the journal has ended."""
 
 from __future__ import annotations
 
@@ -196,6 +198,7 @@ class Trials:
         for name, text in ORIGINAL.items():
             (self.workspace / name).write_text(text)
         (self.workspace / "log.txt").unlink(missing_ok=True)
+        (self.workspace / "go").unlink(missing_ok=True)
 
     def start(self, run_id: str, fail: bool, workflow: str = "deploy") -> int:
         assert self.zygote.stdin is not None and self.zygote.stdout is not None
@@ -219,9 +222,9 @@ class Trials:
         self.zygote.wait(timeout=60)
 
 
-@pytest.fixture
-def trials(tmp_path: Path) -> Iterator[Trials]:
-    made = Trials(tmp_path)
+@pytest.fixture(scope="module")
+def trials(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Trials]:
+    made = Trials(tmp_path_factory.mktemp("trials"))
     yield made
     made.close()
 
