@@ -8,8 +8,9 @@
 - ``yaml`` with ``apiVersion: toolrt/v1``: lints clean (no errors, no warnings) on its own.
 - ``json``: parses.
 - ``sh``: each line runs, in order, in one fresh directory holding a copy of
-  ``examples/``, and exits 0: ``toolrt`` lines through ``runtime.cli.main`` in process,
-  lines with a pipe or a redirection and any other command through bash (this
+  ``examples/``, and exits 0: ``toolrt`` lines through ``runtime.cli.main`` in process
+  (one whose only shell word is a final ``> FILE`` too, its output written to the file),
+  lines with a pipe or another redirection and any other command through bash (this
   interpreter's directory first on PATH, no model API keys in the environment).
   ``make`` lines are skipped (they build the virtualenv this test runs in).
 - anything else (``text``, no language): not run.
@@ -285,11 +286,21 @@ def _tokens(line: str) -> list[str]:
     return list(lexer)
 
 
+def _shell_word(token: str) -> bool:
+    return bool(token) and set(token) <= set("();<>|&")
+
+
 def _run_line(line: str, tokens: list[str]) -> tuple[int, str]:
-    """Plain toolrt commands run through its main in process; anything else through bash."""
-    if tokens[0] == "toolrt" and not any(token and set(token) <= set("();<>|&") for token in tokens):
+    """Plain toolrt commands run through its main in process (``toolrt ... > FILE`` too:
+    bash would only open the file for its output); anything else through bash."""
+    redirected = len(tokens) > 2 and tokens[-2] == ">" and not _shell_word(tokens[-1])
+    words = tokens[:-2] if redirected else tokens
+    if words[0] == "toolrt" and not any(_shell_word(token) for token in words):
         out, err = io.StringIO(), io.StringIO()
-        code = main(tokens[1:], stdout=out, stderr=err)
+        code = main(words[1:], stdout=out, stderr=err)
+        if redirected:
+            Path(tokens[-1]).write_text(out.getvalue(), encoding="utf-8")
+            return code, err.getvalue()[-3000:]
         return code, out.getvalue()[-3000:] + err.getvalue()[-3000:]
     env = {key: value for key, value in os.environ.items() if key not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
