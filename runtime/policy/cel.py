@@ -130,9 +130,26 @@ class _Guard:
     (:mod:`runtime.policy.celsize`). A call with larger values is evaluated by the
     portable engine instead, which counts its steps and stops at the same budget."""
 
-    __slots__ = ("source", "names", "largest", "cost_limit", "time_limit_ms", "_variables", "_portable", "_lock")
+    __slots__ = (
+        "source",
+        "names",
+        "largest",
+        "cost_limit",
+        "time_limit_ms",
+        "_variables",
+        "_portable",
+        "_lock",
+        "_oversize",
+    )
 
-    def __init__(self, source: str, variables: tuple[str, ...], cost_limit: int, time_limit_ms: int) -> None:
+    def __init__(
+        self,
+        source: str,
+        variables: tuple[str, ...],
+        cost_limit: int,
+        time_limit_ms: int,
+        oversize: Outcome | None = None,
+    ) -> None:
         self.source = source
         self.names = reads(source, variables)
         self.largest = largest_size(source, variables, fast_cost_limit(cost_limit, time_limit_ms))
@@ -141,10 +158,14 @@ class _Guard:
         self._variables = variables
         self._portable: CelProgram | Outcome | None = None
         self._lock = threading.Lock()
+        self._oversize = oversize
 
     def evaluate(self, activation: _Activation, spent: float = 0.0) -> Outcome:
-        """Evaluate over-sized values on the portable engine (compiled once, on first need);
+        """Evaluate over-sized values on the portable engine (compiled once, on first need),
+        or give the ``oversize`` outcome at once when one was set at compile time;
         ``spent``: CPU seconds the evaluation already took in the closures."""
+        if self._oversize is not None:
+            return self._oversize
         portable = self._portable
         if portable is None:
             with self._lock:
@@ -252,14 +273,19 @@ class TranslatedEngine:
         variables: tuple[str, ...],
         cost_limit: int = DEFAULT_COST_LIMIT,
         time_limit_ms: int = DEFAULT_TIME_LIMIT_MS,
+        *,
+        oversize: Outcome | None = None,
     ) -> CelProgram:
         """Compile ``source``; each evaluation stays within ``cost_limit`` cost units and
         ``time_limit_ms`` ms of CPU (the closures and the portable engine count them as
-        they go; the fast engine is checked before it starts)."""
+        they go; the fast engine is checked before it starts). ``oversize``: on the fast
+        engine, the outcome of values too large for its budget, given at once instead of
+        evaluating them on the portable engine (a batch of conditions that can be
+        evaluated one by one instead)."""
         # Syntax and type errors are the engine's.
         program = self.engine.compile(source, variables, cost_limit, time_limit_ms)
         closure = translate(source, variables, cost_limit, time_limit_ms)
-        guard = _Guard(source, variables, cost_limit, time_limit_ms) if self.engine.name == "fast" else None
+        guard = _Guard(source, variables, cost_limit, time_limit_ms, oversize) if self.engine.name == "fast" else None
         if closure is not None:
             return _ClosureProgram(source, closure, program, guard, (cost_limit, time_limit_ms))
         return _EngineProgram(program, guard, (cost_limit, time_limit_ms))
@@ -286,13 +312,15 @@ class BudgetedEngine:
         variables: tuple[str, ...],
         cost_limit: int | None = None,
         time_limit_ms: int | None = None,
+        **options: Any,
     ) -> CelProgram:
         """Compile ``source`` with the configured budget (or the one given)."""
-        return self.engine.compile(
+        return self.engine.compile(  # type: ignore[call-arg]
             source,
             variables,
             self.cost_limit if cost_limit is None else cost_limit,
             self.time_limit_ms if time_limit_ms is None else time_limit_ms,
+            **options,
         )
 
     def activation(self, data: Mapping[str, Any], variables: tuple[str, ...]) -> Any:

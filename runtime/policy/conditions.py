@@ -47,7 +47,7 @@ class ConditionPlanner:
     ) -> Mapping[str, WhenPlan]:
         """Per tool key: conditions that depend on the tool alone, evaluated now, and
         the rest as one list program (fast engine; compiled once per distinct set)."""
-        programs: dict[tuple[int, ...], Any] = {}
+        programs: dict[tuple[Any, ...], Any] = {}
         plans: dict[str, WhenPlan] = {}
         for name, versions in tools.items():
             for version, tool in versions.items():
@@ -58,7 +58,7 @@ class ConditionPlanner:
         return MappingProxyType(plans)
 
     def _plan(
-        self, rules: Sequence[CompiledPolicyRule], tool: CompiledTool, programs: dict[tuple[int, ...], Any]
+        self, rules: Sequence[CompiledPolicyRule], tool: CompiledTool, programs: dict[tuple[Any, ...], Any]
     ) -> WhenPlan | None:
         static = {"tool"} if tool.spec.command_line else {"tool", "commands"}
         changing = _CHANGING_WITH_LINE if tool.spec.command_line else _CHANGING
@@ -82,21 +82,14 @@ class ConditionPlanner:
                 dynamic.append(position)
         batch = None
         if len(dynamic) >= 2 and self.engine.name == "fast":  # the portable engine pays per element, not per evaluation
-            identity = tuple(id(rules[p]) for p in dynamic)
+            sources = [rules[p].when.source for p in dynamic]  # type: ignore[union-attr]
+            source = "[" + ", ".join(f"({text}\n)" for text in sources) + "]"  # the newline ends a // comment
+            # Whether the batch fits the budget is decided here, from lint's estimate over
+            # the tool's schema (conditions that each fit may not fit together), not by
+            # a call that would run it to the budget before evaluating each alone.
+            identity = (*(id(rules[p]) for p in dynamic), self._types_key(tool))
             if identity not in programs:
-                sources = [rules[p].when.source for p in dynamic]  # type: ignore[union-attr]
-                source = (
-                    "[" + ", ".join(f"({text}\n)" for text in sources) + "]"
-                )  # the newline ends a trailing // comment
-                try:
-                    # The same budget as each condition alone: a batch that runs over it
-                    # settles none, and each is then evaluated (and fails closed) alone.
-                    programs[identity] = self.cache.compiled(
-                        ("when-batch", self.engine.name, source, self.budget),
-                        lambda: self.engine.compile(source, POLICY_VARIABLES, *self.budget),
-                    )
-                except CelCompileError:
-                    programs[identity] = None  # each condition compiled alone: evaluate them one by one
+                programs[identity] = self._batch(source, tool) if self._fits(source, tool) else None
             batch = programs[identity]
         quick = None
         if not tool.spec.command_line and all(rule.enforce is Enforcement.deny for rule in rules):
@@ -121,9 +114,46 @@ class ConditionPlanner:
             build_walk(tool, quick, known) if quick is not None else None,
         )
 
+    def _batch(self, source: str, tool: CompiledTool) -> Any:
+        try:
+            # Values too large for the fast engine's budget do not go to the portable
+            # engine as a batch: the batch settles nothing, at once, and each condition is
+            # evaluated alone (on the fast engine when it fits its own budget).
+            return self.cache.compiled(
+                ("when-batch", self.engine.name, source, self.budget),
+                lambda: self.engine.compile(source, POLICY_VARIABLES, *self.budget, oversize=_OVERSIZE),  # type: ignore[call-arg]
+            )
+        except CelCompileError:
+            return None  # each condition compiled alone: evaluate them one by one
+
+    def _types_key(self, tool: CompiledTool) -> str:
+        return self._types(tool)[2]
+
+    def _types(self, tool: CompiledTool) -> Any:
+        from runtime.config.exprtypes import variable_types
+
+        return variable_types(tool.spec.input_schema, tool.spec.command_line, with_commands=True)
+
+    def _fits(self, source: str, tool: CompiledTool) -> bool:
+        """Whether lint's worst case of the batch over ``tool``'s schema is within the
+        fast engine's budget (the smaller of the cost limit and the time limit's units)."""
+        from runtime.policy.celast import ParseError, parse
+        from runtime.policy.celbudget import fast_cost_limit
+        from runtime.policy.celcheck import check
+
+        variables, bounds, _key = self._types(tool)
+        try:
+            tree = parse(source)
+        except (ParseError, RecursionError):
+            return False
+        limits = {name: float(bound.limit) for name, bound in bounds.items()}
+        worst = check(tree, variables, own_schema=False).cost.evaluate(limits)
+        return bool(worst <= fast_cost_limit(*self.budget))
+
 
 _TRUE = Outcome(value=True)
 _NOT_TRUE = Outcome(value=False)
+_OVERSIZE = Outcome(error="the values are too large for the batch's budget on the fast engine: evaluated one by one")
 NOTHING_KNOWN: Mapping[int, Outcome] = MappingProxyType({})
 
 
