@@ -26,11 +26,12 @@ def compiled(
     time_limit_ms: int = DEFAULT_TIME_LIMIT_MS,
     *,
     translated: bool = True,
+    variables: tuple[str, ...] = VARIABLES,
 ) -> tuple[Any, Any]:
     """``source`` compiled on ``engine_name`` with the budget, and the activation of ``data``."""
     engine = get_engine(engine_name, translated=translated)
-    program = engine.compile(source, VARIABLES, cost_limit, time_limit_ms)
-    return program, engine.activation(data, VARIABLES)
+    program = engine.compile(source, variables, cost_limit, time_limit_ms)
+    return program, engine.activation(data, variables)
 
 
 def evaluate(
@@ -41,7 +42,10 @@ def evaluate(
     time_limit_ms: int = DEFAULT_TIME_LIMIT_MS,
     *,
     translated: bool = True,
+    variables: tuple[str, ...] = VARIABLES,
 ) -> Any:
     """The outcome of ``source`` over ``data`` (``{"args": ...}``) within the budget."""
-    program, activation = compiled(engine_name, source, data, cost_limit, time_limit_ms, translated=translated)
+    program, activation = compiled(
+        engine_name, source, data, cost_limit, time_limit_ms, translated=translated, variables=variables
+    )
     return program.evaluate(activation)

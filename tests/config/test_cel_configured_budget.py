@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cel_support import ENGINES, compiled, evaluate
 
 from runtime.config.compile import load_snapshot
-from runtime.policy.cel import POLICY_VARIABLES, fast_available, get_engine
+from runtime.policy.cel import POLICY_VARIABLES, get_engine
 from runtime.policy.celbudget import cost_message, time_message
 from runtime.settings import Settings
 
-ENGINES = ["portable", pytest.param("fast", marks=pytest.mark.skipif(not fast_available(), reason="no fast extra"))]
 COST, TIME_MS = 4_321, 77
 
 CONFIG = """
@@ -163,13 +163,12 @@ def test_the_batch_of_conditions_fails_closed_on_the_configured_budget(engine_na
 )
 def test_a_small_cost_limit_binds_the_closures(engine_name: str, source: str) -> None:
     engine = get_engine(engine_name)
-    program = engine.compile(source, POLICY_VARIABLES, 1_000)
     big = {"args": {"items": list(range(400)), "names": ["n" * 200] * 400}}
     small = {"args": {"items": [1, 2, 3], "names": ["a"]}}
-    outcome = program.evaluate(engine.activation(big, POLICY_VARIABLES))
+    program, activation = compiled(engine_name, source, big, 1_000, variables=POLICY_VARIABLES)
+    outcome = program.evaluate(activation)
     assert outcome.error == cost_message(1_000), outcome
     assert "cel_cost_limit" in outcome.error
     assert program.evaluate(engine.activation(small, POLICY_VARIABLES)).error is None
     # The same program under a larger budget evaluates the same values.
-    larger = engine.compile(source, POLICY_VARIABLES, 1_000_000)
-    assert larger.evaluate(engine.activation(big, POLICY_VARIABLES)).error is None
+    assert evaluate(engine_name, source, big, 1_000_000, variables=POLICY_VARIABLES).error is None

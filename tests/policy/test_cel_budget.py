@@ -17,11 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cel_support import ENGINES, VARIABLES, compiled
 
 from runtime.policy.cel import fast_available, get_engine, is_translated
-
-VARIABLES = ("args", "tool", "session", "call")
-ENGINES = ["portable", pytest.param("fast", marks=pytest.mark.skipif(not fast_available(), reason="no fast extra"))]
 
 BIG = list(range(3000))
 TEXT = "a" * 200_000
@@ -74,10 +72,9 @@ def test_the_portable_engine_stops_an_evaluation_over_its_budget(
 @pytest.mark.parametrize(("name", "source"), TRANSLATED, ids=[case[0] for case in TRANSLATED])
 @pytest.mark.parametrize("engine_name", ENGINES)
 def test_translated_expressions_are_stopped_on_both_engines(name: str, source: str, engine_name: str) -> None:
-    engine = get_engine(engine_name)
-    program = engine.compile(source, VARIABLES)
+    program, activation = compiled(engine_name, source, _data())
     assert is_translated(program)
-    outcome = program.evaluate(engine.activation(_data(), VARIABLES))
+    outcome = program.evaluate(activation)
     assert outcome.error is not None and "budget" in outcome.error, (name, outcome)
 
 

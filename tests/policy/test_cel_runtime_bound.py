@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cel_support import ENGINES, NO_TIME_LIMIT_MS, VARIABLES, evaluate
 
 from runtime import Call, Runtime, Session
 from runtime.config.exprtypes import TypedCheck, type_findings, variable_types
@@ -27,8 +28,6 @@ from runtime.policy.cel import fast_available, get_engine
 from runtime.policy.celsize import largest_size, measure, reads
 from runtime.settings import Settings
 
-VARIABLES = ("args", "tool", "session", "call")
-ENGINES = ["portable", pytest.param("fast", marks=pytest.mark.skipif(not fast_available(), reason="no fast extra"))]
 # A small budget keeps each over-budget case short; the bounds scale with it (a quarter
 # of the budget, half the items: what is quadratic in N is as close to it as before).
 LIMIT = 5_000
@@ -121,15 +120,8 @@ def _check(source: str) -> list[Any]:
     return [f for f in type_findings(source, ("rule",), typed) if not f.warning]
 
 
-# These tests are about the cost budget: a time limit no evaluation here reaches keeps
-# them apart from the time budget (test_cel_time_limit) on a slow machine.
-NO_TIME_LIMIT_MS = 60_000
-
-
 def _evaluate(engine_name: str, source: str, args: dict[str, Any], *, translated: bool = True) -> Any:
-    engine = get_engine(engine_name, translated=translated)
-    program = engine.compile(source, VARIABLES, LIMIT, NO_TIME_LIMIT_MS)
-    return program.evaluate(engine.activation({"args": args}, VARIABLES))
+    return evaluate(engine_name, source, {"args": args}, LIMIT, NO_TIME_LIMIT_MS, translated=translated)
 
 
 def _over_budget(outcome: Any) -> bool:
