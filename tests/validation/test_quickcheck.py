@@ -45,13 +45,17 @@ near = st.one_of(
 arguments = st.dictionaries(names, near, max_size=7)
 
 
-@settings(max_examples=1500, deadline=None)
-@given(arguments, st.sampled_from([SCHEMA, OPEN]))
-def test_the_quick_check_vouches_only_for_valid_arguments(args: dict[str, Any], schema: dict[str, Any]) -> None:
-    check = compile_quick(schema)
-    assert check is not None
-    if vouches(check, args):
-        assert jsonschema.Draft202012Validator(schema).is_valid(args), args
+# Drawing the arguments costs far more than checking them, so each drawn value is checked
+# against both schemas: 750 values make the 1,500 (arguments, schema) cases that 1,500
+# values with one drawn schema made.
+@settings(max_examples=750, deadline=None)
+@given(arguments)
+def test_the_quick_check_vouches_only_for_valid_arguments(args: dict[str, Any]) -> None:
+    for schema in (SCHEMA, OPEN):
+        check = compile_quick(schema)
+        assert check is not None
+        if vouches(check, args):
+            assert jsonschema.Draft202012Validator(schema).is_valid(args), args
 
 
 @settings(max_examples=300, deadline=None)
