@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from runtime.config.models import PermissionMode, TruncationMode
+from runtime.shaping.env_secrets import DEFAULT_NAMES as DEFAULT_SECRET_NAMES
 from runtime.workspace.sandbox import DEFAULT_DENY
 
 Engine = Literal["auto", "fast", "portable"]
@@ -205,6 +206,19 @@ class Settings(BaseSettings):
             " with a process_limit error), else RLIMIT_NPROC for a user that is not root; 0 = no limit. `toolrt"
             " explain` says which holds here."
         ),
+    )
+    env_secret_names: tuple[str, ...] = Field(
+        default=DEFAULT_SECRET_NAMES,
+        description=(
+            "Environment variables whose values are redacted by value in every output, error, audit record, artifact"
+            " and trace (also JSON-escaped, percent-encoded, hex and base64): globs matched against the variable's"
+            " name without regard to case. Empty: none."
+        ),
+    )
+    env_secret_min_chars: int = Field(
+        default=8,
+        ge=1,
+        description="Environment secrets shorter than this are not redacted (short values occur in ordinary text).",
     )
     commands_outside_workspace: Literal["ask", "deny", "allow"] = Field(
         default="ask",

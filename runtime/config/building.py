@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from runtime.config.problems import Problem, Severity
 from runtime.config.suggest import did_you_mean
 from runtime.policy.cel import CelEngine, get_engine, with_budget
 from runtime.settings import Settings
+from runtime.shaping.env_secrets import env_secret_profile
 from runtime.snapshot import ResolvedOutput
 from runtime.validation.arguments import fast_schema_available
 
@@ -39,6 +41,10 @@ class BuildState:
         self.search_dirs = [r if r.is_dir() else r.parent for r in roots]
         self.problems: list[Problem] = []
         self.redaction_hashes: dict[str, str] = {}
+        # The values of secret-named environment variables: first in every redactor.
+        self.env_secrets, self.env_digest = env_secret_profile(
+            os.environ, settings.env_secret_names, settings.env_secret_min_chars
+        )
         self.cost_limit = settings.cel_cost_limit
         self.time_limit_ms = settings.cel_time_limit_ms
         self.budget = (settings.cel_cost_limit, settings.cel_time_limit_ms)  # in the keys of cached programs
@@ -58,6 +64,10 @@ class BuildState:
             self.problems.append(
                 Problem(location, f.code, f.message, Severity.warning if f.warning or entry.mounted else Severity.error)
             )
+
+    def with_env_secrets(self, profiles: Sequence[Any]) -> tuple[Any, ...]:
+        """``profiles`` (CompiledRedaction) led by the environment's secret values, if any."""
+        return tuple(profiles) if self.env_secrets is None else (self.env_secrets, *profiles)
 
     def _resolve_output(self, own: OutputSettings, profile: OutputSettings | None) -> ResolvedOutput:
         default = self.settings.default_output

@@ -161,8 +161,8 @@ class _Builder(ToolBuilding, PolicyBuilding, RedactionBuilding):
                 rule_index, MappingProxyType(by_name)
             ),
             redactor=self.cache.compiled(
-                ("redactor", *(self.redaction_hashes[name] for name in redaction)),
-                functools.partial(Redactor, tuple(redaction.values())),
+                ("redactor", self.env_digest, *(self.redaction_hashes[name] for name in redaction)),
+                functools.partial(Redactor, self.with_env_secrets(tuple(redaction.values()))),
             ),
             forbidden_modes=frozenset(m.value for policy in policies for m in policy.spec.forbidden_modes),
             rollouts=MappingProxyType(rollouts),

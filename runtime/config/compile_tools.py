@@ -81,7 +81,7 @@ class ToolBuilding(BuildState):
                     entry.source.locate(("spec", "redaction")),
                     "redaction-off",
                     f"tool `{model.metadata.name}` sets `redaction: []`: nothing in its output, its errors or its "
-                    "audited arguments is redacted, "
+                    "audited arguments is redacted but the values of secret-named environment variables, "
                     f"not even private keys and tokens. Remove the line to get the `{DEFAULT_REDACTION}` profile, or "
                     "name the profiles it needs.",
                     Severity.warning,
@@ -95,8 +95,8 @@ class ToolBuilding(BuildState):
                 ok = False
         if not ok or handler is None or pieces.arguments is None:
             return None
-        redactor_key = ("redactor", *(self.redaction_hashes[p.name] for p in profiles))
-        redactor = self.cache.compiled(redactor_key, functools.partial(Redactor, tuple(profiles)))
+        redactor_key = ("redactor", self.env_digest, *(self.redaction_hashes[p.name] for p in profiles))
+        redactor = self.cache.compiled(redactor_key, functools.partial(Redactor, self.with_env_secrets(profiles)))
         return CompiledTool(
             name=model.metadata.name,
             version=model.metadata.version,

@@ -322,7 +322,7 @@ def _output_redactor(tool: CompiledTool, env: TurnEnv, prepared: PreparedCommand
     private key material the command could print in pieces (when the tool redacts)."""
     inner = tool.redactor.stream() if tool.redactor is not None else None
     keys = env.keys
-    if keys is None or tool.redactor is None or not tool.redactor.enabled:
+    if keys is None or tool.redactor is None or not tool.redaction:  # `redaction: []`: environment secrets only
         return inner
     words = command_words(prepared.argv)
     keys.note_paths(words, prepared.cwd)  # a key outside the workspace named by the line
