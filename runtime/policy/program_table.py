@@ -374,6 +374,21 @@ TABLE: Mapping[str, Program] = {
     "perl": Program(options=opts(("-e -E -M -m -I -x", CODE, "attached"), ("-i", WRITE, "attached"))),
     "ruby": Program(options=opts(("-e -r -I", CODE, "yes"))),
     "less": _LESS,
+    # man runs its pager (-P), a browser for -H, and what its config file names; the
+    # other value options only choose pages.
+    "man": Program(
+        options=opts(
+            ("-P --pager", CODE, "yes"),
+            ("-H --html", CODE, "attached"),
+            ("-C --config-file", CODE_FILE, "yes"),
+            (
+                "-M --manpath -S -s --sections -e --extension -L --locale -m --systems -p --preprocessor -E --encoding"
+                " -R --recode -T --troff-device -r --prompt",
+                None,
+                "yes",
+            ),
+        )
+    ),
     **{name: _VIM for name in ("vim", "vi", "nvim", "view", "ex", "gvim", "vimdiff", "rvim", "gview", "evim")},
     "zip": Program(
         options=opts(("-T -TT --unzip-command", CODE, "attached"), ("-m --move", WRITE, "no")), pattern_first=False
