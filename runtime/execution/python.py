@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import sys
 import types
 from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -168,10 +169,19 @@ def start_eagerly(handler: Handler, args: Mapping[str, Any], total_s: float) -> 
     function = handler.function
     if function is None or not handler.is_async:
         return None
-    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    task = _CURRENT_TASKS.get(loop) if _CURRENT_TASKS is not None else asyncio.current_task(loop)
     if task is None:
         return None
-    return _start(function, (dict(args),), asyncio.get_running_loop(), task, total_s)
+    return _start(function, (dict(args),), loop, task, total_s)
+
+
+# Python 3.11's asyncio.current_task() is a Python function around this table (the
+# running loop -> its current task), kept by the C tasks; read it directly on the hot
+# path. Other versions (no such table) ask current_task().
+_CURRENT_TASKS: dict[Any, Any] | None = (
+    getattr(asyncio.tasks, "_current_tasks", None) if sys.version_info[:2] == (3, 11) else None
+)
 
 
 def _start(

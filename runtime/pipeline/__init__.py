@@ -29,7 +29,7 @@ from runtime.pipeline.lookup import lookup
 from runtime.pipeline.permit import permit
 from runtime.pipeline.shape import redact_error, shape
 from runtime.pipeline.validate import validate
-from runtime.records import Call, Stage, Status, ToolResult, error_result
+from runtime.records import Call, Stage, Status, ToolResult, error_result, set_metadata
 
 
 async def run_call(call: Call, env: TurnEnv) -> ToolResult:
@@ -165,7 +165,7 @@ def _finish(result: ToolResult, env: TurnEnv, timings: dict[str, Any], tool: Any
         meta["tool_version"] = tool.version
     if fresh:
         # Seal the metadata of the result shape just built instead of building it again.
-        object.__setattr__(result, "metadata", MappingProxyType(meta))
+        set_metadata(result, MappingProxyType(meta))
         return result
     return ToolResult(
         result.call_id,

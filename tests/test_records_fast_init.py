@@ -1,0 +1,128 @@
+"""ToolResult's hand-written __init__ builds what the frozen dataclass's own did.
+
+runtime.records replaces the generated initializer (kept as ``_GENERATED_INIT``) with
+one that stores through the slots' descriptors; every way of calling it must give an
+equal object, the same errors for bad calls, and a result that is still frozen.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import pickle
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from runtime import records
+from runtime.records import Stage, Status, ToolResult
+
+
+def _generated(*args: Any, **kwargs: Any) -> ToolResult:
+    result = ToolResult.__new__(ToolResult)
+    records._GENERATED_INIT(result, *args, **kwargs)
+    return result
+
+
+def _fields(result: ToolResult) -> tuple[Any, ...]:
+    return tuple(getattr(result, f.name) for f in dataclasses.fields(ToolResult))
+
+
+ODD = [
+    None,
+    0,
+    -1,
+    2**200,
+    1.5,
+    float("nan"),
+    "",
+    "x" * 1_000_000,
+    "\ud800 lone surrogate",
+    "\U0001f600 \u202e rtl",
+    b"bytes",
+    [1, [2]],
+    {"a": {"b": 1}},
+    MappingProxyType({"k": 1}),
+    object(),
+    Status.error,
+    Stage.shape,
+    (),
+]
+
+CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    (("c1", "noop", "text"), {}),
+    (("c1", "noop", "text", Status.error, "handler_error", Stage.execute, {"a": 1}, MappingProxyType({"m": 1})), {}),
+    (("c1", "noop", "text"), {"status": Status.denied, "metadata": MappingProxyType({"decision": "deny"})}),
+    ((), {"call_id": "c", "name": "n", "content": "t", "structured": [1, 2]}),
+    ((), {"metadata": {}, "content": "t", "name": "n", "call_id": "c", "stage": Stage.validate}),
+    (("c1",), {"name": "noop", "content": "", "code": None}),
+]
+CALLS += [((value, value, value, value, value, value, value, value), {}) for value in ODD]
+CALLS += [(("c", "n", "t"), {"structured": value}) for value in ODD]
+
+
+@pytest.mark.parametrize(("args", "kwargs"), CALLS, ids=lambda v: repr(v)[:30])
+def test_the_new_initializer_builds_the_generated_ones_object(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    fast = ToolResult(*args, **kwargs)
+    slow = _generated(*args, **kwargs)
+    assert type(fast) is ToolResult
+    assert all(a is b for a, b in zip(_fields(fast), _fields(slow), strict=True))
+    assert repr(fast) == repr(slow)
+
+
+BAD_CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    ((), {}),
+    (("c1",), {}),
+    (("c1", "noop"), {}),
+    (("c1", "noop", "t", Status.ok, None, None, None, {}, "extra"), {}),
+    (("c1", "noop", "t"), {"call_id": "again"}),
+    (("c1", "noop", "t"), {"unknown": 1}),
+    ((), {"call_id": "c", "name": "n"}),
+]
+
+
+@pytest.mark.parametrize(("args", "kwargs"), BAD_CALLS, ids=lambda v: repr(v)[:30])
+def test_a_bad_call_is_refused_as_before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    with pytest.raises(TypeError):
+        _generated(*args, **kwargs)
+    with pytest.raises(TypeError):
+        ToolResult(*args, **kwargs)
+
+
+def test_defaults_are_the_dataclass_defaults() -> None:
+    result = ToolResult("c", "n", "t")
+    assert (result.status, result.code, result.stage, result.structured) == (Status.ok, None, None, None)
+    assert result.metadata == {} and isinstance(result.metadata, MappingProxyType)
+    assert result.metadata is _generated("c", "n", "t").metadata  # the one shared empty view
+    parameters = inspect.signature(ToolResult).parameters
+    assert list(parameters) == [f.name for f in dataclasses.fields(ToolResult)]
+
+
+def test_the_result_is_still_frozen_equal_hashable_and_copyable() -> None:
+    result = ToolResult("c", "n", "t", Status.error, "x", Stage.execute, None, MappingProxyType({}))
+    for name in ("call_id", "content", "metadata", "status"):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(result, name, "changed")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del result.content
+    plain = ToolResult("c", "n", "t")
+    assert plain == _generated("c", "n", "t")
+    hashable = ("c", "n", "t", Status.ok, None, None, None, ())  # a view is not hashable, a tuple is
+    assert hash(ToolResult(*hashable)) == hash(_generated(*hashable))  # type: ignore[arg-type]
+    for made in (plain, _generated("c", "n", "t")):
+        with pytest.raises(TypeError):
+            hash(made)
+    replaced = dataclasses.replace(result, content="other")
+    assert replaced.content == "other" and replaced.call_id == "c" and replaced.stage is Stage.execute
+    assert copy.copy(plain) == plain
+    shipped = ToolResult("c", "n", "t", structured={"a": [1]}, metadata={"k": 1})
+    assert pickle.loads(pickle.dumps(shipped)) == shipped
+    assert result.is_error and not plain.is_error
+
+
+def test_set_metadata_replaces_only_the_metadata() -> None:
+    result = ToolResult("c", "n", "t", Status.ok, None, None, [1], MappingProxyType({"a": 1}))
+    records.set_metadata(result, MappingProxyType({"b": 2}))
+    assert result.metadata == {"b": 2} and result.structured == [1] and result.content == "t"
