@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runtime.audit.jsontext import compact
+from runtime.audit.jsontext import compact_utf8
 from runtime.audit.record import COLUMNS
 
 # A stored row's length once ``staged`` (its last column) exists.
@@ -61,7 +61,7 @@ def row_body(row: Sequence[Any]) -> bytes:
     """
     if len(row) == _STAGED_ROW and row[-1] is None:
         row = row[:-1]
-    return compact(row).encode("utf-8")  # tuples and lists both become arrays
+    return compact_utf8(row)  # tuples and lists both become arrays
 
 
 def link_hash(prev_hash: str, seq: int, body: bytes) -> str:
