@@ -63,7 +63,7 @@ CALLS += [((value, value, value, value, value, value, value, value), {}) for val
 CALLS += [(("c", "n", "t"), {"structured": value}) for value in ODD]
 
 
-@pytest.mark.parametrize(("args", "kwargs"), CALLS, ids=lambda v: repr(v)[:30])
+@pytest.mark.parametrize(("args", "kwargs"), CALLS, ids=[f"call{i}" for i in range(len(CALLS))])
 def test_the_new_initializer_builds_the_generated_ones_object(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     fast = ToolResult(*args, **kwargs)
     slow = _generated(*args, **kwargs)
@@ -83,7 +83,7 @@ BAD_CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
 ]
 
 
-@pytest.mark.parametrize(("args", "kwargs"), BAD_CALLS, ids=lambda v: repr(v)[:30])
+@pytest.mark.parametrize(("args", "kwargs"), BAD_CALLS, ids=[f"bad{i}" for i in range(len(BAD_CALLS))])
 def test_a_bad_call_is_refused_as_before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     with pytest.raises(TypeError):
         _generated(*args, **kwargs)
