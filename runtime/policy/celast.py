@@ -11,6 +11,7 @@ checker then says it cannot type the expression instead of guessing.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from runtime.policy.celrefs import LexError, Token, tokenize
@@ -50,6 +51,7 @@ class Node:
     names: tuple[str, ...] = ()
 
 
+@functools.lru_cache(maxsize=4096)  # one compile reads an expression several times; results are frozen
 def parse(source: str) -> Node:
     """Parse ``source``. Raises :class:`ParseError` (syntax this parser does not read)."""
     try:

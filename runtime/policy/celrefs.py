@@ -15,6 +15,7 @@ Only positions and names are extracted; the engines do the real parsing.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
@@ -154,6 +155,7 @@ def string_value(token: Token) -> str | None:
     return value if isinstance(value, str) else None
 
 
+@functools.lru_cache(maxsize=4096)  # one compile reads an expression several times; results are frozen
 def analyse(source: str) -> ExpressionFacts:
     """Extract the facts listed in the module docstring. Raises :class:`LexError`."""
     tokens = tokenize(source)
