@@ -57,6 +57,7 @@ from runtime.versions import CanaryMonitor
 from runtime.workflow import WorkflowResult, new_run_id, run_named
 from runtime.workflow.journal import Journal, JournalError, flush_journal, journal_for, journal_path
 from runtime.workflow.resume import resume_run
+from runtime.workflow.run import default_session
 
 if TYPE_CHECKING:
     from runtime.telemetry.traces import Tracing
@@ -537,7 +538,7 @@ class Runtime:
         (see :mod:`runtime.workflow.run`), the run journaled so that it can be resumed
         (see :meth:`resume_workflow`). Never raises for anything a step does; bad
         ``args``, an unknown name or an unusable journal give a result with ``error`` set."""
-        session = session or Session(mode=self.settings.permission_mode.value)
+        session = session or default_session(self.settings.permission_mode.value)
         run_id = run_id or new_run_id()
         if self.tracing is not None:  # one span over the run, as over a turn
             return await self.tracing.run_workflow(

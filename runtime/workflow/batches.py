@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-BATCH = 1024  # rows that wake the thread (fewer wait for its timer); one statement (journal._statements)
+BATCH = 1024  # rows that wake the thread (fewer wait for its timer); one statement (sqlrows.statements)
 FLUSH_S = 0.5  # the longest a buffered row waits (a killed process loses at most this much of them)
 IDLE_S = 30.0  # the thread ends after this long without rows
 
@@ -35,9 +35,14 @@ class BatchWriter:
     thread of its own. :meth:`notify` after each append; :meth:`stop` before the
     journal closes."""
 
-    def __init__(self, buffer: deque[Any], write: Callable[[], None], name: str) -> None:
+    def __init__(
+        self, buffer: deque[Any], write: Callable[[], None], name: str, others: Callable[[], bool] | None = None
+    ) -> None:
         self._buffer = buffer
         self._write = write
+        # Work that is not in the buffer (the journal's runs whose start row is still to be
+        # made: see runlog.RunLog.started): a timer tick writes when it says so.
+        self._others = others or (lambda: False)
         self._name = name
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -69,21 +74,21 @@ class BatchWriter:
             self.waiting = False
 
     def _run(self) -> None:
-        wake, buffer = self._wake, self._buffer
+        wake, buffer, others = self._wake, self._buffer, self._others
         idle = 0.0
         while True:
             woken = wake.wait(FLUSH_S)
             wake.clear()
             if self._stopped:
                 return
-            if not buffer:
+            if not buffer and not others():
                 idle = 0.0 if woken else idle + FLUSH_S
                 if idle >= IDLE_S:
                     with self._lock:
-                        if not buffer and not wake.is_set():
+                        if not buffer and not others() and not wake.is_set():
                             self._thread = None  # the next notify() starts another
                             self.waiting = True
-                            if not buffer:
+                            if not buffer and not others():
                                 return
                             # A row came between the look above and `waiting`: its notify()
                             # may have seen this thread still running. Go on writing.
@@ -93,10 +98,9 @@ class BatchWriter:
             idle = 0.0
             self._writing = True  # notify() need not wake it: it looks at the buffer again when done
             try:
-                while buffer and not self._stopped:
+                self._write()  # the buffer, and what others() said is waiting
+                while len(buffer) >= BATCH and not self._stopped:
                     self._write()
-                    if len(buffer) < BATCH:
-                        break
             finally:
                 self._writing = False
 

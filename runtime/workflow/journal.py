@@ -8,9 +8,11 @@ killed mid-way from these rows.
 
 A run whose steps all only read gets its start row and its end row only (resuming
 it means running it again, which is safe): its steps get no rows, and its end row
-replaces its start row. When both are in one batch (a run shorter than the writer's
-interval) only the end row is written; a run killed after its start row reached the
-file is resumed by running its steps again.
+replaces its start row. Its caller makes no start row: the writer thread makes it,
+when it writes a batch, for each such run still running then (:meth:`Journal.defer_start`);
+a run that ends before that is written once, by its end row (made by the caller, of
+text). A run killed after its start row reached the file is resumed by running its
+steps again; one killed before leaves no row (it changed nothing).
 
 The guarantee, exactly. The file is in WAL mode with ``synchronous=NORMAL``: a
 committed transaction is in the WAL through the kernel, so it survives the process
@@ -61,6 +63,7 @@ from typing import Any
 from runtime.errors import ToolrtError
 from runtime.workflow.batches import BATCH, BatchWriter
 from runtime.workflow.owners import process_token
+from runtime.workflow.sqlrows import statements as _statements
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -160,39 +163,6 @@ def dumps(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
-def _statements(sql: str, rows: list[tuple[Any, ...]], variables: int) -> Iterator[tuple[str, Any, bool]]:
-    """``sql`` for each of ``rows`` as ``(statement, parameters, many)`` to run (``many``:
-    with ``executemany``): an ``INSERT ... VALUES (...)`` as multi-row statements (of at
-    most ``variables`` parameters), so that a batch is a few SQLite steps rather than
-    one per row (each step lets go of the interpreter lock, and a writer thread taking
-    it back waits for the event loop's switch interval); other statements as one
-    ``executemany``."""
-    if len(rows) == 1 or " VALUES (" not in sql:
-        yield sql, rows, True
-        return
-    most = max(1, min(_MAX_ROWS_PER_STATEMENT, variables // len(rows[0])))
-    start = 0
-    while start < len(rows):
-        # Chunks of a power of two rows: a handful of statement texts, all kept in
-        # sqlite3's statement cache.
-        size = min(most, 1 << ((len(rows) - start).bit_length() - 1))
-        chunk = rows[start : start + size]
-        yield _multi_row(sql, size), [value for row in chunk for value in row], False
-        start += size
-
-
-_MAX_ROWS_PER_STATEMENT = 1024  # a whole batch (batches.BATCH) in one statement
-_MULTI: dict[tuple[str, int], str] = {}
-
-
-def _multi_row(sql: str, rows: int) -> str:
-    text = _MULTI.get((sql, rows))
-    if text is None:
-        head, _, group = sql.rpartition(" VALUES ")
-        text = _MULTI[(sql, rows)] = f"{head} VALUES {', '.join([group] * rows)}"
-    return text
-
-
 class Journal:
     """One journal file, shared by every run of a runtime. Thread-safe.
 
@@ -211,10 +181,16 @@ class Journal:
         self._lock = threading.Lock()  # the connection (held by a write, an fsync included)
         self._failure: BaseException | None = None
         self._active: dict[str, object] = {}  # runs this process is running now (see activate)
+        # Read-only runs whose start row is not made yet: run id -> what makes it (None
+        # once the run ended). The writer makes them for the runs still running when it
+        # writes a batch; a run that ends before that is written once, by its end row.
+        self._unwritten: dict[str, Callable[[], Row | None]] = {}
         self._commits = 0
         self._variables = 999  # parameters a statement may have (SQLite's own limit, read when the file opens)
         self._checkpointing = False
-        self._batches = BatchWriter(self._buffer, self._write_batch, "toolrt-journal-writer")
+        self._batches = BatchWriter(
+            self._buffer, self._write_batch, "toolrt-journal-writer", lambda: bool(self._unwritten)
+        )
         self.owner = process_token()
 
     # -- opening ---------------------------------------------------------------------
@@ -283,8 +259,22 @@ class Journal:
         self._buffer.append(rows)  # a deque: appends and the writer's pops never lose a row
         self._batches.notify()
 
-    def add(self, row: Row) -> None:
-        """Buffer one row made already (text and numbers: nothing for the writer to encode)."""
+    def defer_start(self, run_id: str, start_row: Callable[[], Row | None]) -> None:
+        """Have the writer make a run's start row with ``start_row()`` when it next writes,
+        if the run is still running then (``start_row()`` returns None once it ended; its
+        end row, written whole, stands for both). A run that ends within a batch costs
+        its caller no encoding and the file one row."""
+        self._unwritten[run_id] = start_row
+        if self._batches.waiting:
+            self._batches.notify()
+
+    def drop_start(self, run_id: str) -> bool:
+        """Forget the deferred start row of ``run_id``: True when it was not made yet."""
+        return self._unwritten.pop(run_id, None) is not None
+
+    def add(self, row: Row | Encoder) -> None:
+        """Buffer one row made already (text and numbers: nothing for the writer to
+        encode), or a callable that makes rows in the writer."""
         buffer = self._buffer
         buffer.append(row)
         batches = self._batches
@@ -313,7 +303,17 @@ class Journal:
         if self._failure is not None:
             raise JournalError(f"the workflow journal at {self.path} failed: {self._failure}")
         buffer = self._buffer
-        if not buffer and not durable:
+        starts: list[Row] = []
+        unwritten = self._unwritten
+        if unwritten:
+            # Before the buffer: a run that ended since is then written as it started and,
+            # in this batch or a later one, as it ended (its end row replaces this one).
+            for run_id in list(unwritten):
+                make = unwritten.pop(run_id, None)
+                row = make() if make is not None else None
+                if row is not None:
+                    starts.append(row)
+        if not buffer and not starts and not durable:
             return
         if self._connection is None:
             self.open_locked()
@@ -328,8 +328,8 @@ class Journal:
             params: list[tuple[Any, ...]] = []
             groups: list[tuple[str, list[tuple[Any, ...]]]] = []
             latest: dict[Any, int] = {}  # run id -> where its row is in params (a run of RUN_ROW rows)
-            while buffer:
-                item = buffer.popleft()
+            while starts or buffer:
+                item = starts.pop(0) if starts else buffer.popleft()
                 for sql, values in (item,) if isinstance(item, tuple) else item():
                     if sql is not sql_of:
                         sql_of, params = sql, []
@@ -411,7 +411,7 @@ class Journal:
         self._batches.stop()
         with self._lock:
             try:
-                if self._buffer:
+                if self._buffer or self._unwritten:
                     self._write(durable=True)
             finally:
                 connection, self._connection = self._connection, None

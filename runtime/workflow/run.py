@@ -31,7 +31,7 @@ from typing import Any
 from runtime.pipeline import run_call
 from runtime.pipeline.env import TurnEnv
 from runtime.policy.cel import get_engine
-from runtime.records import Call, HandlerOutcome, Stage, Status, ToolResult, ValidatedCall
+from runtime.records import Call, HandlerOutcome, Session, Stage, Status, ToolResult, ValidatedCall
 from runtime.workflow.compensate import compensate, first_line
 from runtime.workflow.compile import CompiledStep, CompiledWorkflow
 from runtime.workflow.journal import Journal, JournalError, journal_for
@@ -60,6 +60,19 @@ def new_run_id() -> str:
     each run (a thread waiting for the lock then takes it), and an app seeding
     ``random`` must not make two processes' run ids the same."""
     return f"wf_{time.time_ns() // 1_000_000:011x}{_RANDOM.getrandbits(64):016x}"
+
+
+_DEFAULT_SESSIONS: dict[str, Session] = {}  # permission mode -> the session of runs given none
+
+
+def default_session(mode: str) -> Session:
+    """The session of a run given none: one per permission mode, shared by every such
+    run (its labels and pins cannot change), so that the journal encodes it once
+    (runlog._session_text finds it by identity)."""
+    session = _DEFAULT_SESSIONS.get(mode)
+    if session is None:
+        session = _DEFAULT_SESSIONS[mode] = Session(mode=mode, labels=MappingProxyType({}), pins=MappingProxyType({}))
+    return session
 
 
 _RANDOM = random.Random()  # noqa: S311 - unique ids, not secrets: nothing guesses a run id to gain anything
@@ -180,9 +193,13 @@ class Run:
             return await self.execute(self.workflow.steps, started)
         try:
             log.started(self.workflow.name, self.workflow.fingerprint, self.env.session, self.input)
-            return await self.execute(self.workflow.steps, started)
+            result = await self.execute(self.workflow.steps, started)
+        except BaseException:
+            log.abandoned()
+            raise
         finally:
             log.journal.deactivate(self.run_id)
+        return result
 
     def scope(self, reads: frozenset[str] | None = None) -> Scope:
         """What expressions see. Plain field chains read the views as they are; a CEL

@@ -31,7 +31,7 @@ _END = "UPDATE runs SET status = ?, updated_at = ?, result = ? WHERE run_id = ?"
 class RunLog:
     """What one run writes to the journal."""
 
-    __slots__ = ("journal", "run_id", "seq", "steps", "_start")
+    __slots__ = ("journal", "run_id", "seq", "steps", "_start", "_ended")
 
     def __init__(self, journal: Journal, run_id: str, seq: int = 0, *, steps: bool = True) -> None:
         self.journal = journal
@@ -41,13 +41,23 @@ class RunLog:
         # again, which is safe. Its end row replaces its start row.
         self.steps = steps
         self._start: tuple[Any, ...] = ()
+        self._ended = False
 
     def started(self, workflow: str, fingerprint: str, session: Session, arguments: Mapping[str, Any]) -> None:
-        """Buffer the run's start row. It is made here, of text and numbers only (so the
-        buffer keeps no objects of the run alive until the writer runs, nor makes the
-        collector walk them), and kept for the end row of a run without step rows."""
+        """Journal the run's start.
+
+        A run with step rows buffers its start row, made here of text and numbers only (so
+        the buffer keeps no objects of the run alive until the writer runs). A run without
+        (it changes nothing) makes none here: the writer makes it if the run is still
+        running when it next writes a batch (:meth:`Journal.defer_start`), and a run that
+        ends before that is written once, by its end row made in the writer (see
+        :meth:`ended`): its caller encodes nothing."""
         at = time.time()
         journal = self.journal
+        if not self.steps:
+            self._start = (workflow, fingerprint, session, arguments, at)
+            journal.defer_start(self.run_id, self._start_row)
+            return
         text = _session_text(session)
         row = (self.run_id, workflow, fingerprint, text, dumps(arguments), RUNNING, journal.owner, at, at, None)
         self._start = row
@@ -82,17 +92,68 @@ class RunLog:
     def compensation_ended(self, report: CompensationReport) -> None:
         self._event(COMP_END, report.step, lambda: encode_compensation(report))
 
+    def _start_row(self) -> Row | None:
+        """The start row of a run without step rows, made in the writer thread; None once
+        the run ended (its end row is the whole row)."""
+        if self._ended:
+            return None
+        workflow, fingerprint, session, arguments, at = self._start
+        owner = self.journal.owner
+        return (
+            RUN_ROW,
+            (
+                self.run_id,
+                workflow,
+                fingerprint,
+                _session_text(session),
+                _text(arguments),
+                RUNNING,
+                owner,
+                at,
+                at,
+                None,
+            ),
+        )
+
     def ended(self, result: WorkflowResult, ok_form: str = "") -> None:
-        """Buffer the run's end row (made here, as the start row). ``ok_form``: the
-        workflow's :func:`~runtime.workflow.rowtext.ok_format`."""
+        """Buffer the run's end row. ``ok_form``: the workflow's
+        :func:`~runtime.workflow.rowtext.ok_format`.
+
+        A run without step rows writes its whole row (made here, of text and numbers
+        only, so that nothing of the run stays alive in the buffer): it replaces the
+        start row, if the writer made one (INSERT OR REPLACE), and when both are in one
+        batch only this one is written (Journal._write). Another run's end row updates
+        its status and result."""
         start = self._start
         if not self.steps and start:
-            # The whole row again: it replaces the start row (INSERT OR REPLACE), and when
-            # both are in one batch the writer writes this one only (Journal._write).
-            row = start[:5] + (result.status, start[6], start[7], time.time(), result_text(result, ok_form))
-            self.journal.add((RUN_ROW, row))
+            self._ended = True  # before the start row is dropped: the writer may be making it now
+            journal = self.journal
+            journal.drop_start(self.run_id)
+            workflow, fingerprint, session, arguments, at = start
+            row = (
+                self.run_id,
+                workflow,
+                fingerprint,
+                _session_text(session),
+                dumps(arguments),
+                result.status,
+                journal.owner,
+                at,
+                time.time(),
+                result_text(result, ok_form),
+            )
+            journal.add((RUN_ROW, row))
             return
         self.journal.add((_END, (result.status, time.time(), result_text(result, ok_form), result.run_id)))
+
+    def abandoned(self) -> None:
+        """The run stopped without an end (cancelled, or an error in toolrt): a run
+        without step rows whose start row was not made yet gets it now, so that the
+        journal shows it unfinished, as any other run."""
+        if not self.steps and not self._ended and self.journal.drop_start(self.run_id):
+            row = self._start_row()
+            if row is not None:
+                self.journal.add(row)
 
     async def barrier(self) -> None:
         """Return once every row so far is on disk (:class:`JournalError` if it cannot be)."""
@@ -104,18 +165,29 @@ class RunLog:
         self.journal.write()
 
 
-_LAST_SESSION: list[Any] = [None, ""]  # the last session encoded: runs of one session in a row encode it once
+# The last session encoded (runs of one session in a row encode it once), as one tuple
+# replaced whole: the run's thread and the writer thread both read and set it.
+_LAST_SESSION: tuple[Any, str] = (None, "")
 
 
 def _session_text(session: Session) -> str:
-    last = _LAST_SESSION
-    known = last[0]
+    global _LAST_SESSION
+    known, text = _LAST_SESSION
     if known is session or (known is not None and known == session):
-        text: str = last[1]
         return text
-    text = dumps(_session(session))
-    last[0], last[1] = session, text
+    text = _text(_session(session))
+    _LAST_SESSION = (session, text)
     return text
+
+
+def _text(value: Any) -> str:
+    """``value`` as JSON for a row made in the writer thread: a value that cannot be
+    encoded (it changed while it was read, or holds itself) must not fail the batch and
+    with it the journal, so it is stored as a note saying why."""
+    try:
+        return dumps(value)
+    except Exception as err:  # noqa: BLE001 - the row is still written, with the reason
+        return dumps({"not_encodable": f"{type(err).__name__}: {err}"})
 
 
 def _session(session: Session) -> dict[str, Any]:

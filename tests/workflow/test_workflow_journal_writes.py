@@ -362,3 +362,86 @@ def test_a_forked_child_journals_as_an_owner_of_its_own(tmp_path: Path) -> None:
         owners = dict(connection.execute("SELECT run_id, owner FROM runs").fetchall())
     assert owners == {"wf_parent": parent["parent"], "wf_child": child["child"]}
     assert process_token() not in owners.values()
+
+
+def test_a_read_only_run_still_running_gets_its_start_row_from_the_writer_without_a_flush(tmp_path: Path) -> None:
+    # The caller encodes nothing at the start of a read-only run: the writer thread makes
+    # the start row at its next tick if the run is still running then.
+    journal = Journal(tmp_path / "j.sqlite3")
+    journal.open()
+    try:
+        log = RunLog(journal, "wf_long", steps=False)
+        log.started("w", "fp", Session(id="s9", labels={"k": "v"}), {"path": "a.txt"})
+        deadline = time.monotonic() + 30
+        while "wf_long" not in _run_rows(journal.path):
+            assert time.monotonic() < deadline, "the writer never made the start row of a running run"
+            time.sleep(0.02)
+        record = journal.load("wf_long")
+        assert record.status == "running" and record.input == {"path": "a.txt"}
+        assert record.session["id"] == "s9" and record.session["labels"] == {"k": "v"}
+        log.ended(_ended("wf_long"))
+        journal.write()
+        assert _run_rows(journal.path)["wf_long"][0] == "ok"
+    finally:
+        journal.close()
+
+
+def test_a_read_only_run_that_stops_without_an_end_is_left_unfinished_in_the_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Cancelled before the writer's tick: its start row is made then, so the journal shows
+    # it unfinished (to resume), never as if it had not run.
+    journal = Journal(tmp_path / "j.sqlite3")
+    journal.open()
+    try:
+        monkeypatch.setattr(journal._batches, "notify", lambda: None)
+        log = RunLog(journal, "wf_cut", steps=False)
+        log.started("w", "fp", Session(), {"n": 3})
+        log.abandoned()
+        assert not journal._unwritten
+        journal.write()
+        record = journal.load("wf_cut")
+        assert not record.finished and record.input == {"n": 3}
+    finally:
+        journal.close()
+
+
+def test_a_run_that_ended_is_never_written_back_as_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The writer makes start rows before it takes the buffer, and none for a run that
+    # ended: across many batches a finished run's row is always its end row.
+    journal = Journal(tmp_path / "j.sqlite3")
+    journal.open()
+    try:
+        monkeypatch.setattr(journal._batches, "notify", lambda: None)
+        for i in range(200):
+            log = RunLog(journal, f"wf_{i}", steps=False)
+            log.started("w", "fp", Session(), {"n": i})
+            if i % 3 == 0:
+                journal.write()  # a batch while it runs: its start row is written
+            log.ended(_ended(f"wf_{i}"))
+            if i % 5 == 0:
+                journal.write()
+        journal.write()
+        rows = _run_rows(journal.path)
+        assert len(rows) == 200 and {row[0] for row in rows.values()} == {"ok"}
+    finally:
+        journal.close()
+
+
+def test_a_value_the_writer_cannot_encode_does_not_fail_the_journal(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j.sqlite3")
+    journal.open()
+    try:
+        looped: dict[str, object] = {}
+        looped["self"] = looped
+        log = RunLog(journal, "wf_loop", steps=False)
+        log.started("w", "fp", Session(), looped)
+        journal.write()
+        record = journal.load("wf_loop")
+        assert "not_encodable" in record.input
+        other = RunLog(journal, "wf_next", steps=False)
+        other.started("w", "fp", Session(), {"n": 1})
+        journal.write()
+        assert journal.load("wf_next").input == {"n": 1}
+    finally:
+        journal.close()
