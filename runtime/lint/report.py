@@ -119,7 +119,7 @@ def _sarif(problems: Sequence[Problem]) -> str:
 
 
 _BASE = "%SRCROOT%"
-_INFORMATION_URI = "https://pypi.org/project/toolrt/"
+_INFORMATION_URI = "https://github.com/toolrt/toolrt"  # the project page (pyproject.toml, [project.urls])
 
 
 def _artifact(file: str, root: Path) -> dict[str, str]:
