@@ -243,3 +243,32 @@ async def test_file_delete_invalidates_the_read_cache(runtime: Runtime, workspac
     await runtime.call("file_delete", {"path": "src/app.py"}, BYPASS)
     again = await runtime.call("file_read", {"path": "src/app.py"})
     assert again.is_error and "not found" in again.content
+
+
+async def test_file_delete_waits_for_the_lock_an_edit_holds_and_keeps_the_file_when_it_times_out(
+    runtime: Runtime, workspace: Path
+) -> None:
+    # The same cross-process lock as file_edit: held by another writer, the delete does
+    # not happen (a clear "busy" error) and the file is intact; released, it goes ahead.
+    import hashlib
+    import os
+
+    import filelock
+
+    await runtime.call("file_read", {"path": "src/app.py"}, BYPASS)  # the workspace tools are made
+    tools = runtime.workspace_tools
+    assert tools is not None
+    editor = tools.editor
+    editor.lock_timeout_s = 0.3
+    target = (workspace / "src" / "app.py").resolve()
+    held = filelock.FileLock(str(editor.lock_dir / (hashlib.sha256(os.fsencode(str(target))).hexdigest() + ".lock")))
+    held.acquire()
+    try:
+        result = await runtime.call("file_delete", {"path": "src/app.py"}, BYPASS)
+        assert result.is_error and "busy" in result.content, result.content
+        assert target.read_text() == "print('hi')\n"
+    finally:
+        held.release()
+    result = await runtime.call("file_delete", {"path": "src/app.py"}, BYPASS)
+    assert not result.is_error, result.content
+    assert not target.exists()
