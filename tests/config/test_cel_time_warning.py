@@ -207,3 +207,43 @@ def test_a_policy_condition_warns_per_tool_and_strict_lint_fails(lint: Lint, tmp
     assert "warning[cel-time]" in out.getvalue()
     relaxed = Settings(cel_engine="portable", schema_engine="portable", cel_time_limit_ms=5000)
     assert lint({"p.yaml": POLICY.format(items=2000)}, relaxed).problems == ()
+
+
+def big_text_schema() -> dict[str, Any]:
+    """Strings and lists so long that their size charges alone pass the step rate's limit."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["a", "b", "words"],
+        "properties": {
+            "a": {"type": "string", "maxLength": 500_000},
+            "b": {"type": "string", "maxLength": 500_000},
+            "words": {"type": "array", "maxItems": 2_000, "items": {"type": "string", "maxLength": 20}},
+        },
+    }
+
+
+WITHOUT_COMPREHENSION = [
+    "args.a + args.b != args.b + args.a",
+    "(args.a + args.b + args.a).size() > 10",
+    "args.a.contains(args.b) || args.b.contains(args.a)",
+    "args.a.startsWith(args.b) && args.b.endsWith(args.a)",
+    'args.a.matches("^[a-z]+$") && args.b.matches("[0-9]")',
+    "args.a == args.b || args.a < args.b",
+    "args.a in args.words",
+    "args.words + args.words == args.words",
+    "size(args.words + args.words) < 3000",
+    "string(args.words.size()) + args.a + args.b != ''",
+]
+
+
+@pytest.mark.parametrize("expression", WITHOUT_COMPREHENSION)
+def test_an_expression_without_a_comprehension_gets_no_time_warning_for_its_sizes(expression: str) -> None:
+    # Native string and list operations scan and build far faster per unit than the
+    # engine's steps (the rate the warning uses); without a comprehension there are only
+    # the syntax tree's few steps.
+    assert warned(expression, big_text_schema()) == []
+
+
+def test_the_warning_cannot_be_silenced_by_leaving_out_a_comprehension_that_is_there() -> None:
+    assert warned("args.words.all(w, int(size(w)) < 64)", big_text_schema())
