@@ -198,6 +198,10 @@ def _runtime(tmp_path: Path, limit: int = LIMIT, **settings: object) -> Runtime:
     )
 
 
+#: Bombs whose leader exits at once, leaving the tree to the supervisor's clean-up.
+LEADER_EXITS_AT_ONCE = frozenset({"classic-exits-at-once"})
+
+
 @pytest.fixture(scope="module")
 def ceiling_holds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """A bounded bomb (at most 300 processes whatever happens) must meet the ceiling
@@ -237,6 +241,11 @@ async def test_a_fork_bomb_ends_with_a_process_limit_error_and_no_survivor(
         await runtime.close()
     left = await _survivors(token)
     assert left == [], (shape, left)
+    if shape in LEADER_EXITS_AT_ONCE and result.code is None:
+        # The leader exits at once and the supervisor then stops what is left of the tree:
+        # whether the bomb reached the ceiling before that is up to the scheduler. Either
+        # way nothing survives (asserted above); when it did reach it, the checks below hold.
+        return
     assert result.code == ResultCode.process_limit, (shape, result.code, result.content[:500])
     assert result.status in (Status.error, Status.unknown)
     assert f"more than {LIMIT} processes" in result.content
