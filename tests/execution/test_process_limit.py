@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pipeline.pipeline_support import live_pids_with
 
 from runtime import Runtime, Session
 from runtime.codes import ResultCode
@@ -146,22 +147,7 @@ def _token() -> str:
 
 def _with_token(token: str) -> list[int]:
     """Live processes whose command line holds ``token``."""
-    found = []
-    needle = token.encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if needle not in handle.read():
-                    continue
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        if stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X"):
-            found.append(int(entry))
-    return found
+    return sorted(live_pids_with(token, where="cmdline"))
 
 
 async def _survivors(token: str) -> list[int]:

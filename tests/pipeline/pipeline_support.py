@@ -177,15 +177,16 @@ class FakeApprover:
         return self.answer
 
 
-def live_pids_with(marker: str) -> set[int]:
-    """Live (not zombie) processes whose environment contains ``marker``."""
+def live_pids_with(marker: str, where: str = "environ") -> set[int]:
+    """Live (not zombie) processes whose environment (or, with ``where="cmdline"``,
+    command line) contains ``marker``."""
     needle = marker.encode()
     found: set[int] = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
-            with open(f"/proc/{entry}/environ", "rb") as handle:
+            with open(f"/proc/{entry}/{where}", "rb") as handle:
                 if needle not in handle.read():
                     continue
             with open(f"/proc/{entry}/stat", "rb") as handle:
