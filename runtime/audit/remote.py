@@ -390,8 +390,9 @@ def _row(record: AuditRecord, args: Any, metadata: dict[str, Any] | None, key: i
     values = list(_STORED_VALUES(record))
     values[_ARGS_AT] = args
     status = values[_STATUS_AT]
-    if isinstance(status, Enum):
-        values[_STATUS_AT] = status.value
+    if isinstance(status, Enum):  # its text, as the record's resolve() reads it: the metadata's first
+        text = metadata.get("status") if metadata is not None else None
+        values[_STATUS_AT] = text if text is not None else status.value
     return (*values, metadata, key)
 
 

@@ -140,6 +140,19 @@ def test_application_records_and_call_items_in_one_batch_are_stored_in_order(tmp
     assert by_child[0]["tool"] == "app" and by_child[1]["tool"] == "noop"
 
 
+def test_a_call_item_in_a_batch_with_an_application_record_keeps_the_status_text_of_its_metadata(
+    tmp_path: Path,
+) -> None:
+    # The metadata's status text wins over the result's enum, as the thread reads it; a
+    # batch holding an application's record used to send the enum's value instead.
+    items: list[Any] = [AuditRecord(ts=1_700_000_000.0, call_id="app", tool="app")]
+    items += [item(dict(CLEAN, i=i), index=i, status=Status.denied) for i in range(3)]
+    by_child = _through("sqlite", tmp_path / "child.sqlite3", items, writer="process")
+    by_thread = _through("sqlite", tmp_path / "thread.sqlite3", items, writer="thread")
+    assert by_child == by_thread
+    assert [row["status"] for row in by_child] == [None, "ok", "ok", "ok"]
+
+
 def test_items_whose_redactor_the_child_was_never_told_about_store_no_arguments() -> None:
     plain = [(*one[:10], dict(one[10]), 7) for one in (item({"note": f"token {TOKEN}"}), item(CLEAN, index=1))]
     rows = rows_of(_items(plain, {}))
