@@ -41,6 +41,23 @@ STAGED: tuple[str, str, str, str] = (
 )
 
 
+#: MCP servers whose tool listing differs from the lock file (runtime.mcpclient.lock), by
+#: ``server``: (snapshot key, Prometheus name, OpenTelemetry name, help) of the counter of
+#: such listings (one per listing that changed) and of the gauge of tools drifted now.
+MCP_DRIFT: tuple[str, str, str, str] = (
+    "mcp_lock_drift",
+    "toolrt_mcp_lock_drift_total",
+    "toolrt.mcp.lock_drift",
+    "Tool listings of an MCP server that differed from its lock file, by server.",
+)
+MCP_DRIFTED: tuple[str, str, str, str] = (
+    "mcp_lock_drifted_tools",
+    "toolrt_mcp_lock_drifted_tools",
+    "toolrt.mcp.lock_drifted_tools",
+    "Tools of an MCP server whose latest listing differs from its lock file (new, gone or changed), by server.",
+)
+
+
 def staged_series(snap: Mapping[str, Any]) -> list[tuple[dict[str, str], int]]:
     """The staged-match counts of a metrics snapshot as (labels, count) pairs."""
     return [

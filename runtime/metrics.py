@@ -1,8 +1,9 @@
 """Metrics: an in-process registry of what the runtime did, cheap enough for every call.
 
 One :class:`Metrics` counts calls by tool and status, policy decisions by effect,
-timeouts, retries, truncations, redactions by kind, quota and circuit-breaker trips
-and snapshot reloads, and keeps per-stage latencies. Counters kept elsewhere (the
+timeouts, retries, truncations, redactions by kind, quota and circuit-breaker trips,
+snapshot reloads and MCP listings that drift from the lock file, and keeps per-stage
+latencies. Counters kept elsewhere (the
 read cache's hits and misses, the file editor's lock waits and conflicts) are not
 copied on every call: their owners register a *gauge source*, a function read only
 when a snapshot is taken.
@@ -38,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter, methodcaller
 from typing import TYPE_CHECKING, Any
 
-from runtime.metricnames import SCALARS, STAGED, WORKFLOW_COUNTERS
+from runtime.metricnames import MCP_DRIFT, MCP_DRIFTED, SCALARS, STAGED, WORKFLOW_COUNTERS
 
 if TYPE_CHECKING:
     from runtime.telemetry.meters import Binding
@@ -163,6 +164,7 @@ class Metrics:
         self._sources: dict[str, Source] = {}
         # Facts about this process as labels (the snapshot version served): name -> labels.
         self._info: dict[str, dict[str, str]] = {}
+        self._drifted: dict[str, int] = {}  # MCP server -> tools its latest listing differs from the lock in
         # Called with each call's timings (an OpenTelemetry histogram); a tuple, replaced
         # whole, so that the hot path iterates it without a lock. Usually empty.
         self._observers: tuple[Callable[[Mapping[str, float]], None], ...] = ()
@@ -385,6 +387,14 @@ class Metrics:
         """Count one snapshot reload attempt, successful or not."""
         self._counts[_RELOAD_OK if ok else _RELOAD_FAILED] += 1
 
+    def record_mcp_drift(self, server: str, tools: int) -> None:
+        """A listing of MCP server ``server`` compared with the lock file: it differs in
+        ``tools`` tools (0: it matches). A listing that differs is counted; the gauge of
+        the server's drifted tools is set either way (a state: :meth:`reset` keeps it)."""
+        if tools:
+            self._counts[("mcp_drift", server)] += 1
+        self._drifted = {**self._drifted, server: tools}
+
     def set_info(self, name: str, labels: Mapping[str, str]) -> None:
         """State a fact about this process as labels, e.g. ``set_info("snapshot",
         {"version": "3f2a..."})``: the snapshot's ``info`` key, and the gauge
@@ -446,6 +456,8 @@ class Metrics:
         ``timeouts``, ``retries``, ``truncations``, ``redactions`` ({kind: n}), ``staged``
         ({policy/rule: {would-be effect: {enforce: n}}}, matches of rules under staged rollout),
         ``quota_trips``, ``breaker_trips``, ``reloads`` ({"ok": n, "failed": n}),
+        ``mcp_lock_drift`` ({server: listings that differed from the lock file}),
+        ``mcp_lock_drifted_tools`` ({server: tools its latest listing differs in}),
         ``latency_ms`` ({stage: {count, sum, p50, p90, p99, max}}; quantiles and max
         over the newest retained samples, count and sum over all), ``durations_s``
         ({"tools": {tool: histogram}, "stages": {stage: histogram}}, each histogram
@@ -474,6 +486,7 @@ class Metrics:
         versions: dict[str, dict[str, dict[str, int]]] = {}
         workflows: dict[str, dict[str, dict[str, int]]] = {}
         staged: dict[str, dict[str, dict[str, int]]] = {}
+        drift: dict[str, int] = {}
         for key, n in counts.items():
             family = key[0]
             if family == "calls":
@@ -491,6 +504,8 @@ class Metrics:
                 redactions[key[1]] = n
             elif family == "staged":
                 staged.setdefault(key[1], {}).setdefault(key[2], {})[key[3]] = n
+            elif family == "mcp_drift":
+                drift[key[1]] = n
 
         latency: dict[str, dict[str, float | int | None]] = {}
         for stage_name in sorted(latencies):
@@ -511,6 +526,8 @@ class Metrics:
             "decisions": dict(sorted(decisions.items())),
             "redactions": dict(sorted(redactions.items())),
             STAGED[0]: dict(sorted(staged.items())),
+            MCP_DRIFT[0]: dict(sorted(drift.items())),
+            MCP_DRIFTED[0]: dict(sorted(self._drifted.items())),
             "reloads": {"ok": counts.get(_RELOAD_OK, 0), "failed": counts.get(_RELOAD_FAILED, 0)},
             "latency_ms": latency,
             "durations_s": {"tools": dict(sorted(tool_hist.items())), "stages": dict(sorted(stage_hist.items()))},

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtime.metricnames import (
+    MCP_DRIFT,
+    MCP_DRIFTED,
     SCALARS,
     STAGED,
     VERSION_CALLS,
@@ -50,6 +52,12 @@ def render(snap: Mapping[str, Any]) -> str:
     out.family("toolrt_reloads_total", "counter", "Snapshot reload attempts by result.")
     for result in ("ok", "failed"):
         out.sample("toolrt_reloads_total", {"result": result}, snap["reloads"][result])
+    out.family(MCP_DRIFT[1], "counter", MCP_DRIFT[3])
+    for server, n in snap[MCP_DRIFT[0]].items():
+        out.sample(MCP_DRIFT[1], {"server": server}, n)
+    out.family(MCP_DRIFTED[1], "gauge", MCP_DRIFTED[3])
+    for server, n in snap[MCP_DRIFTED[0]].items():
+        out.sample(MCP_DRIFTED[1], {"server": server}, n)
 
     durations = snap["durations_s"]
     out.family("toolrt_tool_call_duration_seconds", "histogram", "Whole tool call duration in seconds, by tool.")

@@ -35,7 +35,7 @@ from runtime.fleet import setup as fleet
 from runtime.fleet.ending import SessionEnds
 from runtime.loopthread import LoopThread
 from runtime.mcpclient import McpPool, Mounter
-from runtime.mcpclient.lock import read_lock
+from runtime.mcpclient.lockcheck import LockCheck, LockFile
 from runtime.metrics import Metrics
 from runtime.pipeline import run_call
 from runtime.pipeline.env import TurnEnv
@@ -47,6 +47,7 @@ from runtime.policy.limits import Limits, LimitStore
 from runtime.policy.placed import Where
 from runtime.records import Call, Session, ToolResult
 from runtime.reload import ConfigWatcher, ReloadEvent
+from runtime.reload.mcpdrift import DriftReporter
 from runtime.settings import Settings
 from runtime.shaping.artifacts import ArtifactStore
 from runtime.shaping.key_material import KeyIndex, key_dirs
@@ -133,9 +134,10 @@ class Runtime:
         self._paths = [Path(p) for p in config]
         self._cache = CompileCache()
         self.mcp = McpPool()  # sessions with the declared MCP servers, started on first use
-        self._mount = Mounter(
-            self.mcp, read_lock(self._paths)
-        )  # their tools join every snapshot build; drift from the lock is logged
+        self.metrics = Metrics()  # runtime.metrics.snapshot() / .prometheus()
+        # Their tools join every snapshot build; drift from the lock is logged, counted, and an event once watched.
+        self._drift = DriftReporter(self.metrics)
+        self._mount = Mounter(self.mcp, LockCheck(LockFile(self._paths), self._drift))
         result = build_snapshot(self._paths, self.settings, self._cache, mount=self._mount)
         if result.snapshot is None:
             self.mcp.close()
@@ -165,7 +167,6 @@ class Runtime:
         self.jobs = JobRegistry(index=self._made(fleet.job_index_for(self.settings)))
         # "allow for this session" answers, per session id
         self.grants: SessionGrants = grants if grants is not None else self._made(fleet.grants_for(self.settings))
-        self.metrics = Metrics()  # runtime.metrics.snapshot() / .prometheus()
         self.metrics.set_info("snapshot", {"version": snapshot.version})  # which config this worker serves
         # Outcomes per tool version; canaries that fail too often stop getting new sessions.
         self.canaries = CanaryMonitor()
@@ -355,9 +356,10 @@ class Runtime:
     def watch(self, on_event: Callable[[ReloadEvent], None] | None = None) -> ConfigWatcher:
         """Start watching the config paths (and pack folders): each clean edit is
         swapped in, a broken one is logged and kept out. Idempotent; stopped by
-        :meth:`close`. ``on_event`` hears of every reload attempt."""
+        :meth:`close`. ``on_event`` hears of every reload attempt, and of each MCP server
+        listing that differs from the lock file (an ``mcp_drift`` event)."""
         if self.watcher is None:
-            self.watcher = ConfigWatcher(
+            self.watcher = self._drift.watcher = ConfigWatcher(
                 self._paths,
                 self.reload,
                 current=lambda: self.snapshot,

@@ -7,7 +7,11 @@ which never connect, mount the tools from the lock exactly as the runtime mounts
 live ones (:func:`runtime.mcpclient.mount.mount_server`), so a policy rule or a
 PolicyTest naming a mounted tool is checked in CI. At run time the live listing is
 what is mounted, and the policy applies to the live tool; where it differs from the
-lock, the drift is logged (a warning naming the server and the tools).
+lock, the drift is reported once per changed listing (:mod:`runtime.mcpclient.lockcheck`):
+a warning naming the server and the tools, and to a drift listener (the Runtime counts it
+in the metrics ``toolrt_mcp_lock_drift_total{server}`` and
+``toolrt_mcp_lock_drifted_tools{server}`` and hands an ``mcp_drift`` reload event to its
+watcher; ``toolrt watch`` prints that event).
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from loguru import logger
 
@@ -29,6 +34,43 @@ LOCK_FILE = "toolrt-mcp.lock.json"
 _FORMAT = 1
 
 Listings = Mapping[str, Sequence[ListedTool]]
+
+#: Changes a drift report (log, ``mcp_drift`` event) lists; the count says how many there were.
+REPORTED = 100
+_SHOWN = 120  # characters of a tool name in a report: the name is the server's, of any length
+_COMPARED = ("description", "input_schema", "output_schema", "annotations")
+_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint")
+
+
+@dataclass(frozen=True)
+class DriftChange:
+    """One tool's difference between the lock file and the server's live listing."""
+
+    tool: str
+    change: Literal["added", "removed", "changed"]
+    fields: tuple[str, ...] = ()  # changed: which of description, input_schema, output_schema, annotations
+    hints: tuple[tuple[str, Any, Any], ...] = ()  # changed annotations: (name, locked value, live value)
+
+    def __str__(self) -> str:
+        name = self.tool if len(self.tool) <= _SHOWN else self.tool[:_SHOWN] + "..."
+        if self.change == "added":
+            return f"`{name}` is new"
+        if self.change == "removed":
+            return f"`{name}` is gone"
+        text = f"`{name}` changed its {', '.join(self.fields)}"
+        if self.hints:
+            shown = ", ".join(f"{hint}: {_value(a)} -> {_value(b)}" for hint, a, b in self.hints)
+            text += f" ({shown})"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        """The change as JSON-able data: ``tool``, ``change``, ``message``, and for a changed
+        tool ``fields`` and ``annotations`` (``{hint: {"locked": .., "live": ..}}``)."""
+        data: dict[str, Any] = {"tool": self.tool[:_SHOWN], "change": self.change, "message": str(self)}
+        if self.change == "changed":
+            data["fields"] = list(self.fields)
+            data["annotations"] = {hint: {"locked": a, "live": b} for hint, a, b in self.hints}
+        return data
 
 
 def lock_path(paths: Sequence[Path | str]) -> Path:
@@ -93,35 +135,52 @@ class LockedMounter:
         return mounted
 
 
-def drift(locked: Sequence[ListedTool], live: Sequence[ListedTool]) -> list[str]:
-    """How the live listing differs from the locked one, tool by tool (empty: none)."""
+def drift_changes(locked: Sequence[ListedTool], live: Sequence[ListedTool]) -> list[DriftChange]:
+    """How the live listing differs from the locked one, tool by tool (empty: none).
+
+    A renamed tool is one gone and one new; an annotation that changed is named with
+    its locked and live values (``readOnlyHint: true -> false``)."""
     before = {t.name: t for t in locked}
     after = {t.name: t for t in live}
-    changes = [f"`{name}` is new" for name in sorted(after.keys() - before.keys())]
-    changes += [f"`{name}` is gone" for name in sorted(before.keys() - after.keys())]
+    changes = [DriftChange(name, "added") for name in sorted(after.keys() - before.keys())]
+    changes += [DriftChange(name, "removed") for name in sorted(before.keys() - after.keys())]
     for name in sorted(before.keys() & after.keys()):
         old, new = _tool_json(before[name]), _tool_json(after[name])
-        fields = [
-            key
-            for key in ("description", "input_schema", "output_schema", "annotations")
-            if old.get(key) != new.get(key)
-        ]
+        fields = tuple(key for key in _COMPARED if old.get(key) != new.get(key))
         if fields:
-            changes.append(f"`{name}` changed its {', '.join(fields)}")
+            hints = tuple(
+                (hint, old["annotations"][hint], new["annotations"][hint])
+                for hint in _HINTS
+                if old["annotations"][hint] != new["annotations"][hint]
+            )
+            changes.append(DriftChange(name, "changed", fields, hints))
     return changes
 
 
-def report_drift(server: str, locked: Sequence[ListedTool], live: Sequence[ListedTool]) -> list[str]:
-    """Log the drift of ``server`` from its lock (once per listing); return the changes."""
-    changes = drift(locked, live)
+def drift(locked: Sequence[ListedTool], live: Sequence[ListedTool]) -> list[str]:
+    """:func:`drift_changes` as sentences (`` `echo` is new``)."""
+    return [str(change) for change in drift_changes(locked, live)]
+
+
+def report_drift(server: str, locked: Sequence[ListedTool], live: Sequence[ListedTool]) -> list[DriftChange]:
+    """Log the drift of ``server`` from its lock (a warning; call it once per listing); return the changes."""
+    changes = drift_changes(locked, live)
     if changes:
-        logger.bind(event="mcp_lock_drift", server=server, changes=changes).warning(
-            "MCP server {} differs from its lock file ({}); the live tools are mounted and the policy applies to them. "
-            "Run `toolrt mcp lock` again and review the change.",
+        shown = [str(change) for change in changes[:REPORTED]]
+        more = f"; and {len(changes) - REPORTED} more" if len(changes) > REPORTED else ""
+        logger.bind(event="mcp_lock_drift", server=server, changes=shown, count=len(changes)).warning(
+            "MCP server {} differs from its lock file ({}{}); the live tools are mounted and the policy applies to "
+            "them. Run `toolrt mcp lock` again and review the change.",
             server,
-            "; ".join(changes),
+            "; ".join(shown),
+            more,
         )
     return changes
+
+
+def _value(value: Any) -> str:
+    """An annotation value as JSON spells it (``true``, ``null``)."""
+    return json.dumps(value, default=str)
 
 
 def _tool_json(tool: ListedTool) -> dict[str, Any]:

@@ -40,7 +40,7 @@ import fnmatch
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
@@ -63,6 +63,9 @@ from runtime.config.yamlsource import SourceDocument, content_hash
 from runtime.mcpclient.errors import McpFailure
 from runtime.mcpclient.pool import McpPool
 from runtime.validation.schemacheck import check_input_schema, check_output_schema
+
+if TYPE_CHECKING:
+    from runtime.mcpclient.lockcheck import LockCheck
 
 MOUNT_PROFILE = "mcp-25k-tokens"
 # The limits of the mcp-25k-tokens profile (policies/output-default.yaml), for configs
@@ -113,12 +116,15 @@ def mounted_name(server: str, tool: str) -> str:
 
 
 class Mounter:
-    """The snapshot build's mount step (``build_snapshot(..., mount=Mounter(pool))``)."""
+    """The snapshot build's mount step (``build_snapshot(..., mount=Mounter(pool))``).
 
-    def __init__(self, pool: McpPool, lock: Mapping[str, Sequence[ListedTool]] | None = None) -> None:
+    With a ``check`` (:class:`runtime.mcpclient.lockcheck.LockCheck`) every live listing
+    is compared with the lock file CI checked, and a drift is reported."""
+
+    def __init__(self, pool: McpPool, check: LockCheck | None = None) -> None:
         self._pool = pool
         self._last: dict[str, tuple[McpServerSpec, tuple[ListedTool, ...]]] = {}  # last good listing per server
-        self._lock = lock  # the listings CI checked (runtime.mcpclient.lock), to report drift from
+        self._check = check
 
     def __call__(self, documents: Sequence[LoadedDocument]) -> list[LoadedDocument]:
         """Tool documents for the tools of the McpServers among ``documents``."""
@@ -127,6 +133,8 @@ class Mounter:
             for e in documents
             if isinstance(e.model, McpServerDocument) and _declared_fully(e.model.spec)
         }
+        if self._check is not None:
+            self._check.begin(servers)
         if not servers:
             return []
         try:
@@ -144,14 +152,11 @@ class Mounter:
     def _tools(self, name: str, spec: McpServerSpec, listed: list[Any] | McpFailure) -> tuple[ListedTool, ...]:
         if not isinstance(listed, McpFailure):
             tools = tuple(ListedTool.of(t) for t in listed)
-            previous = self._last.get(name)
-            if self._lock is not None and name in self._lock and (previous is None or previous[1] != tools):
-                from runtime.mcpclient.lock import report_drift
-
-                report_drift(name, self._lock[name], tools)
+            if self._check is not None:
+                self._check.listed(name, tools)
             self._last[name] = (spec, tools)
             return tools
-        previous = self._last.get(name)
+        previous = self._last.get(name)  # kept, not compared: a server that went away has not drifted
         if previous is not None and previous[0] == spec:
             logger.warning(
                 "MCP server {} {}; keeping the {} tool(s) it listed before", name, listed.message, len(previous[1])

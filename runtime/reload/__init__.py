@@ -32,6 +32,9 @@ Event kinds (``ReloadEvent.event``):
 - ``error``: the build failed; ``serving`` is the version that keeps serving;
 - ``held``: a clean build that removes or weakens something was held back for another
   settle window (``version`` is the held build, ``errors`` says what it removes).
+- ``mcp_drift``: not an attempt: the attempt's build found an MCP server listing tools
+  that differ from the lock file (``server``, ``drift``: each change, ``drift_count``);
+  delivered right after that attempt's event (see :meth:`ConfigWatcher.notify`).
 
 The watcher never installs signal handlers and never configures logging: it only
 emits ``loguru`` records (with structured extras) for the application to route.

@@ -13,10 +13,11 @@ from loguru import logger
 from runtime.config.compile import BuildResult
 from runtime.snapshot import CompiledTool, Snapshot
 
-EventKind = Literal["loaded", "reloaded", "error", "held"]
+EventKind = Literal["loaded", "reloaded", "error", "held", "mcp_drift"]
 PublishMode = Literal["settle", "marker"]
 
 _LOGGED_ERRORS = 10
+_DRIFT_SHOWN = 100  # changes an mcp_drift event carries (runtime.mcpclient.lock.REPORTED)
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,13 @@ class ReloadEvent:
     serving after it, ``changed`` the sorted names of tools added, removed or changed,
     ``errors`` the build's errors (``file``, ``line``, ``col``, ``code``, ``message``),
     ``mode`` the publish mode of the watcher that made the attempt.
+
+    An ``mcp_drift`` event is not an attempt: a build's mount step found that MCP server
+    ``server`` lists tools that differ from the lock file. ``drift`` holds the changes
+    (at most 100; ``drift_count`` says how many there were), each with ``tool``,
+    ``change`` (added, removed or changed), ``message`` and, when changed, ``fields``
+    and ``annotations`` (``{hint: {"locked": .., "live": ..}}``); ``serving`` is the
+    version serving once the build that found it was done.
     """
 
     event: EventKind
@@ -38,6 +46,9 @@ class ReloadEvent:
     serving: str | None = None
     duration_ms: float = 0.0
     mode: PublishMode | None = None  # the watcher's publish mode (settle or marker)
+    server: str | None = None  # mcp_drift: the MCP server that differs from the lock file
+    drift: tuple[Mapping[str, Any], ...] = ()  # mcp_drift: how (see runtime.mcpclient.lock.DriftChange)
+    drift_count: int = 0
 
     @property
     def ok(self) -> bool:
@@ -45,7 +56,7 @@ class ReloadEvent:
         return self.event in ("loaded", "reloaded")
 
     def to_dict(self) -> dict[str, Any]:
-        """The contract's keys, in order, plus ``duration_ms``."""
+        """The contract's keys, in order, plus ``duration_ms`` (and an ``mcp_drift`` event's own)."""
         return {
             "event": self.event,
             "version": self.version,
@@ -55,6 +66,11 @@ class ReloadEvent:
             "serving": self.serving,
             "duration_ms": self.duration_ms,
             **({"mode": self.mode} if self.mode is not None else {}),
+            **(
+                {"server": self.server, "drift": [dict(d) for d in self.drift], "drift_count": self.drift_count}
+                if self.event == "mcp_drift"
+                else {}
+            ),
         }
 
     def to_json(self) -> str:
@@ -91,6 +107,13 @@ class ReloadEvent:
             serving_version,
             duration,
         )
+
+
+def drift_event(server: str, changes: Sequence[Mapping[str, Any]]) -> ReloadEvent:
+    """The ``mcp_drift`` event of ``server`` whose listing differs from the lock by ``changes``."""
+    return ReloadEvent(
+        "mcp_drift", None, None, server=server, drift=tuple(changes[:_DRIFT_SHOWN]), drift_count=len(changes)
+    )
 
 
 def diff_tools(old: Snapshot | None, new: Snapshot) -> list[str]:

@@ -108,6 +108,8 @@ class ConfigWatcher:
         self.idle_wakes = 0
         self.last_error: ReloadEvent | None = None  # the latest failed attempt; None once one succeeds
         self.last_event: ReloadEvent | None = None
+        self._attempting: int | None = None  # the thread running an attempt (see notify)
+        self._notes: list[ReloadEvent] = []  # events its build raised, delivered after its own
 
     @property
     def mode(self) -> PublishMode:
@@ -189,45 +191,72 @@ class ConfigWatcher:
     ) -> ReloadEvent | None:
         """One build. With a ``view`` (the watcher's own attempts) the build is published
         only if the files still match it afterwards (else None: discarded) and, unless
-        ``confirmed``, only if it weakens nothing (else a ``held`` event)."""
+        ``confirmed``, only if it weakens nothing (else a ``held`` event). Events the build
+        raised (:meth:`notify`) are delivered after the attempt's own."""
         with self._lock:
-            previous = self._current()
-            started = time.perf_counter()
-            verdict: list[str] = []
-
-            def guard(result: BuildResult) -> str | None:
-                if view is not None and fingerprint(self.paths, with_hash=True) != view:
-                    verdict.append("changed")
-                    return "changed"
-                if view is not None and not confirmed and self.marker is None and result.snapshot is not None:
-                    removed = weakenings(self._current(), result.snapshot)
-                    if removed:
-                        verdict.append("held")
-                        verdict.extend(removed)
-                        return "held"
-                return None
-
+            outer, self._attempting = self._attempting, threading.get_ident()
             try:
-                result = self._reload(guard=guard) if self._guarded and view is not None else self._reload()
-            except Exception as err:  # noqa: BLE001 - a crashing reload must not end the watcher
-                event = self._crashed(err, previous, (time.perf_counter() - started) * 1000)
+                return self._build(changes, view, confirmed=confirmed)
+            finally:
+                self._attempting = outer
+                notes, self._notes = self._notes, []
+                for note in notes:
+                    self._deliver(self._filled(note))
+
+    def notify(self, event: ReloadEvent) -> None:
+        """Hand ``event``, one that is not an attempt's (``mcp_drift``), to ``on_event``.
+
+        Raised by a build this watcher runs, it is delivered right after that attempt's
+        event (published, held or discarded alike); from any other thread, at once (it
+        never waits for an attempt: that attempt may be waiting for the caller's build).
+        ``serving`` and ``mode`` are filled in."""
+        if self._attempting == threading.get_ident():
+            self._notes.append(event)
+        else:
+            self._deliver(self._filled(event))
+
+    def _filled(self, event: ReloadEvent) -> ReloadEvent:
+        current = self._current()
+        return dataclasses.replace(event, serving=current.version if current is not None else None, mode=self.mode)
+
+    def _build(self, changes: Sequence[str], view: Fingerprint | None, *, confirmed: bool) -> ReloadEvent | None:
+        previous = self._current()
+        started = time.perf_counter()
+        verdict: list[str] = []
+
+        def guard(result: BuildResult) -> str | None:
+            if view is not None and fingerprint(self.paths, with_hash=True) != view:
+                verdict.append("changed")
+                return "changed"
+            if view is not None and not confirmed and self.marker is None and result.snapshot is not None:
+                removed = weakenings(self._current(), result.snapshot)
+                if removed:
+                    verdict.append("held")
+                    verdict.extend(removed)
+                    return "held"
+            return None
+
+        try:
+            result = self._reload(guard=guard) if self._guarded and view is not None else self._reload()
+        except Exception as err:  # noqa: BLE001 - a crashing reload must not end the watcher
+            event = self._crashed(err, previous, (time.perf_counter() - started) * 1000)
+        else:
+            duration = (time.perf_counter() - started) * 1000
+            if verdict[:1] == ["changed"]:
+                self.reloads_discarded += 1
+                logger.bind(paths=list(changes)).debug(
+                    "config changed while compiling: build discarded, waiting for a stable view"
+                )
+                return None
+            if verdict[:1] == ["held"] and result.snapshot is not None:
+                event = held_event(result.snapshot, previous, tuple(verdict[1:]), duration, self.settle_ms)
             else:
-                duration = (time.perf_counter() - started) * 1000
-                if verdict[:1] == ["changed"]:
-                    self.reloads_discarded += 1
-                    logger.bind(paths=list(changes)).debug(
-                        "config changed while compiling: build discarded, waiting for a stable view"
-                    )
-                    return None
-                if verdict[:1] == ["held"] and result.snapshot is not None:
-                    event = held_event(result.snapshot, previous, tuple(verdict[1:]), duration, self.settle_ms)
-                else:
-                    event = ReloadEvent.from_build(result, previous, self._current(), duration)
-            event = dataclasses.replace(event, mode=self.mode)
-            self._count(event)
-            log_event(event, changes)
-            self._deliver(event)
-            return event
+                event = ReloadEvent.from_build(result, previous, self._current(), duration)
+        event = dataclasses.replace(event, mode=self.mode)
+        self._count(event)
+        log_event(event, changes)
+        self._deliver(event)
+        return event
 
     def _crashed(self, err: Exception, previous: Snapshot | None, duration_ms: float) -> ReloadEvent:
         version = previous.version if previous is not None else None

@@ -22,10 +22,12 @@ instrument                           kind               attributes
 ``toolrt.breaker_trips``             counter
 ``toolrt.reloads``                   counter            ``result`` (ok, failed)
 ``toolrt.staged_matches``            counter            ``rule``, ``effect``, ``enforce``: staged rules
+``toolrt.mcp.lock_drift``            counter            ``server``: listings that differed from the lock
 ``toolrt.stage.runs``                counter            ``stage``: latency samples taken
 ``toolrt.stage.time``                counter (ms)       ``stage``: their sum
 ``toolrt.stage.latency``             gauge (ms)         ``stage``, ``quantile`` (0.5, 0.9, 0.99)
 ``toolrt.cache.hit_rate``            gauge              read cache hits over lookups
+``toolrt.mcp.lock_drifted_tools``    gauge              ``server``: tools drifted from the lock now
 ``toolrt.source.value``              gauge              ``source``, ``key``: every gauge source
                                                         (read cache, file editor lock waits
                                                         and conflicts, audit writer)
@@ -48,6 +50,8 @@ from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
 from runtime.metricnames import (
+    MCP_DRIFT,
+    MCP_DRIFTED,
     STAGED,
     VERSION_CALLS,
     WORKFLOW_COUNTERS,
@@ -260,12 +264,14 @@ _COUNTERS: tuple[tuple[str, str, str, Reader], ...] = (
     ),
     ("toolrt.reloads", "{reload}", "Snapshot reload attempts by result.", _labelled("reloads", "result")),
     (STAGED[2], "{match}", STAGED[3], _staged),
+    (MCP_DRIFT[2], "{listing}", MCP_DRIFT[3], _labelled(MCP_DRIFT[0], "server")),
     ("toolrt.stage.runs", "{sample}", "Latency samples taken per pipeline stage.", _stage_field("count")),
     ("toolrt.stage.time", "ms", "Time spent per pipeline stage, summed over every sample.", _stage_field("sum")),
 )
 _GAUGES: tuple[tuple[str, str, str, Reader], ...] = (
     ("toolrt.stage.latency", "ms", "Pipeline stage latency quantiles over the newest retained samples.", _quantiles),
     ("toolrt.cache.hit_rate", "1", "Read cache hits over lookups.", _hit_rate),
+    (MCP_DRIFTED[2], "{tool}", MCP_DRIFTED[3], _labelled(MCP_DRIFTED[0], "server")),
     (
         "toolrt.source.value",
         "1",

@@ -16,7 +16,8 @@ is recorded twice. Families, by the Prometheus naming conventions: counters
 ``toolrt_truncations_total``, ``toolrt_redactions_total{kind}``,
 ``toolrt_quota_trips_total``, ``toolrt_breaker_trips_total``,
 ``toolrt_staged_matches_total{rule,effect,enforce}`` (rules under staged rollout),
-``toolrt_reloads_total{result}``; histograms in seconds
+``toolrt_reloads_total{result}``, ``toolrt_mcp_lock_drift_total{server}`` (MCP listings that
+differed from the lock file); the gauge ``toolrt_mcp_lock_drifted_tools{server}``; histograms in seconds
 ``toolrt_tool_call_duration_seconds{tool}`` and ``toolrt_stage_duration_seconds{stage}``;
 gauges ``toolrt_<source>_<key>`` for the gauge sources. The ``tool`` label holds only
 the snapshot's tool names, and ``(unknown)`` for every other name a model made up.
@@ -34,6 +35,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from runtime.metricnames import (
+    MCP_DRIFT,
+    MCP_DRIFTED,
     SCALARS,
     STAGED,
     VERSION_CALLS,
@@ -93,6 +96,14 @@ class ToolrtCollector(Collector):
         for result in ("ok", "failed"):
             reloads.add_metric([result], snap["reloads"][result])
         yield reloads
+        drift = CounterMetricFamily(MCP_DRIFT[1].removesuffix("_total"), MCP_DRIFT[3], labels=["server"])
+        for server, n in snap[MCP_DRIFT[0]].items():
+            drift.add_metric([server], n)
+        yield drift
+        drifted = GaugeMetricFamily(MCP_DRIFTED[1], MCP_DRIFTED[3], labels=["server"])
+        for server, n in snap[MCP_DRIFTED[0]].items():
+            drifted.add_metric([server], n)
+        yield drifted
         durations = snap["durations_s"]
         yield _histogram(
             "toolrt_tool_call_duration_seconds",

@@ -8,6 +8,7 @@ large output, non-text content, and one tool whose input schema is broken.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Any
@@ -99,10 +100,29 @@ def _text(text: str) -> list[types.ContentBlock]:
     return [types.TextContent(type="text", text=text)]
 
 
+def _listing() -> list[types.Tool]:
+    """TOOLS, changed by the JSON file named by ``FIXTURE_LISTING`` when it exists (read
+    at every listing, so a test changes what a running server lists): ``drop`` (names),
+    ``patch`` (name -> fields of ``Tool`` to replace, by their JSON names) and ``add``
+    (tools, as JSON)."""
+    path = os.environ.get("FIXTURE_LISTING")
+    if not path or not os.path.exists(path):
+        return TOOLS
+    with open(path, encoding="utf-8") as file:
+        change = json.load(file)
+    tools = []
+    for tool in TOOLS:
+        if tool.name in change.get("drop", []):
+            continue
+        patch = change.get("patch", {}).get(tool.name)
+        tools.append(types.Tool.model_validate({**tool.model_dump(by_alias=True), **patch}) if patch else tool)
+    return tools + [types.Tool.model_validate(item) for item in change.get("add", [])]
+
+
 async def list_tools(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=TOOLS)
+    return types.ListToolsResult(tools=_listing())
 
 
 async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:

@@ -112,7 +112,11 @@ def test_drift_names_new_gone_and_changed_tools() -> None:
     b = ListedTool("b", "B", {"type": "object"})
     b2 = ListedTool("b", "B", {"type": "object", "properties": {"x": {"type": "string"}}}, read_only=True)
     c = ListedTool("c", "C", {"type": "object"})
-    assert drift([a, b], [b2, c]) == ["`c` is new", "`a` is gone", "`b` changed its input_schema, annotations"]
+    assert drift([a, b], [b2, c]) == [
+        "`c` is new",
+        "`a` is gone",
+        "`b` changed its input_schema, annotations (readOnlyHint: null -> true)",
+    ]
     assert drift([a], [a]) == []
 
 

@@ -1,0 +1,94 @@
+"""At run time, each MCP server's live listing compared with the lock file.
+
+The mount step (:class:`runtime.mcpclient.mount.Mounter`) hands every listing it gets
+to a :class:`LockCheck`. A listing is compared when it differs from the one compared
+last for that server, or when the lock changed (:class:`LockFile` reads it again once
+``toolrt mcp lock`` rewrote it): so a drift is reported once per changed listing, not
+at every build. A drift is logged (:func:`runtime.mcpclient.lock.report_drift`), and
+the drift listener hears of every comparison, matches included, so that a gauge falls
+back to 0 when a server matches its lock again, is no longer declared, or the lock is
+gone. A server missing from the lock is compared with an empty listing: every tool it
+lists is new to CI.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Collection, Mapping, Sequence
+from pathlib import Path
+
+from loguru import logger
+
+from runtime.mcpclient.lock import DriftChange, lock_path, read_lock, report_drift
+from runtime.mcpclient.mount import ListedTool
+
+Listings = Mapping[str, Sequence[ListedTool]]
+#: Told of each listing compared with the lock: the server, and how it differs (empty: it matches).
+DriftListener = Callable[[str, Sequence[DriftChange]], None]
+
+
+class LockFile:
+    """The lock of the config at ``paths``, read again whenever the file changes (its
+    inode, size or modification time): call it for the current listings, or None."""
+
+    def __init__(self, paths: Sequence[Path | str]) -> None:
+        self._paths = [Path(p) for p in paths]
+        self._seen: tuple[int, int, int] | None = None
+        self._listings: dict[str, tuple[ListedTool, ...]] | None = None
+
+    def __call__(self) -> Listings | None:
+        if not self._paths:
+            return None
+        try:
+            found = os.stat(lock_path(self._paths))
+            seen: tuple[int, int, int] | None = (found.st_ino, found.st_size, found.st_mtime_ns)
+        except OSError:
+            seen = None
+        if seen != self._seen:
+            self._seen = seen
+            self._listings = read_lock(self._paths) if seen is not None else None
+        return self._listings
+
+
+class LockCheck:
+    """Compares live listings with ``lock`` (listings, or a :class:`LockFile`) and tells
+    ``on_drift``. Not thread-safe: snapshot builds run one at a time."""
+
+    def __init__(self, lock: Listings | Callable[[], Listings | None], on_drift: DriftListener | None = None) -> None:
+        self._lock = lock
+        self._on_drift = on_drift
+        self._current: Listings | None = None
+        self._compared: dict[str, tuple[ListedTool, ...]] = {}  # the listing compared last, per server
+        self._drifting: set[str] = set()  # servers whose latest listing differed from the lock
+
+    def begin(self, servers: Collection[str]) -> None:
+        """A build starts with ``servers`` declared (the reachable-looking ones)."""
+        lock = self._lock() if callable(self._lock) else self._lock
+        if lock is not self._current:
+            self._current, self._compared = lock, {}  # a new lock: every listing is compared afresh
+            if lock is None:
+                for server in sorted(self._drifting):
+                    self._tell(server, ())  # no lock, no drift
+        for gone in sorted(self._drifting - set(servers)):
+            self._tell(gone, ())  # no longer declared: it drifts no more
+            self._compared.pop(gone, None)  # declared again, its listing is compared again
+
+    def listed(self, server: str, tools: tuple[ListedTool, ...]) -> None:
+        """``server`` listed ``tools``: compare them with the lock if they are new to it."""
+        lock = self._current
+        if lock is None or self._compared.get(server) == tools:
+            return
+        self._compared[server] = tools
+        self._tell(server, report_drift(server, lock.get(server, ()), tools))
+
+    def _tell(self, server: str, changes: Sequence[DriftChange]) -> None:
+        if changes:
+            self._drifting.add(server)
+        else:
+            self._drifting.discard(server)
+        if self._on_drift is None:
+            return
+        try:
+            self._on_drift(server, changes)
+        except Exception as err:  # noqa: BLE001 - a build never fails because of a listener
+            logger.warning("the MCP lock drift listener raised {}: {}", type(err).__name__, err)

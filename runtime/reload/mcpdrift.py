@@ -1,0 +1,32 @@
+"""MCP lock drift as a metric and a reload event: the drift listener
+(``LockCheck(lock, on_drift)``, :mod:`runtime.mcpclient.lockcheck`) that the Runtime
+and ``toolrt watch`` both use."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from runtime.reload.events import drift_event
+
+if TYPE_CHECKING:
+    from runtime.mcpclient.lock import DriftChange
+    from runtime.metrics import Metrics
+    from runtime.reload.watcher import ConfigWatcher
+
+
+class DriftReporter:
+    """Told of each MCP listing compared with the lock file: it sets the drift metrics
+    of ``metrics`` (when given) and, when the listing differs, hands an ``mcp_drift``
+    event to :attr:`watcher` (once one watches). The log is the lock check's own."""
+
+    def __init__(self, metrics: Metrics | None = None) -> None:
+        self.metrics = metrics
+        self.watcher: ConfigWatcher | None = None
+
+    def __call__(self, server: str, changes: Sequence[DriftChange]) -> None:
+        if self.metrics is not None:
+            self.metrics.record_mcp_drift(server, len(changes))
+        watcher = self.watcher
+        if changes and watcher is not None:
+            watcher.notify(drift_event(server, [change.to_dict() for change in changes]))
