@@ -34,8 +34,7 @@ from runtime.execution.sandbox import covered_paths, sandbox_available
 from runtime.fleet import setup as fleet
 from runtime.fleet.ending import SessionEnds
 from runtime.loopthread import LoopThread
-from runtime.mcpclient import McpPool, Mounter
-from runtime.mcpclient.lockcheck import LockCheck, LockFile
+from runtime.mcpclient import McpPool
 from runtime.metrics import Metrics
 from runtime.pipeline import run_call
 from runtime.pipeline.env import TurnEnv
@@ -47,7 +46,7 @@ from runtime.policy.limits import Limits, LimitStore
 from runtime.policy.placed import Where
 from runtime.records import Call, Session, ToolResult
 from runtime.reload import ConfigWatcher, ReloadEvent
-from runtime.reload.mcpdrift import DriftReporter
+from runtime.reload.mcpdrift import live_mount
 from runtime.settings import Settings
 from runtime.shaping.artifacts import ArtifactStore
 from runtime.shaping.key_material import KeyIndex, key_dirs
@@ -136,8 +135,7 @@ class Runtime:
         self.mcp = McpPool()  # sessions with the declared MCP servers, started on first use
         self.metrics = Metrics()  # runtime.metrics.snapshot() / .prometheus()
         # Their tools join every snapshot build; drift from the lock is logged, counted, and an event once watched.
-        self._drift = DriftReporter(self.metrics)
-        self._mount = Mounter(self.mcp, LockCheck(LockFile(self._paths), self._drift))
+        self._mount, self._drift = live_mount(self.mcp, self._paths, self.metrics)
         result = build_snapshot(self._paths, self.settings, self._cache, mount=self._mount)
         if result.snapshot is None:
             self.mcp.close()

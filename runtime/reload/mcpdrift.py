@@ -5,12 +5,16 @@ and ``toolrt watch`` both use."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from runtime.mcpclient.lockcheck import LockCheck, LockFile
+from runtime.mcpclient.mount import Mounter
 from runtime.reload.events import drift_event
 
 if TYPE_CHECKING:
     from runtime.mcpclient.lock import DriftChange
+    from runtime.mcpclient.pool import McpPool
     from runtime.metrics import Metrics
     from runtime.reload.watcher import ConfigWatcher
 
@@ -30,3 +34,13 @@ class DriftReporter:
         watcher = self.watcher
         if changes and watcher is not None:
             watcher.notify(drift_event(server, [change.to_dict() for change in changes]))
+
+
+def live_mount(
+    pool: McpPool, paths: Sequence[Path | str], metrics: Metrics | None = None
+) -> tuple[Mounter, DriftReporter]:
+    """The mount step of a serving build: the tools ``pool``'s servers list, each listing
+    compared with the lock of the config at ``paths`` (read again when it changes); and
+    the reporter of its drift (set its ``watcher`` once one watches)."""
+    reporter = DriftReporter(metrics)
+    return Mounter(pool, LockCheck(LockFile(paths), reporter)), reporter

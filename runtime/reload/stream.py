@@ -16,10 +16,9 @@ from pathlib import Path
 
 from runtime.config.cache import CompileCache
 from runtime.config.compile import BuildResult, Mount, build_snapshot
-from runtime.mcpclient import McpPool, Mounter
-from runtime.mcpclient.lockcheck import LockCheck, LockFile
+from runtime.mcpclient import McpPool
 from runtime.reload.events import ReloadEvent
-from runtime.reload.mcpdrift import DriftReporter
+from runtime.reload.mcpdrift import live_mount
 from runtime.reload.watcher import DEFAULT_DEBOUNCE_MS, ConfigWatcher, Guard
 from runtime.settings import Settings
 from runtime.snapshot import Snapshot
@@ -70,8 +69,8 @@ def watch_events(
     settings = settings or Settings()
     roots = [Path(p) for p in paths]
     pool = McpPool()  # started on first use: a config without McpServers never starts it
-    drift = DriftReporter()
-    holder = _SnapshotHolder(roots, settings, Mounter(pool, LockCheck(LockFile(roots), drift)))
+    mount, drift = live_mount(pool, roots)
+    holder = _SnapshotHolder(roots, settings, mount)
     events: queue.Queue[ReloadEvent] = queue.Queue()
     packs = [p for p in settings.pack_dirs if Path(p).is_dir()]
     watcher = ConfigWatcher(
