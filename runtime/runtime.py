@@ -134,8 +134,7 @@ class Runtime:
         self._cache = CompileCache()
         self.mcp = McpPool()  # sessions with the declared MCP servers, started on first use
         self.metrics = Metrics()  # runtime.metrics.snapshot() / .prometheus()
-        # Their tools join every snapshot build; drift from the lock is logged, counted, and an event once watched.
-        self._mount, self._drift = live_mount(self.mcp, self._paths, self.metrics)
+        self._mount, self._drift = live_mount(self.mcp, self._paths, self.metrics)  # their tools join every build
         result = build_snapshot(self._paths, self.settings, self._cache, mount=self._mount)
         if result.snapshot is None:
             self.mcp.close()
@@ -355,9 +354,9 @@ class Runtime:
         """Start watching the config paths (and pack folders): each clean edit is
         swapped in, a broken one is logged and kept out. Idempotent; stopped by
         :meth:`close`. ``on_event`` hears of every reload attempt, and of each MCP server
-        listing that differs from the lock file (an ``mcp_drift`` event)."""
+        listing that differs from the lock file (``mcp_drift``; at once of those known)."""
         if self.watcher is None:
-            self.watcher = self._drift.watcher = ConfigWatcher(
+            watcher = ConfigWatcher(
                 self._paths,
                 self.reload,
                 current=lambda: self.snapshot,
@@ -365,6 +364,7 @@ class Runtime:
                 extra_paths=self.settings.pack_dirs,
                 settings=self.settings,
             ).start()
+            self.watcher = self._drift.attach(watcher)  # its listener hears of the MCP lock drift known already
         return self.watcher
 
     def _env(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runtime.mcpclient.lockcheck import LockCheck, LockFile
 from runtime.mcpclient.mount import Mounter
@@ -27,13 +27,26 @@ class DriftReporter:
     def __init__(self, metrics: Metrics | None = None) -> None:
         self.metrics = metrics
         self.watcher: ConfigWatcher | None = None
+        self._drifting: dict[str, list[dict[str, Any]]] = {}  # server -> its changes, while it drifts
 
     def __call__(self, server: str, changes: Sequence[DriftChange]) -> None:
         if self.metrics is not None:
             self.metrics.record_mcp_drift(server, len(changes))
+        if not changes:
+            self._drifting.pop(server, None)
+            return
+        found = self._drifting[server] = [change.to_dict() for change in changes]
         watcher = self.watcher
-        if changes and watcher is not None:
-            watcher.notify(drift_event(server, [change.to_dict() for change in changes]))
+        if watcher is not None:
+            watcher.notify(drift_event(server, found))
+
+    def attach(self, watcher: ConfigWatcher) -> ConfigWatcher:
+        """Report to ``watcher`` from now on; its listener first hears of the drift known
+        already (found before anyone listened, e.g. by the Runtime's first build)."""
+        self.watcher = watcher
+        for server, found in sorted(self._drifting.items()):
+            watcher.notify(drift_event(server, found))
+        return watcher
 
 
 def live_mount(
@@ -41,6 +54,6 @@ def live_mount(
 ) -> tuple[Mounter, DriftReporter]:
     """The mount step of a serving build: the tools ``pool``'s servers list, each listing
     compared with the lock of the config at ``paths`` (read again when it changes); and
-    the reporter of its drift (set its ``watcher`` once one watches)."""
+    the reporter of its drift (:meth:`DriftReporter.attach` a watcher once one watches)."""
     reporter = DriftReporter(metrics)
     return Mounter(pool, LockCheck(LockFile(paths), reporter)), reporter

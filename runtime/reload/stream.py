@@ -82,7 +82,7 @@ def watch_events(
         extra_paths=[*extra_paths, *packs],
         settings=settings,
     )
-    drift.watcher = watcher
+    drift.attach(watcher)
     try:
         if on_start is not None:
             on_start(watcher)

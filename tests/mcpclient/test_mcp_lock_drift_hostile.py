@@ -70,8 +70,9 @@ def test_a_server_missing_from_the_lock_drifts_with_every_tool_it_lists(tmp_path
         listed = runtime.metrics.snapshot()["mcp_lock_drifted_tools"]["fx"]
         assert listed >= 10 and runtime.metrics.snapshot()["mcp_lock_drift"] == {"fx": 1}
         edit_lock(config, lambda lock: {**lock, "servers": {"other": []}})  # a new lock: compared afresh
-        (event,) = [e for e in events_of_a_reload(runtime) if e.event == "mcp_drift"]
-        assert event.drift_count == listed and {d["change"] for d in event.drift} == {"added"}
+        known, found = [e for e in events_of_a_reload(runtime) if e.event == "mcp_drift"]
+        assert known.drift == found.drift and found.drift_count == listed
+        assert {d["change"] for d in found.drift} == {"added"}
     finally:
         runtime.close_sync()
 
@@ -119,7 +120,7 @@ def test_a_huge_live_schema_is_reported_by_field_and_still_mounted(tmp_path: Pat
         runtime.close_sync()
 
 
-def test_a_read_only_hint_flipped_in_the_lock_by_hand_is_reported_as_it_reads(tmp_path: Path) -> None:
+def test_a_hint_edited_in_the_lock_by_hand_is_reported_as_it_reads_to_a_late_listener_too(tmp_path: Path) -> None:
     config, _ = locked_config(tmp_path)
 
     def hostile(lock: dict[str, Any]) -> dict[str, Any]:
@@ -133,8 +134,10 @@ def test_a_read_only_hint_flipped_in_the_lock_by_hand_is_reported_as_it_reads(tm
         runtime = Runtime([config], workspace_root=tmp_path, watch=False)
         try:
             assert runtime.metrics.snapshot()["mcp_lock_drift"] == {"fx": 1}
-            # Found by the first build, before anyone listened; the same listing is not reported again.
-            assert [e.event for e in events_of_a_reload(runtime)] == ["reloaded"]
+            # Found by the first build: a listener hears of it when it starts listening, and the
+            # same listing is not reported again by the reload.
+            assert [e.event for e in events_of_a_reload(runtime)] == ["mcp_drift", "reloaded"]
+            assert runtime.metrics.snapshot()["mcp_lock_drift"] == {"fx": 1}
         finally:
             runtime.close_sync()
     assert warnings[0]["changes"] == ['`echo` changed its annotations (readOnlyHint: "yes" -> true)']
