@@ -21,7 +21,9 @@ engine, which counts its steps as it goes and stops at the same budget (see
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import functools
+import math
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -37,7 +39,19 @@ _MAX_DEPTH = 200
 
 def largest_size(source: str, variables: Iterable[str], limit: int) -> int:
     """The largest ``U`` for which ``source``'s worst case stays within ``limit`` cost
-    units (-1: none, or the expression has syntax the estimator does not read)."""
+    units (-1: none, or the expression has syntax the estimator does not read).
+    Kept per content: tools often share their rules, and every tool's program asks."""
+    return _largest_size(source, tuple(variables), limit)
+
+
+def worst_case(source: str, variables: Iterable[str]) -> Callable[[int], float] | None:
+    """``source``'s worst-case cost when every value it reads has size ``U``: the
+    function :func:`largest_size` solves (None: syntax the estimator does not read)."""
+    cost = _cost(source, tuple(variables))
+    return None if cost is None else lambda size: cost.evaluate({_U: float(size)})
+
+
+def _cost(source: str, variables: tuple[str, ...]) -> Cost | None:
     from runtime.policy.celast import ParseError, parse
     from runtime.policy.celcheck import check
     from runtime.policy.celtypes import DYN, ONE
@@ -45,19 +59,128 @@ def largest_size(source: str, variables: Iterable[str], limit: int) -> int:
     try:
         tree = parse(source)
     except ParseError:
+        return None
+    return check(tree, {name: DYN for name in variables}).cost + _native_cost(tree, ONE)
+
+
+@functools.lru_cache(maxsize=4096)
+def _largest_size(source: str, variables: tuple[str, ...], limit: int) -> int:
+    cost = _cost(source, variables)
+    if cost is None:
         return -1
-    cost = check(tree, {name: DYN for name in variables}).cost + _native_cost(tree, ONE)
-    if cost.evaluate({_U: 0.0}) > limit:
+
+    def within(size: int) -> bool:
+        return cost.evaluate({_U: float(size)}) <= limit
+
+    if not within(0):
         return -1
-    low, high = 0, _MAX_U
-    if cost.evaluate({_U: float(high)}) <= limit:
-        return high
-    while low < high:  # the cost only grows with U: the largest U within the limit
-        middle = (low + high + 1) // 2
-        if cost.evaluate({_U: float(middle)}) <= limit:
+    if within(_MAX_U):
+        return _MAX_U
+    # The cost only grows with U: the answer is the last U within the limit. The cost as
+    # polynomials in U gives a guess (float rounding may put it off by a few); the search
+    # from it evaluates the cost itself, so the answer is what a bisection of [0, 2**40]
+    # finds, in a few evaluations instead of forty.
+    guess = _guess(cost, limit)
+    if guess is None:
+        low, high = 0, _MAX_U  # within(low), not within(high)
+    elif within(guess):
+        low, high, step = guess, _MAX_U, 1
+        while low + step < _MAX_U:
+            if not within(low + step):
+                high = low + step
+                break
+            low, step = low + step, step * 2
+    else:
+        low, high, step = 0, guess, 1
+        while high - step > 0:
+            if within(high - step):
+                low = high - step
+                break
+            high, step = high - step, step * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        if within(middle):
             low = middle
         else:
-            high = middle - 1
+            high = middle
+    return low
+
+
+# A cost as the largest of polynomials in U, each its coefficients from degree 0 up.
+_Pieces = list[tuple[float, ...]]
+_MAX_PIECES = 16
+
+
+def _guess(cost: Cost, limit: int) -> int | None:
+    """Where the cost crosses ``limit``, from its polynomials (None: too many of them,
+    or a negative term, which the polynomials' monotony does not cover)."""
+    pieces = _pieces(cost)
+    if pieces is None:
+        return None
+    crossing = min(_crossing(piece, limit) for piece in pieces)
+    if not math.isfinite(crossing):
+        return None
+    return max(0, int(min(crossing, float(_MAX_U))))
+
+
+def _pieces(cost: Cost) -> _Pieces | None:
+    op = cost.op
+    if op == "c":
+        return [(cost.value,)] if cost.value >= 0 else None
+    if op == "v":
+        return [(0.0, 1.0)] if cost.name == _U else [(0.0,)]  # other sizes are 0 in largest_size
+    parts: list[_Pieces] = []
+    for part in cost.parts:
+        found = _pieces(part)
+        if found is None:
+            return None
+        parts.append(found)
+    if op == "max":
+        result = [piece for found in parts for piece in found]
+    elif op in ("+", "*"):
+        combine = _poly_sum if op == "+" else _poly_product
+        result = parts[0]
+        for found in parts[1:]:
+            result = [combine(a, b) for a in result for b in found]
+    else:
+        return None
+    return result if len(result) <= _MAX_PIECES else None
+
+
+def _poly_sum(a: tuple[float, ...], b: tuple[float, ...]) -> tuple[float, ...]:
+    if len(a) < len(b):
+        a, b = b, a
+    return tuple(x + (b[i] if i < len(b) else 0.0) for i, x in enumerate(a))
+
+
+def _poly_product(a: tuple[float, ...], b: tuple[float, ...]) -> tuple[float, ...]:
+    result = [0.0] * (len(a) + len(b) - 1)
+    for i, x in enumerate(a):
+        for j, y in enumerate(b):
+            result[i + j] += x * y
+    return tuple(result)
+
+
+def _crossing(piece: tuple[float, ...], limit: int) -> float:
+    """The largest U at which the polynomial (nonnegative coefficients) stays within
+    ``limit``, approximately (its value at 0 is within it: largest_size checked)."""
+    degree = len(piece) - 1
+    while degree > 0 and piece[degree] == 0:
+        degree -= 1
+    if degree == 0:
+        return float(_MAX_U)
+    if degree == 1:
+        return (limit - piece[0]) / piece[1]
+    low, high = 0.0, float(_MAX_U)
+    for _ in range(60):
+        middle = (low + high) / 2
+        value = 0.0
+        for coefficient in reversed(piece[: degree + 1]):
+            value = value * middle + coefficient
+        if value <= limit:
+            low = middle
+        else:
+            high = middle
     return low
 
 

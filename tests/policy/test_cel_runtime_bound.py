@@ -25,7 +25,7 @@ from runtime import Call, Runtime, Session
 from runtime.config.exprtypes import TypedCheck, type_findings, variable_types
 from runtime.policy import celbudget
 from runtime.policy.cel import fast_available, get_engine
-from runtime.policy.celsize import largest_size, measure, reads
+from runtime.policy.celsize import largest_size, measure, reads, worst_case
 from runtime.settings import Settings
 
 # A small budget keeps each over-budget case short; the bounds scale with it (a quarter
@@ -183,6 +183,27 @@ def test_the_fast_engine_never_runs_values_larger_than_its_budget_allows(source:
     # The estimate is sound: a value within it is a cost within the budget, so the
     # largest size allowed shrinks as the budget does.
     assert largest_size(source, VARIABLES, LIMIT // 10) <= largest
+
+
+@pytest.mark.parametrize("limit", [1, 7, 100, LIMIT, 100_000, 10**9, 10**13])
+def test_the_largest_size_is_the_last_size_whose_worst_case_is_within_the_limit(limit: int) -> None:
+    # largest_size solves the cost bound from a guess instead of bisecting all of
+    # [0, 2**40]: the answer must still be exactly where the cost crosses the limit.
+    for source in EXPRESSIONS + NESTED_RUNAWAY + ["size(args.text + args.text) < 3", "!has(args.n) || args.n <= 5"]:
+        cost = worst_case(source, VARIABLES)
+        assert cost is not None, source
+        largest = largest_size(source, VARIABLES, limit)
+        if largest < 0:
+            assert cost(0) > limit, source
+        elif largest == 1 << 40:
+            assert cost(largest) <= limit, source
+        else:
+            assert cost(largest) <= limit < cost(largest + 1), (source, limit, largest)
+
+
+def test_an_expression_the_estimator_cannot_read_has_no_largest_size() -> None:
+    assert worst_case("args.items.all(x,", VARIABLES) is None
+    assert largest_size("args.items.all(x,", VARIABLES, LIMIT) == -1
 
 
 NESTED_RUNAWAY = [
