@@ -17,8 +17,8 @@ from runtime.config.load import LoadedDocument
 from runtime.config.models import DEFAULT_REDACTION, OutputSettings, ToolDocument, ToolSpec
 from runtime.config.problems import Problem, Severity
 from runtime.config.suggest import did_you_mean
-from runtime.policy.cel import RULE_VARIABLES
-from runtime.policy.celdirect import compile_direct
+from runtime.policy.cel import RULE_VARIABLES, CelEngine, CelProgram
+from runtime.policy.celdirect import DirectCheck, compile_direct
 from runtime.policy.celrefs import LexError, analyse
 from runtime.shaping.redact import Redactor
 from runtime.snapshot import CompiledRedaction, CompiledRule, CompiledTool
@@ -127,15 +127,16 @@ class ToolBuilding(BuildState):
         rules: list[CompiledRule] = []
         seen: dict[str, int] = {}
         typed = None
+        types_key = None  # the rules' types (None: args untyped, the schema unreadable)
         if schema_readable:
-            cel_variables, bounds, key = variable_types(spec.input_schema)
+            cel_variables, bounds, types_key = variable_types(spec.input_schema)
             typed = TypedCheck(
                 cel_variables,
                 bounds,
                 "bool",
                 self.cost_limit,
                 "rule",
-                key=key,
+                key=types_key,
                 declared=self.engine.name == "fast",
                 time_limit_ms=self.time_limit_ms,
             )
@@ -151,21 +152,17 @@ class ToolBuilding(BuildState):
                     )
                 )
             seen[name] = index
-            program, rule_findings = compile_expression(
-                rule.expression,
-                ("spec", "rules", index, "expression"),
-                RULE_VARIABLES,
-                self.engine,
-                spec.input_schema if schema_readable else None,
-                typed=typed,
+            # Kept per rule text, place and types: tools made from one template share their
+            # rules (the programs hold no per-tool state), and a rule is compiled once for all.
+            program, rule_findings, direct = self.cache.compiled(
+                ("rule", rule.expression, index, types_key, self.engine.name, self.budget),
+                functools.partial(
+                    _rule, rule.expression, index, self.engine, spec.input_schema if schema_readable else None, typed
+                ),
             )
             findings.extend(rule_findings)
             if program is not None:
-                rules.append(
-                    CompiledRule(
-                        name, rule.expression, rule.message, rule.on_error, program, compile_direct(rule.expression)
-                    )
-                )
+                rules.append(CompiledRule(name, rule.expression, rule.message, rule.on_error, program, direct))
         variables = frozenset(ref.name for rule in spec.rules for ref in expression_roots(rule.expression))
         if spec.command_line is not None and schema_readable:
             findings.extend(_check_command_line(spec.command_line, spec.input_schema))
@@ -176,6 +173,17 @@ class ToolBuilding(BuildState):
         if spec.output_schema is not None and not any(not f.warning for f in output_findings):
             output_check = OutputCheck(spec.output_schema, self.schema_engine)
         return _ToolPieces(tuple(findings), arguments, tuple(rules), variables, output_check)
+
+
+def _rule(
+    source: str, index: int, engine: CelEngine, input_schema: dict[str, Any] | None, typed: TypedCheck | None
+) -> tuple[CelProgram | None, tuple[Finding, ...], DirectCheck | None]:
+    """One business rule's program, findings and direct check (see celdirect)."""
+    program, findings = compile_expression(
+        source, ("spec", "rules", index, "expression"), RULE_VARIABLES, engine, input_schema, typed=typed
+    )
+    direct = compile_direct(source) if program is not None else None
+    return program, tuple(findings), direct
 
 
 def _check_command_line(name: str, schema: Mapping[str, Any]) -> list[Finding]:
