@@ -30,6 +30,8 @@ from runtime.config.problems import Location, Problem
 Path = tuple[str | int, ...]
 
 _CORE = "tag:yaml.org,2002:"
+_MERGE = _CORE + "merge"
+_KEY_TAGS = frozenset(_CORE + name for name in ("str", "int", "bool", "float", "null", "timestamp"))
 _MAX_DEPTH = 64
 _MAX_NODES = 200_000  # per document, counted after alias expansion
 
@@ -51,7 +53,9 @@ class SourceDocument:
     content_hash: str
     positions: Mapping[Path, tuple[int, int]] = field(repr=False)
     key_positions: Mapping[Path, tuple[int, int]] = field(repr=False)
-    scalar_styles: Mapping[Path, ScalarStyle] = field(repr=False)
+    # Each string's ScalarStyle fields as a plain tuple: a config has tens of thousands,
+    # and a tuple of atoms is soon left out of the garbage collector's walks.
+    scalar_styles: Mapping[Path, tuple[str | None, int, int]] = field(repr=False)
     lines: tuple[str, ...] = field(repr=False)
 
     def locate(self, path: Path, *, key: bool = False) -> Location:
@@ -85,9 +89,10 @@ class SourceDocument:
 
     def locate_in_scalar(self, path: Path, line_in_text: int, col_in_text: int) -> Location:
         """Map a 1-based position inside a string value (a CEL expression, a regex) to the file."""
-        style = self.scalar_styles.get(tuple(path))
-        if style is None:
+        fields = self.scalar_styles.get(tuple(path))
+        if fields is None:
             return self.locate(path)
+        style = ScalarStyle(*fields)
         text_lines = str(self._value(path)).splitlines() or [""]
         if line_in_text > len(text_lines):  # e.g. "unexpected end": point just past the text
             line_in_text, col_in_text = len(text_lines), len(text_lines[-1]) + 1
@@ -118,6 +123,18 @@ class _MemoResolver(VersionedResolver):
         if table is None:
             table = self.__dict__["_memo_table"] = VersionedResolver.versioned_resolver.fget(self)  # type: ignore[attr-defined]
         return table
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        """A plain scalar's tag depends on its text alone (no path resolvers here), and a
+        file repeats its keys and values: match each text against the patterns once, and
+        share its tag (which then spells itself once)."""
+        if kind is ScalarNode and implicit[0]:
+            memo = self.__dict__.setdefault("_memo_tags", {})
+            tag = memo.get(value)
+            if tag is None:
+                tag = memo[value] = super().resolve(kind, value, implicit)
+            return tag
+        return super().resolve(kind, value, implicit)
 
 
 class _Refused(Exception):
@@ -178,7 +195,7 @@ def parse_yaml(text: str, file: str) -> ParsedFile:
 
 
 _BRACKETS = re.compile(r"[\[\]{}]")
-_INDENT = re.compile(r"^[ \t]*", re.MULTILINE)
+_DEEP_INDENT = re.compile(r"^[ \t]{257}", re.MULTILINE)  # a line indented past 256
 _DASHES = re.compile(r"(?:-[ \t]+){32,}")
 
 
@@ -186,7 +203,7 @@ def _looks_deep(text: str) -> bool:
     """True when ``text`` may nest far deeper than any config needs (checked cheaply)."""
     if _DASHES.search(text):
         return True
-    if max((len(m) for m in _INDENT.findall(text)), default=0) > 256:
+    if _DEEP_INDENT.search(text):
         return True
     if text.count("[") + text.count("{") > _MAX_DEPTH:
         depth = deepest = 0
@@ -250,8 +267,17 @@ class _Builder:
     def __init__(self) -> None:
         self.positions: dict[Path, tuple[int, int]] = {}
         self.key_positions: dict[Path, tuple[int, int]] = {}
-        self.styles: dict[Path, ScalarStyle] = {}
+        self.styles: dict[Path, tuple[str | None, int, int]] = {}
         self.budget = _MAX_NODES
+        # id(tag object) -> (that object, its text): ruamel spells a tag anew at each ask.
+        self._tags: dict[int, tuple[Any, str | None]] = {}
+
+    def _tag(self, node: Node) -> str | None:
+        tag = node.ctag
+        known = self._tags.get(id(tag))
+        if known is None:
+            known = self._tags[id(tag)] = (tag, None if tag is None else str(tag))
+        return known[1]
 
     def build(self, node: Node, path: Path, depth: int) -> Any:
         self.budget -= 1
@@ -276,7 +302,7 @@ class _Builder:
         raise _Refused(node, "yaml-node", "unsupported YAML node")
 
     def _check_tag(self, node: Node, expected: str) -> None:
-        if node.tag != _CORE + expected:
+        if self._tag(node) != _CORE + expected:
             raise _Refused(
                 node,
                 "yaml-tag",
@@ -289,7 +315,7 @@ class _Builder:
         explicit: set[str] = set()
         merged: list[tuple[ScalarNode, Node]] = []
         for key_node, value_node in node.value:
-            if key_node.tag == _CORE + "merge":
+            if self._tag(key_node) == _MERGE:
                 merged.append((key_node, value_node))
                 continue
             key = self._key(key_node)
@@ -317,23 +343,16 @@ class _Builder:
     def _key(self, node: Node) -> str:
         if not isinstance(node, ScalarNode):
             raise _Refused(node, "yaml-key", "mapping keys must be plain strings, not lists or mappings.")
-        if node.tag not in (
-            _CORE + "str",
-            _CORE + "int",
-            _CORE + "bool",
-            _CORE + "float",
-            _CORE + "null",
-            _CORE + "timestamp",
-        ):
+        if self._tag(node) not in _KEY_TAGS:
             self._check_tag(node, "str")
         return str(node.value)
 
     def _scalar(self, node: ScalarNode, path: Path) -> Any:
-        full_tag = str(node.tag)
+        full_tag = str(self._tag(node))
         tag = full_tag.removeprefix(_CORE) if full_tag.startswith(_CORE) else None
         value: str = node.value
         if tag in ("str", "timestamp"):
-            self.styles.setdefault(path, ScalarStyle(node.style, node.start_mark.line + 1, node.start_mark.column + 1))
+            self.styles.setdefault(path, (node.style, node.start_mark.line + 1, node.start_mark.column + 1))
             return value
         if tag == "null":
             return None
