@@ -14,6 +14,7 @@ import pytest
 from audit_helpers import record, write_many_sqlite, write_then_wait_for_kill
 
 from runtime.audit import SCHEMA_VERSION, AuditRecord, AuditStoreError, AuditWriter, SqliteSink, query
+from runtime.audit.record import COLUMNS
 from runtime.errors import UsageError
 from runtime.records import Status
 
@@ -326,3 +327,34 @@ def test_a_batch_larger_than_one_statement_allows_is_inserted_in_chunks_in_one_t
     sink.write_batch([record(index, ts=float(index)) for index in range(7)])
     sink.close()
     assert _ids(query(db)) == [f"call-{index}" for index in reversed(range(7))]
+
+
+def test_empty_columns_are_stored_as_null_and_empty_text_and_zeros_as_themselves(db: Path) -> None:
+    # Empty columns are bound through NULLIF(?, x''): only None may come back as NULL.
+    nothing = AuditRecord(ts=1.5)
+    zeros = AuditRecord(
+        ts=2.5,
+        duration_ms=0.0,
+        args={},
+        **{name: "" for name in COLUMNS if name not in ("ts", "duration_ms", "args", "truncated")},
+    )
+    texts = AuditRecord(
+        ts=3.5, duration_ms=-0.5, truncated=True, **{name: "0" for name in ("session_id", "code", "staged")}
+    )
+    sink = SqliteSink(db)
+    sink.write_batch([nothing, zeros, texts])
+    sink.close()
+    with sqlite3.connect(db) as conn:
+        typed = conn.execute(
+            f"SELECT {', '.join(f'typeof({name}), {name}' for name in COLUMNS)} FROM calls ORDER BY id"
+        )
+        stored = [dict(zip(COLUMNS, zip(row[::2], row[1::2], strict=True), strict=True)) for row in typed]
+    assert {kind for name, (kind, _value) in stored[0].items() if name not in ("ts", "truncated")} == {"null"}
+    assert stored[0]["ts"] == ("real", 1.5) and stored[0]["truncated"] == ("integer", 0)
+    assert stored[1]["duration_ms"] == ("real", 0.0) and stored[1]["args"] == ("text", "{}")
+    assert all(
+        stored[1][name] == ("text", "") for name in COLUMNS if name not in ("ts", "duration_ms", "args", "truncated")
+    )
+    assert stored[2]["duration_ms"] == ("real", -0.5) and stored[2]["truncated"] == ("integer", 1)
+    assert stored[2]["session_id"] == stored[2]["code"] == stored[2]["staged"] == ("text", "0")
+    assert stored[2]["user"] == ("null", None)
