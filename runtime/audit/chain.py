@@ -35,11 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runtime.audit.jsontext import compact_utf8
+from runtime.audit.jsontext import EXACT_LEAVES, ORJSON_DUMPS, compact_utf8
 from runtime.audit.record import COLUMNS
 
 # A stored row's length once ``staged`` (its last column) exists.
 _STAGED_ROW = len(COLUMNS)
+# Where a row's two number columns are; every other column holds text, None or (truncated) an int.
+_TS, _DURATION = COLUMNS.index("ts"), COLUMNS.index("duration_ms")
 
 #: The ``prev_hash`` of the first record of a chain.
 GENESIS = "0" * 64
@@ -59,8 +61,27 @@ def row_body(row: Sequence[Any]) -> bytes:
     A row whose last column (``staged``, added later) is empty is hashed without it, as
     rows were before the column existed: logs written earlier still verify.
     """
-    if len(row) == _STAGED_ROW and row[-1] is None:
+    size = len(row)
+    if size == _STAGED_ROW and row[-1] is None:
         row = row[:-1]
+        size -= 1
+    if ORJSON_DUMPS is not None and size >= _DURATION + 1:
+        # compact_utf8's proof that orjson writes the standard text, for the usual row and
+        # in a third fewer instructions: the two floats by position (no exponent, so both
+        # write the same digits; the comparisons also fail for NaN and the infinities), the
+        # other columns' types in C.
+        ts, duration = row[_TS], row[_DURATION]
+        if (
+            type(ts) is float
+            and 1e-4 <= ts < 1e16
+            and (duration is None or (type(duration) is float and 1e-4 <= duration < 1e16))
+            and EXACT_LEAVES.issuperset(map(type, row[_TS + 1 : _DURATION]))
+            and EXACT_LEAVES.issuperset(map(type, row[_DURATION + 1 :]))
+        ):
+            try:
+                return ORJSON_DUMPS(row)
+            except TypeError:  # an int beyond 64 bits, a lone surrogate: the standard way decides
+                pass
     return compact_utf8(row)  # tuples and lists both become arrays
 
 

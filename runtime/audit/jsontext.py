@@ -57,6 +57,12 @@ _SAME_LEAVES = frozenset({str, int, bool, _NONE})
 _STR = frozenset({str})
 _MAX_DEPTH = 200  # orjson refuses deeper nesting (254 levels); deeper values go the standard way
 
+#: orjson's ``dumps`` when it is installed (else None), and the leaf types whose orjson text
+#: is always the standard encoder's: for callers that know where their floats are and
+#: check the rest in C (:func:`runtime.audit.chain.row_body`).
+ORJSON_DUMPS = _DUMPS
+EXACT_LEAVES = _SAME_LEAVES
+
 
 def _plain(value: Any, depth: int = 0) -> bool:
     """Whether orjson writes ``value`` exactly as the standard encoder does (see the

@@ -22,6 +22,7 @@ import pytest
 
 from runtime.audit import jsontext
 from runtime.audit.chain import row_body
+from runtime.audit.record import COLUMNS
 
 orjson = pytest.importorskip("orjson")
 
@@ -216,3 +217,51 @@ def test_a_row_body_is_the_json_array_the_chain_was_always_computed_over() -> No
         row_body((1.5, "\ud800"))
     with pytest.raises(ValueError):
         row_body((float("nan"), "x"))
+
+
+def _row_body_or_error(row: Any) -> Any:
+    try:
+        return row_body(row)
+    except (ValueError, TypeError, RecursionError, UnicodeEncodeError) as err:
+        return type(err)
+
+
+def _standard_body_or_error(row: Any) -> Any:
+    if len(row) == len(COLUMNS) and row[-1] is None:
+        row = row[:-1]  # (a row without staged is hashed as rows were before the column)
+    try:
+        return STANDARD.encode(row).encode("utf-8")
+    except (ValueError, TypeError, RecursionError, UnicodeEncodeError) as err:
+        return type(err)
+
+
+ROW = (1764770000.123456, "s", "ana", "req", None, "c1", "noop", "1.0", '{"p":1}', "allow", None, "ok", None)
+ROW += (0.42, 0, None, None, None, None, "d1e0", None)
+ODD_CELLS = [
+    None, 0, 1, -1, 2**63, 2**70, True, False, 0.0, -0.0, 1e-4, 9.99e-5, 1e16, 9.99e15, -1.5, 1e-7, 1e20, 123.456,
+    float("nan"), float("inf"), -float("inf"), "", "0", "\ud800", "naïve ✓", '"\\', Text("t"), Number(3), Ratio(0.5),
+    Mode.fast, Level.high, [1, "a"], {"k": 1.5}, (1e-7,), b"x", uuid.UUID(int=1),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("at", range(len(COLUMNS)), ids=list(COLUMNS))
+def test_a_row_body_is_the_standard_text_whatever_odd_value_a_column_holds(at: int) -> None:
+    # The usual row takes a fast path that checks its two number columns by position:
+    # every column, the number columns included, holds every odd value in turn.
+    for cell in ODD_CELLS:
+        row = (*ROW[:at], cell, *ROW[at + 1 :])
+        assert _row_body_or_error(row) == _standard_body_or_error(row), (COLUMNS[at], cell)
+        assert _row_body_or_error(list(row)) == _standard_body_or_error(row), (COLUMNS[at], cell)
+        assert _row_body_or_error(row[:-1]) == _standard_body_or_error(row[:-1]), (COLUMNS[at], cell)
+
+
+def test_rows_of_other_lengths_and_random_number_columns_are_written_alike() -> None:
+    for size in range(len(ROW) + 2):
+        row = (ROW + ("extra",))[:size]
+        assert _row_body_or_error(row) == _standard_body_or_error(row)
+    rng = random.Random(5)
+    for _ in range(5000):
+        ts = struct.unpack("d", rng.randbytes(8))[0] if rng.random() < 0.5 else 10 ** rng.uniform(-6, 18)
+        duration = rng.choice((None, rng.uniform(-1, 1) * 10 ** rng.uniform(-8, 18)))
+        row = (ts, *ROW[1:13], duration, *ROW[14:])
+        assert _row_body_or_error(row) == _standard_body_or_error(row)
