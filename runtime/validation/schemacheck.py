@@ -231,6 +231,8 @@ def _pattern_finding(path: Path, pattern: str) -> Iterator[SchemaFinding]:
 
 def _check_values(path: Path, schema: dict[str, Any]) -> Iterator[SchemaFinding]:
     """``default``, ``enum`` members and ``examples`` must satisfy the schema they sit in."""
+    if "default" not in schema and "enum" not in schema and "examples" not in schema:
+        return  # nothing to check: no validator to build (most sub-schemas)
     bare = {
         k: v for k, v in schema.items() if k not in ("default", "examples", "enum", "const", "$defs", "definitions")
     }
