@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -122,6 +123,12 @@ def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def entrypoint() -> None:
     """Console-script entry point."""
+    # The command line is toolrt's own application, not a library's guest in someone's
+    # process, so it may tune the garbage collector (as mypy's does); library code never
+    # does. What exists now (the imported modules: about 60,000 objects) lives as long as
+    # the process, yet every full collection walked it again: gc.freeze() leaves it out of
+    # them. A 1,000-tool lint spent a fifth of its time in those walks.
+    gc.freeze()
     sys.exit(main())
 
 
