@@ -8,17 +8,14 @@ placeholders that the input schema declares.
 
 from __future__ import annotations
 
-import importlib
-import importlib.machinery
-import importlib.util
 import inspect
 import string
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from runtime.config.expressions import Finding
+from runtime.config.handler_import import import_handler_module
 from runtime.config.models import HandlerSpec, ToolSpec
 from runtime.config.suggest import did_you_mean
 from runtime.execution.command import quote_state
@@ -176,7 +173,7 @@ def _template_findings(template: str, spec: ToolSpec, path: tuple[str | int, ...
 def _import_function(target: str, search_dirs: Sequence[Path]) -> tuple[Callable[..., Any] | None, str | None]:
     module_name, _, attribute = target.partition(":")
     try:
-        module = _import(module_name, search_dirs)
+        module = import_handler_module(module_name, search_dirs)
     except ModuleNotFoundError as err:
         return (
             None,
@@ -192,24 +189,3 @@ def _import_function(target: str, search_dirs: Sequence[Path]) -> tuple[Callable
     if not callable(function):
         return None, f"`{target}` is not callable."
     return function, None
-
-
-def _import(module_name: str, search_dirs: Sequence[Path]) -> Any:
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as err:
-        top = module_name.split(".")[0]
-        if err.name != top or "." in module_name:
-            raise
-    # A module beside the config files: found without changing sys.path.
-    spec = importlib.machinery.PathFinder.find_spec(module_name, [str(d) for d in search_dirs])
-    if spec is None or spec.loader is None:
-        raise ModuleNotFoundError(f"No module named {module_name!r}", name=module_name)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(module_name, None)
-        raise
-    return module

@@ -54,10 +54,11 @@ async def _await(value: Any) -> Any:
 
 
 def _resolve(target: str, search_dirs: list[Path]) -> Any:
-    from runtime.config.handlers import _import  # the same lookup as the snapshot build
+    # The same lookup as the snapshot build, from a module that imports nothing heavy.
+    from runtime.config.handler_import import import_handler_module
 
     module_name, _, attribute = target.partition(":")
-    return getattr(_import(module_name, search_dirs), attribute)
+    return getattr(import_handler_module(module_name, search_dirs), attribute)
 
 
 def _jsonable(value: Any) -> Any:
