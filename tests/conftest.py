@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import atexit
 import compileall
+import gc
 import os
 import re
 import shutil
 import signal
 import tempfile
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 os.environ.setdefault("TOOLRT_HOT_RELOAD", "false")
 # Hot reload waits for a settle window before publishing (2 s by default, for writers that
@@ -48,6 +52,25 @@ def pytest_xdist_auto_num_workers(config: object) -> int:
     if wanted.isdigit() and int(wanted) > 0:
         return int(wanted)
     return max(4, 2 * len(os.sched_getaffinity(0)))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
+    """Collect with the cyclic garbage collector off, then freeze what collection built.
+
+    Collection imports every test module (and the packages they use) and builds some
+    23,000 test items, objects that live until the session ends. While the heap grows,
+    the collector traverses all of it again and again and finds next to nothing to free:
+    about a third of each worker's collection CPU. Frozen (``gc.freeze``), those objects
+    are left out of the collections that run during the tests, which still see every
+    object the tests make.
+    """
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def pytest_configure(config: object) -> None:
