@@ -222,7 +222,7 @@ class ProcessSink:
         (:func:`~runtime.audit.rows.rows_of`, which never raises) and sent as stored."""
         frames: list[bytes] = []
         try:
-            if all(type(item) is tuple for item in items):
+            if _TUPLES.issuperset(map(type, items)):  # (in C: this runs for every batch)
                 message: tuple[Any, ...] = ("items", self._seq + 1, self._plain_items(items, frames))
             else:
                 message = ("batch", self._seq + 1, self._record_rows(items, frames))
@@ -234,6 +234,32 @@ class ProcessSink:
         return frames
 
     def _plain_items(self, items: Sequence[tuple[Any, ...]], frames: list[bytes]) -> list[tuple[Any, ...]]:
+        """The tuples an ``items`` frame carries: an item's first ten values, its metadata as
+        a dict, its redactor's key. The usual batch (every metadata a read-only view of a
+        dict, or a dict) is made column by column in C, with no Python step per item: the status goes
+        as the item holds it (a result's enum is pickled once per batch, and the child reads
+        its text from the metadata exactly as the thread does, ``rows._resolved``)."""
+        metadatas = list(map(_METADATA_OF, items))
+        if not _AS_DICT.issuperset(map(type, metadatas)):
+            return self._plain_items_one_by_one(items, frames)
+        # The metadata is a read-only view of the result's: a dict pickles, a view does not.
+        # The view's copy() is its dict's (a third of what dict(view) costs, which reads key
+        # by key through the view); a view of any other mapping goes the careful way.
+        try:
+            copies = list(map(_COPY, metadatas))
+        except Exception:  # noqa: BLE001 - a mapping of the app's own behind a view
+            copies = None
+        if copies is None or not _DICTS.issuperset(map(type, copies)):
+            return self._plain_items_one_by_one(items, frames)
+        redactors = list(map(_REDACTOR_OF, items))
+        distinct = dict(zip(map(id, redactors), redactors, strict=True))  # the calls mostly share one
+        keys = {ident: self._redactor_key(redactor, frames) for ident, redactor in distinct.items()}
+        columns = [map(getter, items) for getter in _FIRST_TEN]
+        return list(zip(*columns, copies, map(keys.__getitem__, map(id, redactors)), strict=True))
+
+    def _plain_items_one_by_one(self, items: Sequence[tuple[Any, ...]], frames: list[bytes]) -> list[tuple[Any, ...]]:
+        """:meth:`_plain_items` for a batch with an item without metadata or with metadata
+        of another type (which raises: the batch is finished here)."""
         plain = []
         last: Any = _NO_REDACTOR
         key: int | None = None
@@ -367,6 +393,12 @@ class ProcessSink:
 
 
 _NO_REDACTOR = object()
+_METADATA_OF, _REDACTOR_OF = operator.itemgetter(10), operator.itemgetter(11)
+_FIRST_TEN = tuple(operator.itemgetter(at) for at in range(10))
+_AS_DICT = frozenset({MappingProxyType, dict})
+_TUPLES = frozenset({tuple})
+_DICTS = frozenset({dict})
+_COPY = operator.methodcaller("copy")
 
 
 def _stored(row: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -113,8 +115,18 @@ def test_an_argument_that_will_not_pickle_is_stored_redacted_with_the_rest_of_it
         MappingProxyType({**METADATA, "rule": threading.Lock()}),
         {**METADATA, "staged": [("p/r", "deny", "warn")], "path": Path("/w/x"), "hash_before": b"\x01"},
         None,
+        MappingProxyType(OddMapping(dict(METADATA))),  # type: ignore[arg-type]
+        MappingProxyType(OrderedDict(METADATA)),
     ],
-    ids=["unreadable", "odd-mapping", "unpicklable-value", "odd-values", "none"],
+    ids=[
+        "unreadable",
+        "odd-mapping",
+        "unpicklable-value",
+        "odd-values",
+        "none",
+        "view-of-odd",
+        "view-of-ordered",
+    ],
 )
 def test_metadata_the_app_cannot_hand_over_as_is_gives_the_rows_the_thread_gives(
     tmp_path: Path, metadata: Mapping[str, Any] | None
@@ -123,6 +135,20 @@ def test_metadata_the_app_cannot_hand_over_as_is_gives_the_rows_the_thread_gives
     by_child = _through("sqlite", tmp_path / "child.sqlite3", items, writer="process")
     by_thread = _through("sqlite", tmp_path / "thread.sqlite3", items, writer="thread")
     assert by_child == by_thread
+
+
+def test_the_usual_batch_is_handed_over_as_each_item_holds_it_with_its_metadata_copied_to_a_dict() -> None:
+    sink = ProcessSink("sqlite", Path(tempfile.mkdtemp()) / "audit.sqlite3")
+    items = [item(dict(CLEAN, i=i), index=i, status=Status.denied if i % 2 else Status.ok) for i in range(5)]
+    items.append(item(CLEAN, index=5, redactor=None))
+    frames: list[bytes] = []
+    plain = sink._plain_items(items, frames)
+    assert len(frames) == 1  # the one redactor's profiles, once
+    for one, sent in zip(items, plain, strict=True):
+        assert sent[:10] == one[:10] and sent[8] is one[8]  # the status enum itself: the child reads its text
+        assert type(sent[10]) is dict and sent[10] == dict(one[10])
+    assert [sent[11] for sent in plain] == [1, 1, 1, 1, 1, None]
+    assert rows_of(_items(plain, {1: SHIPPED})) == rows_of(items)
 
 
 def test_application_records_and_call_items_in_one_batch_are_stored_in_order(tmp_path: Path) -> None:
