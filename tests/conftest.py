@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import tempfile
 from collections.abc import Generator
 from pathlib import Path
@@ -32,6 +33,45 @@ os.environ.setdefault("TOOLRT_RELOAD_SETTLE_MS", "150")
 _STATE_HOME = tempfile.mkdtemp(prefix="toolrt-tests-state-")
 os.environ["XDG_STATE_HOME"] = _STATE_HOME
 atexit.register(shutil.rmtree, _STATE_HOME, True)
+
+
+def _python3_without_a_shim() -> None:
+    """Put a link to the interpreter ``python3`` stands for first on PATH, when the
+    ``python3`` found on PATH is a script (a version manager's shim).
+
+    Hundreds of commands the tests run start ``python3`` (printers, fork bombs, secret
+    readers). Through a pyenv shim each start first runs a bash script and pyenv itself:
+    about 70 ms of CPU on top of the interpreter's own 40 ms. The link runs the very
+    interpreter the shim picks (asked once, here); the command lines stay as written.
+    Done once in the first process; the workers and every child inherit PATH.
+    """
+    if os.environ.get("TESTS_PYTHON3_LINK"):
+        return
+    found = shutil.which("python3")
+    try:
+        with open(found or "", "rb") as program:
+            if program.read(2) != b"#!":
+                return
+        real = subprocess.run(
+            [found or "", "-c", "import sys; print(sys.executable)"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+            cwd=tempfile.gettempdir(),
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return
+    if not os.path.isabs(real) or not os.access(real, os.X_OK):
+        return
+    folder = tempfile.mkdtemp(prefix="toolrt-tests-bin-")
+    atexit.register(shutil.rmtree, folder, True)
+    os.symlink(real, os.path.join(folder, "python3"))
+    os.environ["PATH"] = folder + os.pathsep + os.environ.get("PATH", "")
+    os.environ["TESTS_PYTHON3_LINK"] = folder
+
+
+_python3_without_a_shim()
 
 # A suite started in the background (`nohup make test &`, a CI step without a terminal)
 # inherits SIGINT ignored, and so would every `toolrt watch` or `serve` the tests start
