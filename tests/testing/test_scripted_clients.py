@@ -4,8 +4,6 @@ keep every request as it was sent."""
 from __future__ import annotations
 
 import pytest
-from anthropic.types import Message
-from openai.types.chat import ChatCompletion
 
 from runtime import adapters
 from runtime.testing import ScriptedAnthropic, ScriptedOpenAI
@@ -14,6 +12,8 @@ USE = {"type": "tool_use", "id": "toolu_1", "name": "file_read", "input": {"path
 
 
 def test_scripted_anthropic_returns_messages_with_the_stop_reason_their_content_implies() -> None:
+    from anthropic.types import Message  # imported here: only the worker running this pays for the SDK
+
     client = ScriptedAnthropic(
         [{"role": "assistant", "content": [USE]}, {"role": "assistant", "content": [{"type": "text", "text": "done"}]}]
     )
@@ -48,6 +48,8 @@ def test_scripted_clients_say_when_the_script_has_run_out() -> None:
 
 
 def test_scripted_openai_returns_chat_completions_the_adapter_parses() -> None:
+    from openai.types.chat import ChatCompletion
+
     call = {"id": "call_1", "type": "function", "function": {"name": "grep", "arguments": '{"pattern": "x"}'}}
     client = ScriptedOpenAI(
         [{"role": "assistant", "content": None, "tool_calls": [call]}, {"role": "assistant", "content": "done"}]
