@@ -66,6 +66,36 @@ class Call:
     parse_error: str | None = None
 
 
+# Call's own __init__, for the reason ToolResult has one (below): a parser builds one for
+# every call. ``tests/test_records_fast_init.py`` holds it beside the generated one.
+_GENERATED_CALL_INIT = Call.__init__
+_set_id, _set_call_name, _set_args, _set_index, _set_raw, _set_parse_error = (
+    getattr(Call, name).__set__ for name in ("id", "name", "args", "index", "raw_arguments", "parse_error")
+)
+
+
+def _call_init(
+    self: Call,
+    id: str,  # noqa: A002 - the field's name
+    name: str,
+    args: Mapping[str, Any] | None,
+    index: int = 0,
+    raw_arguments: str | None = None,
+    parse_error: str | None = None,
+) -> None:
+    _set_id(self, id)
+    _set_call_name(self, name)
+    _set_args(self, args)
+    _set_index(self, index)
+    _set_raw(self, raw_arguments)
+    _set_parse_error(self, parse_error)
+
+
+_call_init.__qualname__ = "Call.__init__"
+_call_init.__doc__ = _GENERATED_CALL_INIT.__doc__
+Call.__init__ = _call_init  # type: ignore[method-assign]
+
+
 @dataclass(frozen=True, slots=True)
 class Session:
     """Who the calls are made for. ``mode`` is a permission mode name."""

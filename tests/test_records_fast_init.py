@@ -126,3 +126,65 @@ def test_set_metadata_replaces_only_the_metadata() -> None:
     result = ToolResult("c", "n", "t", Status.ok, None, None, [1], MappingProxyType({"a": 1}))
     records.set_metadata(result, MappingProxyType({"b": 2}))
     assert result.metadata == {"b": 2} and result.structured == [1] and result.content == "t"
+
+
+# --- Call: the same, for its own hand-written initializer ------------------------------
+
+CALL_CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    (("c1", "noop", {"a": 1}), {}),
+    (("c1", "noop", None, 3, '{"a": 1}', "bad"), {}),
+    ((), {"id": "c", "name": "n", "args": {}}),
+    (("c",), {"args": None, "name": "n", "parse_error": "p", "index": 2}),
+    (("c", "n", MappingProxyType({"k": [1]})), {"raw_arguments": ""}),
+]
+CALL_CALLS += [((value, value, value, value, value, value), {}) for value in ODD]
+CALL_CALLS += [(("c", "n", value), {}) for value in ODD]
+
+
+def _generated_call(*args: Any, **kwargs: Any) -> records.Call:
+    call = records.Call.__new__(records.Call)
+    records._GENERATED_CALL_INIT(call, *args, **kwargs)
+    return call
+
+
+@pytest.mark.parametrize(("args", "kwargs"), CALL_CALLS, ids=[f"call{i}" for i in range(len(CALL_CALLS))])
+def test_the_new_call_initializer_builds_the_generated_ones_object(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    fast = records.Call(*args, **kwargs)
+    slow = _generated_call(*args, **kwargs)
+    assert type(fast) is records.Call
+    assert all(getattr(fast, f.name) is getattr(slow, f.name) for f in dataclasses.fields(records.Call))
+    assert repr(fast) == repr(slow)
+
+
+BAD_CALL_CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    ((), {}),
+    (("c",), {}),
+    (("c", "n"), {}),
+    (("c", "n", {}, 0, None, None, "extra"), {}),
+    (("c", "n", {}), {"id": "again"}),
+    (("c", "n", {}), {"unknown": 1}),
+]
+
+
+@pytest.mark.parametrize(("args", "kwargs"), BAD_CALL_CALLS, ids=[f"bad{i}" for i in range(len(BAD_CALL_CALLS))])
+def test_a_bad_call_of_call_is_refused_as_before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    with pytest.raises(TypeError):
+        _generated_call(*args, **kwargs)
+    with pytest.raises(TypeError):
+        records.Call(*args, **kwargs)
+
+
+def test_a_call_is_still_frozen_equal_hashable_and_has_the_dataclass_signature() -> None:
+    call = records.Call("c", "n", None, 1, "raw", "bad")
+    assert (call.index, call.raw_arguments, call.parse_error) == (1, "raw", "bad")
+    assert records.Call("c", "n", None) == _generated_call("c", "n", None)
+    assert (records.Call("c", "n", None).index, records.Call("c", "n", None).raw_arguments) == (0, None)
+    for name in ("id", "args", "parse_error"):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(call, name, "changed")
+    assert hash(call) == hash(_generated_call("c", "n", None, 1, "raw", "bad"))
+    assert dataclasses.replace(call, args={"a": 1}).args == {"a": 1}
+    assert pickle.loads(pickle.dumps(records.Call("c", "n", {"a": [1]}))) == records.Call("c", "n", {"a": [1]})
+    assert list(inspect.signature(records.Call).parameters) == [f.name for f in dataclasses.fields(records.Call)]

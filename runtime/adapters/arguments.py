@@ -201,6 +201,36 @@ def _plain_object(raw: str) -> dict[str, Any] | None:
     return value
 
 
+def quick_decode(raw: Any) -> tuple[dict[str, Any], bool] | None:
+    """The usual arguments (one ASCII object of plain values, ``{`` first and ``}``
+    last, within the default limits), decoded as :func:`decode_noting_nulls` decodes
+    them: ``(args, may hold a null)``; None for anything else, which then takes that
+    function's whole way. What :func:`decode_noting_nulls` does before the plain
+    decoder, and the decoder's own Python wrapper, are done here in a few tests: the C
+    scanner is called directly, and only a scan that ends at the last character counts
+    (the full decoder would find nothing else to say about such a text)."""
+    if (
+        type(raw) is not str
+        or raw[:1] != "{"
+        or raw.count("{") != 1  # one object (the plain decoder's condition), and so not too deep:
+        or raw.count("[") >= MAX_DEPTH  # brackets, one of them "{", are at most max_depth
+        or len(raw) > MAX_BYTES
+        or not raw.isascii()
+        or "\\u" in raw
+    ):
+        return None
+    try:
+        value, end = _PLAIN_SCAN(raw, 0)
+    except (ValueError, StopIteration, _Unsure):  # not JSON, or a value the full decoder words
+        return None
+    if end != len(raw) or type(value) is not dict or raw.count(":") != len(value):
+        return None
+    return value, "null" in raw and _holds_null(value)
+
+
+_PLAIN_SCAN: Any = _PLAIN.scan_once  # type: ignore[attr-defined]  # the C scanner the decoder made
+
+
 def _holds_null(value: dict[str, Any]) -> bool:
     """Whether a single object of plain decoded values holds a ``null`` (in a nested
     list of lists: assumed to)."""

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runtime.adapters._common import (
+    MAX_NAME_CHARS,
     as_data,
     as_list,
     exported_tools,
@@ -43,7 +44,7 @@ from runtime.adapters._common import (
     text_of,
     tool_name,
 )
-from runtime.adapters.arguments import decode_noting_nulls
+from runtime.adapters.arguments import decode_noting_nulls, quick_decode
 from runtime.adapters.strict_schema import StrictSchema, strip_strict_nulls, to_strict
 from runtime.records import Call, ToolResult
 from runtime.snapshot import CompiledTool, Snapshot
@@ -95,6 +96,36 @@ def tool_definitions_chat(snapshot: Snapshot, *, strict: bool = True) -> list[di
 
 
 def _chat_call(entry: Any, index: int, snapshot: Snapshot | None) -> Call:
+    return _quick_chat_call(entry, index, snapshot) or _full_chat_call(entry, index, snapshot)
+
+
+def _quick_chat_call(entry: Any, index: int, snapshot: Snapshot | None) -> Call | None:
+    """The usual entry (a dict with an ASCII id and name and plain arguments), read in a
+    few exact-type tests; None for anything else, which :func:`_full_chat_call` reads
+    (both give the same Call wherever this one answers)."""
+    if type(entry) is not dict:
+        return None
+    function = entry.get("function")
+    identifier = entry.get("id")
+    kind = entry.get("type")
+    if type(function) is not dict or type(identifier) is not str or not identifier or not identifier.isascii():
+        return None
+    if kind != "function" and kind is not None:
+        return None
+    name = function.get("name")
+    if type(name) is not str or not name or not name.isascii() or len(name) > MAX_NAME_CHARS:
+        return None
+    raw = function.get("arguments")
+    decoded = quick_decode(raw)
+    if decoded is None:
+        return None
+    args, maybe_null = decoded
+    if maybe_null and snapshot is not None:
+        args = _strict_nulls_undone(args, name, snapshot)
+    return Call(identifier, name, args, index, raw, None)
+
+
+def _full_chat_call(entry: Any, index: int, snapshot: Snapshot | None) -> Call:
     if type(entry) is not dict and not isinstance(entry, Mapping):
         return Call(
             id=f"call_missing_{index}",
@@ -237,14 +268,22 @@ def _with_arguments(
     if problem:
         problems.append(problem)
     if maybe_null and args is not None and snapshot is not None and name:  # no null: nothing to undo
-        tool = snapshot.tools.get(name)
-        if tool is not None and strict_form(snapshot, tool).strict:
-            args = strip_strict_nulls(args, tool.spec.input_schema)
+        args = _strict_nulls_undone(args, name, snapshot)
     return Call(identifier, name, args, index, raw, join_problems(problems))  # positional: built on every call
 
 
+def _strict_nulls_undone(args: dict[str, Any], name: str, snapshot: Snapshot) -> dict[str, Any]:
+    """``args`` without the nulls strict mode made the model send for optional arguments."""
+    tool = snapshot.tools.get(name)
+    if tool is not None and strict_form(snapshot, tool).strict:
+        return strip_strict_nulls(args, tool.spec.input_schema)
+    return args
+
+
 def _text(result: ToolResult, mark_errors: bool) -> str:
-    text = text_of(result)
+    text = result.content
+    if type(text) is not str or not text or not text.isascii():  # ASCII text is its own text_of
+        text = text_of(result)
     if mark_errors and result.is_error and not text[:6].lower().startswith("error"):
         return ERROR_PREFIX + text
     return text
