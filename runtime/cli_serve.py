@@ -52,7 +52,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         help="config directory or YAML file (repeatable); the lock goes in the first",
     )
 
-    watch = sub.add_parser("watch", help="load a config, then print one JSON line per reload attempt until interrupted")
+    watch = sub.add_parser(
+        "watch",
+        help="load a config (its MCP servers mounted), then print one JSON line per reload attempt, and per MCP"
+        " server listing that differs from the lock file, until interrupted",
+    )
     watch.add_argument(
         "--config", type=Path, action="append", required=True, help="config directory or YAML file (repeatable)"
     )
@@ -169,7 +173,7 @@ def cmd_mcp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_watch(args: argparse.Namespace, out: TextIO, err: TextIO, stop: threading.Event | None = None) -> int:
-    """``toolrt watch``: the initial load, then every reload attempt, one JSON object per line."""
+    """``toolrt watch``: the initial load, then every reload attempt (and ``mcp_drift``), one JSON object per line."""
     if report_missing(args.config, err):
         return EXIT_USAGE
     stop = stop or threading.Event()
