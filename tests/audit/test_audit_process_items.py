@@ -232,3 +232,23 @@ def test_a_value_of_a_class_the_child_cannot_import_is_refused_by_the_framing() 
         handoff.frame(("items", 1, [("x", Color.RED)]))
     for value in (Status.ok, Path("/x"), b"x", {1, 2}, 1.5, None, str, len):
         assert handoff.frame(("items", 1, [value]))
+
+
+def test_the_writer_child_starts_without_the_settings_or_the_query_and_verify_modules() -> None:
+    # runtime.audit imports its public names on first use: the child, started when the
+    # calls come fast, pays for the sinks and redaction only.
+    code = "import sys, runtime.audit.child; print(*sorted(m for m in sys.modules if m.startswith('runtime.')))"
+    loaded = set(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    )
+    assert {"runtime.audit.sinks", "runtime.audit.child", "runtime.shaping.redact"} <= loaded
+    assert not loaded & {"runtime.settings", "runtime.audit.location", "runtime.audit.query", "runtime.audit.verify"}
+
+
+def test_the_audit_packages_public_names_are_all_there_on_first_use() -> None:
+    import runtime.audit as audit
+
+    assert all(getattr(audit, name) is not None for name in audit.__all__)
+    assert set(audit.__all__) <= set(dir(audit))
+    with pytest.raises(AttributeError):
+        audit.no_such_name  # noqa: B018
