@@ -63,9 +63,14 @@ def parse_chat_calls(message: Any, *, snapshot: Snapshot | None = None) -> list[
     function, or a custom (free-form) tool call gets ``parse_error`` set.
     """
     try:
-        data = as_data(message)
-        entries = as_list(data.get("tool_calls")) if type(data) is dict or isinstance(data, Mapping) else as_list(data)
-        return [_chat_call(as_data(entry), index, snapshot) for index, entry in enumerate(entries)]
+        if type(message) is dict and type(message.get("tool_calls")) is list:  # the usual message: no conversion
+            entries = message["tool_calls"].copy()
+        else:
+            data = as_data(message)
+            entries = (
+                as_list(data.get("tool_calls")) if type(data) is dict or isinstance(data, Mapping) else as_list(data)
+            )
+        return [_chat_call(entry, index, snapshot) for index, entry in enumerate(entries)]
     except Exception:  # noqa: BLE001 - a hostile payload yields nothing rather than an exception
         return []
 
@@ -96,7 +101,7 @@ def tool_definitions_chat(snapshot: Snapshot, *, strict: bool = True) -> list[di
 
 
 def _chat_call(entry: Any, index: int, snapshot: Snapshot | None) -> Call:
-    return _quick_chat_call(entry, index, snapshot) or _full_chat_call(entry, index, snapshot)
+    return _quick_chat_call(entry, index, snapshot) or _full_chat_call(as_data(entry), index, snapshot)
 
 
 def _quick_chat_call(entry: Any, index: int, snapshot: Snapshot | None) -> Call | None:

@@ -165,8 +165,10 @@ def test_the_quick_call_is_the_full_call_wherever_it_answers(
         _same(quick, openai._full_chat_call(entry, 3, snapshot))
     # And the whole parser gives what the full reading gives, whichever answered.
     (parsed,) = openai.parse_chat_calls([entry], snapshot=snapshot)
-    (full,) = [openai._full_chat_call(entry, 0, snapshot)] if type(entry) is dict else [parsed]
+    (in_message,) = openai.parse_chat_calls({"role": "assistant", "tool_calls": [entry]}, snapshot=snapshot)
+    full = openai._full_chat_call(entry, 0, snapshot)
     _same(parsed, full)
+    _same(in_message, full)
 
 
 def test_strict_mode_nulls_are_undone_on_the_quick_path_as_on_the_full_one(coding_snapshot: Any) -> None:
