@@ -26,58 +26,31 @@ the agent's file tools.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from runtime.audit.chain import GENESIS
-    from runtime.audit.location import store_path
-    from runtime.audit.query import format_json, format_table, parse_since, query
-    from runtime.audit.record import ARGS_MAX_BYTES, COLUMNS, AuditRecord, encode_args
-    from runtime.audit.sinks import SCHEMA_VERSION, AuditStoreError, JsonlSink, Sink, SqliteSink
-    from runtime.audit.verify import ChainBreak, ChainReport, verify
-    from runtime.audit.writer import AuditWriter
+from runtime.audit.chain import GENESIS
+from runtime.audit.query import format_json, format_table, parse_since, query
+from runtime.audit.record import ARGS_MAX_BYTES, COLUMNS, AuditRecord, encode_args
+from runtime.audit.sinks import SCHEMA_VERSION, AuditStoreError, JsonlSink, Sink, SqliteSink
+from runtime.audit.verify import ChainBreak, ChainReport, verify
+from runtime.audit.writer import AuditWriter
 
-# The public names are imported on first use (PEP 562), as the package's own are: the
-# writer child (runtime.audit.child), started when an app's calls come fast, needs the
-# sinks and redaction only, not the settings that finding the store's location reads
-# (a third of its start-up CPU).
-_LAZY = {
-    "GENESIS": "runtime.audit.chain",
-    "store_path": "runtime.audit.location",
-    "format_json": "runtime.audit.query",
-    "format_table": "runtime.audit.query",
-    "parse_since": "runtime.audit.query",
-    "query": "runtime.audit.query",
-    "ARGS_MAX_BYTES": "runtime.audit.record",
-    "COLUMNS": "runtime.audit.record",
-    "AuditRecord": "runtime.audit.record",
-    "encode_args": "runtime.audit.record",
-    "SCHEMA_VERSION": "runtime.audit.sinks",
-    "AuditStoreError": "runtime.audit.sinks",
-    "JsonlSink": "runtime.audit.sinks",
-    "Sink": "runtime.audit.sinks",
-    "SqliteSink": "runtime.audit.sinks",
-    "ChainBreak": "runtime.audit.verify",
-    "ChainReport": "runtime.audit.verify",
-    "verify": "runtime.audit.verify",
-    "AuditWriter": "runtime.audit.writer",
-}
+if TYPE_CHECKING:
+    from runtime.audit.location import store_path
 
 
 def __getattr__(name: str) -> Any:
-    """Import a public name on first use and keep it as a module attribute."""
-    try:
-        module_name = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'runtime.audit' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
+    """``store_path`` on first use (PEP 562): finding the store reads the settings
+    (pydantic-settings), which the writer child, started when an app's calls come fast,
+    never needs (a sixth of its start-up CPU). (Only this name is lazy: a name that is
+    also a submodule's, such as ``query`` or ``verify``, would be replaced by the
+    submodule once that is imported.)"""
+    if name == "store_path":
+        from runtime.audit.location import store_path as found
 
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+        globals()[name] = found
+        return found
+    raise AttributeError(f"module 'runtime.audit' has no attribute {name!r}")
 
 
 __all__ = [
