@@ -144,7 +144,12 @@ class ConfigWatcher:
         self._stop.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
+            try:
+                thread.join(timeout)
+            except RuntimeError:
+                # start() was interrupted (Ctrl-C) before the thread began: nothing to join,
+                # and a thread that begins after all finds its stop event already set.
+                pass
         self._thread = None
         self._ready.clear()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -380,3 +381,30 @@ async def test_a_runtime_built_with_watch_serves_an_edit_without_a_manual_reload
     assert event.changed == ("t",) and event.serving == runtime.snapshot.version
     await runtime.close()
     assert runtime.watcher is not None and not runtime.watcher.running
+
+
+def test_a_start_interrupted_before_its_thread_began_stops_cleanly_and_can_start_again(
+    runtime: Runtime, config_dir: Path, events: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C landing inside Thread.start() (toolrt watch, right after its first line):
+    # the thread object exists but never began. stop() must not raise on joining it.
+    watcher = ConfigWatcher([config_dir], runtime.reload, current=lambda: runtime.snapshot, on_event=events)
+
+    def interrupted(self: threading.Thread) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(threading.Thread, "start", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            watcher.start()
+    watcher.stop(timeout=5)
+    assert not watcher.running
+
+    watcher.start()
+    try:
+        assert watcher.running and watcher.ready
+        write_in_place(config_dir / "tools.yaml", tools_yaml({"finder": "After a restart."}))
+        events.wait_for(lambda e: e.event == "reloaded")
+        assert description(runtime) == "After a restart."
+    finally:
+        watcher.stop(timeout=5)
