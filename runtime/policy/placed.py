@@ -63,11 +63,6 @@ from runtime.policy.where import within as _within
 _MAX_ALIASES = 32  # names made earlier on a line followed at most (more: any path may be a link)
 
 _WORST_FIRST = ("protected", "holds", "linked", "outside", "inside")
-_DOES = {
-    programs.CODE: "runs code",
-    programs.WRITE: "writes a file",
-    programs.FOLLOW: "follows symbolic links, which can lead out of the workspace",
-}
 # Lines that may change how bash expands globs (dotglob, nocaseglob, globstar, GLOBIGNORE).
 _GLOB_STATE = re.compile(r"shopt|GLOBIGNORE|BASHOPTS|SHELLOPTS|set\s+[-+]o")
 
@@ -237,7 +232,7 @@ class _Placer:
                 current = guards.get(access.index, 0)
                 if access.kind in programs.GUARDED and access.named > 0 and current >= 0:
                     guards[access.index] = max(current, access.named)
-                    notes.append(f"`{short(argv[access.index])}` {_DOES[access.kind]}")
+                    notes.append(f"`{short(argv[access.index])}` {programs.DOES[access.kind]}")
                 if access.path is not None and access.kind in (programs.READ, programs.WRITE):
                     extra.append(PlacedCommand(("<" if access.kind == programs.READ else ">", access.path), own=False))
                 if access.path is not None:

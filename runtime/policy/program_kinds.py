@@ -11,8 +11,16 @@ READ, WRITE, CODE, DIR = "read", "write", "code", "dir"
 FOLLOW = "follow"
 #: What a link made by ``ln`` will point to: reachable through the link from then on.
 LINK = "link"
-#: Access kinds an allow rule must name literally.
-GUARDED = frozenset({WRITE, CODE, FOLLOW})
+#: Changing the machine's own settings (``date -s`` sets the clock): no file is named.
+SYSTEM = "system"
+#: Access kinds an allow rule must name literally, and what each does, for the reason of an ask.
+GUARDED = frozenset({WRITE, CODE, FOLLOW, SYSTEM})
+DOES = {
+    CODE: "runs code",
+    WRITE: "writes a file",
+    FOLLOW: "follows symbolic links, which can lead out of the workspace",
+    SYSTEM: "changes the machine's settings (its clock or host name)",
+}
 #: An option whose value is program text (sed -e, awk --source): checked like the script operand.
 SCRIPT = "script"
 #: An option whose value is a file of code or options (awk -f, curl -K): code run, and a file read.

@@ -18,6 +18,7 @@ from runtime.policy.program_table import (
     GUARDED,
     READ,
     SCRIPT,
+    SYSTEM,
     WRITE,
     Option,
     Program,
@@ -212,7 +213,7 @@ def _kept(argv: Sequence[str], program: Program) -> bool:
     return False
 
 
-_RANK = {None: 0, DIR: 1, READ: 2, FOLLOW: 3, SCRIPT: 4, WRITE: 4, CODE_FILE: 5, CODE: 5}
+_RANK = {None: 0, DIR: 1, READ: 2, FOLLOW: 3, SCRIPT: 4, SYSTEM: 4, WRITE: 4, CODE_FILE: 5, CODE: 5}
 
 
 def _abbreviated(program: Program, name: str, minimum: int = ABBREVIATION_MIN) -> tuple[str, Option | None]:

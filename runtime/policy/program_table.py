@@ -21,6 +21,7 @@ from runtime.policy.program_kinds import (
     LINK,
     READ,
     SCRIPT,
+    SYSTEM,
     WRITE,
     Option,
     Program,
@@ -42,6 +43,7 @@ __all__ = [
     "LINK",
     "READ",
     "SCRIPT",
+    "SYSTEM",
     "WRITE",
     "Option",
     "Program",
@@ -435,7 +437,21 @@ TABLE: Mapping[str, Program] = {
         )
     ),
     "wc": Program(options=opts(("--files0-from", READ, "yes"))),
-    "date": Program(options=opts(("-f --file -r --reference", READ, "yes"), ("-d --date", None, "yes"))),
+    # `date -s` and an operand without `+` (`date 010112002020`) set the clock: see programs.accesses.
+    "date": Program(
+        options=opts(
+            ("-f --file -r --reference", READ, "yes"),
+            ("-d --date", None, "yes"),
+            ("-s --set", SYSTEM, "yes"),
+            ("-I --iso-8601", None, "attached"),
+            ("--rfc-3339", None, "yes"),
+        )
+    ),
+    # A name operand, `-F FILE` or `-b` sets the host or domain name: see programs.accesses.
+    **{
+        name: Program(options=opts(("-F --file", SYSTEM, "yes", lambda value: (value,)), ("-b --boot", SYSTEM, "no")))
+        for name in ("hostname", "domainname", "nisdomainname", "ypdomainname")
+    },
     "jq": Program(
         options=opts(
             ("-f --from-file", READ, "yes"), ("-L", READ, "yes"), ("--arg --argjson --slurpfile --rawfile", None, "yes")

@@ -23,7 +23,7 @@ import functools
 import urllib.parse
 from collections.abc import Sequence
 
-from runtime.policy.program_kinds import DELETE, Access
+from runtime.policy.program_kinds import DELETE, DOES, Access
 from runtime.policy.program_scan import PATH_KINDS, record, scan
 from runtime.policy.program_table import (
     CODE,
@@ -35,6 +35,7 @@ from runtime.policy.program_table import (
     LINK,
     LN,
     READ,
+    SYSTEM,
     TABLE,
     TAR,
     TAR_VALUE_LETTERS,
@@ -45,10 +46,12 @@ from runtime.policy.program_table import (
 __all__ = [
     "CODE",
     "DIR",
+    "DOES",
     "FOLLOW",
     "GUARDED",
     "LINK",
     "READ",
+    "SYSTEM",
     "WRITE",
     "Access",
     "accesses",
@@ -132,12 +135,18 @@ def _analysed(argv: tuple[str, ...]) -> tuple[tuple[Access, ...], frozenset[int]
             if any(a.what.startswith("--del") for a in moves):
                 deleted.append(operands[-1])
             found.extend(Access(k, WRITE, DELETE, argv[k]) for k in deleted)
+    elif argv[0] == "date":
+        # An operand that is not a `+FORMAT` sets the clock (`date 010112002020`), as `-s` does.
+        found.extend(Access(k, SYSTEM, "operand", None, len(argv[k])) for k in operands if not argv[k].startswith("+"))
+    elif argv[0] in _NAME_SETTERS:
+        found.extend(Access(k, SYSTEM, "operand", None, len(argv[k])) for k in operands)
     if argv[0] in _URL_PROGRAMS:
         found.extend(_file_urls(argv, patterns))
     return tuple(found), frozenset(patterns)
 
 
 _URL_PROGRAMS = frozenset({"curl", "wget", "git"})
+_NAME_SETTERS = frozenset({"hostname", "domainname", "nisdomainname", "ypdomainname"})
 
 # Programs that make no files however they are called (their redirections are commands
 # of their own), and git commands that only read.
