@@ -20,14 +20,14 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from loguru import logger
 
 from runtime.config.load import LoadedDocument
 from runtime.config.models import McpServerDocument
+from runtime.lockdrift import REPORTED, DriftChange  # defined there for the reload side too; used here
 from runtime.mcpclient.mount import ConfigFacts, ListedTool, mount_server
 
 LOCK_FILE = "toolrt-mcp.lock.json"
@@ -35,42 +35,8 @@ _FORMAT = 1
 
 Listings = Mapping[str, Sequence[ListedTool]]
 
-#: Changes a drift report (log, ``mcp_drift`` event) lists; the count says how many there were.
-REPORTED = 100
-_SHOWN = 120  # characters of a tool name in a report: the name is the server's, of any length
 _COMPARED = ("description", "input_schema", "output_schema", "annotations")
 _HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint")
-
-
-@dataclass(frozen=True)
-class DriftChange:
-    """One tool's difference between the lock file and the server's live listing."""
-
-    tool: str
-    change: Literal["added", "removed", "changed"]
-    fields: tuple[str, ...] = ()  # changed: which of description, input_schema, output_schema, annotations
-    hints: tuple[tuple[str, Any, Any], ...] = ()  # changed annotations: (name, locked value, live value)
-
-    def __str__(self) -> str:
-        name = self.tool if len(self.tool) <= _SHOWN else self.tool[:_SHOWN] + "..."
-        if self.change == "added":
-            return f"`{name}` is new"
-        if self.change == "removed":
-            return f"`{name}` is gone"
-        text = f"`{name}` changed its {', '.join(self.fields)}"
-        if self.hints:
-            shown = ", ".join(f"{hint}: {_value(a)} -> {_value(b)}" for hint, a, b in self.hints)
-            text += f" ({shown})"
-        return text
-
-    def to_dict(self) -> dict[str, Any]:
-        """The change as JSON-able data: ``tool``, ``change``, ``message``, and for a changed
-        tool ``fields`` and ``annotations`` (``{hint: {"locked": .., "live": ..}}``)."""
-        data: dict[str, Any] = {"tool": self.tool[:_SHOWN], "change": self.change, "message": str(self)}
-        if self.change == "changed":
-            data["fields"] = list(self.fields)
-            data["annotations"] = {hint: {"locked": a, "live": b} for hint, a, b in self.hints}
-        return data
 
 
 def lock_path(paths: Sequence[Path | str]) -> Path:
@@ -176,11 +142,6 @@ def report_drift(server: str, locked: Sequence[ListedTool], live: Sequence[Liste
             more,
         )
     return changes
-
-
-def _value(value: Any) -> str:
-    """An annotation value as JSON spells it (``true``, ``null``)."""
-    return json.dumps(value, default=str)
 
 
 def _tool_json(tool: ListedTool) -> dict[str, Any]:

@@ -9,6 +9,9 @@ the drift listener hears of every comparison, matches included, so that a gauge 
 back to 0 when a server matches its lock again, is no longer declared, or the lock is
 gone. A server missing from the lock is compared with an empty listing: every tool it
 lists is new to CI.
+
+The check is the one owner of the drift state (:attr:`LockCheck.drifting`): which
+servers drift now, and how.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from pathlib import Path
 
 from loguru import logger
 
-from runtime.mcpclient.lock import DriftChange, lock_path, read_lock, report_drift
+from runtime.lockdrift import DriftChange
+from runtime.mcpclient.lock import lock_path, read_lock, report_drift
 from runtime.mcpclient.mount import ListedTool
 
 Listings = Mapping[str, Sequence[ListedTool]]
@@ -32,15 +36,16 @@ class LockFile:
     inode, size or modification time): call it for the current listings, or None."""
 
     def __init__(self, paths: Sequence[Path | str]) -> None:
+        self.path: Path | None = lock_path(paths) if paths else None  # found once: the config does not move
         self._paths = [Path(p) for p in paths]
         self._seen: tuple[int, int, int] | None = None
         self._listings: dict[str, tuple[ListedTool, ...]] | None = None
 
     def __call__(self) -> Listings | None:
-        if not self._paths:
+        if self.path is None:
             return None
         try:
-            found = os.stat(lock_path(self._paths))
+            found = os.stat(self.path)
             seen: tuple[int, int, int] | None = (found.st_ino, found.st_size, found.st_mtime_ns)
         except OSError:
             seen = None
@@ -59,22 +64,37 @@ class LockCheck:
         self._on_drift = on_drift
         self._current: Listings | None = None
         self._compared: dict[str, tuple[ListedTool, ...]] = {}  # the listing compared last, per server
-        self._drifting: set[str] = set()  # servers whose latest listing differed from the lock
+        # Servers whose latest listing differs from the lock, and how. Replaced, never
+        # changed in place, so that a reader on another thread sees one consistent state.
+        self._drifting: Mapping[str, tuple[DriftChange, ...]] = {}
+
+    @property
+    def drifting(self) -> Mapping[str, tuple[DriftChange, ...]]:
+        """The servers drifting from the lock now, and how (as of the latest comparison)."""
+        return self._drifting
 
     def begin(self, servers: Collection[str]) -> None:
         """A build starts with ``servers`` declared (the reachable-looking ones)."""
-        lock = self._lock() if callable(self._lock) else self._lock
-        if lock is not self._current:
-            self._current, self._compared = lock, {}  # a new lock: every listing is compared afresh
-            if lock is None:
-                for server in sorted(self._drifting):
-                    self._tell(server, ())  # no lock, no drift
-        for gone in sorted(self._drifting - set(servers)):
+        self._read()
+        for gone in sorted(set(self._drifting) - set(servers)):
             self._tell(gone, ())  # no longer declared: it drifts no more
             self._compared.pop(gone, None)  # declared again, its listing is compared again
 
     def listed(self, server: str, tools: tuple[ListedTool, ...]) -> None:
         """``server`` listed ``tools``: compare them with the lock if they are new to it."""
+        self._compare(server, tools)
+
+    def _read(self) -> None:
+        """Take the lock as it is now."""
+        lock = self._lock() if callable(self._lock) else self._lock
+        if lock is self._current:
+            return
+        self._current, self._compared = lock, {}  # a new lock: every listing is compared afresh
+        if lock is None:
+            for server in sorted(self._drifting):
+                self._tell(server, ())  # no lock, no drift
+
+    def _compare(self, server: str, tools: tuple[ListedTool, ...]) -> None:
         lock = self._current
         if lock is None or self._compared.get(server) == tools:
             return
@@ -83,9 +103,9 @@ class LockCheck:
 
     def _tell(self, server: str, changes: Sequence[DriftChange]) -> None:
         if changes:
-            self._drifting.add(server)
-        else:
-            self._drifting.discard(server)
+            self._drifting = {**self._drifting, server: tuple(changes)}
+        elif server in self._drifting:
+            self._drifting = {name: found for name, found in self._drifting.items() if name != server}
         if self._on_drift is None:
             return
         try:

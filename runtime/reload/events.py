@@ -11,13 +11,13 @@ from typing import Any, Literal
 from loguru import logger
 
 from runtime.config.compile import BuildResult
+from runtime.lockdrift import REPORTED
 from runtime.snapshot import CompiledTool, Snapshot
 
 EventKind = Literal["loaded", "reloaded", "error", "held", "mcp_drift"]
 PublishMode = Literal["settle", "marker"]
 
 _LOGGED_ERRORS = 10
-_DRIFT_SHOWN = 100  # changes an mcp_drift event carries (runtime.mcpclient.lock.REPORTED)
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class ReloadEvent:
 
     An ``mcp_drift`` event is not an attempt: a build's mount step found that MCP server
     ``server`` lists tools that differ from the lock file. ``drift`` holds the changes
-    (at most 100; ``drift_count`` says how many there were), each with ``tool``,
+    (at most ``runtime.lockdrift.REPORTED``, 100; ``drift_count`` says how many there were), each with ``tool``,
     ``change`` (added, removed or changed), ``message`` and, when changed, ``fields``
     and ``annotations`` (``{hint: {"locked": .., "live": ..}}``); ``serving`` is the
     version serving once the build that found it was done.
@@ -47,7 +47,7 @@ class ReloadEvent:
     duration_ms: float = 0.0
     mode: PublishMode | None = None  # the watcher's publish mode (settle or marker)
     server: str | None = None  # mcp_drift: the MCP server that differs from the lock file
-    drift: tuple[Mapping[str, Any], ...] = ()  # mcp_drift: how (see runtime.mcpclient.lock.DriftChange)
+    drift: tuple[Mapping[str, Any], ...] = ()  # mcp_drift: how (see runtime.lockdrift.DriftChange)
     drift_count: int = 0
 
     @property
@@ -112,7 +112,7 @@ class ReloadEvent:
 def drift_event(server: str, changes: Sequence[Mapping[str, Any]]) -> ReloadEvent:
     """The ``mcp_drift`` event of ``server`` whose listing differs from the lock by ``changes``."""
     return ReloadEvent(
-        "mcp_drift", None, None, server=server, drift=tuple(changes[:_DRIFT_SHOWN]), drift_count=len(changes)
+        "mcp_drift", None, None, server=server, drift=tuple(changes[:REPORTED]), drift_count=len(changes)
     )
 
 
