@@ -363,8 +363,8 @@ class Runtime:
                 on_event=on_event,
                 extra_paths=self.settings.pack_dirs,
                 settings=self.settings,
-            ).start()
-            self.watcher = self._drift.attach(watcher)  # its listener hears of the MCP lock drift known already
+            )
+            self.watcher = self._drift.attach(watcher).start()  # hears of the drift known already, watches the lock
         return self.watcher
 
     def _env(

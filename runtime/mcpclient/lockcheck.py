@@ -4,11 +4,13 @@ The mount step (:class:`runtime.mcpclient.mount.Mounter`) hands every listing it
 to a :class:`LockCheck`. A listing is compared when it differs from the one compared
 last for that server, or when the lock changed (:class:`LockFile` reads it again once
 ``toolrt mcp lock`` rewrote it): so a drift is reported once per changed listing, not
-at every build. A drift is logged (:func:`runtime.mcpclient.lock.report_drift`), and
-the drift listener hears of every comparison, matches included, so that a gauge falls
-back to 0 when a server matches its lock again, is no longer declared, or the lock is
-gone. A server missing from the lock is compared with an empty listing: every tool it
-lists is new to CI.
+at every build. A lock that changes between builds is compared with the listings
+mounted now as soon as someone calls :meth:`LockCheck.recheck` (the config watcher does
+when the lock file changes). A drift is logged
+(:func:`runtime.mcpclient.lock.report_drift`), and the drift listener hears of every
+comparison, matches included, so that a gauge falls back to 0 when a server matches its
+lock again, is no longer declared, or the lock is gone. A server missing from the lock
+is compared with an empty listing: every tool it lists is new to CI.
 
 The check is the one owner of the drift state (:attr:`LockCheck.drifting`): which
 servers drift now, and how.
@@ -17,6 +19,7 @@ servers drift now, and how.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
@@ -57,12 +60,16 @@ class LockFile:
 
 class LockCheck:
     """Compares live listings with ``lock`` (listings, or a :class:`LockFile`) and tells
-    ``on_drift``. Not thread-safe: snapshot builds run one at a time."""
+    ``on_drift``. Thread-safe: builds run one at a time, but a :meth:`recheck` may come
+    from another thread (the config watcher's); the listener is called under the check's
+    lock, so that it hears of each server's comparisons in the order they were made."""
 
     def __init__(self, lock: Listings | Callable[[], Listings | None], on_drift: DriftListener | None = None) -> None:
         self._lock = lock
         self._on_drift = on_drift
+        self._guard = threading.RLock()  # reentrant: a listener may start a build of its own
         self._current: Listings | None = None
+        self._listed: dict[str, tuple[ListedTool, ...]] = {}  # the latest live listing, per declared server
         self._compared: dict[str, tuple[ListedTool, ...]] = {}  # the listing compared last, per server
         # Servers whose latest listing differs from the lock, and how. Replaced, never
         # changed in place, so that a reader on another thread sees one consistent state.
@@ -75,24 +82,38 @@ class LockCheck:
 
     def begin(self, servers: Collection[str]) -> None:
         """A build starts with ``servers`` declared (the reachable-looking ones)."""
-        self._read()
-        for gone in sorted(set(self._drifting) - set(servers)):
-            self._tell(gone, ())  # no longer declared: it drifts no more
-            self._compared.pop(gone, None)  # declared again, its listing is compared again
+        with self._guard:
+            self._read()
+            for gone in sorted(set(self._drifting) - set(servers)):
+                self._tell(gone, ())  # no longer declared: it drifts no more
+                self._compared.pop(gone, None)  # declared again, its listing is compared again
+            for gone in set(self._listed) - set(servers):
+                del self._listed[gone]
 
     def listed(self, server: str, tools: tuple[ListedTool, ...]) -> None:
         """``server`` listed ``tools``: compare them with the lock if they are new to it."""
-        self._compare(server, tools)
+        with self._guard:
+            self._listed[server] = tools
+            self._compare(server, tools)
 
-    def _read(self) -> None:
-        """Take the lock as it is now."""
+    def recheck(self) -> None:
+        """Read the lock again; if it changed, compare the latest listings with it now
+        (no server is asked again, nothing is rebuilt)."""
+        with self._guard:
+            if self._read():
+                for server, tools in sorted(self._listed.items()):
+                    self._compare(server, tools)
+
+    def _read(self) -> bool:
+        """Take the lock as it is now; True when it changed."""
         lock = self._lock() if callable(self._lock) else self._lock
         if lock is self._current:
-            return
+            return False
         self._current, self._compared = lock, {}  # a new lock: every listing is compared afresh
         if lock is None:
             for server in sorted(self._drifting):
                 self._tell(server, ())  # no lock, no drift
+        return True
 
     def _compare(self, server: str, tools: tuple[ListedTool, ...]) -> None:
         lock = self._current

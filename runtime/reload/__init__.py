@@ -34,7 +34,9 @@ Event kinds (``ReloadEvent.event``):
   settle window (``version`` is the held build, ``errors`` says what it removes).
 - ``mcp_drift``: not an attempt: the attempt's build found an MCP server listing tools
   that differ from the lock file (``server``, ``drift``: each change, ``drift_count``);
-  delivered right after that attempt's event (see :meth:`ConfigWatcher.notify`).
+  delivered right after that attempt's event (see :meth:`ConfigWatcher.notify`). The
+  lock file is watched too (:meth:`ConfigWatcher.watch_file`): once it is rewritten or
+  removed, the tools mounted now are compared with it at once, with no reload attempt.
 
 The watcher never installs signal handlers and never configures logging: it only
 emits ``loguru`` records (with structured extras) for the application to route.

@@ -28,6 +28,7 @@ class DriftReporter:
         self.metrics = metrics
         self.watcher: ConfigWatcher | None = None
         self.check = LockCheck(lock, self)
+        self._lock_file = lock.path if isinstance(lock, LockFile) else None
 
     def __call__(self, server: str, changes: Sequence[DriftChange]) -> None:
         if self.metrics is not None:
@@ -37,9 +38,12 @@ class DriftReporter:
             watcher.notify(drift_event(server, [change.to_dict() for change in changes]))
 
     def attach(self, watcher: ConfigWatcher) -> ConfigWatcher:
-        """Report to ``watcher`` from now on; its listener first hears of the drift known
-        already (found before anyone listened, e.g. by the Runtime's first build)."""
+        """Report to ``watcher`` from now on, and have it re-check the lock whenever the
+        lock file changes; its listener first hears of the drift known already (found
+        before anyone listened, e.g. by the Runtime's first build)."""
         self.watcher = watcher
+        if self._lock_file is not None:
+            watcher.watch_file(self._lock_file, self.check.recheck)
         for server, changes in sorted(self.check.drifting.items()):
             watcher.notify(drift_event(server, [change.to_dict() for change in changes]))
         return watcher

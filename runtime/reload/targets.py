@@ -4,7 +4,7 @@ a commit marker lives (see :mod:`runtime.reload`)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,13 +72,20 @@ def _is_configmap_entry(name: str) -> bool:
 class ChangeFilter:
     """watchfiles filter: keep the changes a config load could see.
 
-    ``on_ignored`` is called with each path the filter drops (the watcher counts them)."""
+    ``on_ignored`` is called with each path the filter drops (the watcher counts them);
+    the paths in ``files`` (looked up live: the watcher may add to it) are kept too."""
 
-    def __init__(self, targets: WatchTargets, on_ignored: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        targets: WatchTargets,
+        on_ignored: Callable[[str], None] | None = None,
+        files: Container[str] = frozenset(),
+    ) -> None:
         self.dirs = targets.dirs
         self.files = frozenset(targets.files)
         self.file_dirs = frozenset(os.path.dirname(f) for f in targets.files)
         self._on_ignored = on_ignored
+        self._watched_files = files
 
     def __call__(self, change: watchfiles.Change, path: str) -> bool:
         kept = self._keeps(change, path)
@@ -87,7 +94,7 @@ class ChangeFilter:
         return kept
 
     def _keeps(self, change: watchfiles.Change, path: str) -> bool:
-        if path in self.files or path in self.dirs:
+        if path in self.files or path in self.dirs or path in self._watched_files:
             return True
         name = os.path.basename(path)
         if os.path.dirname(path) in self.file_dirs and _is_configmap_entry(name):

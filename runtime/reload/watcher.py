@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -110,6 +111,7 @@ class ConfigWatcher:
         self.last_event: ReloadEvent | None = None
         self._attempting: int | None = None  # the thread running an attempt (see notify)
         self._notes: list[ReloadEvent] = []  # events its build raised, delivered after its own
+        self._files: dict[str, Callable[[], None]] = {}  # watch_file: path -> what its change calls
 
     @property
     def mode(self) -> PublishMode:
@@ -121,6 +123,14 @@ class ConfigWatcher:
         if self.marker is not None:
             return f"publish: marker (reload when {self.marker} changes)"
         return f"publish: settle (files unchanged for {self.settle_ms} ms; removals wait {2 * self.settle_ms} ms)"
+
+    def watch_file(self, path: Path | str, on_change: Callable[[], None]) -> None:
+        """Call ``on_change`` (on the watch thread) whenever the file at ``path`` changes,
+        is created or removed: a file beside the config that is not config (the MCP lock
+        file, whose change makes the drift check read it again). Its change is no reload
+        attempt, in either publish mode. Its folder is watched; it may be registered
+        before or after :meth:`start`."""
+        self._files[os.path.abspath(path)] = on_change
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -391,7 +401,22 @@ class ConfigWatcher:
             catch_up = True  # changes may have been missed while no watch was in place
 
     def _targets(self) -> WatchTargets:
-        return watch_targets([*self.paths, *([self.marker] if self.marker is not None else [])])
+        targets = watch_targets([*self.paths, *([self.marker] if self.marker is not None else [])])
+        folders = [os.path.dirname(path) for path in list(self._files)]
+        watch = tuple(dict.fromkeys([*targets.watch, *(f for f in folders if os.path.isdir(f))]))
+        return dataclasses.replace(targets, watch=watch)
+
+    def _files_changed(self, paths: Sequence[str]) -> None:
+        """Call what :meth:`watch_file` registered for ``paths`` (all of them when empty)."""
+        for path in paths or list(self._files):
+            on_change = self._files.get(path)
+            if on_change is None:
+                continue
+            try:
+                on_change()
+            except Exception as err:  # noqa: BLE001 - the application's callback must not end the watcher
+                self.callback_errors += 1
+                logger.bind(path=path).warning("watched file callback raised {}: {}", type(err).__name__, err)
 
     def _watch(self, stop: threading.Event, *, catch_up: bool) -> bool:
         """Watch until stopped (False) or until the folders to watch change (True).
@@ -405,7 +430,7 @@ class ConfigWatcher:
         identity = watch_identity(targets.watch)  # before the watches: a swap after it is caught below
         changes_seen = watchfiles.watch(
             *targets.watch,
-            watch_filter=ChangeFilter(targets, on_ignored=self._ignored),
+            watch_filter=ChangeFilter(targets, on_ignored=self._ignored, files=self._files),
             debounce=self.max_wait_ms,
             step=self.debounce_ms,
             stop_event=stop,
@@ -420,12 +445,17 @@ class ConfigWatcher:
                     return False
                 if catch_up:
                     catch_up = False
+                    self._files_changed(())
                     self._changed((), stop)
                 elif not changes:
                     self.idle_wakes += 1
                     continue
                 else:
-                    self._changed(sorted({path for _, path in changes}), stop)
+                    paths = {path for _, path in changes}
+                    self._files_changed(sorted(paths & self._files.keys()))
+                    config = sorted(paths - self._files.keys())
+                    if config:
+                        self._changed(config, stop)
                     if any(change == watchfiles.Change.deleted and path in targets.watch for change, path in changes):
                         return True  # a watched folder itself went: its watch is dead, whatever is there now
                 # A config folder removed (its watch is gone), created (it was watched
