@@ -29,6 +29,7 @@ class CompileCache:
         self._models: dict[str, BaseModel] = {}
         self._compiled: dict[tuple[Any, ...], Any] = {}
         self._used: set[Any] = set()
+        self._trail: list[Any] | None = None  # the entries used since reuse() began its build
 
     def begin(self) -> None:
         """Start a build: remember which entries it uses."""
@@ -42,9 +43,14 @@ class CompileCache:
             self._models = {k: v for k, v in self._models.items() if ("model", k) in self._used}
             self._compiled = {k: v for k, v in self._compiled.items() if ("compiled", k) in self._used}
 
+    def _use(self, entry: Any) -> None:
+        self._used.add(entry)
+        if self._trail is not None:
+            self._trail.append(entry)
+
     def parsed(self, display: str, digest: str, parse: Callable[[], ParsedFile]) -> ParsedFile:
         key = (display, digest)
-        self._used.add(("file", key))
+        self._use(("file", key))
         hit = self._files.get(key)
         if hit is None:
             hit = self._files[key] = parse()
@@ -53,20 +59,45 @@ class CompileCache:
     def model(self, content_hash: str) -> BaseModel | None:
         hit = self._models.get(content_hash)
         if hit is not None:
-            self._used.add(("model", content_hash))
+            self._use(("model", content_hash))
         return hit
 
     def remember_model(self, content_hash: str, model: BaseModel) -> BaseModel:
-        self._used.add(("model", content_hash))
+        self._use(("model", content_hash))
         self._models[content_hash] = model
         return model
 
     def compiled(self, key: tuple[Any, ...], build: Callable[[], T]) -> T:
-        self._used.add(("compiled", key))
+        self._use(("compiled", key))
         hit = self._compiled.get(key)
         if hit is None:
             hit = self._compiled[key] = build()
         return hit  # type: ignore[no-any-return]
+
+    def reused(self, key: tuple[Any, ...], build: Callable[[], T | None], valid: Callable[[T], bool]) -> T | None:
+        """Like :meth:`compiled` for a value made of other entries (a whole tool): a hit
+        that ``valid`` accepts keeps alive every entry its build used, so that they are
+        still there the day this key changes; a ``None`` result is not kept."""
+        entry = ("compiled", key)
+        self._use(entry)
+        hit = self._compiled.get(key)
+        if hit is not None and valid(hit[0]):
+            self._used.update(hit[1])
+            if self._trail is not None:
+                self._trail.extend(hit[1])
+            return hit[0]  # type: ignore[no-any-return]
+        outer, self._trail = self._trail, []
+        try:
+            value = build()
+        finally:
+            used, self._trail = self._trail, outer
+        if outer is not None:
+            outer.extend(used)
+        if value is None:
+            self._compiled.pop(key, None)
+        else:
+            self._compiled[key] = (value, tuple(used))
+        return value
 
     def stats(self) -> dict[str, int]:
         return {"files": len(self._files), "models": len(self._models), "compiled": len(self._compiled)}

@@ -117,6 +117,17 @@ class _Builder(ToolBuilding, PolicyBuilding, RedactionBuilding):
         output_profiles = {e.model.metadata.name: e.model.spec for e in of[OutputProfileDocument]}
         redaction = self._redaction_profiles(of[RedactionProfileDocument])
         mcp_servers = {e.model.metadata.name: e.model.spec for e in of[McpServerDocument]}
+        self.tool_context = (
+            self.engine.name,
+            self.schema_engine,
+            self.budget,
+            self.env_digest,
+            tuple(self.search_dirs),
+            self.settings.default_output.model_dump_json(),
+            tuple(sorted(mcp_servers)),
+            tuple(sorted(self.redaction_hashes.items())),
+            tuple(sorted((e.model.metadata.name, e.source.content_hash) for e in of[OutputProfileDocument])),
+        )
         tools = [
             t
             for t in (self._tool(e, output_profiles, redaction, mcp_servers) for e in of[ToolDocument])

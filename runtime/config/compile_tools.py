@@ -36,10 +36,53 @@ class _ToolPieces:
     output_check: OutputCheck | None = None
 
 
+@dataclass(frozen=True)
+class _KeptTool:
+    """A compiled tool kept for the next build, with what it was made from and the
+    problems its compilation reported (warnings: a tool with errors is not kept)."""
+
+    source: Any
+    model: Any
+    tool: CompiledTool
+    problems: tuple[Problem, ...]
+
+
 class ToolBuilding(BuildState):
     """Compiling Tool documents."""
 
+    #: What every tool's compilation depends on besides its own document (set by the build).
+    tool_context: tuple[Any, ...] = ()
+
     def _tool(
+        self,
+        entry: LoadedDocument,
+        output_profiles: Mapping[str, OutputSettings],
+        redaction: Mapping[str, CompiledRedaction],
+        mcp_servers: Mapping[str, Any],
+    ) -> CompiledTool | None:
+        """The tool of ``entry``. A document of an unchanged file, in an unchanged context
+        (engines, profiles, servers, settings), gets the tool of the previous build: a
+        reload after one edit recompiles that file's tools, not a thousand others."""
+        source, model = entry.source, entry.model
+        start = len(self.problems)
+        built = False
+
+        def build() -> _KeptTool | None:
+            nonlocal built
+            built = True
+            tool = self._compiled_tool(entry, output_profiles, redaction, mcp_servers)
+            return None if tool is None else _KeptTool(source, model, tool, tuple(self.problems[start:]))
+
+        key = ("whole-tool", id(source), id(model), entry.mounted, self.tool_context)
+        # The ids are checked against the kept objects: an id is reused once its object is gone.
+        kept = self.cache.reused(key, build, lambda hit: hit.source is source and hit.model is model)
+        if kept is None:
+            return None
+        if not built:
+            self.problems.extend(kept.problems)  # said again, as a fresh compilation would
+        return kept.tool
+
+    def _compiled_tool(
         self,
         entry: LoadedDocument,
         output_profiles: Mapping[str, OutputSettings],
