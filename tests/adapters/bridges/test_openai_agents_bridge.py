@@ -5,20 +5,32 @@ output the model reads, approvals go through the SDK's interruption."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from importlib.util import find_spec
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from bridge_cases import HOSTILE, OK_CASES
 
-pytest.importorskip("agents")
+from runtime import Runtime
 
-from agents import Agent, RunConfig, Runner  # noqa: E402
-from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
+if TYPE_CHECKING:
+    from agents.testing import ScriptedModel
 
-from runtime import Runtime  # noqa: E402
-from runtime.adapters.openai_agents import function_tools  # noqa: E402
+pytestmark = pytest.mark.skipif(find_spec("agents") is None, reason="needs the OpenAI Agents SDK")
 
-NO_TRACING = RunConfig(tracing_disabled=True)
+
+@pytest.fixture(scope="module", autouse=True)
+def _sdk() -> None:
+    """The SDK and the bridge, imported when the first test of this module runs: every test
+    worker imports this module to collect it, and only the workers that run its tests
+    need the SDK (about 0.7 s of CPU to import)."""
+    global Agent, NO_TRACING, RunConfig, Runner, ScriptedModel, assistant_message, function_call, function_tools
+    from agents import Agent, RunConfig, Runner
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    from runtime.adapters.openai_agents import function_tools
+
+    NO_TRACING = RunConfig(tracing_disabled=True)
 
 
 def outputs(model: ScriptedModel) -> dict[str, str]:

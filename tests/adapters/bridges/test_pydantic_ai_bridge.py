@@ -5,19 +5,34 @@ requests."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from importlib.util import find_spec
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from bridge_cases import HOSTILE, OK_CASES
 
-pytest.importorskip("pydantic_ai")
+from runtime import Runtime
 
-from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied  # noqa: E402
-from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart  # noqa: E402
-from pydantic_ai.models.function import FunctionModel  # noqa: E402
+if TYPE_CHECKING:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
 
-from runtime import Runtime  # noqa: E402
-from runtime.adapters.pydantic_ai import ToolrtToolset  # noqa: E402
+pytestmark = pytest.mark.skipif(find_spec("pydantic_ai") is None, reason="needs Pydantic AI")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _sdk() -> None:
+    """Pydantic AI and the bridge, imported when the first test of this module runs: every
+    test worker imports this module to collect it, and only the workers that run its
+    tests need the framework (about 0.5 s of CPU to import)."""
+    global Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
+    global ModelResponse, TextPart, ToolCallPart, ToolReturnPart, FunctionModel, ToolrtToolset
+    from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from runtime.adapters.pydantic_ai import ToolrtToolset
 
 
 def scripted(*turns: list[ToolCallPart]) -> FunctionModel:
