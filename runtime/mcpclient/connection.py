@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from loguru import logger
 
-from runtime.config.models import McpServerSpec
+from runtime.config.models import McpServerSpec, McpTransport
 from runtime.mcpclient.errors import Lost, Refused, TimedOut, Unavailable
-from runtime.mcpclient.transports import open_transport
+from runtime.mcpclient.transports import open_transport, tls_context
 
 T = TypeVar("T")
 
@@ -65,6 +66,7 @@ class ServerConnection:
         self._failures = 0
         self._retry_at = 0.0
         self._closed = False
+        self._tls: ssl.SSLContext | None = None  # built at the first HTTP connect, lent to every later one
 
     def _alive(self) -> bool:
         live = self._live
@@ -127,8 +129,10 @@ class ServerConnection:
 
             from runtime import __version__
 
+            if self.spec.transport is McpTransport.http and self._tls is None:
+                self._tls = tls_context()
             async with (
-                open_transport(self.spec, live.ended) as (read, write),
+                open_transport(self.spec, live.ended, self._tls) as (read, write),
                 ClientSession(read, write, client_info=Implementation(name="toolrt", version=__version__)) as session,
             ):
                 await session.initialize()

@@ -5,6 +5,9 @@ stdio: the declared ``command`` runs in a new process group (the SDK kills the w
 tree on shutdown) with the SDK's small default environment plus the declared ``env``.
 http: the SDK's streamable-HTTP client over an HTTP client carrying the declared
 ``headers``; its read timeout is off because every call is bounded by our own timers.
+Its TLS context (:func:`tls_context`) is built once per declared server and lent to
+every connection: building one loads the trust store, which is too slow to repeat at
+each (re)connect, and a shared context verifies exactly as a fresh one would.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import asyncio
 import contextlib
 import importlib.util
 import os
+import ssl
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -32,10 +36,22 @@ def sdk_available() -> bool:
         return False
 
 
+def tls_context() -> ssl.SSLContext:
+    """The TLS context of an HTTP server's connections: the one the HTTP client would
+    build for each of them by default (the system trust store, or ``SSL_CERT_FILE`` /
+    ``SSL_CERT_DIR`` when set; certificates and host names verified)."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
+
+
 @asynccontextmanager
-async def open_transport(spec: McpServerSpec, ended: asyncio.Event) -> AsyncIterator[tuple[Any, Any]]:
+async def open_transport(
+    spec: McpServerSpec, ended: asyncio.Event, tls: ssl.SSLContext | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
     """The (read, write) streams of a connection to the server; ``ended`` is set when
-    the read side ends (the process exited or the connection dropped)."""
+    the read side ends (the process exited or the connection dropped). An HTTP
+    connection uses ``tls`` (see :func:`tls_context`), or builds its own without one."""
     async with AsyncExitStack() as stack:
         if spec.transport is McpTransport.stdio:
             from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -49,7 +65,9 @@ async def open_transport(spec: McpServerSpec, ended: asyncio.Event) -> AsyncIter
 
             client = await stack.enter_async_context(
                 httpx2.AsyncClient(
-                    headers=dict(spec.headers), timeout=httpx2.Timeout(spec.connect_timeout_s, read=None)
+                    headers=dict(spec.headers),
+                    timeout=httpx2.Timeout(spec.connect_timeout_s, read=None),
+                    verify=tls if tls is not None else True,
                 )
             )
             read, write = await stack.enter_async_context(streamable_http_client(spec.url or "", http_client=client))

@@ -1,15 +1,24 @@
 """A small MCP server for the client tests, built on the official SDK's low-level server.
 
 Run: ``python fixture_server.py`` (stdio) or ``python fixture_server.py --http PORT``
-(streamable HTTP on 127.0.0.1). Its tools cover what a client must handle: plain
-text, structured content, an error result, a hang, a crash, progress notifications,
-large output, non-text content, and one tool whose input schema is broken.
+(streamable HTTP on 127.0.0.1; ``--tls CERT KEY`` serves HTTPS). Its tools cover what a
+client must handle: plain text, structured content, an error result, a hang, a crash,
+progress notifications, large output, non-text content, and one tool whose input schema
+is broken.
+
+Misbehaving on request: ``--ignore-close`` ignores SIGTERM and the end of a session
+(over stdio it keeps running once its stdin is closed; over HTTP the request that ends
+a session is never answered); ``--silent`` (stdio) never answers at all, not even the
+handshake. ``FIXTURE_PIDFILE``, when set, names a file it writes its process id to once
+it runs.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import signal
 import sys
 from typing import Any
 
@@ -169,22 +178,74 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
 server = Server("toolrt-fixture", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-async def _stdio() -> None:
+async def _stdio(ignore_close: bool) -> None:
     from mcp.server.stdio import stdio_server
 
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
+    if ignore_close:
+        await anyio.sleep_forever()  # the client closed our stdin: stay
 
 
-def _http(port: int) -> None:
+def _silent() -> None:
+    """Read stdin and never answer (not even the handshake); stay when it is closed."""
+    while sys.stdin.buffer.read(65536):
+        pass
+    signal.pause()
+
+
+def _ignoring_close(app: Any) -> Any:
+    """``app``, except that a DELETE (the end of a session) is never answered: it is
+    held until the client goes away."""
+
+    async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "DELETE":
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            return
+        await app(scope, receive, send)
+
+    return wrapped
+
+
+def _http(port: int, tls: list[str] | None, ignore_close: bool) -> None:
     import uvicorn
 
     app = server.streamable_http_app(host="127.0.0.1")
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    if ignore_close:
+        app = _ignoring_close(app)
+    certfile, keyfile = tls if tls else (None, None)
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        ssl_certfile=certfile,
+        ssl_keyfile=keyfile,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", type=int, metavar="PORT")
+    parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
+    parser.add_argument("--ignore-close", action="store_true")
+    parser.add_argument("--silent", action="store_true")
+    options = parser.parse_args()
+    if options.ignore_close:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    pidfile = os.environ.get("FIXTURE_PIDFILE")
+    if pidfile:
+        with open(pidfile + ".tmp", "w", encoding="utf-8") as file:
+            file.write(str(os.getpid()))
+        os.replace(pidfile + ".tmp", pidfile)
+    if options.http is not None:
+        _http(options.http, options.tls, options.ignore_close)
+    elif options.silent:
+        _silent()
+    else:
+        anyio.run(_stdio, options.ignore_close)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--http":
-        _http(int(sys.argv[2]))
-    else:
-        anyio.run(_stdio)
+    main()

@@ -71,11 +71,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def http_server() -> Iterator[str]:
-    """The fixture server over streamable HTTP on 127.0.0.1."""
+def http_server(*options: str, scheme: str = "http") -> Iterator[str]:
+    """The fixture server over streamable HTTP on 127.0.0.1 (``options``: its own, e.g.
+    ``--ignore-close``, or ``--tls CERT KEY`` with ``scheme="https"``)."""
     port = free_port()
     process = subprocess.Popen(
-        [*SERVER_COMMAND, "--http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [*SERVER_COMMAND, "--http", str(port), *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
         deadline = time.monotonic() + CONNECT_S
@@ -87,7 +88,7 @@ def http_server() -> Iterator[str]:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the fixture HTTP server did not start") from None
                 time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"{scheme}://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
         try:
