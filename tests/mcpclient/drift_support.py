@@ -18,20 +18,36 @@ from loguru import logger
 from mcp_support import server_doc, write_config
 
 from runtime.cli import main
+from runtime.mcpclient.lock import LOCK_FILE
 from runtime.reload import ReloadEvent
 
 WAIT_S = 60.0  # generous: servers start slowly on a loaded machine; waits end as soon as the condition holds
 
 
+#: The lock ``toolrt mcp lock`` wrote in this process, by the server's declaration (its
+#: environment left out: only the listing file's path, absent when locking, differs).
+_LOCKS: dict[str, str] = {}
+
+
 def locked_config(tmp_path: Path, *documents: dict[str, Any], **spec: Any) -> tuple[Path, Path]:
     """A config with the fixture server ``fx`` (``spec`` added to its declaration) and
     ``documents``, locked with ``toolrt mcp lock``; and the file that changes its listing
-    (absent: the server lists what was locked)."""
+    (absent: the server lists what was locked).
+
+    The lock holds only what the server listed, the same for every config declaring the
+    server alike, so ``toolrt mcp lock`` runs once per test process and declaration and
+    later configs get a copy of the file it wrote: each run started a server process
+    (about 1 s of CPU) to list the same tools again."""
     listing = tmp_path / "listing.json"
     declared = {"include": ["echo", "structured"], **spec, "env": {"FIXTURE_LISTING": str(listing)}}
     config = write_config(tmp_path / "config", server_doc(**declared), *documents)
+    key = json.dumps({**declared, "env": None}, sort_keys=True)
+    if key in _LOCKS:
+        (config / LOCK_FILE).write_text(_LOCKS[key], encoding="utf-8")
+        return config, listing
     out, err = io.StringIO(), io.StringIO()
     assert main(["mcp", "lock", "--config", str(config)], stdout=out, stderr=err) == 0, err.getvalue()
+    _LOCKS[key] = (config / LOCK_FILE).read_text(encoding="utf-8")
     return config, listing
 
 
