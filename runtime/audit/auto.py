@@ -16,7 +16,10 @@ a turn of calls now and then, or a test making a few calls never starts a proces
 
 The move happens on the writer thread between two batches: every batch before it is
 committed by the thread, every batch after it is appended to the hand-off file, so the
-hash chain goes on in call order. From then on the guarantees of ``audit_writer=process``
+hash chain goes on in call order. The batch that makes the calls fast enough is the
+first one appended (storing it on the thread first would cost that thread as much CPU
+as the calls it describes), and the child is given the store the thread's sink made
+and wrote to, without opening it again to check it. From then on the guarantees of ``audit_writer=process``
 hold (what was handed over survives a crash of the app). If the child cannot be kept
 running, the thread takes the writing back, first storing what the hand-off file still
 held, and stays on it.
@@ -86,7 +89,7 @@ class AutoSink:
         self.moved_at: float | None = None  # monotonic time of the move, if it happened
         self.last_error: str | None = None
         self._stay = False  # the thread writes for good (a child could not be kept)
-        self._fast: list[float] = []  # monotonic times of the recent fast batches
+        self._fast_at: list[float] = []  # monotonic times of the recent fast batches
         self._counted = False  # this sink counts in _moved
 
     @property
@@ -105,16 +108,21 @@ class AutoSink:
         }
 
     def write_items(self, items: Sequence[Any]) -> None:
-        """Store a batch of call items or records (what the writer thread hands over)."""
+        """Store a batch of call items or records (what the writer thread hands over).
+        The batch that makes the calls fast enough to move is the child's first: the
+        thread does not store it first (that would cost it as much CPU as the calls)."""
         process = self.process
+        if process is None and self._fast(items):
+            self._move()
+            process = self.process
         if process is not None:
             try:
                 process.write_items(items)
-                return
             except OSError as err:  # the child keeps dying, or no process can be started
                 self._take_back(f"{type(err).__name__}: {err}")
+            else:
+                return
         self.direct.write_rows(rows_of(items))
-        self._count(items)
 
     def write_batch(self, records: Sequence[Any]) -> None:
         """Store ``records`` (the :class:`~runtime.audit.sinks.Sink` protocol)."""
@@ -135,33 +143,33 @@ class AutoSink:
 
     # -- the move -----------------------------------------------------------------
 
-    def _count(self, items: Sequence[Any]) -> None:
-        """Note whether ``items`` came fast (see :data:`FAST_BATCH`), and move when they
-        did :data:`FAST_BATCHES` times within :data:`WINDOW_S`."""
+    def _fast(self, items: Sequence[Any]) -> bool:
+        """Note whether ``items`` came fast (see :data:`FAST_BATCH`); True when they are
+        the :data:`FAST_BATCHES`-th fast batch within :data:`WINDOW_S` (time to move)."""
         if self._stay or len(items) < self.batch:
-            return
+            return False
         try:
             first, last = _made_at(items[0]), _made_at(items[-1])
         except (AttributeError, IndexError, TypeError):
-            return
+            return False
         if not 0 <= last - first <= len(items) / self.rate:  # (a clock set back is not "fast")
-            return
+            return False
         now = time.monotonic()
-        self._fast = [at for at in self._fast if now - at <= self.window_s]
-        self._fast.append(now)
-        if len(self._fast) >= FAST_BATCHES:
-            self._move()
+        self._fast_at = [at for at in self._fast_at if now - at <= self.window_s]
+        self._fast_at.append(now)
+        return len(self._fast_at) >= FAST_BATCHES
 
     def _move(self) -> None:
         global _moved
         with _moved_lock:
             if _moved >= cpus():  # more children than cores would only queue behind each other
-                self._fast.clear()
+                self._fast_at.clear()
                 return
             _moved += 1
             self._counted = True
         try:
-            process = ProcessSink(self.kind, self.path)
+            # The thread's own sink made the store and has written to it: no need to open it again to check.
+            process = ProcessSink(self.kind, self.path, prepared=True)
             process.start()
         except (OSError, ToolrtError, sqlite3.Error) as err:
             self._uncount()

@@ -80,15 +80,19 @@ class ProcessSink:
     """A :class:`~runtime.audit.sinks.Sink` that stores through a child process.
 
     ``kind`` is ``"sqlite"`` or ``"jsonl"``. The store is opened here once (so a
-    path that cannot be written fails now, not in the child). Batches go to a hand-off
-    file beside the store (:mod:`runtime.audit.handoff`), which the child reads."""
+    path that cannot be written fails now, not in the child), unless ``prepared``: the
+    caller's own sink of that store made it and has just written to it. Batches go to a
+    hand-off file beside the store (:mod:`runtime.audit.handoff`), which the child reads."""
 
-    def __init__(self, kind: str, path: str | os.PathLike[str], *, ack_timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, kind: str, path: str | os.PathLike[str], *, ack_timeout_s: float = 10.0, prepared: bool = False
+    ) -> None:
         if kind not in ("sqlite", "jsonl"):
             raise ValueError(f"unknown audit sink kind {kind!r}")
         self.kind = kind
         self.path = Path(path)
-        (SqliteSink(self.path) if kind == "sqlite" else JsonlSink(self.path)).close()
+        if not prepared:
+            (SqliteSink(self.path) if kind == "sqlite" else JsonlSink(self.path)).close()
         self.ack_timeout_s = ack_timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()

@@ -23,6 +23,7 @@ from runtime import Call, Runtime, Session
 from runtime.audit import AuditWriter, JsonlSink, SqliteSink, handoff, query, verify
 from runtime.audit.auto import FAST_BATCH, FAST_BATCHES, AutoSink, cpus
 from runtime.audit.record import call_item
+from runtime.audit.remote import ProcessSink
 from runtime.records import Status, ToolResult
 from runtime.settings import Settings
 
@@ -68,8 +69,11 @@ def _runtime(root: Path, **settings: Any) -> Runtime:
 
 
 def _in_order(store: Path) -> list[str]:
-    with sqlite3.connect(store) as conn:
+    conn = sqlite3.connect(store)
+    try:
         return [row[0] for row in conn.execute("SELECT call_id FROM calls ORDER BY seq")]
+    finally:
+        conn.close()
 
 
 def _turn(runtime: Runtime, session: Session, start: int, size: int) -> None:
@@ -245,3 +249,71 @@ def test_batches_smaller_than_a_fast_batch_never_move_the_writing(tmp_path: Path
     finally:
         sink.close()
     assert len(_in_order(store)) == 320
+
+
+def _fds_on(path: Path) -> int:
+    """Descriptors of this process open on ``path`` (or its WAL and shared-memory files)."""
+    names = {str(path.resolve()) + suffix for suffix in ("", "-wal", "-shm")}
+    count = 0
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            count += str(fd.readlink()) in names
+        except OSError:
+            pass  # closed meanwhile (the listing's own descriptor)
+    return count
+
+
+def _fast_batch(first: int) -> list[tuple[Any, ...]]:
+    start = time.time()
+    return [_made(first + i, start) for i in range(FAST_BATCH)]
+
+
+@needs_two_cpus
+def test_the_batch_that_moves_the_writing_is_the_childs_first_and_the_app_then_holds_no_descriptor_of_the_store(
+    tmp_path: Path,
+) -> None:
+    # The thread stores the fast batches before the last one; the one that makes the calls
+    # fast enough goes to the child without being stored here first. From then on the app
+    # holds no descriptor of the store.
+    store = tmp_path / "audit.sqlite3"
+    sink = AutoSink("sqlite", store, SqliteSink(store))
+    try:
+        for batch in range(FAST_BATCHES):
+            sink.write_items(_fast_batch(batch * FAST_BATCH))
+        assert sink.process is not None
+        assert len(_in_order(store)) == FAST_BATCH * (FAST_BATCHES - 1)  # the thread stored those only
+        assert sink.sync(60)
+        assert sink.process.stored == FAST_BATCH
+        assert _fds_on(store) == 0
+        sink.write_items(_fast_batch(FAST_BATCHES * FAST_BATCH))
+        assert sink.sync(60)
+    finally:
+        sink.close()
+    assert _in_order(store) == [f"c{i}" for i in range((FAST_BATCHES + 1) * FAST_BATCH)]
+    report = verify(store)
+    assert report.ok and report.chained == (FAST_BATCHES + 1) * FAST_BATCH, report.to_text()
+
+
+@needs_two_cpus
+def test_a_move_that_cannot_start_a_child_stores_the_moving_batch_on_the_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "audit.sqlite3"
+    sink = AutoSink("sqlite", store, SqliteSink(store))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    try:
+        for batch in range(FAST_BATCHES):
+            sink.write_items(_fast_batch(batch * FAST_BATCH))
+        assert sink.process is None and sink.last_error is not None
+    finally:
+        sink.close()
+    assert _in_order(store) == [f"c{i}" for i in range(FAST_BATCHES * FAST_BATCH)]
+    assert verify(store).ok
+
+
+def test_a_process_sink_opens_the_store_to_check_it_unless_told_it_is_prepared(tmp_path: Path) -> None:
+    store = tmp_path / "audit.sqlite3"
+    ProcessSink("sqlite", store, prepared=True).close()
+    assert not store.exists()  # nothing was opened: the caller's own sink made the store
+    ProcessSink("sqlite", store).close()
+    assert store.exists()
