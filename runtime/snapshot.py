@@ -27,12 +27,13 @@ from runtime.config.models import (
     PolicyTestCase,
     ToolSpec,
     TruncationMode,
-    Validator,
 )
 from runtime.config.problems import Location, Problem
 from runtime.policy.cel import CelProgram, Outcome
 from runtime.policy.celdirect import DirectCheck
 from runtime.policy.commands import CommandPatterns
+from runtime.shaping.compiled import CompiledPattern as CompiledPattern  # re-exported: defined there, light to import
+from runtime.shaping.compiled import CompiledRedaction
 from runtime.validation.arguments import ArgumentValidator
 from runtime.validation.output import OutputCheck
 
@@ -59,28 +60,6 @@ class ResolvedOutput:
     tail_chars: int
     on_success: TruncationMode
     on_error: TruncationMode
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledPattern:
-    name: str
-    regex: Any  # a compiled RE2 pattern
-    replacement: str
-    validator: Validator | None
-    keep: bool = False  # a look-alike: matched text stays as it is
-    shields: frozenset[str] = frozenset()  # with keep: the patterns whose matches starting inside it are left alone
-    value_only: bool = False  # <name> <separator> <value>: only the value is replaced
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledRedaction:
-    """A redaction profile: its patterns, and one RE2 alternation of all of them
-    (one linear scan of the text finds every candidate)."""
-
-    name: str
-    patterns: tuple[CompiledPattern, ...]
-    combined: Any
-    secret_keys: str | None = None  # RE2 source: structured data's keys whose values are secrets
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,10 +20,9 @@ from runtime.audit import handoff
 from runtime.audit.jsonl import JsonlSink
 from runtime.audit.record import AuditRecord
 from runtime.audit.sinks import SqliteSink
-from runtime.config.models import Validator
 from runtime.regex import compile_re2
+from runtime.shaping.compiled import CompiledPattern, CompiledRedaction, Validator
 from runtime.shaping.redact import Redactor
-from runtime.snapshot import CompiledPattern, CompiledRedaction
 
 
 def _redactor(specs: Any) -> Redactor:

@@ -14,7 +14,7 @@ from runtime.config.structure import check_structure
 from runtime.config.suggest import did_you_mean
 from runtime.config.yamlsource import parse_yaml
 from runtime.regex import RegexRejected, check_pattern, compile_alternation, compile_re2
-from runtime.snapshot import CompiledPattern, CompiledRedaction
+from runtime.shaping.compiled import CompiledPattern, CompiledRedaction
 
 
 class RedactionBuilding(BuildState):

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from urllib.parse import quote, quote_plus
 
 from runtime.regex import compile_re2
-from runtime.snapshot import CompiledPattern, CompiledRedaction
+from runtime.shaping.compiled import CompiledPattern, CompiledRedaction
 
 #: The default ``env_secret_names``.
 DEFAULT_NAMES = (

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from runtime.shaping._unicode import to_utf8
+from runtime.shaping.compiled import CompiledRedaction
 from runtime.shaping.disguise import DISGUISED, has_disguise, redact_disguised
 from runtime.shaping.redact_scan import (
     _build_scanners,
@@ -37,7 +38,6 @@ from runtime.shaping.redact_scan import (
 )
 from runtime.shaping.redact_stream import DEFAULT_WINDOW, StreamRedactor
 from runtime.shaping.secret_checks import is_reference
-from runtime.snapshot import CompiledRedaction
 
 __all__ = ["DEFAULT_WINDOW", "SECRET_FIELD", "SECRET_FIELD_MARK", "Redactor", "StreamRedactor"]
 

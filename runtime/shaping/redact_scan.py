@@ -25,9 +25,9 @@ from typing import Any
 import re2
 
 from runtime.shaping._unicode import to_utf8
+from runtime.shaping.compiled import CompiledPattern
 from runtime.shaping.secret_checks import value_span
 from runtime.shaping.validators import VALIDATORS
-from runtime.snapshot import CompiledPattern
 
 try:  # google-re2's matcher below its Python wrapper (see _Regex)
     from re2 import _re2 as _low

@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Callable
 
-from runtime.config.models import Validator
+from runtime.shaping.compiled import Validator
 from runtime.shaping.secret_checks import assigned_secret, key_body, phone_digits
 
 _SEPARATORS = str.maketrans("", "", " -\t\u00a0")

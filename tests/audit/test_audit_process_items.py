@@ -245,6 +245,17 @@ def test_the_writer_child_starts_without_the_settings() -> None:
     assert not loaded & {"runtime.settings", "runtime.audit.location"}
 
 
+def test_the_writer_child_starts_without_the_config_models_or_the_snapshot() -> None:
+    # The redaction profiles it is sent are rebuilt from runtime.shaping.compiled: the child
+    # imports neither pydantic (the config models) nor the snapshot's world (policy, CEL, schemas).
+    code = "import sys, runtime.audit.child; print(*sorted(sys.modules))"
+    loaded = set(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    )
+    assert {"runtime.audit.child", "runtime.shaping.redact", "runtime.shaping.compiled"} <= loaded
+    assert not loaded & {"pydantic", "runtime.snapshot", "runtime.config.models", "runtime.policy", "jsonschema"}
+
+
 def test_the_audit_packages_public_names_are_the_functions_and_classes_whatever_was_imported_before() -> None:
     code = (
         "import runtime.audit.verify, runtime.audit.query, runtime.audit.location; "

@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-from enum import Enum
-
 from pydantic import Field
 
 from runtime.config.models.base import Name, OutputSettings, _Model
-
-
-class Validator(str, Enum):
-    """Checks a candidate match must pass before it is redacted."""
-
-    luhn = "luhn"
-    iban = "iban"
-    cn_resident_id = "cn_resident_id"
-    assigned_secret = "assigned_secret"
-    key_body = "key_body"
-    phone_digits = "phone_digits"
+from runtime.shaping.compiled import Validator  # (defined there: the audit child reads it without pydantic)
 
 
 class RedactionPattern(_Model):
