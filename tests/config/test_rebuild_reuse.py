@@ -1,6 +1,7 @@
-"""A rebuild reuses the whole compiled tool of a document whose file and build context did
-not change, and recompiles everything else: what it reuses must be exactly what a fresh
-compilation would give, problems and locations included."""
+"""A rebuild reuses the whole compiled tool or policy of a document whose file and build
+context did not change, and the condition plan of a tool whose rules did not change, and
+recompiles everything else: what it reuses must be exactly what a fresh compilation would
+give, decisions, problems and locations included."""
 
 from __future__ import annotations
 
@@ -8,9 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from runtime import CompileCache, Settings, build_snapshot, load_snapshot
+from runtime import Call, CompileCache, Session, Settings, build_snapshot, load_snapshot
 from runtime.config.compile import BuildResult
+from runtime.pipeline.lookup import lookup
+from runtime.pipeline.validate import validate
+from runtime.policy.decision import decide
+from runtime.records import BoundCall, ValidatedCall
 from runtime.settings import DefaultOutput
+from runtime.snapshot import Snapshot
 
 TOOL = """\
 apiVersion: toolrt/v1
@@ -188,3 +194,104 @@ def test_a_tool_that_comes_back_after_an_edit_is_compiled_like_a_fresh_one(confi
     assert back.tools["changing"].spec == fresh.tools["changing"].spec
     assert back.tools["changing"].source == fresh.tools["changing"].source
     assert back.version == fresh.version
+
+
+POLICY = """\
+apiVersion: toolrt/v1
+kind: Policy
+metadata: {{name: limits}}
+spec:
+  rules:
+    - name: small-reads
+      effect: allow
+      tools: [stable, changing]
+      when: 'has(args.limit) && args.limit <= {allow_up_to}'
+    - name: read-only
+      effect: allow
+      tools: ["*"]
+      when: 'tool.read_only'
+    - name: big-reads
+      effect: deny
+      tools: [stable, changing]
+      when: 'has(args.limit) && args.limit > {allow_up_to}'
+      reason: too big
+    - name: never
+      effect: deny
+      tools: [neighbour]
+      commands: ["rm *"]
+"""
+
+
+def decided(snapshot: Snapshot, tool_name: str, limit: int | None) -> str:
+    args: dict[str, object] = {"path": "a.txt"} if limit is None else {"path": "a.txt", "limit": limit}
+    bound = lookup(Call("1", tool_name, args), snapshot)
+    assert isinstance(bound, BoundCall), bound
+    call = validate(bound, Session(), snapshot)
+    assert isinstance(call, ValidatedCall), call
+    return decide(call, Session(), snapshot).effect
+
+
+@pytest.fixture
+def with_policy(config: Path) -> Path:
+    (config / "policy.yaml").write_text(POLICY.format(allow_up_to=5))
+    return config
+
+
+def test_a_policy_of_an_unchanged_file_and_its_plans_are_the_previous_builds(
+    with_policy: Path, settings: Settings
+) -> None:
+    cache = CompileCache()
+    before = load_snapshot([with_policy], settings, cache)
+    (with_policy / "b.yaml").write_text(tool("changing", "Reads more."))
+    after = load_snapshot([with_policy], settings, cache)
+    assert after.policies == before.policies
+    assert all(a is b for a, b in zip(after.policies, before.policies, strict=True))
+    assert after.when_plans["stable"] is before.when_plans["stable"]
+    assert after.when_plans["changing"] is not before.when_plans["changing"]
+
+
+def test_an_edited_policy_decides_by_its_new_conditions(with_policy: Path, settings: Settings) -> None:
+    cache = CompileCache()
+    before = load_snapshot([with_policy], settings, cache)
+    assert decided(before, "stable", 8) == "deny"
+    (with_policy / "policy.yaml").write_text(POLICY.format(allow_up_to=9))
+    after = load_snapshot([with_policy], settings, cache)
+    assert after.when_plans["stable"] is not before.when_plans["stable"]
+    fresh = load_snapshot([with_policy], settings, CompileCache())
+    for limit in (None, 1, 5, 6, 8, 9, 10):
+        for name in ("stable", "changing", "neighbour"):
+            assert decided(after, name, limit) == decided(fresh, name, limit), (name, limit)
+    assert decided(after, "stable", 8) == "allow"
+
+
+def test_an_edited_tool_gets_a_plan_made_from_its_new_self(with_policy: Path, settings: Settings) -> None:
+    cache = CompileCache()
+    before = load_snapshot([with_policy], settings, cache)
+    assert decided(before, "changing", 8) == "deny"
+    (with_policy / "b.yaml").write_text(tool("changing").replace("read_only: true", "read_only: false"))
+    after = load_snapshot([with_policy], settings, cache)
+    fresh = load_snapshot([with_policy], settings, CompileCache())
+    for limit in (None, 1, 5, 8):
+        assert decided(after, "changing", limit) == decided(fresh, "changing", limit), limit
+    assert decided(before, "changing", None) == "allow"
+    assert decided(after, "changing", None) != "allow"  # no longer read-only: no rule allows it
+
+
+def test_a_reused_policy_reports_its_warnings_in_every_build(with_policy: Path, settings: Settings) -> None:
+    cache = CompileCache()
+    first = built(with_policy, settings, cache)
+    (with_policy / "b.yaml").write_text(tool("changing", "Reads more."))
+    second = built(with_policy, settings, cache)
+    fresh = built(with_policy, settings, CompileCache())
+    assert any(p.code == "never-applies" for p in first.problems)
+    assert second.problems == first.problems == fresh.problems
+
+
+def test_a_broken_policy_is_reported_in_every_build(with_policy: Path, settings: Settings) -> None:
+    (with_policy / "policy.yaml").write_text(POLICY.format(allow_up_to="'five'"))
+    cache = CompileCache()
+    first = build_snapshot([with_policy], settings, cache)
+    (with_policy / "b.yaml").write_text(tool("changing", "Reads more."))
+    second = build_snapshot([with_policy], settings, cache)
+    assert first.snapshot is None and second.snapshot is None
+    assert first.errors and second.errors == first.errors
