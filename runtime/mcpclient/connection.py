@@ -61,6 +61,7 @@ class ServerConnection:
         self.name = name
         self.spec = spec
         self._live: _Live | None = None
+        self._starting: _Live | None = None  # the session whose handshake is under way
         self._lock = asyncio.Lock()
         self._dying: set[asyncio.Task[None]] = set()  # owners told to stop, not finished yet
         self._failures = 0
@@ -101,21 +102,29 @@ class ServerConnection:
         live = _Live()
         live.owner = loop.create_task(self._own(live, ready), name=f"toolrt-mcp-{self.name}")
         timeout = self.spec.connect_timeout_s
+        self._starting = live
+        # A session given up during its handshake is stopped, not cancelled: its owner
+        # leaves the handshake and tears the transport down the SDK's way (a native
+        # cancel can cut that short and leave a stdio server running).
         try:
             async with asyncio.timeout(timeout):
                 live.session = await asyncio.shield(ready)
         except TimeoutError:
-            live.owner.cancel()  # it is still connecting: it would not see the stop event
             self._retire(live, f"did not complete the MCP handshake within {timeout:g} s")
             raise Unavailable(f"did not complete the MCP handshake within {timeout:g} s (connect_timeout_s)") from None
         except asyncio.CancelledError:
             live.retired = True
-            live.owner.cancel()
+            live.stop.set()
             self._dying.add(live.owner)
             raise
         except Exception as err:
+            if self._closed:
+                raise Unavailable("was closed before its handshake was done (the runtime is closing)") from None
             self._retire(live, f"could not be started: {_describe(err)}")
             raise Unavailable(f"could not be started: {_describe(err)}") from err
+        finally:
+            if self._starting is live:
+                self._starting = None
         self._live = live
         logger.debug("MCP server {} connected", self.name)
         return live
@@ -135,7 +144,13 @@ class ServerConnection:
                 open_transport(self.spec, live.ended, self._tls) as (read, write),
                 ClientSession(read, write, client_info=Implementation(name="toolrt", version=__version__)) as session,
             ):
-                await session.initialize()
+                handshake = asyncio.ensure_future(session.initialize())
+                await _first(handshake, live.stop.wait())
+                if handshake.cancelled():  # stopped first (given up, or closing): leave, tearing down
+                    if not ready.done():
+                        ready.set_exception(Unavailable("was stopped during its handshake"))
+                    return
+                handshake.result()  # the handshake's own failure, if it failed
                 if not ready.done():
                     ready.set_result(session)
                     started = True
@@ -182,6 +197,8 @@ class ServerConnection:
         _, pending = await asyncio.wait(dying, timeout=_TEARDOWN_WAIT_S)
         for task in pending:
             task.cancel()
+        if pending:  # a cancelled task is still running until it has run its cancellation
+            await asyncio.wait(pending, timeout=_CANCEL_WAIT_S)
         self._dying -= dying
 
     async def call_tool(self, tool: str, args: Mapping[str, Any], *, total_s: float, idle_s: float | None) -> Any:
@@ -275,10 +292,11 @@ class ServerConnection:
         self._retry_at = 0.0
 
     async def close(self) -> None:
-        """Stop the session and wait (bounded) for its teardown."""
+        """Stop the session (and one still in its handshake) and wait (bounded) for its teardown."""
         self._closed = True
-        if self._live is not None:
-            self._retire(self._live, "is closing")
+        for live in (self._live, self._starting):
+            if live is not None:
+                self._retire(live, "is closing")
         await self._bury()
 
 

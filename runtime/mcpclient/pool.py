@@ -8,6 +8,13 @@ code. Sessions owned by any of those loops would die with it, so the pool runs i
 sessions on one background loop for the life of the runtime; callers on any loop
 await them through ``asyncio.wrap_future``, and sync callers block on the future.
 The thread starts on first use: a config without McpServer documents never starts it.
+
+Shutdown is bounded and leaves nothing pending: :meth:`McpPool.close` gives the sessions
+``close_wait_s`` to close (each stdio server's process tree is stopped the SDK's way),
+then the loop's thread cancels whatever is still running, lets the cancellations run to
+completion (bounded again), closes the async generators and the default executor, and
+closes the loop. A task that outlives even that keeps the thread (a daemon) and the loop
+alive until it ends, rather than being destroyed while pending.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from runtime.mcpclient.transports import INSTALL_HINT, sdk_available
 
 T = TypeVar("T")
 
-_CLOSE_WAIT_S = 15.0
+_CLOSE_WAIT_S = 15.0  # above the SDK's longest stdio teardown (stdin closed, SIGTERM, SIGKILL: about 6 s)
+_DRAIN_S = 5.0  # for what close() cancelled to run its cancellation, then again for the async generators
 _LIST_SLACK_S = 15.0  # beyond connect + listing: a stuck start still ends in a bounded time
 
 
@@ -35,9 +43,11 @@ class McpPool:
     """Sessions with the declared MCP servers, started lazily and restarted on failure.
 
     Safe to use from any thread and any event loop. :meth:`close` stops every session
-    (and kills stdio servers' process trees)."""
+    (and kills stdio servers' process trees), waiting at most ``close_wait_s`` for them
+    before it cancels what is left."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, close_wait_s: float = _CLOSE_WAIT_S) -> None:
+        self.close_wait_s = close_wait_s
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -135,46 +145,80 @@ class McpPool:
     # -- shutdown ----------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop every session and the pool's thread. Blocking, bounded; idempotent."""
+        """Stop every session and the pool's thread. Blocking, bounded (``close_wait_s``
+        and a few seconds more); idempotent."""
         with self._lock:
             self._closed = True
             loop, thread = self._loop, self._thread
             self._loop = self._thread = None
         if loop is None or thread is None:
             return
-
-        async def close_all() -> None:
-            closing = [c.close() for c in self._connections.values()]
-            await asyncio.gather(*closing, *self._retiring, return_exceptions=True)
-            self._connections.clear()
-            # Anything still running (a call waiting out a backoff) ends now: its caller
-            # hears of it instead of waiting on a loop that is about to stop.
-            stragglers = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in stragglers:
-                task.cancel()
-            if stragglers:
-                await asyncio.wait(stragglers, timeout=_CLOSE_WAIT_S)
-
+        closing = asyncio.run_coroutine_threadsafe(self._close_sessions(), loop)
         try:
-            asyncio.run_coroutine_threadsafe(close_all(), loop).result(timeout=_CLOSE_WAIT_S)
+            closing.result(timeout=self.close_wait_s)
+        except concurrent.futures.TimeoutError:
+            closing.cancel()  # the loop's thread runs the cancellation (see _run_loop)
+            logger.warning("MCP sessions did not close within {:g} s; what is left is cancelled", self.close_wait_s)
         except Exception as err:  # noqa: BLE001 - shutdown goes on whatever a server did
             logger.warning("MCP sessions did not all close cleanly: {}", err)
         loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=_CLOSE_WAIT_S)
-        if not thread.is_alive():
-            loop.close()
+        thread.join(timeout=3 * _DRAIN_S)
+
+    async def _close_sessions(self) -> None:
+        """Close every session (each bounded), then end the calls still running."""
+        closing = [c.close() for c in self._connections.values()]
+        await asyncio.gather(*closing, *self._retiring, return_exceptions=True)
+        self._connections.clear()
+        # Anything still running (a call waiting out a backoff) ends now: its caller
+        # hears of it instead of waiting on a loop that is about to stop.
+        stragglers = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in stragglers:
+            task.cancel()
+        if stragglers:
+            await asyncio.wait(stragglers, timeout=_DRAIN_S)
 
 
 def _start_loop() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
     loop = asyncio.new_event_loop()
     started = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.call_soon(started.set)
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, name="toolrt-mcp", daemon=True)
+    thread = threading.Thread(target=_run_loop, args=(loop, started), name="toolrt-mcp", daemon=True)
     thread.start()
     started.wait()
     return loop, thread
+
+
+def _run_loop(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
+    """The pool's thread: run ``loop`` until it is stopped, then shut it down."""
+    asyncio.set_event_loop(loop)
+    loop.call_soon(started.set)
+    try:
+        loop.run_forever()
+    finally:
+        _shut_down(loop)
+
+
+def _shut_down(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what still runs on the stopped ``loop`` and run it to its end (bounded), then
+    close the async generators, the default executor and the loop, the way asyncio.run
+    does. A task still running after all that is waited for without bound (close() has
+    returned by then; this thread is a daemon): it is never destroyed while pending."""
+    for _ in range(2):  # a task may start others on its way out: they are cancelled in turn
+        tasks = asyncio.all_tasks(loop)
+        if not tasks:
+            break
+        for task in tasks:
+            task.cancel()
+        done, _pending = loop.run_until_complete(asyncio.wait(tasks, timeout=_DRAIN_S))
+        for task in done:  # an error raised while cancelled is retrieved here, not reported at collection
+            if not task.cancelled() and task.exception() is not None:
+                logger.debug("MCP task {} ended with {!r} while shutting down", task.get_name(), task.exception())
+    for ending in (loop.shutdown_asyncgens(), loop.shutdown_default_executor()):
+        try:
+            loop.run_until_complete(asyncio.wait_for(ending, _DRAIN_S))
+        except Exception as err:  # noqa: BLE001 - the loop is closed whatever is left behind
+            logger.warning("the MCP pool's event loop did not shut down cleanly: {}", err)
+    left = asyncio.all_tasks(loop)
+    if left:
+        logger.warning("{} MCP task(s) still running after being cancelled; waiting for them", len(left))
+        loop.run_until_complete(asyncio.wait(left))
+    loop.close()
