@@ -11,10 +11,11 @@ location-free so that they can be cached by content and placed in the file later
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from runtime.config.exprtypes import TypedCheck, type_findings
+from runtime.config.finding import Finding as Finding  # re-exported: defined there, under exprtypes too
+from runtime.config.finding import Path
 from runtime.config.suggest import did_you_mean
 from runtime.errors import CelCompileError
 from runtime.policy.cel import CelEngine, CelProgram
@@ -22,22 +23,8 @@ from runtime.policy.celrefs import LexError, Token, analyse, offset_to_line_col,
 from runtime.regex import RegexRejected, check_pattern
 from runtime.validation.wording import sentence
 
-Path = tuple[str | int, ...]
-
 MAX_MACRO_DEPTH = 2
 MAX_NESTING = 24
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """A problem at ``path`` in a document, optionally at ``inner`` (line, col) inside
-    the string value there."""
-
-    path: Path
-    code: str
-    message: str
-    warning: bool = False
-    inner: tuple[int, int] | None = None
 
 
 def compile_expression(

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.config.finding import Finding
 from runtime.policy import celbudget
 from runtime.policy.celast import ParseError, parse
 from runtime.policy.celcheck import check
@@ -173,8 +174,10 @@ def _parsed(source: str) -> Any:
         return err
 
 
-def type_findings(source: str, path: tuple[str | int, ...], typed: TypedCheck, *, own_schema: bool = True) -> list[Any]:
-    """Findings (see runtime.config.expressions.Finding) for ``source`` under ``typed``
+def type_findings(
+    source: str, path: tuple[str | int, ...], typed: TypedCheck, *, own_schema: bool = True
+) -> list[Finding]:
+    """Findings for ``source`` under ``typed``
     (kept per content: many tools share their rules and schemas)."""
     memo = (
         source,
@@ -203,8 +206,7 @@ _FINDINGS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 def _type_findings(
     source: str, path: tuple[str | int, ...], typed: TypedCheck, *, own_schema: bool = True
-) -> list[Any]:
-    from runtime.config.expressions import Finding
+) -> list[Finding]:
 
     tree = _parsed(source)
     if isinstance(tree, ParseError):
@@ -260,11 +262,10 @@ def _type_findings(
     return findings
 
 
-def _declared_findings(source: str, path: tuple[str | int, ...], typed: TypedCheck, own_schema: bool) -> list[Any]:
+def _declared_findings(source: str, path: tuple[str | int, ...], typed: TypedCheck, own_schema: bool) -> list[Finding]:
     """cel-expr-python's checker's word, the schema's types declared to it
     (:mod:`runtime.policy.celdeclared`), where toolrt's checker found no error: the
     conformance test keeps the two in agreement wherever it can decide."""
-    from runtime.config.expressions import Finding
     from runtime.policy.celdeclared import check_declared
 
     verdict = check_declared(source, typed.variables, typed.key, typed.result, own_schema=own_schema)
@@ -285,8 +286,7 @@ def _bool_fix(kind: str) -> str:
     return "Write a comparison or a test that gives true or false."
 
 
-def _cost_findings(cost: Any, path: tuple[str | int, ...], typed: TypedCheck) -> list[Any]:
-    from runtime.config.expressions import Finding
+def _cost_findings(cost: Any, path: tuple[str | int, ...], typed: TypedCheck) -> list[Finding]:
 
     limits = {name: float(bound.limit) for name, bound in typed.bounds.items()}
     worst = cost.evaluate(limits)
@@ -301,11 +301,10 @@ def _cost_findings(cost: Any, path: tuple[str | int, ...], typed: TypedCheck) ->
     return [Finding(path, "cel-cost", message)]
 
 
-def _time_findings(source: str, cost: Any, path: tuple[str | int, ...], typed: TypedCheck) -> list[Any]:
+def _time_findings(source: str, cost: Any, path: tuple[str | int, ...], typed: TypedCheck) -> list[Finding]:
     """A warning when the worst case within the cost budget would still run past
     ``cel_time_limit_ms`` on the portable engine (it would be stopped, failing closed),
     with the schema bound, and the value of it, that brings it under."""
-    from runtime.config.expressions import Finding
     from runtime.policy.celclosure import translate
 
     limits = {name: float(bound.limit) for name, bound in typed.bounds.items()}
