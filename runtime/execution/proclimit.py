@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import os
 
+from runtime.execution.cgroup import cgroup_base
+
 
 def pids_v1_base() -> str | None:
     """This process's folder in a cgroup v1 hierarchy holding the ``pids`` controller,
@@ -135,8 +137,6 @@ def user_tasks(uid: int) -> int:
 def process_limit_mechanism(limit: int) -> str:
     """Which ceiling a command started now would get (see the module docstring), for
     ``explain`` and the README's claims; the supervisor's own try decides."""
-    from runtime.execution.reaper import cgroup_base  # noqa: PLC0415 - reaper embeds this module
-
     if limit <= 0:
         return "none"
     base = None if os.environ.get("TOOLRT_NO_CGROUP") else cgroup_base()

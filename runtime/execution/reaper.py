@@ -26,6 +26,8 @@ live supervisor's cgroup is never touched. Where it does not (read-only cgroupfs
 v1 only, not allowed), the subreaper alone does the work; :func:`cgroup_base` says
 which applies.
 
+The cgroup lookups live in :mod:`runtime.execution.cgroup` (the supervisor embeds them too).
+
 :data:`SUPERVISOR` is the program (run with ``python -I -S -c``, importing nothing of
 toolrt, so it starts in milliseconds); :func:`supervised` wraps an argv in it.
 """
@@ -38,31 +40,10 @@ import sys
 import time
 from collections.abc import Sequence
 
+from runtime.execution.cgroup import cgroup_base as cgroup_base  # re-exported: defined there, read by proclimit
+from runtime.execution.cgroup import own_cgroup
 from runtime.execution.proclimit import limit_reached, limit_tasks, pids_v1_base, user_tasks
 from runtime.execution.sandbox import encode, enter_sandbox, sandbox_init
-
-
-def own_cgroup() -> str | None:
-    """This process's cgroup v2 folder, if the unified hierarchy is mounted here (the
-    supervisor runs this same function, its source embedded in :data:`SUPERVISOR`)."""
-    try:
-        with open("/proc/self/cgroup") as f:
-            path = next((line.rstrip("\n")[3:] for line in f if line.startswith("0::")), None)
-        if path is None:
-            return None
-        with open("/proc/self/mountinfo") as f:
-            for line in f:
-                left, _, right = line.partition(" - ")
-                fields = left.split()
-                if right.split()[:1] == ["cgroup2"]:
-                    root, mount = fields[3], fields[4]
-                    if root == "/":
-                        return mount + path.rstrip("/")
-                    if path == root or path.startswith(root + "/"):
-                        return mount + path[len(root) :]
-    except (OSError, IndexError):
-        pass
-    return None
 
 
 def sweep_stale_cgroups(base: str | None) -> list[str]:
@@ -383,11 +364,3 @@ def supervised(
     ``process-limit N`` to ``report_fd`` (passed to it) as it ends."""
     limits = f"{max(0, int(max_tasks))}:{int(report_fd)}"
     return [sys.executable, "-I", "-S", "-c", SUPERVISOR, repr(float(grace_s)), encode(hide), limits, *argv]
-
-
-def cgroup_base() -> str | None:
-    """The cgroup v2 folder the supervisor makes each command's cgroup in (its own
-    cgroup, inherited from this process), or None when there is none or it is not
-    writable: then the subreaper alone takes trees down."""
-    found = own_cgroup()
-    return found if found is not None and os.access(found, os.W_OK) else None
