@@ -20,52 +20,22 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from runtime.policy.celbudget import DEFAULT_COST_LIMIT, DEFAULT_TIME_LIMIT_MS, fast_cost_limit
 from runtime.policy.celclosure import METER, CelError, Closure, Defer, OverBudget, run_in, scope, translate
 from runtime.policy.celmeter import spent
+
+# re-exported: defined in celprogram, which the engines import without this registry
+from runtime.policy.celprogram import CelEngine as CelEngine
+from runtime.policy.celprogram import CelProgram as CelProgram
+from runtime.policy.celprogram import Outcome as Outcome
 from runtime.policy.celsize import Read, largest_size, measure, reads
 
 #: Variables a tool's business rules may read.
 RULE_VARIABLES = ("args", "tool", "session", "call")
 #: Variables a policy rule's ``when`` may read (adds the parsed command lines).
 POLICY_VARIABLES = ("args", "tool", "session", "call", "commands")
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """The result of evaluating an expression: ``value`` or ``error``, never both."""
-
-    value: Any = None
-    error: str | None = None
-
-    @property
-    def is_true(self) -> bool:
-        """True only for a boolean true result (errors and non-booleans are not true)."""
-        return self.error is None and self.value is True
-
-
-class CelProgram(Protocol):
-    source: str
-
-    def evaluate(self, activation: Any) -> Outcome: ...
-
-
-class CelEngine(Protocol):
-    name: str
-    checks_types: bool
-
-    def compile(
-        self,
-        source: str,
-        variables: tuple[str, ...],
-        cost_limit: int = DEFAULT_COST_LIMIT,
-        time_limit_ms: int = DEFAULT_TIME_LIMIT_MS,
-    ) -> CelProgram: ...
-
-    def activation(self, data: Mapping[str, Any], variables: tuple[str, ...]) -> Any: ...
 
 
 _TRUE = Outcome(value=True)

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtime.errors import CelCompileError
-from runtime.policy.cel import CelProgram, Outcome
 from runtime.policy.celbudget import DEFAULT_COST_LIMIT, DEFAULT_TIME_LIMIT_MS
+from runtime.policy.celprogram import CelProgram, Outcome
 from runtime.policy.celrefs import LexError, tokenize
 from runtime.regex import re2_tester
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from runtime.errors import CelCompileError
 from runtime.policy import celbudget
-from runtime.policy.cel import CelProgram, Outcome
+from runtime.policy.celprogram import CelProgram, Outcome
 from runtime.regex import re2_tester
 
 # cel-python's runners keep per-evaluation state on shared objects; one lock for all
