@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from runtime.policy.celast import Node
 from runtime.policy.celfacts import REGEX_PER_CHAR, SCAN_PER_CHAR, Facts, unknown_size
@@ -25,12 +25,18 @@ from runtime.policy.celtypes import (
 )
 from runtime.policy.celwords import hint_for_field, name_of
 
-if TYPE_CHECKING:
-    from runtime.policy.celcheck import Checker
+
+class FunctionChecker(Protocol):
+    """What a function's check asks of the checker walking the expression
+    (:class:`runtime.policy.celcheck.Checker`, which looks functions up here)."""
+
+    def issue(self, offset: int, message: str, code: str = "cel-type", *, warning: bool = False) -> None: ...
+
+    def maybe_null(self, node: Node, value: CelType, facts: Facts, use: str) -> None: ...
 
 
 def _fn_size(
-    checker: Checker, node: Node, operands: list[tuple[Node, CelType]], facts: Facts, cost: Cost
+    checker: FunctionChecker, node: Node, operands: list[tuple[Node, CelType]], facts: Facts, cost: Cost
 ) -> tuple[CelType, Cost]:
     if not _arity(checker, node, operands, 1):
         return INT, cost
@@ -44,12 +50,12 @@ def _fn_size(
     return INT, cost
 
 
-_Signature = Callable[["Checker", Node, list[tuple[Node, CelType]], Facts, Cost], tuple[CelType, Cost]]
+_Signature = Callable[[FunctionChecker, Node, list[tuple[Node, CelType]], Facts, Cost], tuple[CelType, Cost]]
 
 
 def _string_test(name: str, per_char: float) -> _Signature:
     def check_string_test(
-        checker: Checker, node: Node, operands: list[tuple[Node, CelType]], facts: Facts, cost: Cost
+        checker: FunctionChecker, node: Node, operands: list[tuple[Node, CelType]], facts: Facts, cost: Cost
     ) -> tuple[CelType, Cost]:
         if not _arity(checker, node, operands, 2, method=True):
             return BOOL, cost
@@ -71,7 +77,7 @@ def _string_test(name: str, per_char: float) -> _Signature:
 
 def _conversion(result: CelType, accepts: frozenset[str]) -> _Signature:
     def check_conversion(
-        checker: Checker, node: Node, operands: list[tuple[Node, CelType]], facts: Facts, cost: Cost
+        checker: FunctionChecker, node: Node, operands: list[tuple[Node, CelType]], facts: Facts, cost: Cost
     ) -> tuple[CelType, Cost]:
         if not _arity(checker, node, operands, 1):
             return result, cost
@@ -90,7 +96,7 @@ def _conversion(result: CelType, accepts: frozenset[str]) -> _Signature:
 
 
 def _fn_dyn(
-    checker: Checker, node: Node, operands: list[tuple[Node, CelType]], facts: Facts, cost: Cost
+    checker: FunctionChecker, node: Node, operands: list[tuple[Node, CelType]], facts: Facts, cost: Cost
 ) -> tuple[CelType, Cost]:
     _arity(checker, node, operands, 1)
     return (operands[0][1] if node.value == "dyn" and operands else TYPE if node.value == "type" else DYN), cost
@@ -117,7 +123,7 @@ FUNCTIONS: dict[str, _Signature] = {
 
 
 def _arity(
-    checker: Checker, node: Node, operands: list[tuple[Node, CelType]], count: int, *, method: bool = False
+    checker: FunctionChecker, node: Node, operands: list[tuple[Node, CelType]], count: int, *, method: bool = False
 ) -> bool:
     if len(operands) == count and (not method or node.target is not None or node.value == "matches"):
         return True
