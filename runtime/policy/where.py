@@ -15,7 +15,7 @@ from runtime.workspace.hardlinks import NO_PROTECTED_INODES, ProtectedInodes
 
 if TYPE_CHECKING:
     from runtime.policy.placecache import Validator
-    from runtime.policy.placed import PlacedLine
+    from runtime.policy.placedline import PlacedLine
 
 
 @dataclass(frozen=True, slots=True)
