@@ -288,4 +288,4 @@ class Redactor:
 
     def stream(self) -> StreamRedactor:
         """A redactor for output that arrives in chunks (see :class:`StreamRedactor`)."""
-        return StreamRedactor(self)
+        return StreamRedactor(self._scanners, self.spans, self.window)

@@ -6,14 +6,11 @@ bytes between chunks (see :data:`DEFAULT_WINDOW`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from runtime.shaping._unicode import to_utf8
 from runtime.shaping.disguise import DISGUISED, Spans, redact_disguised
 from runtime.shaping.redact_scan import _char_start, _scan, _Scanner
-
-if TYPE_CHECKING:
-    from runtime.shaping.redact import Redactor
 
 DEFAULT_WINDOW = 64 * 1024
 """Bytes of output a :class:`StreamRedactor` holds back between chunks.
@@ -120,14 +117,15 @@ class StreamRedactor:
 
     __slots__ = ("counts", "_stages", "_finished", "_before", "_after")
 
-    def __init__(self, redactor: Redactor) -> None:
+    def __init__(self, scanners: Sequence[_Scanner], spans: Spans, window: int) -> None:
+        # Handed the pieces of a Redactor (Redactor.stream), not the Redactor: this module stays below redact.
         self.counts: dict[str, int] = {}
-        self._stages = tuple(_Stage(scanner, redactor.window, self.counts) for scanner in redactor._scanners)
+        self._stages = tuple(_Stage(scanner, window, self.counts) for scanner in scanners)
         self._finished = False
         # The disguise passes of Redactor.redact, before and after the scanners, on whole
         # lines: what is emitted does not depend on where the chunks end.
-        self._before = _Lines(redactor.spans, inside=True, window=redactor.window, counts=self.counts)
-        self._after = _Lines(redactor.spans, inside=False, window=redactor.window, counts=self.counts)
+        self._before = _Lines(spans, inside=True, window=window, counts=self.counts)
+        self._after = _Lines(spans, inside=False, window=window, counts=self.counts)
 
     def feed(self, chunk: str) -> str:
         """Take the next chunk; return the redacted text that can be emitted now."""
