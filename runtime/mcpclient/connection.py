@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ssl
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
@@ -249,10 +250,7 @@ class ServerConnection:
     ) -> T:
         """Wait for ``request`` under the deadline and idle limit; translate the SDK's
         exceptions (this is the one place that does)."""
-        from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED
-        from pydantic import ValidationError
-
+        MCPError, CONNECTION_CLOSED, ValidationError = _sdk_errors()  # noqa: N806 - the SDK's names
         try:
             limit = await _wait(request, deadline, idle_s, last)
         except asyncio.CancelledError:
@@ -298,6 +296,17 @@ class ServerConnection:
             if live is not None:
                 self._retire(live, "is closing")
         await self._bury()
+
+
+@functools.cache
+def _sdk_errors() -> tuple[Any, int, Any]:
+    """The SDK's error type, its connection-closed code and pydantic's validation error:
+    imported once, at the first answer (not at module import: the SDK is optional)."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED
+    from pydantic import ValidationError
+
+    return MCPError, CONNECTION_CLOSED, ValidationError
 
 
 async def _wait(request: asyncio.Future[Any], deadline: float, idle_s: float | None, last: list[float]) -> str | None:

@@ -52,6 +52,7 @@ class McpPool:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._sdk_found = False  # looked up until found: once there, it stays
         self._connections: dict[str, ServerConnection] = {}  # touched on the pool loop only
         self._retiring: set[asyncio.Task[None]] = set()
 
@@ -63,9 +64,10 @@ class McpPool:
             if self._closed:
                 coroutine.close()
                 raise Unavailable("is not reachable: the runtime is closed")
-            if not sdk_available():
+            if not self._sdk_found and not sdk_available():
                 coroutine.close()
                 raise Unavailable(f"cannot be used: the MCP SDK is not installed ({INSTALL_HINT})")
+            self._sdk_found = True
             if self._loop is None:
                 self._loop, self._thread = _start_loop()
             # Scheduled under the lock: a close() that comes next finds it on the loop
