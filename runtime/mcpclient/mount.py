@@ -119,12 +119,18 @@ class Mounter:
     """The snapshot build's mount step (``build_snapshot(..., mount=Mounter(pool))``).
 
     With a ``check`` (:class:`runtime.mcpclient.lockcheck.LockCheck`) every live listing
-    is compared with the lock file CI checked, and a drift is reported."""
+    is compared with the lock file CI checked, and a drift is reported.
+
+    A server's Tool documents are made once per listing: a build whose server lists what
+    it listed last time, declared and surrounded as before, gets the same documents again
+    (checking and validating hundreds of schemas at every reload is most of its cost; a
+    warning about a tool left out is logged once per listing, not at every build)."""
 
     def __init__(self, pool: McpPool, check: LockCheck | None = None) -> None:
         self._pool = pool
         self._last: dict[str, tuple[McpServerSpec, tuple[ListedTool, ...]]] = {}  # last good listing per server
         self._check = check
+        self._mounted: dict[str, tuple[tuple[Any, ...], list[LoadedDocument]]] = {}  # server -> (inputs, documents)
 
     def __call__(self, documents: Sequence[LoadedDocument]) -> list[LoadedDocument]:
         """Tool documents for the tools of the McpServers among ``documents``."""
@@ -144,9 +150,15 @@ class Mounter:
             return []
         config = ConfigFacts.of(documents)
         mounted: list[LoadedDocument] = []
+        for gone in self._mounted.keys() - servers.keys():
+            del self._mounted[gone]
         for name, spec in servers.items():
             tools = self._tools(name, spec, listings[name])
-            mounted.extend(mount_server(name, spec, tools, config, taken={d.model.metadata.name for d in mounted}))
+            inputs = (spec, tools, config, frozenset(d.model.metadata.name for d in mounted))
+            kept = self._mounted.get(name)
+            if kept is None or kept[0] != inputs:
+                kept = self._mounted[name] = (inputs, mount_server(name, spec, tools, config, taken=inputs[3]))
+            mounted.extend(kept[1])
         return mounted
 
     def _tools(self, name: str, spec: McpServerSpec, listed: list[Any] | McpFailure) -> tuple[ListedTool, ...]:
