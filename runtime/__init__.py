@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 # Imported now for its side effect: the library's logs are off until the app turns them
 # on (logger.disable), before any other module of the package can log.
 from runtime import logs
+from runtime._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from runtime import adapters
@@ -80,8 +81,6 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Approval",

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from loguru import logger
 
+from runtime._version import __version__
 from runtime.config.models import McpServerSpec, McpTransport
 from runtime.mcpclient.errors import Lost, Refused, TimedOut, Unavailable
 from runtime.mcpclient.transports import open_transport, tls_context
@@ -136,8 +137,6 @@ class ServerConnection:
         try:
             from mcp.client.session import ClientSession
             from mcp_types import Implementation
-
-            from runtime import __version__
 
             if self.spec.transport is McpTransport.http and self._tls is None:
                 self._tls = tls_context()

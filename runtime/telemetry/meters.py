@@ -49,6 +49,7 @@ from typing import Any
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
+from runtime._version import __version__
 from runtime.metricnames import (
     MCP_DRIFT,
     MCP_DRIFTED,
@@ -160,8 +161,6 @@ class Binding:
 def bind(registry: MetricsSource, meter_provider: Any = None, *, histograms: bool = False) -> Binding:
     """Report ``registry`` through the meter ``toolrt`` of ``meter_provider`` (default:
     the app's global MeterProvider; none is ever installed here)."""
-    from runtime import __version__
-
     meter = metrics.get_meter(SCOPE, __version__, meter_provider=meter_provider)
     return Binding(registry, meter, histograms)
 

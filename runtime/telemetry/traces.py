@@ -26,7 +26,8 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from runtime.telemetry import MAX_TRACEPARENT_CHARS, trace_id_from_traceparent
+from runtime._version import __version__
+from runtime.telemetry.traceparent import MAX_TRACEPARENT_CHARS, trace_id_from_traceparent
 
 if TYPE_CHECKING:
     from runtime.pipeline.env import TurnEnv
@@ -106,8 +107,6 @@ class Tracing:
     __slots__ = ("_tracer",)
 
     def __init__(self, tracer_provider: Any) -> None:
-        from runtime import __version__
-
         self._tracer = trace.get_tracer(SCOPE, __version__, tracer_provider=tracer_provider)
 
     async def run_turn(
