@@ -37,7 +37,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import runtime
 from runtime.audit import handoff
 from runtime.audit.jsonl import JsonlSink
 from runtime.audit.record import AuditRecord, Encoded
@@ -319,7 +318,7 @@ class ProcessSink:
             self._size = handoff.HEADER_BYTES
             self._sent.clear()
         # else a child died: the new one goes on in the same file, from what it had stored.
-        package_root = str(Path(runtime.__file__).resolve().parent.parent)
+        package_root = str(Path(__file__).resolve().parents[2])  # the folder holding runtime/ (not the facade)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH", "")]))
         self._proc = subprocess.Popen(  # noqa: S603 - our own module, fixed argv
