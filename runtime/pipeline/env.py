@@ -15,12 +15,12 @@ if TYPE_CHECKING:
     from runtime.execution.jobs import JobRegistry
     from runtime.mcpclient.pool import McpPool
     from runtime.metrics import Metrics
-    from runtime.pipeline.permit import Approver, Permitter
+    from runtime.pipeline.approval import Approver, Permitter
     from runtime.policy.grants import SessionGrants
     from runtime.policy.limits import Limits
     from runtime.shaping.artifacts import ArtifactStore
     from runtime.shaping.key_material import KeyIndex
-    from runtime.tools.workspace_tools import WorkspaceTools
+    from runtime.tools.workspace_set import WorkspaceTools
     from runtime.versions.rollout import CanaryMonitor
 
 

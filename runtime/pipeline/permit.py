@@ -26,9 +26,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any
 
 from runtime.codes import ResultCode
+
+# re-exported: the app-facing contracts live below this stage and the turn environment that carries them
+from runtime.pipeline.approval import Approval as Approval
+from runtime.pipeline.approval import Approver as Approver
+from runtime.pipeline.approval import Permitter as Permitter
 from runtime.pipeline.lookup import lookup
 from runtime.pipeline.validate import validate
 from runtime.policy.grants import SessionGrants, describe
@@ -49,37 +54,6 @@ from runtime.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from runtime.pipeline.env import TurnEnv
-
-
-@dataclass(frozen=True, slots=True)
-class Approval:
-    """An approver's answer.
-
-    ``args``: run with these arguments instead (they are validated and judged again).
-    ``scope="session"``: allow this tool for the rest of the session without asking,
-    for calls whose arguments match ``pattern`` (argument name -> glob) when given.
-    ``asked=False``: no one could be asked (e.g. the client cannot show a question);
-    the call is denied with ``reason`` alone, not reported as declined by a person.
-    """
-
-    approved: bool
-    reason: str | None = None
-    args: Mapping[str, Any] | None = None
-    scope: Literal["once", "session"] = "once"
-    pattern: Mapping[str, str] | None = None
-    asked: bool = True
-
-
-class Approver(Protocol):
-    """Asked about calls whose decision is ``ask``; supplied by the embedding app."""
-
-    async def __call__(self, call: ValidatedCall, session: Session, decision: Decision) -> Approval: ...
-
-
-class Permitter(Protocol):
-    """Decides allow / ask / deny for one validated call."""
-
-    def decide(self, call: ValidatedCall, session: Session, snapshot: Snapshot) -> Decision: ...
 
 
 @dataclass(slots=True)

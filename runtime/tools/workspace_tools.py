@@ -11,12 +11,9 @@ stalls the event loop that serves the other calls.
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
-import tempfile
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -25,59 +22,13 @@ from runtime.config.models import HandlerCommand
 from runtime.errors import ToolError
 from runtime.execution.command import CommandError, PreparedCommand, prepare
 from runtime.records import HandlerOutcome
-from runtime.workspace import FileEditor, FileReader, ReadCache, Workspace, WorkspaceError, delete_file
+from runtime.tools.workspace_set import WorkspaceTools as WorkspaceTools  # re-exported: defined there
+from runtime.tools.workspace_set import lock_dir_for as lock_dir_for
+from runtime.workspace import WorkspaceError, delete_file
 from runtime.workspace import search as workspace_search
-from runtime.workspace.hardlinks import NO_PROTECTED_INODES, ProtectedInodes
 
 if TYPE_CHECKING:
     from runtime.pipeline.env import TurnEnv
-    from runtime.settings import Settings
-
-
-@dataclass(frozen=True)
-class WorkspaceTools:
-    """One workspace with the reader, editor and read cache its tools share."""
-
-    workspace: Workspace
-    cache: ReadCache
-    reader: FileReader
-    editor: FileEditor
-
-    @classmethod
-    def create(
-        cls,
-        root: Path,
-        deny_globs: Sequence[str],
-        lock_dir: Path,
-        protected_inodes: ProtectedInodes = NO_PROTECTED_INODES,
-    ) -> WorkspaceTools:
-        """Tools for the workspace at ``root``; lock files go to ``lock_dir`` (outside it);
-        ``protected_inodes`` finds toolrt's own files under other names (hard links)."""
-        workspace = Workspace(root, deny_globs, protected_inodes)
-        cache = ReadCache()
-        return cls(workspace, cache, FileReader(workspace, cache), FileEditor(workspace, lock_dir, cache))
-
-
-def lock_dir_for(settings: Settings, workspace_root: Path) -> Path:
-    """Where file_edit keeps its lock files: never inside the user's workspace.
-
-    ``state_dir`` when it is absolute and outside the workspace; else the user's state
-    directory (``$XDG_STATE_HOME`` or ``~/.local/state``), else the temp directory.
-    Every process editing the same files must agree on it, so it depends on nothing
-    but the settings and the user.
-    """
-    root = workspace_root.resolve()
-    if settings.state_dir.is_absolute() and not settings.state_dir.resolve().is_relative_to(root):
-        return settings.state_dir / "locks"
-    state_home = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    candidate = Path(state_home) / "toolrt" / "locks"
-    if not candidate.resolve().is_relative_to(root):
-        try:
-            candidate.mkdir(parents=True, exist_ok=True, mode=0o700)
-            return candidate
-        except OSError:
-            pass
-    return Path(tempfile.gettempdir()) / f"toolrt-{os.getuid()}" / "locks"
 
 
 _FALLBACK: dict[Path, WorkspaceTools] = {}
