@@ -544,7 +544,7 @@ class Runtime:
             return await self.tracing.run_workflow(
                 name, run_id, lambda tid: self._start_workflow(name, args, session, run_id, tid), trace_id=trace_id
             )
-        return await run_named(name, args, self._env(session, trace_id, request_id=run_id), run_id)
+        return await run_named(name, args, self._env(session, trace_id, request_id=run_id), run_id, run_call=run_call)
 
     async def _start_workflow(
         self, name: str, args: Mapping[str, Any] | None, session: Session, run_id: str, trace_id: str | None
@@ -552,7 +552,7 @@ class Runtime:
         env = self._env(session, trace_id, request_id=run_id)
         if self.tracing is not None:
             env = self.tracing.traced(env)
-        return await run_named(name, args, env, run_id)
+        return await run_named(name, args, env, run_id, run_call=run_call)
 
     def run_workflow_sync(
         self, name: str, args: Mapping[str, Any] | None = None, session: Session | None = None, **options: Any
@@ -571,6 +571,7 @@ class Runtime:
             self.workspace_root,
             run_id,
             lambda own: self._env(session or own, None, request_id=run_id),
+            run_call=run_call,
             metrics=self.metrics,
         )
 

@@ -125,7 +125,7 @@ async def _stages(call: Call, env: TurnEnv, timings: dict[str, Any]) -> ToolResu
     try:
         started = start(permitted.call)  # 05 execute: most in-process handlers finish without an await
         if started is None:
-            outcome = await execute(permitted.call, env)
+            outcome = await execute(permitted.call, env, run_call)
         elif isinstance(started, Started):
             outcome = await resume(permitted.call, started)
         else:

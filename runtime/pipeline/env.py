@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -28,6 +28,11 @@ class CallTracer(Protocol):
     """Runs one call of the turn inside its OpenTelemetry span (runtime.telemetry.traces)."""
 
     async def call(self, call: Call, env: TurnEnv) -> ToolResult: ...
+
+
+#: Runs one call through every stage of the pipeline (:func:`runtime.pipeline.run_call`): handed to the parts that
+#: run calls of their own (a workflow's steps) by the pipeline itself, so that they need not import it.
+CallRunner = Callable[[Call, "TurnEnv"], Awaitable[ToolResult]]
 
 
 #: Records one call's result in the audit log: (the turn, the call, its result, the

@@ -30,7 +30,7 @@ from runtime.execution.output import OutputCollector
 from runtime.execution.processes import run_process
 from runtime.execution.python import PythonOutcome, Started, call_python, finish_started, start_eagerly
 from runtime.mcpclient.calls import call_mcp_tool
-from runtime.pipeline.env import TurnEnv
+from runtime.pipeline.env import CallRunner, TurnEnv
 from runtime.records import HandlerOutcome, Status, ValidatedCall
 from runtime.shaping.key_material import KeyStream, command_words
 from runtime.shaping.untrusted import defuse_markers
@@ -44,12 +44,13 @@ _CHILD_OUTPUT_LIMIT = 16 * 1024 * 1024
 _BACKGROUND_MAX_S = 3600.0  # a background job is stopped after an hour
 
 
-async def execute(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
-    """Run ``call``'s handler (with retries where safe) and report what happened."""
+async def execute(call: ValidatedCall, env: TurnEnv, run_call: CallRunner) -> HandlerOutcome:
+    """Run ``call``'s handler (with retries where safe) and report what happened. ``run_call`` runs the steps of a
+    workflow handler (the pipeline hands itself in: the workflow runner does not import it)."""
     tool = call.tool
     retry = tool.spec.retry
     if retry.attempts == 0:
-        return await _run_once(call, env)  # no retries declared: no loop
+        return await _run_once(call, env, run_call)  # no retries declared: no loop
     http = tool.handler.http
     # An http tool may also be retried when its method is idempotent (GET, PUT, DELETE ...).
     retry_allowed = (
@@ -59,7 +60,7 @@ async def execute(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
     )
     attempt = 0
     while True:
-        outcome = await _run_once(call, env)
+        outcome = await _run_once(call, env, run_call)
         transient = outcome.metadata.get("transient") is True
         if not (retry_allowed and transient and attempt < retry.attempts):
             if attempt:
@@ -75,7 +76,7 @@ async def execute(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
         attempt += 1
 
 
-async def _run_once(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
+async def _run_once(call: ValidatedCall, env: TurnEnv, run_call: CallRunner) -> HandlerOutcome:
     handler = call.tool.handler
     if handler.kind == "python":
         return await _python(call, env)
@@ -92,9 +93,9 @@ async def _run_once(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
 
         return await call_http(call, env, _failure)
     if handler.kind == "workflow":
-        from runtime.workflow.run import run_as_tool  # the runner calls back into the pipeline
+        from runtime.workflow.run import run_as_tool  # the workflow modules load when a workflow tool first runs
 
-        return await run_as_tool(call, env)
+        return await run_as_tool(call, env, run_call)
     what = f"built-in `{handler.target}`" if handler.kind == "builtin" else f"{handler.kind} handlers"
     return HandlerOutcome(
         error=f"{what} cannot run in this version of toolrt yet.", status=Status.error, code=ResultCode.not_available

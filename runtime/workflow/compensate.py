@@ -12,7 +12,6 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from runtime.pipeline import run_call
 from runtime.records import Call
 from runtime.workflow.journal import JournalError
 from runtime.workflow.restore import Backup, plan_restore, take_backup
@@ -21,10 +20,10 @@ from runtime.workflow.templates import TemplateError, evaluate
 
 if TYPE_CHECKING:
     from runtime.workflow.compile import CompiledStep
-    from runtime.workflow.run import Run
+    from runtime.workflow.runstate import RunState
 
 
-async def compensate(run: Run) -> list[CompensationReport]:
+async def compensate(run: RunState) -> list[CompensationReport]:
     """Undo ``run``'s completed steps (those not undone already, on a resumed run)."""
     reports: list[CompensationReport] = list(run.compensations)
     by_id = {s.id: s for s in run.workflow.steps}
@@ -45,7 +44,7 @@ async def compensate(run: Run) -> list[CompensationReport]:
     return reports
 
 
-async def _one(run: Run, step: CompiledStep) -> CompensationReport | None:
+async def _one(run: RunState, step: CompiledStep) -> CompensationReport | None:
     comp = step.compensation
     started = time.perf_counter()
     if comp is None:
@@ -66,13 +65,13 @@ async def _one(run: Run, step: CompiledStep) -> CompensationReport | None:
     refused = await _journal_start(run, step.id, comp.tool, started)
     if refused is not None:
         return refused
-    result = await run_call(Call(call_id, comp.tool, args), run.env)
+    result = await run.run_call(Call(call_id, comp.tool, args), run.env)
     if result.is_error:
         return CompensationReport(step.id, comp.tool, "failed", first_line(result.content), _ms(started), result)
     return CompensationReport(step.id, comp.tool, "ok", None, _ms(started), result)
 
 
-async def _journal_start(run: Run, step_id: str, tool: str, started: float) -> CompensationReport | None:
+async def _journal_start(run: RunState, step_id: str, tool: str, started: float) -> CompensationReport | None:
     """Write "compensation started" to disk before it runs; a report when that failed."""
     run.wrote = True
     if run.log is None:
@@ -85,7 +84,7 @@ async def _journal_start(run: Run, step_id: str, tool: str, started: float) -> C
     return None
 
 
-async def restore(run: Run, step: CompiledStep, call_id: str, started: float) -> CompensationReport:
+async def restore(run: RunState, step: CompiledStep, call_id: str, started: float) -> CompensationReport:
     """Put back the file a completed file_edit/file_delete step changed."""
     report = run.reports[step.id]
     metadata = report.result.metadata if report.result is not None else {}
@@ -105,7 +104,7 @@ async def restore(run: Run, step: CompiledStep, call_id: str, started: float) ->
     refused = await _journal_start(run, step.id, plan.tool, started)
     if refused is not None:
         return refused
-    result = await run_call(Call(call_id, plan.tool, dict(plan.args)), run.env)
+    result = await run.run_call(Call(call_id, plan.tool, dict(plan.args)), run.env)
     if result.is_error:
         return CompensationReport(step.id, plan.tool, "failed", first_line(result.content), _ms(started), result)
     if plan.expect_sha256 is not None and result.metadata.get("hash_after") != plan.expect_sha256:
@@ -121,7 +120,7 @@ async def restore(run: Run, step: CompiledStep, call_id: str, started: float) ->
     return CompensationReport(step.id, plan.tool, "ok", None, _ms(started), result)
 
 
-async def current(run: Run, path: str) -> Backup | None:
+async def current(run: RunState, path: str) -> Backup | None:
     """The file at ``path`` now (None when the runtime has no workspace)."""
     tools = run.env.workspace_tools
     if tools is None:

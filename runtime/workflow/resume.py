@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from runtime.pipeline.env import TurnEnv
+from runtime.pipeline.env import CallRunner, TurnEnv
 from runtime.records import Session
 from runtime.workflow.compensate import current
 from runtime.workflow.journal import (
@@ -59,12 +59,14 @@ async def resume_run(
     run_id: str,
     make_env: Callable[[Session], TurnEnv],
     *,
+    run_call: CallRunner,
     metrics: Metrics | None = None,
 ) -> WorkflowResult:
     """Resume the run ``run_id`` of the journal ``settings`` name; ``make_env(session)``
     builds the environment for the run's own session. Never raises: a result with
     ``error`` says why it cannot be resumed (no journal, a corrupt one, no such run).
-    ``metrics`` counts the resume by its outcome (see :meth:`Metrics.record_resume`)."""
+    ``metrics`` counts the resume by its outcome (see :meth:`Metrics.record_resume`). The steps left run through
+    ``run_call`` (the pipeline's)."""
     record: RunRecord | None = None
     try:
         path = journal_path(settings, workspace_root)
@@ -75,7 +77,7 @@ async def resume_run(
         journal = journal_for(settings, workspace_root)
         assert journal is not None  # noqa: S101 - the path is set
         record = journal.load(run_id)
-        result = await resume(journal, record, make_env(session_of(record.session)))
+        result = await resume(journal, record, make_env(session_of(record.session)), run_call)
     except JournalError as err:
         result = WorkflowResult(run_id, "", "failed", (), error=f"run {run_id} cannot be resumed: {err}")
     if metrics is not None:
@@ -87,7 +89,7 @@ async def resume_run(
     return result
 
 
-async def resume(journal: Journal, record: RunRecord, env: TurnEnv) -> WorkflowResult:
+async def resume(journal: Journal, record: RunRecord, env: TurnEnv, run_call: CallRunner) -> WorkflowResult:
     """Go on with ``record`` (loaded from ``journal``) in ``env`` (built with the run's
     session). A result with ``error`` set when it cannot be resumed."""
     run_id = record.run_id
@@ -112,7 +114,7 @@ async def resume(journal: Journal, record: RunRecord, env: TurnEnv) -> WorkflowR
             return _refused(record, "another process took it over first.")
         started = time.perf_counter()
         seq = record.events[-1].seq if record.events else 0
-        run = Run(workflow, dict(record.input), env, run_id, RunLog(journal, run_id, seq))
+        run = Run(workflow, dict(record.input), env, run_id, RunLog(journal, run_id, seq), run_call)
         pending = await _replay(run, record)
         return await run.execute(pending, started)
     finally:

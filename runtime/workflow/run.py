@@ -3,7 +3,8 @@
 Scheduling follows the rules of a turn: read-only steps whose dependencies have
 finished run concurrently (at most ``max_concurrency``); any other step runs alone,
 when nothing else runs. Each step is a :class:`~runtime.records.Call` handed to
-:func:`runtime.pipeline.run_call` with the run's own :class:`TurnEnv` (the snapshot
+:func:`runtime.pipeline.run_call` (the ``run_call`` this module is given: the pipeline
+runs workflow tools, so it is not imported here) with the run's own :class:`TurnEnv` (the snapshot
 the run started with, the caller's session and approver): validation, business
 rules, policy (an ``ask`` goes to the same approver), timeouts, shaping, audit,
 metrics and traces all apply. The run id is the ``request_id`` of every step's call
@@ -20,7 +21,6 @@ through the pipeline; their outcomes are part of the result).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import random
 import time
@@ -28,9 +28,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from runtime.pipeline import run_call
-from runtime.pipeline.env import TurnEnv
-from runtime.policy.cel import get_engine
+from runtime.pipeline.env import CallRunner, TurnEnv
 from runtime.records import Call, HandlerOutcome, Session, Stage, Status, ToolResult, ValidatedCall
 from runtime.workflow.compensate import compensate, first_line
 from runtime.workflow.compile import CompiledStep, CompiledWorkflow
@@ -40,12 +38,12 @@ from runtime.workflow.result import (
     CompensationReport,
     StepReport,
     WorkflowResult,
-    plain,
     step_report,
     workflow_result,
 )
 from runtime.workflow.runlog import RunLog
-from runtime.workflow.templates import WORKFLOW_VARIABLES, Scope, TemplateError, evaluate
+from runtime.workflow.runstate import RunState
+from runtime.workflow.templates import Scope, TemplateError, evaluate
 
 _RETRYABLE = (Status.error, Status.timeout)
 _EMPTY_SCOPE = Scope({}, None, lambda data, reads: None)  # a step with nothing to evaluate
@@ -79,10 +77,12 @@ _RANDOM = random.Random()  # noqa: S311 - unique ids, not secrets: nothing guess
 os.register_at_fork(after_in_child=_RANDOM.seed)
 
 
-async def run_named(name: str, args: Mapping[str, Any] | None, env: TurnEnv, run_id: str) -> WorkflowResult:
+async def run_named(
+    name: str, args: Mapping[str, Any] | None, env: TurnEnv, run_id: str, *, run_call: CallRunner
+) -> WorkflowResult:
     """Run the workflow ``name`` of ``env``'s snapshot with ``args``, checked against its
     ``input_schema`` first (see :func:`run_workflow`): an unknown name or bad ``args``
-    give a result with ``error`` set."""
+    give a result with ``error`` set. Each step runs through ``run_call`` (the pipeline's)."""
     started = time.perf_counter()
     workflow = env.snapshot.workflows.get(name)
     if workflow is None:
@@ -93,7 +93,7 @@ async def run_named(name: str, args: Mapping[str, Any] | None, env: TurnEnv, run
     if problems:
         listed = "; ".join(p.message for p in problems[:10])
         return WorkflowResult(run_id, name, "failed", (), error=f"invalid arguments: {listed}.")
-    run = _begin(workflow, inputs, env, run_id, None)
+    run = _begin(workflow, inputs, env, run_id, None, run_call)
     if isinstance(run, WorkflowResult):
         return run
     return await run.start(started)
@@ -104,6 +104,7 @@ async def run_workflow(
     arguments: Mapping[str, Any],
     env: TurnEnv,
     *,
+    run_call: CallRunner,
     run_id: str | None = None,
     journal: Journal | None = None,
     own_arguments: bool = False,
@@ -112,18 +113,23 @@ async def run_workflow(
     journaled in ``journal`` (default: the one the settings name; see
     :mod:`runtime.workflow.journal`). Never raises for anything a step does
     (cancellation goes on). ``own_arguments``: ``arguments`` is a dict made for this
-    run, which it may keep as it is."""
+    run, which it may keep as it is. Each step runs through ``run_call`` (the pipeline's)."""
     started = time.perf_counter()
     # The run's own: the journal encodes it later.
     inputs = arguments if own_arguments and type(arguments) is dict else dict(arguments)
-    run = _begin(workflow, inputs, env, run_id or new_run_id(), journal)
+    run = _begin(workflow, inputs, env, run_id or new_run_id(), journal, run_call)
     if isinstance(run, WorkflowResult):
         return run
     return await run.start(started)
 
 
 def _begin(
-    workflow: CompiledWorkflow, inputs: dict[str, Any], env: TurnEnv, run_id: str, journal: Journal | None
+    workflow: CompiledWorkflow,
+    inputs: dict[str, Any],
+    env: TurnEnv,
+    run_id: str,
+    journal: Journal | None,
+    run_call: CallRunner,
 ) -> Run | WorkflowResult:
     """A new run of ``workflow``, marked running in its journal (``journal``, else the
     one the settings name; none when they say ``off``); a result when it cannot start."""
@@ -133,16 +139,17 @@ def _begin(
         except JournalError as err:
             return WorkflowResult(run_id, workflow.name, "failed", (), error=str(err))
         if journal is None:
-            return Run(workflow, inputs, env, run_id, None)
+            return Run(workflow, inputs, env, run_id, None, run_call)
     if not journal.activate(run_id):
         return WorkflowResult(run_id, workflow.name, "failed", (), error=f"run `{run_id}` is already running.")
     # A run that changes nothing is journaled as its start and its end only: resuming it
     # means running it again, which is safe, so its steps need no rows.
-    return Run(workflow, inputs, env, run_id, RunLog(journal, run_id, steps=not workflow.read_only))
+    return Run(workflow, inputs, env, run_id, RunLog(journal, run_id, steps=not workflow.read_only), run_call)
 
 
-async def run_as_tool(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
-    """The execute stage of a workflow exposed as a tool: the run's report as the output."""
+async def run_as_tool(call: ValidatedCall, env: TurnEnv, run_call: CallRunner) -> HandlerOutcome:
+    """The execute stage of a workflow exposed as a tool: the run's report as the output (its steps run through
+    ``run_call``, which the pipeline hands in)."""
     workflow = env.snapshot.workflows.get(call.tool.handler.target)
     if workflow is None:  # pragma: no cover - the snapshot builds both from one document
         return HandlerOutcome(
@@ -150,7 +157,7 @@ async def run_as_tool(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
             status=Status.internal,
             code="internal_error",
         )
-    result = await run_workflow(workflow, call.args, env)
+    result = await run_workflow(workflow, call.args, env, run_call=run_call)
     meta = MappingProxyType({"workflow_run": result.run_id, "workflow_status": result.status})
     if result.ok:
         return HandlerOutcome(value=result.render(), metadata=meta)
@@ -162,29 +169,8 @@ async def run_as_tool(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
     return HandlerOutcome(error=result.render(), status=status, code="workflow_" + result.status, metadata=meta)
 
 
-class Run:
-    """One run's state: what each step reported, what completed, what was copied."""
-
-    def __init__(
-        self, workflow: CompiledWorkflow, arguments: dict[str, Any], env: TurnEnv, run_id: str, log: RunLog | None
-    ) -> None:
-        self.workflow = workflow
-        self.input = arguments
-        self.run_id = run_id
-        self.env = env if env.request_id == run_id else dataclasses.replace(env, request_id=run_id)
-        self.log = log
-        self.reports: dict[str, StepReport] = {}
-        self.views: dict[str, dict[str, Any]] = {}  # what `steps.<id>` reads
-        self.data = {"input": arguments, "steps": self.views}  # what expressions read
-        self.completed: list[str] = []  # ok steps, in completion order
-        self.backups: dict[str, Backup] = {}
-        self.compensations: list[CompensationReport] = []  # done before a resume
-        self.replayed_compensations = 0  # how many of them a resume read from the journal
-        self.stop_reason: str | None = None
-        self.compensate = False  # the run undoes its completed steps at the end
-        self.blocked = False  # some step did not complete: its dependents are not run
-        self.wrote = False  # a step or compensation that changes things started
-        self.note: str | None = None
+class Run(RunState):
+    """One run: its steps scheduled, run, reported and, when the run fails so, compensated."""
 
     async def start(self, started: float) -> WorkflowResult:
         """Journal the run's start, run it, and mark it no longer running in this process."""
@@ -200,20 +186,6 @@ class Run:
         finally:
             log.journal.deactivate(self.run_id)
         return result
-
-    def scope(self, reads: frozenset[str] | None = None) -> Scope:
-        """What expressions see. Plain field chains read the views as they are; a CEL
-        activation is made only when an expression needs one, of the steps in ``reads``
-        (all when None), converted to plain data then."""
-        return Scope(self.data, reads, self._activation)
-
-    def _activation(self, data: dict[str, Any], reads: frozenset[str] | None) -> Any:
-        views = data["steps"]
-        if reads is None or "*" in reads:
-            reads = frozenset(views)
-        steps = {k: plain(views[k]) for k in reads if k in views}
-        engine = get_engine(self.env.snapshot.cel_engine)
-        return engine.activation({"input": data["input"], "steps": steps}, WORKFLOW_VARIABLES)
 
     async def execute(self, pending: Sequence[CompiledStep], started: float) -> WorkflowResult:
         if not self.workflow.chain:
@@ -436,7 +408,7 @@ class Run:
         call_id = f"{self.run_id}.{step.id}"
         timeout_s = step.timeout_s
         if timeout_s is None:
-            result = await run_call(Call(call_id, step.tool, args), self.env)
+            result = await self.run_call(Call(call_id, step.tool, args), self.env)
         else:
             result = await self._call(Call(call_id, step.tool, args), timeout_s, step.read_only)
         attempt = 0
@@ -453,8 +425,8 @@ class Run:
 
     async def _call(self, call: Call, timeout_s: float | None, read_only: bool) -> ToolResult:
         if timeout_s is None:
-            return await run_call(call, self.env)
-        task = asyncio.ensure_future(run_call(call, self.env))
+            return await self.run_call(call, self.env)
+        task = asyncio.ensure_future(self.run_call(call, self.env))
         done, _ = await asyncio.wait({task}, timeout=timeout_s)
         if task in done:
             return task.result()
