@@ -38,9 +38,9 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from loguru import logger
 
@@ -63,9 +63,6 @@ from runtime.config.yamlsource import SourceDocument, content_hash
 from runtime.mcpclient.errors import McpFailure
 from runtime.mcpclient.pool import McpPool
 from runtime.validation.schemacheck import check_input_schema, check_output_schema
-
-if TYPE_CHECKING:
-    from runtime.mcpclient.lockcheck import LockCheck
 
 MOUNT_PROFILE = "mcp-25k-tokens"
 # The limits of the mcp-25k-tokens profile (policies/output-default.yaml), for configs
@@ -115,6 +112,16 @@ def mounted_name(server: str, tool: str) -> str:
     return _UNSAFE.sub("_", f"{server}__{tool}")[:64]
 
 
+class ListingCheck(Protocol):
+    """What the mount step tells a check of the live listings (:class:`runtime.mcpclient.lockcheck.LockCheck`, which
+    compares them with the lock file; it reads the lock through :mod:`runtime.mcpclient.lock`, which mounts, so it
+    is named here by what it is asked, not imported)."""
+
+    def begin(self, servers: Collection[str]) -> None: ...
+
+    def listed(self, server: str, tools: tuple[ListedTool, ...]) -> None: ...
+
+
 class Mounter:
     """The snapshot build's mount step (``build_snapshot(..., mount=Mounter(pool))``).
 
@@ -126,7 +133,7 @@ class Mounter:
     (checking and validating hundreds of schemas at every reload is most of its cost; a
     warning about a tool left out is logged once per listing, not at every build)."""
 
-    def __init__(self, pool: McpPool, check: LockCheck | None = None) -> None:
+    def __init__(self, pool: McpPool, check: ListingCheck | None = None) -> None:
         self._pool = pool
         self._last: dict[str, tuple[McpServerSpec, tuple[ListedTool, ...]]] = {}  # last good listing per server
         self._check = check
