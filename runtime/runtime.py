@@ -562,10 +562,9 @@ class Runtime:
         return self._on_own_loop(self.run_workflow(name, args, session, **options))
 
     async def resume_workflow(self, run_id: str, session: Session | None = None) -> WorkflowResult:
-        """Go on with a journaled run that a stopped process left unfinished (see
-        :mod:`runtime.workflow.resume`): completed steps are not run again, a step in
-        flight runs again only if read-only or idempotent, else its result is unknown
-        and the run compensates. A finished run is not run again (``note`` says so)."""
+        """Go on with a journaled run that a stopped process left unfinished (see :mod:`runtime.workflow.resume`):
+        completed steps are not run again, a step in flight runs again only if read-only or idempotent, else its
+        result is unknown and the run compensates. A finished run is not run again (``note`` says so)."""
         return await resume_run(
             self.settings,
             self.workspace_root,
