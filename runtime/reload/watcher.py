@@ -3,12 +3,13 @@ of the config files (see :mod:`runtime.reload` for the publish modes and event k
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -208,10 +209,17 @@ class ConfigWatcher:
         only if the files still match it afterwards (else None: discarded) and, unless
         ``confirmed``, only if it weakens nothing (else a ``held`` event). Events the build
         raised (:meth:`notify`) are delivered after the attempt's own."""
+        with self._turn():
+            return self._build(changes, view, confirmed=confirmed)
+
+    @contextlib.contextmanager
+    def _turn(self) -> Iterator[None]:
+        """One attempt or watched-file callback at a time; the events it raises
+        (:meth:`notify`) are delivered once it is done, when no lock of its own is held."""
         with self._lock:
             outer, self._attempting = self._attempting, threading.get_ident()
             try:
-                return self._build(changes, view, confirmed=confirmed)
+                yield
             finally:
                 self._attempting = outer
                 notes, self._notes = self._notes, []
@@ -413,7 +421,8 @@ class ConfigWatcher:
             if on_change is None:
                 continue
             try:
-                on_change()
+                with self._turn():  # the lock check's events reach the listener after its lock is released
+                    on_change()
             except Exception as err:  # noqa: BLE001 - the application's callback must not end the watcher
                 self.callback_errors += 1
                 logger.bind(path=path).warning("watched file callback raised {}: {}", type(err).__name__, err)

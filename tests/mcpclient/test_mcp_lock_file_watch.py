@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from drift_support import FLIP_ECHO, WAIT_S, EventLog, change_listing, locked_config, wait_until
 from mcp_support import ALLOW_ALL, doc, http_server, server_doc, write_config
@@ -127,3 +128,29 @@ def test_toolrt_watch_reports_the_drift_a_rewritten_lock_shows_without_a_config_
         messages = sorted(change["message"] for change in drift.drift)
         assert messages == ["`echo` changed its annotations (readOnlyHint: false -> true)", "`fail` is new"]
         assert log.kinds() == ["loaded", "mcp_drift"]  # no reload attempt
+
+
+def test_a_listener_may_wait_for_a_reload_when_a_rewritten_lock_shows_drift(tmp_path: Path) -> None:
+    # The event comes from the watcher's thread; a reload on another thread needs the lock
+    # check too, so the listener must hear of the drift once the check is done with it.
+    config, listing = locked_config(tmp_path)
+    runtime = Runtime([config], workspace_root=tmp_path, watch=False)
+    reloaded: list[bool] = []
+
+    def on_event(event: Any) -> None:
+        if event.event == "mcp_drift" and not reloaded:
+            other = threading.Thread(target=runtime.reload, daemon=True)
+            other.start()
+            other.join(WAIT_S)
+            reloaded.append(not other.is_alive())
+
+    try:
+        watcher = runtime.watch(on_event=on_event)
+        wait_until(lambda: watcher.ready, "the watcher ready")
+        change_listing(listing, **FLIP_ECHO)
+        relock(config)  # the mounted tools (listed at start) differ from the new lock
+        wait_until(lambda: bool(reloaded), "the listener done")
+        assert reloaded == [True]
+        assert drifted(runtime) == {"fx": 0}  # the reload listed what the new lock holds
+    finally:
+        runtime.close_sync()
