@@ -96,6 +96,50 @@ _call_init.__doc__ = _GENERATED_CALL_INIT.__doc__
 Call.__init__ = _call_init  # type: ignore[method-assign]
 
 
+class _CallSlots:
+    """Call's slots without its frozen ``__setattr__``: what :func:`new_call` fills."""
+
+    __slots__ = Call.__slots__  # the same names in the same order: required for the class change
+    id: str
+    name: str
+    args: Mapping[str, Any] | None
+    index: int
+    raw_arguments: str | None
+    parse_error: str | None
+
+
+_new_object = object.__new__
+
+
+def new_call(
+    id: str,  # noqa: A002 - the field's name
+    name: str,
+    args: Mapping[str, Any] | None,
+    index: int,
+    raw_arguments: str | None,
+    parse_error: str | None,
+) -> Call:
+    """``Call(id, name, args, index, raw_arguments, parse_error)``, built in about a
+    sixth of the instructions, for the provider parsers (one per call of every turn).
+
+    Even the slot initializer above stores through a descriptor call per field (a
+    wrapper call with an argument tuple each). Here the fields are stored as plain
+    attributes of a :class:`_CallSlots` (a store the interpreter specializes for
+    slots), and the object then becomes a Call: ``__class__`` assignment between two
+    classes with the same slots is allowed and changes nothing else. From then on it is
+    a Call like any other, frozen; ``tests/test_records_fast_init.py`` holds it to
+    ``Call(...)``."""
+    call = _new_object(_CallSlots)
+    call.id = id
+    call.name = name
+    call.args = args
+    call.index = index
+    call.raw_arguments = raw_arguments
+    call.parse_error = parse_error
+    call.__class__ = Call  # type: ignore[assignment]
+    return call  # type: ignore[return-value]
+
+
 @dataclass(frozen=True, slots=True)
 class Session:
     """Who the calls are made for. ``mode`` is a permission mode name."""

@@ -209,13 +209,15 @@ def quick_decode(raw: Any) -> tuple[dict[str, Any], bool] | None:
     decoder, and the decoder's own Python wrapper, are done here in a few tests: the C
     scanner is called directly, and only a scan that ends at the last character counts
     (the full decoder would find nothing else to say about such a text)."""
+    # The text tests are operators where they can be (a method call such as count()
+    # costs several times more on a text this short).
     if (
         type(raw) is not str
-        or raw[:1] != "{"
-        or raw.count("{") != 1  # one object (the plain decoder's condition), and so not too deep:
-        or raw.count("[") >= MAX_DEPTH  # brackets, one of them "{", are at most max_depth
-        or len(raw) > MAX_BYTES
         or not raw.isascii()
+        or raw[:1] != "{"
+        or "{" in raw[1:]  # one object (the plain decoder's condition), and so not too deep:
+        or (len(raw) > _SURELY_SHALLOW and raw.count("[") >= MAX_DEPTH)  # brackets, "{" one of them, at most max_depth
+        or len(raw) > MAX_BYTES
         or "\\u" in raw
     ):
         return None
@@ -229,6 +231,10 @@ def quick_decode(raw: Any) -> tuple[dict[str, Any], bool] | None:
 
 
 _PLAIN_SCAN: Any = _PLAIN.scan_once  # type: ignore[attr-defined]  # the C scanner the decoder made
+# A text that scans as one object has as many "]" as "[" outside its strings, so one no
+# longer than this has fewer than MAX_DEPTH of them there (and the ones inside strings
+# do not nest): it is within the depth limit without counting. Longer texts are counted.
+_SURELY_SHALLOW = 2 * MAX_DEPTH + 1
 
 
 def _holds_null(value: dict[str, Any]) -> bool:

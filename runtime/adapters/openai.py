@@ -46,10 +46,11 @@ from runtime.adapters._common import (
 )
 from runtime.adapters.arguments import decode_noting_nulls, quick_decode
 from runtime.adapters.strict_schema import StrictSchema, strip_strict_nulls, to_strict
-from runtime.records import Call, ToolResult
+from runtime.records import Call, Status, ToolResult, new_call
 from runtime.snapshot import CompiledTool, Snapshot
 
 ERROR_PREFIX = "Error: "
+_OK = Status.ok
 
 # ---------------------------------------------------------------------------
 # Chat Completions
@@ -63,23 +64,31 @@ def parse_chat_calls(message: Any, *, snapshot: Snapshot | None = None) -> list[
     function, or a custom (free-form) tool call gets ``parse_error`` set.
     """
     try:
-        if type(message) is dict and type(message.get("tool_calls")) is list:  # the usual message: no conversion
-            entries = message["tool_calls"].copy()
+        if type(message) is dict and type(entries := message.get("tool_calls")) is list:  # the usual message
+            entries = entries.copy()  # no conversion
         else:
             data = as_data(message)
             entries = (
                 as_list(data.get("tool_calls")) if type(data) is dict or isinstance(data, Mapping) else as_list(data)
             )
-        return [_chat_call(entry, index, snapshot) for index, entry in enumerate(entries)]
+        calls = []
+        for index, entry in enumerate(entries):  # a loop, not a comprehension and a helper: two frames less a call
+            calls.append(_quick_chat_call(entry, index, snapshot) or _full_chat_call(as_data(entry), index, snapshot))
+        return calls
     except Exception:  # noqa: BLE001 - a hostile payload yields nothing rather than an exception
         return []
 
 
 def render_chat_results(results: Sequence[ToolResult], *, mark_errors: bool = True) -> list[dict[str, Any]]:
     """One ``{"role": "tool", "tool_call_id", "content"}`` message per result, in order."""
-    return [
-        {"role": "tool", "tool_call_id": result.call_id, "content": _text(result, mark_errors)} for result in results
-    ]
+    rendered = []
+    for result in results:
+        text = result.content
+        # A successful result's non-empty ASCII text is its own text (see _text), the usual case.
+        if type(text) is not str or not text or not text.isascii() or result.status is not _OK:
+            text = _text(result, mark_errors)
+        rendered.append({"role": "tool", "tool_call_id": result.call_id, "content": text})
+    return rendered
 
 
 def tool_definitions_chat(snapshot: Snapshot, *, strict: bool = True) -> list[dict[str, Any]]:
@@ -98,10 +107,6 @@ def tool_definitions_chat(snapshot: Snapshot, *, strict: bool = True) -> list[di
         }
         definitions.append({"type": "function", "function": function})
     return definitions
-
-
-def _chat_call(entry: Any, index: int, snapshot: Snapshot | None) -> Call:
-    return _quick_chat_call(entry, index, snapshot) or _full_chat_call(as_data(entry), index, snapshot)
 
 
 def _quick_chat_call(entry: Any, index: int, snapshot: Snapshot | None) -> Call | None:
@@ -127,7 +132,7 @@ def _quick_chat_call(entry: Any, index: int, snapshot: Snapshot | None) -> Call 
     args, maybe_null = decoded
     if maybe_null and snapshot is not None:
         args = _strict_nulls_undone(args, name, snapshot)
-    return Call(identifier, name, args, index, raw, None)
+    return new_call(identifier, name, args, index, raw, None)
 
 
 def _full_chat_call(entry: Any, index: int, snapshot: Snapshot | None) -> Call:
@@ -194,10 +199,13 @@ def parse_responses_calls(items: Any, *, snapshot: Snapshot | None = None) -> li
 
 def render_responses_results(results: Sequence[ToolResult], *, mark_errors: bool = True) -> list[dict[str, Any]]:
     """One ``function_call_output`` input item per result, in order."""
-    return [
-        {"type": "function_call_output", "call_id": result.call_id, "output": _text(result, mark_errors)}
-        for result in results
-    ]
+    rendered = []
+    for result in results:
+        text = result.content
+        if type(text) is not str or not text or not text.isascii() or result.status is not _OK:  # as in chat
+            text = _text(result, mark_errors)
+        rendered.append({"type": "function_call_output", "call_id": result.call_id, "output": text})
+    return rendered
 
 
 def tool_definitions_responses(
@@ -274,7 +282,7 @@ def _with_arguments(
         problems.append(problem)
     if maybe_null and args is not None and snapshot is not None and name:  # no null: nothing to undo
         args = _strict_nulls_undone(args, name, snapshot)
-    return Call(identifier, name, args, index, raw, join_problems(problems))  # positional: built on every call
+    return new_call(identifier, name, args, index, raw, join_problems(problems))
 
 
 def _strict_nulls_undone(args: dict[str, Any], name: str, snapshot: Snapshot) -> dict[str, Any]:

@@ -62,10 +62,86 @@ RAWS: list[Any] = [
     "   ",
     None,
     b'{"a": 1}',
+    *[
+        # Around the length below which the depth is not counted (2 * MAX_DEPTH + 1): nesting
+        # and brackets inside strings, balanced or not, at, under and over the limit.
+        '{"a": ' + "[" * depth + "]" * depth + "}" + " " * pad
+        for depth in (62, 63, 64, 65)
+        for pad in (0, 1, 2)
+    ],
+    *['{"":' + "[" * depth + "]" * depth + "}" for depth in (61, 62, 63, 64)],  # 127-133 characters
+    *['{"":' + "[" * depth + "]" * depth + "} " for depth in (61, 62)],
+    *['{"":' + "[" * depth + "}" for depth in (62, 63, 64, 124, 125)],  # unbalanced, as long
+    '{"a":' + "[" * 63 + "]" * 63 + "}",
+    '{"a":' + "[" * 64 + "]" * 64 + "}",
+    '{"' + "[" * 120 + '": 1}',
+    '{"a": "' + "[" * 120 + '"}',
+    '{"a": "' + "[" * 62 + '", "b": ' + "[" * 30 + "]" * 30 + "}",
+    '{"a": ' + "[" * 120 + "}",
+    '{"a": ' + "[" * 63 + "}",
+    '{"a": ' + "]" * 63 + "}",
+    '{"a": ' + "[1," * 40 + "1" + "]" * 40 + "}",
+    '{"a": ' + "[" * 1000 + "]" * 1000 + "}",
+    '{"a": ' + "[" * 5000 + "}",
+    '{"a": "{"}',
+    '{"a": 1, "b": "{}"}',
+    '{"a": {}}',
+    '{"a": [{}]}',
+    '{"a": [{"b": 1}]}',
+    '{"a": 1}}',
+    '{{"a": 1}',
+    "{{}}",
+    '{"a": 1, "b": 2, "a": 3}',
+    '{"a": "x:", "a": 1}',
+    '{"a\u0000": 1, "b": 2}',
+    '{"a": "\\ud800"}',
+    '{"a": "\\\\u0041"}',
+    '{"a": [1, 2.5, "x", null, true]}',
+    '{"a": 12345678901234567890123}',
+    '{"a": -12345678901234567890123, "b": [99999999999999999999]}',
+    '{"a": "\t", "b": "\u000b"}',
     {"a": 1},
     ["a"],
     3,
 ]
+
+
+# Edges of the JSON grammar and of the number range, at the scanner's door.
+EDGES = [
+    '{"a": 9223372036854775807, "b": -9223372036854775808}',
+    '{"a": 18446744073709551615}',
+    '{"a": 18446744073709551616}',
+    '{"a": -9223372036854775809}',
+    '{"a": [18446744073709551616]}',
+    '{"a": [1, 2], "b": [3.0]}',
+    '{"a": [[1.5]]}',
+    '{"a": [[]], "b": 1}',
+    '{"a": 1E2}',
+    '{"a": 1e-2}',
+    '{"a": -0, "b": [-0]}',
+    '{"a": -0.0}',
+    '{"a": "raw\ttab"}',
+    '{"a": "raw\x01"}',
+    '{"a": "\x7f"}',
+    '{"a": "\\b\\f\\n\\r\\t\\/\\"\\\\"}',
+    '{"a": "\\x"}',
+    '{"a": 1}\t\r\n ',
+    '{"a": 1}\x0c',
+    '{"a": 1}\x00',
+    '{"a": [1,]}',
+    '{"a": 01}',
+    '{"a": +1}',
+    '{"a": .5}',
+    '{"a": 1.}',
+    '{"a": Infinity}',
+    '{"a": -Infinity}',
+    '{"a": nul}',
+    '{"a": True}',
+    '{"": [true, false, null]}',
+    '{"a" : 1 , "b" :2}',
+    '{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10}',
+]
+RAWS += EDGES
 
 
 def _full_decode(raw: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, Any]:
@@ -92,7 +168,7 @@ def test_quick_decode_agrees_with_the_full_decoder_wherever_it_answers(
 def test_quick_decode_answers_for_the_usual_arguments_and_not_for_odd_ones() -> None:
     assert quick_decode(USUAL) == (json.loads(USUAL), False)
     assert quick_decode('{"a": null}') == ({"a": None}, True)
-    for odd in ('{"a": 1, "a": 2}', '{"a": NaN}', '{"a": {"b": 1}}', ' {"a": 1}', '{"a": 1} ', '{"a": "é"}', None):
+    for odd in ('{"a": 1, "a": 2}', '{"a": NaN}', '{"a": {"b": 1}}', ' {"a": 1}', '{"a": 1}x', '{"a": "é"}', None):
         assert quick_decode(odd) is None
 
 
@@ -214,6 +290,12 @@ def test_generated_arguments_read_alike_on_both_paths(
 
 CONTENTS: list[Any] = [
     "ok",
+    " ",
+    "error: lower case",
+    "Errors were found",
+    "e",
+    "\x00",
+    "line\nbreak",
     "",
     "Error: x",
     "error already",
@@ -228,7 +310,9 @@ CONTENTS: list[Any] = [
 
 
 @pytest.mark.parametrize("content", CONTENTS, ids=[f"content{i}" for i in range(len(CONTENTS))])
-@pytest.mark.parametrize("status", [Status.ok, Status.error, Status.background, Status.denied])
+@pytest.mark.parametrize(
+    "status", [Status.ok, Status.error, Status.background, Status.denied, Status.not_executed, "ok", "error"]
+)
 @pytest.mark.parametrize("mark_errors", [True, False])
 def test_rendered_text_is_text_of_the_result_with_the_error_mark(
     content: Any, status: Status, mark_errors: bool
@@ -241,3 +325,18 @@ def test_rendered_text_is_text_of_the_result_with_the_error_mark(
     (item,) = openai.render_responses_results([result], mark_errors=mark_errors)
     assert chat["content"] == item["output"] == expected
     assert type(chat["content"]) is type(expected)
+
+
+def test_a_turns_results_render_in_order_each_as_alone() -> None:
+    results = [
+        ToolResult(f"c{i}", "noop", content, status)
+        for i, (content, status) in enumerate((c, s) for c in CONTENTS for s in (Status.ok, Status.error, "ok"))
+    ]
+    for mark_errors in (True, False):
+        chat = openai.render_chat_results(results, mark_errors=mark_errors)
+        items = openai.render_responses_results(results, mark_errors=mark_errors)
+        assert chat == [openai.render_chat_results([r], mark_errors=mark_errors)[0] for r in results]
+        assert [m["tool_call_id"] for m in chat] == [i["call_id"] for i in items] == [r.call_id for r in results]
+        assert [m["content"] for m in chat] == [i["output"] for i in items]
+        assert all(list(m) == ["role", "tool_call_id", "content"] and m["role"] == "tool" for m in chat)
+        assert all(list(i) == ["type", "call_id", "output"] and i["type"] == "function_call_output" for i in items)
