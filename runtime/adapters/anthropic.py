@@ -31,7 +31,7 @@ from runtime.adapters._common import (
     tool_name,
 )
 from runtime.adapters.arguments import check_object, decode_arguments
-from runtime.records import Call, ToolResult
+from runtime.records import Call, ToolResult, new_call
 from runtime.snapshot import Snapshot
 
 
@@ -66,7 +66,10 @@ def render_results(results: Sequence[ToolResult], *, text: str | None = None) ->
 
 def render_result(result: ToolResult) -> dict[str, Any]:
     """One ``tool_result`` block."""
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id, "content": text_of(result)}
+    text = result.content
+    if type(text) is not str or not text or not text.isascii():  # non-empty ASCII text is its own text_of
+        text = text_of(result)
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id, "content": text}
     if result.is_error:
         block["is_error"] = True
     return block
@@ -120,6 +123,4 @@ def _call(block: Mapping[str, Any], index: int) -> Call:
             problems.append(problem)
         else:
             args = dict(value)
-    return Call(
-        id=identifier, name=name, args=args, index=index, raw_arguments=raw, parse_error=join_problems(problems)
-    )
+    return new_call(identifier, name, args, index, raw, join_problems(problems))

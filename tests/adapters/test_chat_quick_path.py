@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_decode_plain_path import CASES
 
-from runtime.adapters import arguments, openai
+from runtime.adapters import anthropic, arguments, openai
 from runtime.adapters._common import text_of
 from runtime.adapters.arguments import decode_noting_nulls, quick_decode
 from runtime.records import Call, Status, ToolResult
@@ -325,6 +325,10 @@ def test_rendered_text_is_text_of_the_result_with_the_error_mark(
     (item,) = openai.render_responses_results([result], mark_errors=mark_errors)
     assert chat["content"] == item["output"] == expected
     assert type(chat["content"]) is type(expected)
+    block = anthropic.render_result(result)  # no mark: Anthropic has an error flag
+    assert block["content"] == text_of(result) and type(block["content"]) is type(text_of(result))
+    assert block.get("is_error", False) is result.is_error
+    assert list(block) == ["type", "tool_use_id", "content"] + (["is_error"] if result.is_error else [])
 
 
 def test_a_turns_results_render_in_order_each_as_alone() -> None:
