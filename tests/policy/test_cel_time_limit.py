@@ -112,10 +112,27 @@ def _read(source: str) -> dict[str, Any]:
 
 
 def _stopped_in_time(engine_name: str, source: str, *, translated: bool = True) -> tuple[Any, float]:
+    """The outcome of one evaluation and the CPU it took; the least CPU of up to three
+    evaluations when the first goes over SLACK times the limit. Each evaluation must end
+    in the budget error (checked by the caller on the returned outcome, and here on the
+    others): a stop is a property of the program, but the CPU a run is charged is also
+    one of the machine (a case charged 0.55 s once while a whole suite ran on the same
+    two cores, 0.2 s alone on a busy machine; a virtual CPU may be charged for time the
+    host held it)."""
     program, activation = compiled(engine_name, source, _read(source), HUGE_COST, LIMIT_MS, translated=translated)
-    started = time.thread_time()
-    outcome = program.evaluate(activation)
-    return outcome, time.thread_time() - started
+    best: tuple[Any, float] | None = None
+    for _ in range(3):
+        started = time.thread_time()
+        outcome = program.evaluate(activation)
+        cpu = time.thread_time() - started
+        if best is not None:
+            assert outcome.error == best[0].error, (outcome, best[0])
+        if best is None or cpu < best[1]:
+            best = (outcome, cpu)
+        if cpu < SLACK * LIMIT_MS / 1000 or not _is_budget_error(outcome):
+            break
+    assert best is not None
+    return best
 
 
 def _is_budget_error(outcome: Any) -> bool:
