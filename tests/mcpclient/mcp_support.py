@@ -70,29 +70,65 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def start_http_server(*options: str, port: int | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    """The fixture server over streamable HTTP on 127.0.0.1 (on ``port``, or a free one),
+    once it accepts connections: its process and port."""
+    port = port or free_port()
+    process = subprocess.Popen(
+        [*SERVER_COMMAND, "--http", str(port), *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + CONNECT_S
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return process, port
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                stop_server(process)
+                raise RuntimeError("the fixture HTTP server did not start") from None
+            time.sleep(0.1)
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 @contextmanager
 def http_server(*options: str, scheme: str = "http") -> Iterator[str]:
     """The fixture server over streamable HTTP on 127.0.0.1 (``options``: its own, e.g.
     ``--ignore-close``, or ``--tls CERT KEY`` with ``scheme="https"``)."""
-    port = free_port()
-    process = subprocess.Popen(
-        [*SERVER_COMMAND, "--http", str(port), *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    process, port = start_http_server(*options)
     try:
-        deadline = time.monotonic() + CONNECT_S
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the fixture HTTP server did not start") from None
-                time.sleep(0.1)
         yield f"{scheme}://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_server(process)
+
+
+class SharedHttpServer:
+    """One plain fixture server over HTTP for the tests of a test process that only list
+    and call its tools (each server process costs about a second of CPU, mostly importing
+    the SDK). Started when first asked for; started again, on the same port, when it is
+    no longer running, so a URL handed out earlier reaches a live server again."""
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+        self._port: int | None = None
+
+    def url(self) -> str:
+        """The URL of a running server."""
+        if self._process is None or self._process.poll() is not None:
+            try:
+                self._process, self._port = start_http_server(port=self._port)
+            except RuntimeError:  # the old port was taken meanwhile: a new one
+                self._process, self._port = start_http_server()
+        return f"http://127.0.0.1:{self._port}/mcp"
+
+    def close(self) -> None:
+        if self._process is not None:
+            stop_server(self._process)
+            self._process = None

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from drift_support import FLIP_ECHO, WAIT_S, EventLog, change_listing, locked_config, wait_until
-from mcp_support import ALLOW_ALL, doc, http_server, server_doc, write_config
+from mcp_support import ALLOW_ALL, doc, server_doc, write_config
 
 from runtime.cli import main
 from runtime.mcpclient.lock import LOCK_FILE
@@ -73,25 +73,24 @@ def test_a_lock_removed_under_a_watching_runtime_ends_the_drift(tmp_path: Path) 
         runtime.close_sync()
 
 
-def test_a_lock_rewritten_over_http_is_compared_with_the_mounted_tools(tmp_path: Path) -> None:
+def test_a_lock_rewritten_over_http_is_compared_with_the_mounted_tools(tmp_path: Path, http_url: str) -> None:
     config = tmp_path / "config"
-    with http_server() as url:
-        server = doc(
-            "McpServer", "web", {"transport": "http", "url": url, "connect_timeout_s": 30, "include": ["echo"]}
-        )
-        write_config(config, server, ALLOW_ALL)
-        runtime = Runtime([config], workspace_root=tmp_path, watch=False)  # no lock yet: nothing compared
-        log = EventLog()
-        try:
-            assert drifted(runtime) == {}
-            watcher = runtime.watch(on_event=log)
-            wait_until(lambda: watcher.ready, "the watcher ready")
-            relock(config)
-            # The mounted listing is what the lock now says: compared, and it matches.
-            wait_until(lambda: drifted(runtime) == {"web": 0}, "the mounted tools compared with the new lock")
-            assert log.kinds() == [] and drift_total(runtime) == {}
-        finally:
-            runtime.close_sync()
+    server = doc(
+        "McpServer", "web", {"transport": "http", "url": http_url, "connect_timeout_s": 30, "include": ["echo"]}
+    )
+    write_config(config, server, ALLOW_ALL)
+    runtime = Runtime([config], workspace_root=tmp_path, watch=False)  # no lock yet: nothing compared
+    log = EventLog()
+    try:
+        assert drifted(runtime) == {}
+        watcher = runtime.watch(on_event=log)
+        wait_until(lambda: watcher.ready, "the watcher ready")
+        relock(config)
+        # The mounted listing is what the lock now says: compared, and it matches.
+        wait_until(lambda: drifted(runtime) == {"web": 0}, "the mounted tools compared with the new lock")
+        assert log.kinds() == [] and drift_total(runtime) == {}
+    finally:
+        runtime.close_sync()
 
 
 @contextmanager

@@ -165,6 +165,51 @@ def http_server(
         stop(process)
 
 
+class SharedHttpServe:
+    """One ``toolrt serve --transport http`` child over the test config for the tests of a
+    test process that leave nothing behind on it (each opens its own session, none grants
+    for the session, edits the config or stops the server): each child costs over a second
+    of CPU, mostly importing the SDK. Started when first asked for; started again, on the
+    same port, when it is no longer running."""
+
+    def __init__(self, workspace: Path) -> None:
+        self._workspace = workspace
+        self._process: subprocess.Popen[bytes] | None = None
+        self._url: str | None = None
+
+    def url(self) -> str:
+        """The URL of a running server."""
+        if self._process is None or self._process.poll() is not None:
+            port = self._url.rsplit(":", 1)[1].split("/")[0] if self._url else "0"
+            try:
+                self._process, self._url = self._start(port)
+            except AssertionError:  # the old port was taken meanwhile: a new one
+                self._process, self._url = self._start("0")
+        assert self._url is not None
+        return self._url
+
+    def _start(self, port: str) -> tuple[subprocess.Popen[bytes], str]:
+        stderr_path = self._workspace / "serve.stderr"
+        with open(stderr_path, "wb") as stderr:
+            process = subprocess.Popen(
+                serve_argv(CONFIG, self._workspace, "--transport", "http", "--port", port),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                cwd=REPO,
+            )
+        try:
+            return process, wait_for_url(process, stderr_path)
+        except BaseException:
+            stop(process)
+            raise
+
+    def close(self) -> None:
+        if self._process is not None:
+            stop(self._process)
+            self._process = None
+
+
 def wait_for_url(process: subprocess.Popen[bytes], stderr_path: Path) -> str:
     deadline = time.monotonic() + TIMEOUT_S
     while time.monotonic() < deadline:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from mcpserver_support import (
     EXTRA_TOOL,
     TIMEOUT_S,
@@ -24,14 +22,8 @@ from mcpserver_support import (
 
 from runtime.audit import query, store_path
 
-
-@pytest.fixture(scope="module")
-def shared_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """One server for the tests that leave nothing behind on it (each opens its own
-    session; no grant for the session is given); tests that edit the config or stop the
-    server start their own."""
-    with http_server(tmp_path_factory.mktemp("shared-http")) as (url, _):
-        yield url
+# Tests that leave nothing behind on the server share one per test process (``shared_url``,
+# conftest.py); tests that edit the config or stop the server start their own.
 
 
 async def test_http_lists_the_tools_and_answers_a_call_with_structured_content(shared_url: str) -> None:

@@ -45,10 +45,9 @@ async def test_metrics_need_the_token_when_the_server_has_one(tmp_path: Path) ->
     assert allowed.status_code == 200 and "toolrt_calls_total" in allowed.text
 
 
-async def test_without_the_flag_there_is_no_metrics_endpoint(tmp_path: Path) -> None:
-    with http_server(tmp_path) as (url, _process):
-        async with httpx.AsyncClient(timeout=TIMEOUT_S, verify=tls_context()) as client:
-            answer = await client.get(url.removesuffix("/mcp") + "/metrics")
+async def test_without_the_flag_there_is_no_metrics_endpoint(shared_url: str) -> None:
+    async with httpx.AsyncClient(timeout=TIMEOUT_S, verify=tls_context()) as client:
+        answer = await client.get(shared_url.removesuffix("/mcp") + "/metrics")
     assert answer.status_code != 200 or "toolrt_calls_total" not in answer.text
 
 
