@@ -77,9 +77,12 @@ def rss_kib(pid: int) -> int:
     raise AssertionError(f"/proc/{pid}/status has no VmRSS line")
 
 
-def serve_child_pid() -> int:
-    """The pid of this process's ``toolrt serve`` child (the stdio client starts it directly)."""
+def serve_child_pid(workspace: Path) -> int:
+    """The pid of this process's ``toolrt serve`` child over ``workspace`` (the stdio
+    client starts it directly; the test process may hold other serve children, such as
+    the shared HTTP server of the serve tests)."""
     me = str(os.getpid())
+    named = str(workspace).encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -89,7 +92,7 @@ def serve_child_pid() -> int:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:  # gone meanwhile
             continue
-        if stat.rsplit(")", 1)[1].split()[1] == me and b"runtime.cli" in argv and b"serve" in argv:
+        if stat.rsplit(")", 1)[1].split()[1] == me and b"runtime.cli" in argv and b"serve" in argv and named in argv:
             found.append(int(entry.name))
     assert len(found) == 1, f"expected one toolrt serve child of this process, found {found}"
     return found[0]
@@ -119,7 +122,7 @@ async def drive_stdio(
     growth = Growth(warm_up=warm_up)
     started = time.monotonic()
     async with stdio_session(workspace, env=env) as client:
-        pid = serve_child_pid()
+        pid = serve_child_pid(workspace)
         growth.samples.append((0, rss_kib(pid)))
         done = 0
 
