@@ -74,18 +74,21 @@ class CompileCache:
             hit = self._compiled[key] = build()
         return hit  # type: ignore[no-any-return]
 
-    def reused(self, key: tuple[Any, ...], build: Callable[[], T | None], valid: Callable[[T], bool]) -> T | None:
-        """Like :meth:`compiled` for a value made of other entries (a whole tool): a hit
-        that ``valid`` accepts keeps alive every entry its build used, so that they are
-        still there the day this key changes; a ``None`` result is not kept."""
-        entry = ("compiled", key)
+    def reused(self, key: tuple[Any, ...], made_of: tuple[Any, ...], build: Callable[[], T | None]) -> T | None:
+        """Like :meth:`compiled` for a value made of other objects of this build (a whole
+        tool from its source and model): kept while those very objects (by identity; an
+        id is reused once its object is gone) come back in ``key``'s context. A hit keeps
+        alive every entry its build used, so that they are still there the day it
+        misses; a ``None`` result is not kept."""
+        full = (*key, *map(id, made_of))
+        entry = ("compiled", full)
         self._use(entry)
-        hit = self._compiled.get(key)
-        if hit is not None and valid(hit[0]):
-            self._used.update(hit[1])
+        hit = self._compiled.get(full)
+        if hit is not None and all(a is b for a, b in zip(hit[0], made_of, strict=True)):
+            self._used.update(hit[2])
             if self._trail is not None:
-                self._trail.extend(hit[1])
-            return hit[0]  # type: ignore[no-any-return]
+                self._trail.extend(hit[2])
+            return hit[1]  # type: ignore[no-any-return]
         outer, self._trail = self._trail, []
         try:
             value = build()
@@ -94,9 +97,9 @@ class CompileCache:
         if outer is not None:
             outer.extend(used)
         if value is None:
-            self._compiled.pop(key, None)
+            self._compiled.pop(full, None)
         else:
-            self._compiled[key] = (value, tuple(used))
+            self._compiled[full] = (made_of, value, tuple(used))
         return value
 
     def stats(self) -> dict[str, int]:

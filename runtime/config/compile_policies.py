@@ -41,16 +41,14 @@ class PolicyBuilding(BuildState):
         self.failed_expressions.update((id(entry), f.path) for f in pieces.findings if not f.warning)
         if any(not f.warning for f in pieces.findings):
             return None
-        # A document of an unchanged file gets the previous build's policy (checked by
-        # identity, as ids are reused): its rules keep their identity, and with it the
-        # tools' condition plans made from them (runtime.policy.conditions).
-        source = entry.source
-        kept = self.cache.reused(
-            ("whole-policy", id(source), id(model), self.engine.name, self.budget),
-            lambda: (source, model, self._compiled_policy(entry, pieces)),
-            lambda hit: hit[0] is source and hit[1] is model,
+        # A document of an unchanged file gets the previous build's policy: its rules keep
+        # their identity, and with it the tools' condition plans made from them
+        # (runtime.policy.conditions).
+        return self.cache.reused(
+            ("whole-policy", self.engine.name, self.budget),
+            (entry.source, model),
+            lambda: self._compiled_policy(entry, pieces),
         )
-        return kept[2] if kept is not None else None
 
     def _compiled_policy(self, entry: LoadedDocument, pieces: _PolicyPieces) -> CompiledPolicy:
         model: PolicyDocument = entry.model  # type: ignore[assignment]

@@ -38,11 +38,9 @@ class _ToolPieces:
 
 @dataclass(frozen=True)
 class _KeptTool:
-    """A compiled tool kept for the next build, with what it was made from and the
-    problems its compilation reported (warnings: a tool with errors is not kept)."""
+    """A compiled tool kept for the next build, with the problems its compilation
+    reported (warnings: a tool with errors is not kept)."""
 
-    source: Any
-    model: Any
     tool: CompiledTool
     problems: tuple[Problem, ...]
 
@@ -71,11 +69,9 @@ class ToolBuilding(BuildState):
             nonlocal built
             built = True
             tool = self._compiled_tool(entry, output_profiles, redaction, mcp_servers)
-            return None if tool is None else _KeptTool(source, model, tool, tuple(self.problems[start:]))
+            return None if tool is None else _KeptTool(tool, tuple(self.problems[start:]))
 
-        key = ("whole-tool", id(source), id(model), entry.mounted, self.tool_context)
-        # The ids are checked against the kept objects: an id is reused once its object is gone.
-        kept = self.cache.reused(key, build, lambda hit: hit.source is source and hit.model is model)
+        kept = self.cache.reused(("whole-tool", entry.mounted, self.tool_context), (source, model), build)
         if kept is None:
             return None
         if not built:

@@ -56,19 +56,20 @@ class ConditionPlanner:
                 rules = rule_index.get(key, ())
                 # The same tool and rules (kept from the previous build) have the same plan.
                 kept = self.cache.reused(
-                    ("when-plan", id(tool), tuple(map(id, rules)), self.engine.name, self.budget),
-                    functools.partial(self._kept_plan, rules, tool, programs),
-                    functools.partial(_same_inputs, tool, rules),
+                    ("when-plan", self.engine.name, self.budget, len(rules)),
+                    (tool, *rules),
+                    functools.partial(self._boxed_plan, rules, tool, programs),
                 )
-                plan = kept[2] if kept is not None else None
+                plan = kept[0] if kept is not None else None
                 if plan is not None:
                     plans[key] = plan
         return MappingProxyType(plans)
 
-    def _kept_plan(
+    def _boxed_plan(
         self, rules: Sequence[CompiledPolicyRule], tool: CompiledTool, programs: dict[tuple[Any, ...], Any]
-    ) -> tuple[CompiledTool, Sequence[CompiledPolicyRule], WhenPlan | None]:
-        return tool, rules, self._plan(rules, tool, programs)
+    ) -> tuple[WhenPlan | None]:
+        """The plan in a tuple: a tool without one is kept as well (the cache keeps no None)."""
+        return (self._plan(rules, tool, programs),)
 
     def _plan(
         self, rules: Sequence[CompiledPolicyRule], tool: CompiledTool, programs: dict[tuple[Any, ...], Any]
@@ -221,12 +222,3 @@ def holds_without_cel(rule: CompiledPolicyRule, known: Mapping[int, Outcome], ar
         return None if outcome.error is not None else outcome.value is True
     direct = rule.when_direct
     return direct(args) if direct is not None else None
-
-
-def _same_inputs(
-    tool: CompiledTool,
-    rules: Sequence[CompiledPolicyRule],
-    kept: tuple[CompiledTool, Sequence[CompiledPolicyRule], WhenPlan | None],
-) -> bool:
-    """Whether a kept plan was made from these very objects (ids are reused once freed)."""
-    return kept[0] is tool and len(kept[1]) == len(rules) and all(a is b for a, b in zip(kept[1], rules, strict=True))
