@@ -98,6 +98,13 @@ class AutoSink:
         process = self.process
         return process.child_pid if process is not None else None
 
+    @property
+    def batch_size(self) -> int | None:
+        """The child's batch size once the writing has moved (see :attr:`ProcessSink.batch_size`);
+        None before (the writer's own)."""
+        process = self.process
+        return process.batch_size if process is not None else None
+
     def stats(self) -> dict[str, Any]:
         """Whether the writing is in a child now (1) or on the thread (0), and the
         child's errors, for the Runtime's metrics."""

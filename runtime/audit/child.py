@@ -56,6 +56,16 @@ def _records(rows: list[tuple[Any, ...]], redactors: dict[int, Redactor]) -> lis
     return records
 
 
+def _columns(columns: list[list[Any]], redactors: dict[int, Redactor]) -> list[tuple[Any, ...]]:
+    """The call items of a ``columns`` frame: the items' first ten values, their metadata
+    and their redactors' keys, column by column (columns of unequal length raise)."""
+    if len(columns) != 12:
+        raise ValueError(f"a columns frame has 12 columns, not {len(columns)}")
+    *values, keys = columns
+    of_key = {key: None if key is None else redactors.get(key) or _REFUSE for key in set(keys)}
+    return list(zip(*values, map(of_key.__getitem__, keys), strict=True))
+
+
 def _items(rows: list[tuple[Any, ...]], redactors: dict[int, Redactor]) -> list[tuple[Any, ...]]:
     """The call items (:func:`~runtime.audit.record.call_item`) of an ``items`` frame:
     each row is an item's first ten values, its metadata and its redactor's key."""
@@ -81,6 +91,9 @@ class _RefuseArgs:
 
 
 _REFUSE = _RefuseArgs()
+
+# How each kind of batch frame becomes what the sink stores.
+_BATCHES: dict[str, Any] = {"columns": _columns, "items": _items, "batch": _records}
 
 
 def main(argv: list[str]) -> int:
@@ -139,12 +152,12 @@ class Server:
                 tag = message[0]
                 if tag == "redactor":
                     redactors[message[1]] = _redactor(message[2])
-                elif tag == "batch" or tag == "items":
+                elif tag in _BATCHES:
                     seq, stored, error = message[1], 0, ""
-                    made = _items if tag == "items" else _records
                     try:
-                        self.sink.write_batch(made(message[2], redactors))
-                        stored = len(message[2])
+                        batch = _BATCHES[tag](message[2], redactors)
+                        self.sink.write_batch(batch)
+                        stored = len(batch)
                     except Exception as err:  # noqa: BLE001 - report it and go on with the next batch
                         error = f"{type(err).__name__}: {err}".replace("\n", " ")[:500]
                     reader.done(offset)

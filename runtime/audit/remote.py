@@ -37,7 +37,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from runtime.audit import handoff
+from runtime.audit import gilio, handoff
 from runtime.audit.jsonl import JsonlSink
 from runtime.audit.record import AuditRecord, Encoded
 from runtime.audit.rows import rows_of
@@ -45,6 +45,13 @@ from runtime.audit.sinks import SqliteSink
 
 _MAX_RESTARTS = 3  # within _RESTART_WINDOW_S; then batches fail (and are counted) instead
 _RESTART_WINDOW_S = 60.0
+# A batch reads the child's acks, and asks the kernel whether the child still runs, at most
+# this often (seconds): each is a system call that lets go of the interpreter lock (see
+# runtime.audit.gilio). A child that died is noticed at once anyway: its wake-up pipe breaks.
+_LOOK_EVERY_S = 0.25
+#: The writer thread's batch size when a child stores the records: a batch costs this
+#: process one wake-up of the writer thread, whatever its size.
+BATCH_SIZE = 1024
 
 
 def redactor_specs(
@@ -100,6 +107,8 @@ class ProcessSink:
         ] = {}  # id(redactor) -> (redactor, key); the redactor is kept so its id stays unique
         self._sent: set[int] = set()  # keys the current hand-off file holds
         self._fd: int | None = None  # the hand-off file, appended to (and held)
+        self._appender: gilio.Appender | None = None
+        self._looked_at = 0.0  # monotonic time of the last look at the child's acks and exit
         self.handoff_path: Path | None = None
         self._size = 0
         self._seq = 0
@@ -117,6 +126,11 @@ class ProcessSink:
         Runtime starts it when it is built)."""
         with self._lock:
             self._ensure_child()
+
+    @property
+    def batch_size(self) -> int:
+        """The batch size the writer thread should use for this sink (see :data:`BATCH_SIZE`)."""
+        return BATCH_SIZE
 
     @property
     def child_pid(self) -> int | None:
@@ -138,10 +152,15 @@ class ProcessSink:
         if not items:
             return
         with self._lock:
-            self._ensure_child()
+            now = time.monotonic()
+            look = now - self._looked_at >= _LOOK_EVERY_S or self._proc is None
+            if look:
+                self._ensure_child()
             frames = self._frames(items)
             self._append(b"".join(frames))
-            self._read_acks(block=False)
+            if look:
+                self._looked_at = now
+                self._read_acks(block=False)
 
     def sync(self, timeout: float | None = None) -> bool:
         """Wait until the child has stored every batch handed to it so far."""
@@ -176,25 +195,27 @@ class ProcessSink:
             self._start_child()
 
     def _append(self, data: bytes) -> None:
-        if self._fd is None:
+        appender = self._appender
+        if appender is None:
             raise BrokenPipeError("no audit hand-off file")
-        handoff.append(self._fd, data)
+        appender.append(data)
         self._size += len(data)
-        self._wake()
+        if not self._wake():  # the child is gone: another reads on from what it stored, this batch too
+            try:
+                self._ensure_child()
+                self._wake()
+            except OSError:
+                self._looked_at = 0.0  # (the batch is in the file) the next batch tries again, and fails if it must
         if self._size > handoff.ROTATE_BYTES:
             self._rotate()
 
-    def _wake(self) -> None:
+    def _wake(self) -> bool:
         """One byte down the child's pipe: something new is in the file. A full pipe
-        has enough wake-ups in it already; a closed one means the child is gone (the
-        next batch starts another, which reads this file)."""
+        has enough wake-ups in it already. False when the pipe is closed: the child is gone."""
         proc = self._proc
         if proc is None or proc.stdin is None:
-            return
-        try:
-            os.write(proc.stdin.fileno(), b"\x01")
-        except (BlockingIOError, OSError):
-            pass
+            return True
+        return gilio.poke(proc.stdin.fileno())
 
     def _rotate(self) -> None:
         """Go on in a new hand-off file; the child removes this one once read."""
@@ -202,6 +223,7 @@ class ProcessSink:
         self._append_raw(_frame(("next", path.name)))
         self._release()
         self._fd, self.handoff_path, self._size = fd, path, handoff.HEADER_BYTES
+        self._appender = gilio.Appender(fd)
         self._sent.clear()  # each file holds the redaction profiles its batches need
         self._wake()
 
@@ -210,59 +232,69 @@ class ProcessSink:
             handoff.append(self._fd, data)
 
     def _release(self) -> None:
-        fd, self._fd = self._fd, None
+        fd, self._fd, self._appender = self._fd, None, None
         if fd is not None:
             os.close(fd)  # drops our lock: the file is the child's, or a later child's to finish
 
     def _frames(self, items: Sequence[Any]) -> list[bytes]:
         """The frames for a batch (call items, :func:`~runtime.audit.record.call_item`, or
         records), any redaction profiles first. This runs under the interpreter lock the
-        calls use, so a batch of call items goes as one ``items`` frame of plain tuples
-        (an item's first ten values, its metadata as a dict, its redactor's key), the
-        cheapest thing to pickle; a batch holding an application's record goes as a
-        ``batch`` frame of records. When something will not go (a value that does not
-        pickle, a mapping that cannot be read), the batch is finished here instead
-        (:func:`~runtime.audit.rows.rows_of`, which never raises) and sent as stored."""
+        calls use, so a batch of call items goes as plain values, the cheapest thing to
+        pickle: a ``columns`` frame (:meth:`_columns`) or an ``items`` frame of tuples; a
+        batch holding an application's record goes as a ``batch`` frame of records. When
+        something will not go (a value that does not pickle, a mapping that cannot be
+        read), the batch is finished here instead (:func:`~runtime.audit.rows.rows_of`,
+        which never raises) and sent as stored."""
         frames: list[bytes] = []
+        seq = self._seq + 1
         try:
             if _TUPLES.issuperset(map(type, items)):  # (in C: this runs for every batch)
-                message: tuple[Any, ...] = ("items", self._seq + 1, self._plain_items(items, frames))
+                columns = self._columns(items, frames)
+                if columns is not None:
+                    message: tuple[Any, ...] = ("columns", seq, columns)
+                else:
+                    message = ("items", seq, self._plain_items_one_by_one(items, frames))
             else:
-                message = ("batch", self._seq + 1, self._record_rows(items, frames))
+                message = ("batch", seq, self._record_rows(items, frames))
             payload = _frame(message)
         except Exception:  # noqa: BLE001 - an odd object somewhere: finish the batch here
-            payload = _frame(("batch", self._seq + 1, [_stored(row) for row in rows_of(items)]))
-        self._seq += 1
+            payload = _frame(("batch", seq, [_stored(row) for row in rows_of(items)]))
+        self._seq = seq
         frames.append(payload)
         return frames
 
-    def _plain_items(self, items: Sequence[tuple[Any, ...]], frames: list[bytes]) -> list[tuple[Any, ...]]:
-        """The tuples an ``items`` frame carries: an item's first ten values, its metadata as
-        a dict, its redactor's key. The usual batch (every metadata a read-only view of a
-        dict, or a dict) is made column by column in C, with no Python step per item: the status goes
-        as the item holds it (a result's enum is pickled once per batch, and the child reads
-        its text from the metadata exactly as the thread does, ``rows._resolved``)."""
+    def _columns(self, items: Sequence[tuple[Any, ...]], frames: list[bytes]) -> list[list[Any]] | None:
+        """The usual batch of call items (every metadata a read-only view of a dict, or a
+        dict) as twelve columns: the items' first ten values, their metadata as dicts, their
+        redactors' keys. Made in C, with no Python step per item, and pickled as twelve
+        lists (not a tuple per item, which the pickler would also remember). The status
+        goes as the item holds it (a result's enum is pickled once per batch, and the
+        child reads its text from the metadata exactly as the thread does,
+        ``rows._resolved``). None for another batch (:meth:`_plain_items_one_by_one`)."""
         metadatas = list(map(_METADATA_OF, items))
         if not _AS_DICT.issuperset(map(type, metadatas)):
-            return self._plain_items_one_by_one(items, frames)
+            return None
         # The metadata is a read-only view of the result's: a dict pickles, a view does not.
         # The view's copy() is its dict's (a third of what dict(view) costs, which reads key
         # by key through the view); a view of any other mapping goes the careful way.
         try:
             copies = list(map(_COPY, metadatas))
         except Exception:  # noqa: BLE001 - a mapping of the app's own behind a view
-            copies = None
-        if copies is None or not _DICTS.issuperset(map(type, copies)):
-            return self._plain_items_one_by_one(items, frames)
+            return None
+        if not _DICTS.issuperset(map(type, copies)):
+            return None
         redactors = list(map(_REDACTOR_OF, items))
         distinct = dict(zip(map(id, redactors), redactors, strict=True))  # the calls mostly share one
         keys = {ident: self._redactor_key(redactor, frames) for ident, redactor in distinct.items()}
-        columns = [map(getter, items) for getter in _FIRST_TEN]
-        return list(zip(*columns, copies, map(keys.__getitem__, map(id, redactors)), strict=True))
+        columns = [list(map(getter, items)) for getter in _FIRST_TEN]
+        columns.append(copies)
+        columns.append(list(map(keys.__getitem__, map(id, redactors))))
+        return columns
 
     def _plain_items_one_by_one(self, items: Sequence[tuple[Any, ...]], frames: list[bytes]) -> list[tuple[Any, ...]]:
-        """:meth:`_plain_items` for a batch with an item without metadata or with metadata
-        of another type (which raises: the batch is finished here)."""
+        """The tuples of an ``items`` frame, for a batch :meth:`_columns` does not take (an
+        item without metadata; metadata of another type raises: the batch is finished
+        here): an item's first ten values, its metadata as a dict, its redactor's key."""
         plain = []
         last: Any = _NO_REDACTOR
         key: int | None = None
@@ -315,6 +347,7 @@ class ProcessSink:
         self._restarts.append(now)
         if self._fd is None:
             self._fd, self.handoff_path = handoff.create(self.path)
+            self._appender = gilio.Appender(self._fd)
             self._size = handoff.HEADER_BYTES
             self._sent.clear()
         # else a child died: the new one goes on in the same file, from what it had stored.

@@ -29,6 +29,8 @@ from runtime.audit.sinks import Sink
 # At most one warning per this many seconds about failing writes (the rest are counted
 # and summed up in the next warning), so that a broken store cannot flood the logs.
 LOG_EVERY_S = 10.0
+#: Records in a batch, unless the writer is given another size or the sink asks for one.
+DEFAULT_BATCH_SIZE = 256
 
 
 class AuditWriter:
@@ -76,23 +78,24 @@ class AuditWriter:
         self,
         sink: Sink,
         *,
-        batch_size: int = 256,
+        batch_size: int | None = None,
         flush_interval_s: float = 0.2,
         max_queue: int = 100_000,
         retry_delay_s: float = 0.1,
         name: str = "toolrt-audit-writer",
     ) -> None:
-        if batch_size < 1 or max_queue < 1 or flush_interval_s <= 0 or retry_delay_s < 0:
+        if (batch_size is not None and batch_size < 1) or max_queue < 1 or flush_interval_s <= 0 or retry_delay_s < 0:
             raise ValueError("batch_size and max_queue must be >= 1, flush_interval_s > 0 and retry_delay_s >= 0")
         self.sink = sink
-        self.batch_size = batch_size
+        self._given_batch_size = batch_size
+        self.batch_size = self._batch_size()
         self.flush_interval_s = flush_interval_s
         self.max_queue = max_queue
         self.retry_delay_s = retry_delay_s
         self._queue: deque[AuditRecord | tuple[Any, ...]] = deque()
         # submit() looks further only from this length on: a full batch is waiting,
         # or the queue is at its bound (when max_queue is below batch_size).
-        self._check_at = min(batch_size, max_queue)
+        self._check_at = min(self.batch_size, max_queue)
         self._wake = threading.Event()
         # _lock orders the two ways a record leaves the queue (taken by the writer,
         # dropped on overflow) with flush() reading the queue's extent. submit()
@@ -114,6 +117,14 @@ class AuditWriter:
         self.warnings_logged = 0
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
+
+    def _batch_size(self) -> int:
+        """The batch size given, else the sink's own (a sink that stores in a child asks
+        for larger batches: see :data:`runtime.audit.remote.BATCH_SIZE`), else 256."""
+        if self._given_batch_size is not None:
+            return self._given_batch_size
+        wanted = getattr(self.sink, "batch_size", None)
+        return wanted if type(wanted) is int and wanted >= 1 else DEFAULT_BATCH_SIZE
 
     # -- the caller's side ------------------------------------------------------
 
@@ -277,6 +288,10 @@ class AuditWriter:
             with self._done_cond:
                 self._done = position
                 self._done_cond.notify_all()
+        batch_size = self._batch_size()  # (an auto sink asks for larger batches once a child writes)
+        if batch_size != self.batch_size:
+            self.batch_size = batch_size
+            self._check_at = min(batch_size, self.max_queue)
 
     def _write(self, batch: list[AuditRecord | tuple[Any, ...]]) -> None:
         write = self._store_for(batch)

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from runtime.audit import AuditRecord, AuditWriter, JsonlSink, SqliteSink, handoff, query, verify
-from runtime.audit.child import _items
+from runtime.audit.child import _REFUSE, _columns, _items
 from runtime.audit.record import COLUMNS
 from runtime.audit.remote import ProcessSink
 from runtime.audit.rows import rows_of
@@ -137,18 +137,52 @@ def test_metadata_the_app_cannot_hand_over_as_is_gives_the_rows_the_thread_gives
     assert by_child == by_thread
 
 
-def test_the_usual_batch_is_handed_over_as_each_item_holds_it_with_its_metadata_copied_to_a_dict() -> None:
+def test_the_usual_batch_is_handed_over_column_by_column_as_each_item_holds_it_with_its_metadata_as_a_dict() -> None:
     sink = ProcessSink("sqlite", Path(tempfile.mkdtemp()) / "audit.sqlite3")
     items = [item(dict(CLEAN, i=i), index=i, status=Status.denied if i % 2 else Status.ok) for i in range(5)]
     items.append(item(CLEAN, index=5, redactor=None))
     frames: list[bytes] = []
-    plain = sink._plain_items(items, frames)
+    columns = sink._columns(items, frames)
+    assert columns is not None and len(columns) == 12 and all(type(column) is list for column in columns)
     assert len(frames) == 1  # the one redactor's profiles, once
-    for one, sent in zip(items, plain, strict=True):
-        assert sent[:10] == one[:10] and sent[8] is one[8]  # the status enum itself: the child reads its text
+    for at, one in enumerate(items):
+        sent = [column[at] for column in columns]
+        assert sent[:10] == list(one[:10]) and sent[8] is one[8]  # the status enum itself: the child reads its text
         assert type(sent[10]) is dict and sent[10] == dict(one[10])
-    assert [sent[11] for sent in plain] == [1, 1, 1, 1, 1, None]
+    assert columns[11] == [1, 1, 1, 1, 1, None]
+    assert rows_of(_columns(columns, {1: SHIPPED})) == rows_of(items)
+
+
+def test_a_batch_with_an_item_without_metadata_goes_item_by_item_and_reads_back_the_same() -> None:
+    sink = ProcessSink("sqlite", Path(tempfile.mkdtemp()) / "audit.sqlite3")
+    items = [item(dict(CLEAN, i=i), index=i, metadata=None if i == 2 else METADATA) for i in range(4)]
+    frames: list[bytes] = []
+    assert sink._columns(items, frames) is None
+    plain = sink._plain_items_one_by_one(items, frames)
+    assert [sent[11] for sent in plain] == [1, 1, 1, 1]
     assert rows_of(_items(plain, {1: SHIPPED})) == rows_of(items)
+
+
+@pytest.mark.parametrize(
+    "columns",
+    [
+        [[1.0]] * 11,  # a column short
+        [[1.0]] * 13,  # a column too many
+        [[1.0, 2.0]] + [[1.0]] * 11,  # columns of unequal length
+    ],
+    ids=["eleven", "thirteen", "unequal"],
+)
+def test_a_columns_frame_of_the_wrong_shape_is_refused(columns: list[list[Any]]) -> None:
+    with pytest.raises(ValueError):
+        _columns(columns, {})
+
+
+def test_a_columns_frame_naming_a_redactor_never_sent_refuses_the_arguments() -> None:
+    items = [item(dict(CLEAN, i=i), index=i) for i in range(3)]
+    columns = [[one[at] for one in items] for at in range(10)]
+    columns += [[dict(one[10]) for one in items], [7, 7, 7]]
+    made = _columns(columns, {})
+    assert all(one[11] is _REFUSE for one in made)
 
 
 def test_application_records_and_call_items_in_one_batch_are_stored_in_order(tmp_path: Path) -> None:
