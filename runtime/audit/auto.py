@@ -38,6 +38,7 @@ from typing import Any
 from loguru import logger
 
 from runtime.audit import handoff
+from runtime.audit.prepared import Prepared
 from runtime.audit.remote import ProcessSink
 from runtime.audit.rows import rows_of
 from runtime.errors import ToolrtError
@@ -91,12 +92,23 @@ class AutoSink:
         self._stay = False  # the thread writes for good (a child could not be kept)
         self._fast_at: list[float] = []  # monotonic times of the recent fast batches
         self._counted = False  # this sink counts in _moved
+        self._encoder: ProcessSink | None = None  # the child's sink that prepared batches, once there was one
 
     @property
     def child_pid(self) -> int | None:
         """The pid of the writer child, once the writing has moved to one."""
         process = self.process
         return process.child_pid if process is not None else None
+
+    @property
+    def prepares(self) -> bool:
+        """Whether the writer's calling thread encodes the call items (once a child writes)."""
+        return self.process is not None
+
+    def prepare(self, items: Sequence[Any]) -> Prepared | None:
+        """``items`` encoded for the child (:meth:`ProcessSink.prepare`); None before the move."""
+        process = self.process
+        return process.prepare(items) if process is not None else None
 
     @property
     def batch_size(self) -> int | None:
@@ -129,7 +141,21 @@ class AutoSink:
                 self._take_back(f"{type(err).__name__}: {err}")
             else:
                 return
-        self.direct.write_rows(rows_of(items))
+        self.direct.write_rows(rows_of(self._unprepared(items)))
+
+    def _unprepared(self, items: Sequence[Any]) -> Sequence[Any]:
+        """``items`` with each prepared batch (made for a child that could not be kept)
+        read back into its call items."""
+        encoder = self._encoder
+        if encoder is None or Prepared not in set(map(type, items)):
+            return items
+        plain: list[Any] = []
+        for item in items:
+            if type(item) is Prepared:
+                plain += encoder.items_of(item)
+            else:
+                plain.append(item)
+        return plain
 
     def write_batch(self, records: Sequence[Any]) -> None:
         """Store ``records`` (the :class:`~runtime.audit.sinks.Sink` protocol)."""
@@ -185,7 +211,7 @@ class AutoSink:
             logger.warning("toolrt audit: no writer process could be started ({}); the writer thread goes on", err)
             return
         self.direct.close()  # the child writes the store now; the thread's connection would only sit open
-        self.process = process
+        self.process = self._encoder = process
         self.moved_at = time.monotonic()
 
     def _take_back(self, error: str) -> None:

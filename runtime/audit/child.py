@@ -11,6 +11,7 @@ which died left behind.
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import sys
 from pathlib import Path
@@ -66,6 +67,12 @@ def _columns(columns: list[list[Any]], redactors: dict[int, Redactor]) -> list[t
     return list(zip(*values, map(of_key.__getitem__, keys), strict=True))
 
 
+def _encoded(payload: bytes, redactors: dict[int, Redactor]) -> list[tuple[Any, ...]]:
+    """The call items of an ``encoded`` frame: a ``columns`` frame's columns, pickled on
+    the app's calling thread (``ProcessSink.prepare``)."""
+    return _columns(pickle.loads(payload), redactors)  # noqa: S301 - written by our app, owner-only file
+
+
 def _items(rows: list[tuple[Any, ...]], redactors: dict[int, Redactor]) -> list[tuple[Any, ...]]:
     """The call items (:func:`~runtime.audit.record.call_item`) of an ``items`` frame:
     each row is an item's first ten values, its metadata and its redactor's key."""
@@ -93,7 +100,7 @@ class _RefuseArgs:
 _REFUSE = _RefuseArgs()
 
 # How each kind of batch frame becomes what the sink stores.
-_BATCHES: dict[str, Any] = {"columns": _columns, "items": _items, "batch": _records}
+_BATCHES: dict[str, Any] = {"columns": _columns, "encoded": _encoded, "items": _items, "batch": _records}
 
 
 def main(argv: list[str]) -> int:

@@ -71,14 +71,19 @@ class _Pickler(pickle.Pickler):
         raise Unreadable(f"{module}.{getattr(named, '__qualname__', named)} cannot be read by the audit process")
 
 
+def pickled(value: Any) -> bytes:
+    """``value`` pickled as the child can read it back. Raises :class:`Unreadable` (or
+    another pickling error) for a value the child could not read back."""
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    return buffer.getvalue()
+
+
 def frame(message: Any) -> bytes:
     """``message`` (a tuple whose first item is its kind) as one frame: the payload's
     length, the kind's first letter (so that a reader can skip to the profiles
-    without unpickling batches), the pickle. Raises :class:`Unreadable` (or another
-    pickling error) for a value the child could not read back."""
-    buffer = io.BytesIO()
-    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(message)
-    payload = buffer.getvalue()
+    without unpickling batches), the pickle. Raises as :func:`pickled` does."""
+    payload = pickled(message)
     return _FRAME.pack(len(payload)) + message[0][:1].encode("ascii") + payload
 
 

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import operator
 import os
+import pickle
 import select
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from enum import Enum
 from pathlib import Path
@@ -38,7 +39,9 @@ from types import MappingProxyType
 from typing import Any
 
 from runtime.audit import gilio, handoff
+from runtime.audit.child import _columns as columns_to_items
 from runtime.audit.jsonl import JsonlSink
+from runtime.audit.prepared import Prepared
 from runtime.audit.record import AuditRecord, Encoded
 from runtime.audit.rows import rows_of
 from runtime.audit.sinks import SqliteSink
@@ -105,6 +108,8 @@ class ProcessSink:
         self._redactors: dict[
             int, tuple[Any, int]
         ] = {}  # id(redactor) -> (redactor, key); the redactor is kept so its id stays unique
+        self._by_key: dict[int, Any] = {}  # key -> redactor
+        self._keys_lock = threading.Lock()  # (the calling thread's prepare() makes keys too)
         self._sent: set[int] = set()  # keys the current hand-off file holds
         self._fd: int | None = None  # the hand-off file, appended to (and held)
         self._appender: gilio.Appender | None = None
@@ -132,6 +137,9 @@ class ProcessSink:
         """The batch size the writer thread should use for this sink (see :data:`BATCH_SIZE`)."""
         return BATCH_SIZE
 
+    #: The writer's calling thread encodes call items for this sink (:meth:`prepare`).
+    prepares = True
+
     @property
     def child_pid(self) -> int | None:
         """The pid of the running child, if any."""
@@ -156,11 +164,33 @@ class ProcessSink:
             look = now - self._looked_at >= _LOOK_EVERY_S or self._proc is None
             if look:
                 self._ensure_child()
-            frames = self._frames(items)
+            frames = self._frames(items) if Prepared not in set(map(type, items)) else self._mixed_frames(items)
             self._append(b"".join(frames))
             if look:
                 self._looked_at = now
                 self._read_acks(block=False)
+
+    def prepare(self, items: Sequence[Any]) -> Prepared | None:
+        """``items`` encoded as the child reads them (a ``columns`` frame's columns,
+        pickled), for the writer's calling thread (see :meth:`AuditWriter.submit`); None
+        for a batch that is not the usual kind (the writer thread sends it the careful
+        way). Takes no lock that is held across a system call."""
+        if not items or not _TUPLES.issuperset(map(type, items)):
+            return None
+        columns = self._columns(items, self._key_of)
+        if columns is None:
+            return None
+        try:
+            payload = handoff.pickled(columns)
+        except Exception:  # noqa: BLE001 - a value that does not pickle: the careful way
+            return None
+        keys = tuple(sorted(key for key in set(columns[11]) if key is not None))
+        return Prepared(payload, keys, len(items))
+
+    def items_of(self, prepared: Prepared) -> list[tuple[Any, ...]]:
+        """The call items ``prepared`` was made from, as the child reads them back (for a
+        thread that takes the writing back from the child)."""
+        return columns_to_items(pickle.loads(prepared.payload), dict(self._by_key))  # noqa: S301 - our own bytes
 
     def sync(self, timeout: float | None = None) -> bool:
         """Wait until the child has stored every batch handed to it so far."""
@@ -249,7 +279,7 @@ class ProcessSink:
         seq = self._seq + 1
         try:
             if _TUPLES.issuperset(map(type, items)):  # (in C: this runs for every batch)
-                columns = self._columns(items, frames)
+                columns = self._columns(items, lambda redactor: self._redactor_key(redactor, frames))
                 if columns is not None:
                     message: tuple[Any, ...] = ("columns", seq, columns)
                 else:
@@ -263,7 +293,28 @@ class ProcessSink:
         frames.append(payload)
         return frames
 
-    def _columns(self, items: Sequence[tuple[Any, ...]], frames: list[bytes]) -> list[list[Any]] | None:
+    def _mixed_frames(self, entries: Sequence[Any]) -> list[bytes]:
+        """The frames for a batch holding prepared batches (:meth:`prepare`), in order:
+        each is sent as it is, after the redaction profiles it names that this hand-off
+        file does not hold yet; the items between them as :meth:`_frames` sends them."""
+        frames: list[bytes] = []
+        run: list[Any] = []
+        for entry in entries:
+            if type(entry) is not Prepared:
+                run.append(entry)
+                continue
+            if run:
+                frames += self._frames(run)
+                run = []
+            for key in entry.keys:
+                self._send_profile(key, self._by_key[key], frames)
+            self._seq += 1
+            frames.append(_frame(("encoded", self._seq, entry.payload)))
+        if run:
+            frames += self._frames(run)
+        return frames
+
+    def _columns(self, items: Sequence[tuple[Any, ...]], key_of: Callable[[Any], int | None]) -> list[list[Any]] | None:
         """The usual batch of call items (every metadata a read-only view of a dict, or a
         dict) as twelve columns: the items' first ten values, their metadata as dicts, their
         redactors' keys. Made in C, with no Python step per item, and pickled as twelve
@@ -285,7 +336,7 @@ class ProcessSink:
             return None
         redactors = list(map(_REDACTOR_OF, items))
         distinct = dict(zip(map(id, redactors), redactors, strict=True))  # the calls mostly share one
-        keys = {ident: self._redactor_key(redactor, frames) for ident, redactor in distinct.items()}
+        keys = {ident: key_of(redactor) for ident, redactor in distinct.items()}
         columns = [list(map(getter, items)) for getter in _FIRST_TEN]
         columns.append(copies)
         columns.append(list(map(keys.__getitem__, map(id, redactors))))
@@ -324,17 +375,28 @@ class ProcessSink:
         return rows
 
     def _redactor_key(self, redactor: Any, frames: list[bytes]) -> int | None:
+        """``redactor``'s key, its profiles added to ``frames`` if this file lacks them."""
+        key = self._key_of(redactor)
+        if key is not None:
+            self._send_profile(key, redactor, frames)
+        return key
+
+    def _key_of(self, redactor: Any) -> int | None:
+        """The key that names ``redactor`` to the child (made on first sight)."""
         if redactor is None:
             return None
-        known = self._redactors.get(id(redactor))
-        if known is None or known[0] is not redactor:
-            known = (redactor, len(self._redactors) + 1)
-            self._redactors[id(redactor)] = known
-        key = known[1]
+        with self._keys_lock:
+            known = self._redactors.get(id(redactor))
+            if known is None or known[0] is not redactor:
+                known = (redactor, len(self._redactors) + 1)
+                self._redactors[id(redactor)] = known
+                self._by_key[known[1]] = redactor
+            return known[1]
+
+    def _send_profile(self, key: int, redactor: Any, frames: list[bytes]) -> None:
         if key not in self._sent:
             frames.append(_frame(("redactor", key, redactor_specs(redactor))))
             self._sent.add(key)
-        return key
 
     def _start_child(self) -> None:
         now = time.monotonic()

@@ -22,6 +22,7 @@ from typing import Any
 
 from loguru import logger
 
+from runtime.audit.prepared import Prepared
 from runtime.audit.record import AuditRecord
 from runtime.audit.rows import rows_of
 from runtime.audit.sinks import Sink
@@ -31,6 +32,9 @@ from runtime.audit.sinks import Sink
 LOG_EVERY_S = 10.0
 #: Records in a batch, unless the writer is given another size or the sink asks for one.
 DEFAULT_BATCH_SIZE = 256
+#: With a sink that prepares batches (see :meth:`AuditWriter.submit`), the calling thread
+#: encodes the queued call items every this many records.
+PREPARE_EVERY = 64
 
 
 class AuditWriter:
@@ -93,9 +97,14 @@ class AuditWriter:
         self.max_queue = max_queue
         self.retry_delay_s = retry_delay_s
         self._queue: deque[AuditRecord | tuple[Any, ...]] = deque()
+        # What the calling thread prepared (Prepared batches, or the items the sink would
+        # not prepare), older than everything in _queue; and how many records it holds.
+        self._prepared: deque[Prepared | AuditRecord | tuple[Any, ...]] = deque()
+        self._prepared_records = 0
         # submit() looks further only from this length on: a full batch is waiting,
-        # or the queue is at its bound (when max_queue is below batch_size).
-        self._check_at = min(self.batch_size, max_queue)
+        # or the queue is at its bound (when max_queue is below batch_size), or it is
+        # time to prepare what is queued.
+        self._check_at = self._check_length()
         self._wake = threading.Event()
         # _lock orders the two ways a record leaves the queue (taken by the writer,
         # dropped on overflow) with flush() reading the queue's extent. submit()
@@ -126,6 +135,15 @@ class AuditWriter:
         wanted = getattr(self.sink, "batch_size", None)
         return wanted if type(wanted) is int and wanted >= 1 else DEFAULT_BATCH_SIZE
 
+    def _prepares(self) -> bool:
+        """Whether the sink prepares batches now (an auto sink once it has moved)."""
+        return getattr(self.sink, "prepares", False) is True and callable(getattr(self.sink, "prepare", None))
+
+    def _check_length(self) -> int:
+        """Where submit() looks further (and sets whether it prepares batches)."""
+        self._preparing = self.batch_size > PREPARE_EVERY and self._prepares()
+        return min(PREPARE_EVERY if self._preparing else self.batch_size, self.max_queue)
+
     # -- the caller's side ------------------------------------------------------
 
     def submit(self, record: AuditRecord | tuple[Any, ...]) -> None:
@@ -136,6 +154,13 @@ class AuditWriter:
         of values the call already holds, cheaper to make than a record). Costs one
         deque append and a length check; see the class docstring for what happens
         when the queue is full.
+
+        With a sink that prepares batches (the writer child's: it has ``prepare`` and
+        ``prepares``), every :data:`PREPARE_EVERY`-th submit also encodes the call items
+        queued since the last, here: they are still in this thread's caches, and do not
+        stay queued as objects the garbage collector walks (and moves to its oldest
+        generation). The writer thread is woken once a whole batch is prepared, and only
+        appends it. Encoding is CPU only: still no I/O, no waiting on the writer.
         """
         queue = self._queue
         queue.append(record)
@@ -143,20 +168,52 @@ class AuditWriter:
             self._busy()
 
     def _busy(self) -> None:
-        """The rare part of submit: wake the writer for a full batch, keep the queue
-        within ``max_queue``, drop what comes after close."""
-        if len(self._queue) > self.max_queue or (self._closed and not self._thread.is_alive()):
+        """The rare part of submit: prepare what is queued, wake the writer for a full
+        batch, keep the queue within ``max_queue``, drop what comes after close."""
+        if (
+            self._preparing
+            and not self._closed
+            and len(self._queue) < self.max_queue
+            and self._prepare_queued() < self.batch_size
+        ):
+            return  # prepared; not a batch yet
+        if len(self._queue) + self._prepared_records > self.max_queue or (self._closed and not self._thread.is_alive()):
             self._shed()
         if not self._wake.is_set():  # set once per batch, not once per record
             self._wake.set()
+
+    def _prepare_queued(self) -> int:
+        """Have the sink prepare the queued items (see :meth:`submit`); the records
+        prepared and waiting for the writer thread."""
+        with self._lock:  # (orders this with the writer taking items, and flush() counting them)
+            queue = self._queue
+            items = [queue.popleft() for _ in range(len(queue))]
+            if not items:  # another thread prepared them meanwhile
+                return self._prepared_records
+            try:
+                prepared = self.sink.prepare(items)  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001 - the writer thread sends them the careful way
+                prepared = None
+            if type(prepared) is Prepared and prepared.records == len(items):
+                self._prepared.append(prepared)
+            else:
+                self._prepared.extend(items)
+            self._prepared_records += len(items)
+            return self._prepared_records
 
     def _shed(self) -> None:
         """Drop the oldest records until the queue is within bounds (all of them once
         the writer thread has stopped)."""
         stopped = not self._thread.is_alive()
         keep = 0 if stopped else self.max_queue
-        queue = self._queue
+        queue, prepared = self._queue, self._prepared
         with self._lock:
+            while prepared and len(queue) + self._prepared_records > keep:  # the oldest first
+                entry = prepared.popleft()
+                count = entry.records if type(entry) is Prepared else 1
+                self._prepared_records -= count
+                self._retired += count
+                self._dropped += count
             while len(queue) > keep:
                 try:
                     queue.popleft()
@@ -177,7 +234,7 @@ class AuditWriter:
         seconds (None: wait as long as it takes)."""
         started = time.monotonic()
         with self._lock:
-            target = self._retired + len(self._queue)
+            target = self._retired + len(self._queue) + self._prepared_records
         with self._done_cond:
             handed_over = self._done >= target
         if not handed_over:
@@ -251,7 +308,7 @@ class AuditWriter:
     @property
     def pending(self) -> int:
         """Records waiting in the queue."""
-        return len(self._queue)
+        return len(self._queue) + self._prepared_records
 
     def stats(self) -> dict[str, Any]:
         """Every counter, for health reports."""
@@ -260,7 +317,7 @@ class AuditWriter:
             "dropped": self._dropped,
             "lost": self._lost,
             "failed_batches": self._failed_batches,
-            "pending": len(self._queue),
+            "pending": self.pending,
             "last_error": self._last_error,
         }
 
@@ -276,24 +333,32 @@ class AuditWriter:
                 return
 
     def _drain(self) -> None:
-        queue = self._queue
-        while queue:
+        queue, prepared = self._queue, self._prepared
+        while queue or prepared:
             with self._lock:
-                count = min(len(queue), self.batch_size)
-                batch = [queue.popleft() for _ in range(count)]
+                batch: list[Any] = []
+                count = 0
+                while prepared and count < self.batch_size:  # older than the queue's items
+                    entry = prepared.popleft()
+                    batch.append(entry)
+                    count += entry.records if type(entry) is Prepared else 1
+                self._prepared_records -= count
+                more = min(len(queue), self.batch_size - count)
+                if more > 0:
+                    batch += [queue.popleft() for _ in range(more)]
+                    count += more
                 self._retired += count
                 position = self._retired
-            self._write(batch)
+            self._write(batch, count)
             self._report_drops()
             with self._done_cond:
                 self._done = position
                 self._done_cond.notify_all()
-        batch_size = self._batch_size()  # (an auto sink asks for larger batches once a child writes)
-        if batch_size != self.batch_size:
-            self.batch_size = batch_size
-            self._check_at = min(batch_size, self.max_queue)
+        # (an auto sink asks for larger batches, and prepares them, once a child writes)
+        self.batch_size = self._batch_size()
+        self._check_at = self._check_length()
 
-    def _write(self, batch: list[AuditRecord | tuple[Any, ...]]) -> None:
+    def _write(self, batch: list[Any], records: int) -> None:
         write = self._store_for(batch)
         try:
             write()
@@ -301,10 +366,10 @@ class AuditWriter:
             self._failed_batches += 1
             self._last_error = f"{type(err).__name__}: {err}"
             self._warn(
-                f"toolrt audit: writing a batch of {len(batch)} record(s) failed ({self._last_error}); trying once more"
+                f"toolrt audit: writing a batch of {records} record(s) failed ({self._last_error}); trying once more"
             )
         else:
-            self._written += len(batch)
+            self._written += records
             return
         time.sleep(self.retry_delay_s)
         try:
@@ -312,13 +377,13 @@ class AuditWriter:
         except Exception as err:  # noqa: BLE001
             self._failed_batches += 1
             self._last_error = f"{type(err).__name__}: {err}"
-            self._lost += len(batch)
+            self._lost += records
             self._warn(
-                f"toolrt audit: a batch of {len(batch)} record(s) could not be written and is lost "
+                f"toolrt audit: a batch of {records} record(s) could not be written and is lost "
                 f"({self._last_error}); {self._lost} lost so far"
             )
         else:
-            self._written += len(batch)
+            self._written += records
 
     def _store_for(self, batch: list[AuditRecord | tuple[Any, ...]]) -> Callable[[], None]:
         """How to store ``batch`` (the same work for the write and its retry): as rows

@@ -142,7 +142,7 @@ def test_the_usual_batch_is_handed_over_column_by_column_as_each_item_holds_it_w
     items = [item(dict(CLEAN, i=i), index=i, status=Status.denied if i % 2 else Status.ok) for i in range(5)]
     items.append(item(CLEAN, index=5, redactor=None))
     frames: list[bytes] = []
-    columns = sink._columns(items, frames)
+    columns = sink._columns(items, lambda redactor: sink._redactor_key(redactor, frames))
     assert columns is not None and len(columns) == 12 and all(type(column) is list for column in columns)
     assert len(frames) == 1  # the one redactor's profiles, once
     for at, one in enumerate(items):
@@ -157,7 +157,7 @@ def test_a_batch_with_an_item_without_metadata_goes_item_by_item_and_reads_back_
     sink = ProcessSink("sqlite", Path(tempfile.mkdtemp()) / "audit.sqlite3")
     items = [item(dict(CLEAN, i=i), index=i, metadata=None if i == 2 else METADATA) for i in range(4)]
     frames: list[bytes] = []
-    assert sink._columns(items, frames) is None
+    assert sink._columns(items, lambda redactor: sink._redactor_key(redactor, frames)) is None
     plain = sink._plain_items_one_by_one(items, frames)
     assert [sent[11] for sent in plain] == [1, 1, 1, 1]
     assert rows_of(_items(plain, {1: SHIPPED})) == rows_of(items)
