@@ -1,10 +1,12 @@
 """The audit writer: takes records off the caller's thread and stores them in batches.
 
 :meth:`AuditWriter.submit` is on the hot path of every tool call, so it does a
-``deque.append`` and a length check and nothing else: no encoding, no I/O, no
-lock. A daemon thread drains the queue in batches of up to ``batch_size``, every
-``flush_interval_s`` or as soon as a full batch is waiting, and hands each batch to
-the sink in one call (one SQLite transaction, or one ``write()`` of JSON lines).
+``deque.append`` and a length check and nothing else: no I/O, no lock, no waiting;
+with a sink that stores in a child, every 64th submit also encodes what was queued
+since the last (CPU only, see :meth:`AuditWriter.submit`). A daemon thread drains the
+queue in batches of up to ``batch_size``, every ``flush_interval_s`` or as soon as a
+full batch is waiting, and hands each batch to the sink in one call (one SQLite
+transaction, one ``write()`` of JSON lines, or one append to a child's hand-off file).
 
 The writer installs no ``atexit`` or signal handler: the application owns
 shutdown. It must call :meth:`AuditWriter.close` (``Runtime.close()`` does) for the
@@ -40,7 +42,8 @@ PREPARE_EVERY = 64
 class AuditWriter:
     """Batches audit records to a :class:`~runtime.audit.sinks.Sink` from a background thread.
 
-    **Never blocks the caller.** ``submit`` only appends to a deque. When more than
+    **Never blocks the caller.** ``submit`` appends to a deque (and with a sink that
+    prepares batches, encodes 64 records now and then; never I/O). When more than
     ``max_queue`` records are waiting (the sink is slower than the calls, or
     stuck) the *oldest* waiting records are dropped and counted in ``dropped``:
     the newest records are the likeliest to matter for whatever is going on now,
