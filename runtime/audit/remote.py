@@ -109,6 +109,7 @@ class ProcessSink:
             int, tuple[Any, int]
         ] = {}  # id(redactor) -> (redactor, key); the redactor is kept so its id stays unique
         self._by_key: dict[int, Any] = {}  # key -> redactor
+        self._specs: dict[int, Any] = {}  # key -> the redactor's profiles as plain data (redactor_specs)
         self._keys_lock = threading.Lock()  # (the calling thread's prepare() makes keys too)
         self._sent: set[int] = set()  # keys the current hand-off file holds
         self._fd: int | None = None  # the hand-off file, appended to (and held)
@@ -177,12 +178,12 @@ class ProcessSink:
         way). Takes no lock that is held across a system call."""
         if not items or not _TUPLES.issuperset(map(type, items)):
             return None
-        columns = self._columns(items, self._key_of)
-        if columns is None:
-            return None
         try:
+            columns = self._columns(items, self._key_of)
+            if columns is None:
+                return None
             payload = handoff.pickled(columns)
-        except Exception:  # noqa: BLE001 - a value that does not pickle: the careful way
+        except Exception:  # noqa: BLE001 - a value that does not pickle, a redactor of the app's own: the careful way
             return None
         keys = tuple(sorted(key for key in set(columns[11]) if key is not None))
         return Prepared(payload, keys, len(items))
@@ -307,7 +308,7 @@ class ProcessSink:
                 frames += self._frames(run)
                 run = []
             for key in entry.keys:
-                self._send_profile(key, self._by_key[key], frames)
+                self._send_profile(key, frames)
             self._seq += 1
             frames.append(_frame(("encoded", self._seq, entry.payload)))
         if run:
@@ -378,24 +379,28 @@ class ProcessSink:
         """``redactor``'s key, its profiles added to ``frames`` if this file lacks them."""
         key = self._key_of(redactor)
         if key is not None:
-            self._send_profile(key, redactor, frames)
+            self._send_profile(key, frames)
         return key
 
     def _key_of(self, redactor: Any) -> int | None:
-        """The key that names ``redactor`` to the child (made on first sight)."""
+        """The key that names ``redactor`` to the child, made on first sight with the
+        profiles sent for it; raises for a redactor whose profiles cannot be read (an
+        app's own object): its batch is finished here."""
         if redactor is None:
             return None
         with self._keys_lock:
             known = self._redactors.get(id(redactor))
             if known is None or known[0] is not redactor:
+                specs = redactor_specs(redactor)
                 known = (redactor, len(self._redactors) + 1)
                 self._redactors[id(redactor)] = known
                 self._by_key[known[1]] = redactor
+                self._specs[known[1]] = specs
             return known[1]
 
-    def _send_profile(self, key: int, redactor: Any, frames: list[bytes]) -> None:
+    def _send_profile(self, key: int, frames: list[bytes]) -> None:
         if key not in self._sent:
-            frames.append(_frame(("redactor", key, redactor_specs(redactor))))
+            frames.append(_frame(("redactor", key, self._specs[key])))
             self._sent.add(key)
 
     def _start_child(self) -> None:

@@ -25,7 +25,16 @@ from runtime.audit.writer import PREPARE_EVERY
 from runtime.records import Status
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_audit_rows import CLEAN, METADATA, TOKEN, OddMapping, hostile_args, item  # noqa: E402
+from test_audit_rows import (  # noqa: E402
+    CLEAN,
+    METADATA,
+    SHIPPED,
+    TOKEN,
+    Exploding,
+    OddMapping,
+    hostile_args,
+    item,
+)
 
 CLEAR = ("hunter2", "12345678", "abcdef", "a1B2a1B2", "maria.lopez")
 
@@ -95,6 +104,81 @@ def test_a_chunk_the_sink_will_not_prepare_keeps_its_place_in_call_order(tmp_pat
     _audit, by_child = _by_child("sqlite", tmp_path / "child.sqlite3", items)
     assert by_child == by_thread
     assert [row["call_id"] for row in by_child] == [f"c{i}" for i in range(2500)]
+
+
+class _Text(str):
+    """A str of the app's own class."""
+
+
+class _Number(float):
+    """A float of the app's own class."""
+
+
+def _recursive() -> dict[str, Any]:
+    loop: dict[str, Any] = {"note": f"token {TOKEN}"}
+    loop["self"] = loop
+    return loop
+
+
+def _deep(depth: int) -> Any:
+    value: Any = TOKEN
+    for _ in range(depth):
+        value = {"d": value}
+    return value
+
+
+def _more_hostile() -> list[Any]:
+    return [
+        _recursive(),
+        _deep(50),
+        _deep(3000),  # deeper than the child's reader would go: the careful way
+        {"big": "y" * 2_000_000 + TOKEN},
+        {"text": _Text(f"token {TOKEN}")},
+        {"number": _Number(1.5), "t": TOKEN},
+        {(1, 2): TOKEN},
+        None,
+        list(range(50_000)),
+        {"inf": float("inf"), "minus_zero": -0.0, "t": TOKEN},
+        {"int": 2**200, "t": TOKEN},
+        {"\x00key": "\x00" + TOKEN},
+    ]
+
+
+@pytest.mark.parametrize("args", _more_hostile(), ids=[f"more{i}" for i in range(len(_more_hostile()))])
+def test_more_hostile_arguments_in_prepared_batches_store_what_the_writer_thread_stores(
+    tmp_path: Path, args: Any
+) -> None:
+    items = [item(dict(CLEAN, i=i), index=i) for i in range(300)]
+    for at in (0, 70, 299):
+        items.insert(at, item(args, index=10_000 + at))
+    by_thread = _by_thread("sqlite", tmp_path / "thread.sqlite3", items)
+    _audit, by_child = _by_child("sqlite", tmp_path / "child.sqlite3", items)
+    assert by_child == by_thread
+    assert all("a1B2a1B2" not in repr(row["args"]) for row in by_child)
+
+
+class _NoProfiles:
+    """A redactor of the app's own whose profiles cannot be read for the child."""
+
+    edge_anchored = True
+
+    def redact_value(self, value: Any) -> Any:
+        return "[gone]"
+
+    def has_candidate(self, text: str) -> bool:
+        return True
+
+    def is_secret_key(self, key: str) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("odd", [Exploding(), _NoProfiles()], ids=["exploding", "no-profiles"])
+def test_a_redactor_the_child_cannot_be_sent_finishes_its_records_here_and_loses_none(tmp_path: Path, odd: Any) -> None:
+    items = [item({"note": f"token {TOKEN}", "i": i}, odd if i % 50 == 3 else SHIPPED, index=i) for i in range(2000)]
+    by_thread = _by_thread("sqlite", tmp_path / "thread.sqlite3", items)
+    _audit, by_child = _by_child("sqlite", tmp_path / "child.sqlite3", items)
+    assert by_child == by_thread
+    assert all(TOKEN not in repr(row["args"]) for row in by_child)
 
 
 def test_prepared_batches_carry_their_redaction_profiles_into_every_hand_off_file(
