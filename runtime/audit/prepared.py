@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """``records`` call items as the sink's ``prepare`` encoded them: ``payload`` is what it
-    sends for them, ``keys`` the redaction profiles the payload names (sent ahead of it in
-    each hand-off file that holds it)."""
+    sends for them; ``profiles`` the redactors the payload names, as (key, redactor, the
+    profiles sent for it: ahead of the payload in each hand-off file that holds it)."""
 
     payload: bytes
-    keys: tuple[int, ...]
+    profiles: tuple[tuple[int, Any, Any], ...]
     records: int

@@ -55,6 +55,8 @@ _LOOK_EVERY_S = 0.25
 #: The writer thread's batch size when a child stores the records: a batch costs this
 #: process one wake-up of the writer thread, whatever its size.
 BATCH_SIZE = 1024
+# Redactors a process sink remembers (their keys and profiles); one snapshot has one.
+_KEPT_REDACTORS = 64
 
 
 def redactor_specs(
@@ -105,11 +107,12 @@ class ProcessSink:
         self.ack_timeout_s = ack_timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
-        self._redactors: dict[
-            int, tuple[Any, int]
-        ] = {}  # id(redactor) -> (redactor, key); the redactor is kept so its id stays unique
-        self._by_key: dict[int, Any] = {}  # key -> redactor
-        self._specs: dict[int, Any] = {}  # key -> the redactor's profiles as plain data (redactor_specs)
+        # id(redactor) -> (redactor, key, its profiles as plain data), the last
+        # _KEPT_REDACTORS seen; a kept redactor keeps its id unique. Keys are never reused:
+        # a redactor seen again after it was let go gets a new key, and its profiles are
+        # sent again. A prepared batch carries the redactors and profiles it names.
+        self._redactors: dict[int, tuple[Any, int, Any]] = {}
+        self._last_key = 0
         self._keys_lock = threading.Lock()  # (the calling thread's prepare() makes keys too)
         self._sent: set[int] = set()  # keys the current hand-off file holds
         self._fd: int | None = None  # the hand-off file, appended to (and held)
@@ -178,20 +181,30 @@ class ProcessSink:
         way). Takes no lock that is held across a system call."""
         if not items or not _TUPLES.issuperset(map(type, items)):
             return None
+        profiles: dict[int, tuple[Any, Any]] = {}
+
+        def key_of(redactor: Any) -> int | None:
+            known = self._known(redactor)
+            if known is None:
+                return None
+            profiles[known[1]] = (known[0], known[2])
+            return known[1]
+
         try:
-            columns = self._columns(items, self._key_of)
+            columns = self._columns(items, key_of)
             if columns is None:
                 return None
             payload = handoff.pickled(columns)
         except Exception:  # noqa: BLE001 - a value that does not pickle, a redactor of the app's own: the careful way
             return None
-        keys = tuple(sorted(key for key in set(columns[11]) if key is not None))
-        return Prepared(payload, keys, len(items))
+        named = tuple((key, redactor, specs) for key, (redactor, specs) in sorted(profiles.items()))
+        return Prepared(payload, named, len(items))
 
     def items_of(self, prepared: Prepared) -> list[tuple[Any, ...]]:
         """The call items ``prepared`` was made from, as the child reads them back (for a
         thread that takes the writing back from the child)."""
-        return columns_to_items(pickle.loads(prepared.payload), dict(self._by_key))  # noqa: S301 - our own bytes
+        known = {key: redactor for key, redactor, _specs in prepared.profiles}
+        return columns_to_items(pickle.loads(prepared.payload), known)  # noqa: S301 - our own bytes
 
     def sync(self, timeout: float | None = None) -> bool:
         """Wait until the child has stored every batch handed to it so far."""
@@ -307,8 +320,8 @@ class ProcessSink:
             if run:
                 frames += self._frames(run)
                 run = []
-            for key in entry.keys:
-                self._send_profile(key, frames)
+            for key, _redactor, specs in entry.profiles:
+                self._send_profile(key, specs, frames)
             self._seq += 1
             frames.append(_frame(("encoded", self._seq, entry.payload)))
         if run:
@@ -377,30 +390,32 @@ class ProcessSink:
 
     def _redactor_key(self, redactor: Any, frames: list[bytes]) -> int | None:
         """``redactor``'s key, its profiles added to ``frames`` if this file lacks them."""
-        key = self._key_of(redactor)
-        if key is not None:
-            self._send_profile(key, frames)
-        return key
+        known = self._known(redactor)
+        if known is None:
+            return None
+        self._send_profile(known[1], known[2], frames)
+        return known[1]
 
-    def _key_of(self, redactor: Any) -> int | None:
-        """The key that names ``redactor`` to the child, made on first sight with the
-        profiles sent for it; raises for a redactor whose profiles cannot be read (an
-        app's own object): its batch is finished here."""
+    def _known(self, redactor: Any) -> tuple[Any, int, Any] | None:
+        """(``redactor``, the key that names it to the child, the profiles sent for it),
+        made on first sight; None for no redactor. Raises for a redactor whose profiles
+        cannot be read (an app's own object): its batch is finished here."""
         if redactor is None:
             return None
         with self._keys_lock:
             known = self._redactors.get(id(redactor))
             if known is None or known[0] is not redactor:
                 specs = redactor_specs(redactor)
-                known = (redactor, len(self._redactors) + 1)
+                self._last_key += 1
+                known = (redactor, self._last_key, specs)
                 self._redactors[id(redactor)] = known
-                self._by_key[known[1]] = redactor
-                self._specs[known[1]] = specs
-            return known[1]
+                if len(self._redactors) > _KEPT_REDACTORS:  # (a config reloaded with new profiles, many times)
+                    del self._redactors[next(iter(self._redactors))]
+            return known
 
-    def _send_profile(self, key: int, frames: list[bytes]) -> None:
+    def _send_profile(self, key: int, specs: Any, frames: list[bytes]) -> None:
         if key not in self._sent:
-            frames.append(_frame(("redactor", key, self._specs[key])))
+            frames.append(_frame(("redactor", key, specs)))
             self._sent.add(key)
 
     def _start_child(self) -> None:

@@ -16,13 +16,16 @@ from typing import Any
 
 import pytest
 
-from runtime.audit import AuditRecord, AuditWriter, JsonlSink, SqliteSink, handoff, query, verify
+from runtime.audit import AuditRecord, AuditWriter, JsonlSink, SqliteSink, handoff, query, remote, verify
 from runtime.audit.auto import AutoSink
 from runtime.audit.prepared import Prepared
 from runtime.audit.record import COLUMNS
 from runtime.audit.remote import ProcessSink
 from runtime.audit.writer import PREPARE_EVERY
 from runtime.records import Status
+from runtime.regex import compile_re2
+from runtime.shaping.compiled import CompiledPattern, CompiledRedaction
+from runtime.shaping.redact import Redactor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_audit_rows import (  # noqa: E402
@@ -329,3 +332,29 @@ def test_prepared_batches_of_a_child_that_cannot_be_kept_are_stored_by_the_threa
     assert [row["call_id"] for row in rows] == [f"c{i}" for i in range(total)]
     assert all(TOKEN not in repr(row["args"]) for row in rows)
     assert handoff.files_of(store) == []
+
+
+def test_a_process_sink_remembers_a_bounded_number_of_redactors_and_never_reuses_a_key(tmp_path: Path) -> None:
+    def made(n: int) -> Redactor:
+        pattern = CompiledPattern(f"p{n}", compile_re2(f"secret{n}"), "[X]", None)
+        return Redactor((CompiledRedaction(f"profile{n}", (pattern,), None),))
+
+    store = tmp_path / "audit.sqlite3"
+    audit = AuditWriter(ProcessSink("sqlite", store), flush_interval_s=0.01)
+    redactors = [made(n) for n in range(remote._KEPT_REDACTORS * 3)]  # as a config reloaded with new profiles
+    total = 0
+    for _round in range(2):  # the first ones come back after they were let go
+        for n, redactor in enumerate(redactors):
+            for _ in range(3):
+                audit.submit(item({"note": f"secret{n} and secret{n + 1}"}, redactor, index=total))
+                total += 1
+    sink = audit.sink
+    assert isinstance(sink, ProcessSink)
+    assert audit.close(timeout=120)
+    assert len(sink._redactors) <= remote._KEPT_REDACTORS
+    assert sink._last_key >= len(redactors) * 2 - remote._KEPT_REDACTORS  # every let-go one got a new key
+    rows = _stored(store)
+    assert [row["call_id"] for row in rows] == [f"c{i}" for i in range(total)]
+    for at, row in enumerate(rows):
+        n = (at // 3) % len(redactors)
+        assert row["args"] == {"note": f"[X] and secret{n + 1}"}, (at, row["args"])

@@ -237,8 +237,7 @@ def test_a_redactor_that_raises_in_the_child_stores_no_arguments_and_spares_the_
 def test_a_frame_the_child_cannot_read_is_reported_and_the_frames_around_it_are_stored(tmp_path: Path) -> None:
     store = tmp_path / "audit.sqlite3"
     SqliteSink(store).close()
-    sink = ProcessSink.__new__(ProcessSink)  # only its framing: no child of its own
-    sink._redactors, sink._sent, sink._seq = {}, set(), 0
+    sink = ProcessSink("sqlite", store, prepared=True)  # only its framing: never started, no child of its own
     fd, path = handoff.create(store)
     try:
         handoff.append(fd, b"".join(sink._frames([item(dict(CLEAN, i=i), index=i) for i in range(5)])))
