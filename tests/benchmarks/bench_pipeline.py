@@ -285,7 +285,7 @@ class Background:
 
 
 async def interleaved(
-    contenders: dict[str, Contender], n: int, rounds: int = 5, background: dict[str, Background] | None = None
+    contenders: dict[str, Contender], n: int, rounds: int = 10, background: dict[str, Background] | None = None
 ) -> dict[str, list[float]]:
     """Time every contender in turns (``rounds`` rounds of ``n / rounds`` calls each), so
     that a slow patch of the machine hits all of them alike.
@@ -491,7 +491,7 @@ def _median(samples: list[float]) -> float:
 
 def report(title: str, per: dict[str, list[float]], n: int) -> None:
     sdk = _median(per.get(SDK, []))
-    print(f"\n== {title}: per call, {n} calls each in 5 interleaved rounds (p50 / p90 / p99; p50 / Agents SDK)")
+    print(f"\n== {title}: per call, {n} calls each in 10 interleaved rounds (p50 / p90 / p99; p50 / Agents SDK)")
     for name, samples in per.items():
         p50, p90, p99 = (percentile(samples, q) * 1e6 for q in (0.5, 0.9, 0.99))
         print(f"{name:52} {p50:9.1f} us {p90:9.1f} us {p99:9.1f} us   {p50 / (sdk * 1e6):6.2f}x")
@@ -697,7 +697,7 @@ print(json.dumps({{"before_kb": before, "after_kb": after, "status": r.status.va
 
 
 def main() -> int:
-    n = 6000
+    n = 12000
     realistic, trivial = make_configs()
     sys.path.insert(0, str(realistic))
     workspace = Path(tempfile.mkdtemp(prefix="toolrt-ws-"))
