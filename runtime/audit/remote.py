@@ -107,16 +107,18 @@ class ProcessSink:
         self.ack_timeout_s = ack_timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
-        # id(redactor) -> (redactor, key, its profiles as plain data), the last
+        # id(redactor) -> (redactor, key, the frame sending its profiles), the last
         # _KEPT_REDACTORS seen; a kept redactor keeps its id unique. Keys are never reused:
         # a redactor seen again after it was let go gets a new key, and its profiles are
-        # sent again. A prepared batch carries the redactors and profiles it names.
-        self._redactors: dict[int, tuple[Any, int, Any]] = {}
+        # sent again. A prepared batch carries the redactors and frames it names.
+        self._redactors: dict[int, tuple[Any, int, bytes]] = {}
         self._last_key = 0
+        self._sending: set[int] = set()  # keys whose profiles the frames being made send
         self._keys_lock = threading.Lock()  # (the calling thread's prepare() makes keys too)
-        self._sent: set[int] = set()  # keys the current hand-off file holds
+        self._sent: set[int] = set()  # keys whose profiles the current hand-off file holds
         self._fd: int | None = None  # the hand-off file, appended to (and held)
         self._appender: gilio.Appender | None = None
+        self._local_disk: bool | None = None  # whether the hand-off folder is on a local disk (gilio)
         self._looked_at = 0.0  # monotonic time of the last look at the child's acks and exit
         self.handoff_path: Path | None = None
         self._size = 0
@@ -168,6 +170,7 @@ class ProcessSink:
             look = now - self._looked_at >= _LOOK_EVERY_S or self._proc is None
             if look:
                 self._ensure_child()
+            self._sending.clear()  # (what a failed append meant to send)
             frames = self._frames(items) if Prepared not in set(map(type, items)) else self._mixed_frames(items)
             self._append(b"".join(frames))
             if look:
@@ -181,7 +184,7 @@ class ProcessSink:
         way). Takes no lock that is held across a system call."""
         if not items or not _TUPLES.issuperset(map(type, items)):
             return None
-        profiles: dict[int, tuple[Any, Any]] = {}
+        profiles: dict[int, tuple[Any, bytes]] = {}
 
         def key_of(redactor: Any) -> int | None:
             known = self._known(redactor)
@@ -197,20 +200,20 @@ class ProcessSink:
             payload = handoff.pickled(columns)
         except Exception:  # noqa: BLE001 - a value that does not pickle, a redactor of the app's own: the careful way
             return None
-        named = tuple((key, redactor, specs) for key, (redactor, specs) in sorted(profiles.items()))
+        named = tuple((key, redactor, frame) for key, (redactor, frame) in sorted(profiles.items()))
         return Prepared(payload, named, len(items))
 
     def items_of(self, prepared: Prepared) -> list[tuple[Any, ...]]:
         """The call items ``prepared`` was made from, as the child reads them back (for a
         thread that takes the writing back from the child)."""
-        known = {key: redactor for key, redactor, _specs in prepared.profiles}
+        known = {key: redactor for key, redactor, _frame in prepared.profiles}
         return columns_to_items(pickle.loads(prepared.payload), known)  # noqa: S301 - our own bytes
 
     def sync(self, timeout: float | None = None) -> bool:
         """Wait until the child has stored every batch handed to it so far."""
         with self._lock:
-            if self._proc is None:
-                return True
+            if self._proc is None:  # never started, closed, or no child could be started again
+                return self._acked >= self._seq
             try:
                 self._ensure_child()
                 self._seq += 1
@@ -243,6 +246,8 @@ class ProcessSink:
         if appender is None:
             raise BrokenPipeError("no audit hand-off file")
         appender.append(data)
+        self._sent |= self._sending
+        self._sending.clear()
         self._size += len(data)
         if not self._wake():  # the child is gone: another reads on from what it stored, this batch too
             try:
@@ -267,9 +272,14 @@ class ProcessSink:
         self._append_raw(_frame(("next", path.name)))
         self._release()
         self._fd, self.handoff_path, self._size = fd, path, handoff.HEADER_BYTES
-        self._appender = gilio.Appender(fd)
+        self._appender = self._appender_of(fd)
         self._sent.clear()  # each file holds the redaction profiles its batches need
         self._wake()
+
+    def _appender_of(self, fd: int) -> gilio.Appender:
+        if self._local_disk is None:  # (the folder stays where it is: looked up once)
+            self._local_disk = gilio.on_local_disk(handoff.folder_of(self.path))
+        return gilio.Appender(fd, hold=self._local_disk)
 
     def _append_raw(self, data: bytes) -> None:
         if self._fd is not None:
@@ -320,8 +330,8 @@ class ProcessSink:
             if run:
                 frames += self._frames(run)
                 run = []
-            for key, _redactor, specs in entry.profiles:
-                self._send_profile(key, specs, frames)
+            for key, _redactor, profile in entry.profiles:
+                self._send_profile(key, profile, frames)
             self._seq += 1
             frames.append(_frame(("encoded", self._seq, entry.payload)))
         if run:
@@ -396,27 +406,29 @@ class ProcessSink:
         self._send_profile(known[1], known[2], frames)
         return known[1]
 
-    def _known(self, redactor: Any) -> tuple[Any, int, Any] | None:
-        """(``redactor``, the key that names it to the child, the profiles sent for it),
-        made on first sight; None for no redactor. Raises for a redactor whose profiles
-        cannot be read (an app's own object): its batch is finished here."""
+    def _known(self, redactor: Any) -> tuple[Any, int, bytes] | None:
+        """(``redactor``, the key that names it to the child, the frame that sends its
+        profiles), made on first sight; None for no redactor. Raises for a redactor whose
+        profiles cannot be read or sent (an app's own object): its batch is finished here."""
         if redactor is None:
             return None
         with self._keys_lock:
             known = self._redactors.get(id(redactor))
             if known is None or known[0] is not redactor:
-                specs = redactor_specs(redactor)
+                profile = _frame(("redactor", self._last_key + 1, redactor_specs(redactor)))
                 self._last_key += 1
-                known = (redactor, self._last_key, specs)
+                known = (redactor, self._last_key, profile)
                 self._redactors[id(redactor)] = known
                 if len(self._redactors) > _KEPT_REDACTORS:  # (a config reloaded with new profiles, many times)
                     del self._redactors[next(iter(self._redactors))]
             return known
 
-    def _send_profile(self, key: int, specs: Any, frames: list[bytes]) -> None:
-        if key not in self._sent:
-            frames.append(_frame(("redactor", key, specs)))
-            self._sent.add(key)
+    def _send_profile(self, key: int, profile: bytes, frames: list[bytes]) -> None:
+        """Add the frame ``profile`` (key's profiles) to ``frames`` unless this file holds
+        it; the file counts as holding it once the frames are appended (:meth:`_append`)."""
+        if key not in self._sent and key not in self._sending:
+            frames.append(profile)
+            self._sending.add(key)
 
     def _start_child(self) -> None:
         now = time.monotonic()
@@ -429,7 +441,7 @@ class ProcessSink:
         self._restarts.append(now)
         if self._fd is None:
             self._fd, self.handoff_path = handoff.create(self.path)
-            self._appender = gilio.Appender(self._fd)
+            self._appender = self._appender_of(self._fd)
             self._size = handoff.HEADER_BYTES
             self._sent.clear()
         # else a child died: the new one goes on in the same file, from what it had stored.

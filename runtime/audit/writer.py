@@ -173,13 +173,10 @@ class AuditWriter:
     def _busy(self) -> None:
         """The rare part of submit: prepare what is queued, wake the writer for a full
         batch, keep the queue within ``max_queue``, drop what comes after close."""
-        if (
-            self._preparing
-            and not self._closed
-            and len(self._queue) < self.max_queue
-            and self._prepare_queued() < self.batch_size
-        ):
-            return  # prepared; not a batch yet
+        if self._preparing and not self._closed and len(self._queue) < self.max_queue:
+            prepared = self._prepare_queued()
+            if prepared < self.batch_size and prepared + len(self._queue) <= self.max_queue:
+                return  # prepared; not a batch yet, nor over the bound
         if len(self._queue) + self._prepared_records > self.max_queue or (self._closed and not self._thread.is_alive()):
             self._shed()
         if not self._wake.is_set():  # set once per batch, not once per record
@@ -193,15 +190,17 @@ class AuditWriter:
             items = [queue.popleft() for _ in range(len(queue))]
             if not items:  # another thread prepared them meanwhile
                 return self._prepared_records
+            prepared = None
             try:
                 prepared = self.sink.prepare(items)  # type: ignore[attr-defined]
-            except Exception:  # noqa: BLE001 - the writer thread sends them the careful way
-                prepared = None
-            if type(prepared) is Prepared and prepared.records == len(items):
-                self._prepared.append(prepared)
-            else:
-                self._prepared.extend(items)
-            self._prepared_records += len(items)
+            except Exception:  # noqa: BLE001, S110 - the writer thread sends them the careful way
+                pass
+            finally:  # (a KeyboardInterrupt raised in prepare goes on, the items kept)
+                if type(prepared) is Prepared and prepared.records == len(items):
+                    self._prepared.append(prepared)
+                else:
+                    self._prepared.extend(items)
+                self._prepared_records += len(items)
             return self._prepared_records
 
     def _shed(self) -> None:
@@ -337,7 +336,9 @@ class AuditWriter:
 
     def _drain(self) -> None:
         queue, prepared = self._queue, self._prepared
-        while queue or prepared:
+        while True:
+            # Under the lock, also to see it empty: a submit preparing a chunk holds the
+            # lock while the chunk is in neither deque, and the last drain must not miss it.
             with self._lock:
                 batch: list[Any] = []
                 count = 0
@@ -350,6 +351,8 @@ class AuditWriter:
                 if more > 0:
                     batch += [queue.popleft() for _ in range(more)]
                     count += more
+                if not batch:
+                    break
                 self._retired += count
                 position = self._retired
             self._write(batch, count)

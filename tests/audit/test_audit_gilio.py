@@ -9,6 +9,7 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -166,3 +167,66 @@ def test_a_poke_without_the_c_library_works_the_same(monkeypatch: pytest.MonkeyP
         if read >= 0:
             os.close(read)
         os.close(write)
+
+
+@pytest.mark.parametrize("kind", [bytearray, memoryview])
+def test_an_append_of_another_bytes_like_value_lands(appended: tuple[int, Path], kind: Any) -> None:
+    fd, path = appended
+    gilio.Appender(fd).append(kind(b"frame"))
+    assert path.read_bytes() == b"frame"
+
+
+def test_the_back_off_doubles_after_each_slow_append_up_to_its_bound(appended: tuple[int, Path]) -> None:
+    fd, path = appended
+    appender = gilio.Appender(fd, slow_s=-1.0, back_off_s=0.0, max_back_off_s=0.0)
+    for _ in range(3):
+        appender.append(b"x")
+    assert appender.back_off_s == 0.0 and appender.slow_appends == 3
+    appender = gilio.Appender(fd, slow_s=-1.0, back_off_s=1.0, max_back_off_s=3.0)
+    appender.append(b"y")
+    assert appender.back_off_s == 2.0 and not appender.holds_lock
+    appender._held_from = 0.0  # (the back-off is over)
+    appender.append(b"z")
+    assert appender.back_off_s == 3.0
+    assert path.read_bytes() == b"xxxyz"
+
+
+def test_an_appender_told_not_to_hold_the_lock_never_does(appended: tuple[int, Path]) -> None:
+    fd, path = appended
+    appender = gilio.Appender(fd, hold=False)
+    assert not appender.holds_lock
+    appender.append(b"frame")
+    assert path.read_bytes() == b"frame" and appender.slow_appends == 0
+
+
+def test_a_folder_of_a_local_disk_is_local(tmp_path: Path) -> None:
+    assert gilio.on_local_disk(tmp_path)
+    assert gilio.on_local_disk(tmp_path / "not" / "made" / "yet")  # where it would be made
+
+
+@pytest.mark.parametrize("path", ["/proc", "/proc/self", "/sys"])
+def test_a_folder_of_a_filesystem_not_known_to_be_local_is_not(path: str) -> None:
+    assert not gilio.on_local_disk(path)
+
+
+def test_without_a_mount_table_nothing_counts_as_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_open = open
+
+    def no_mountinfo(file: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(file) == "/proc/self/mountinfo":
+            raise FileNotFoundError(file)
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", no_mountinfo)
+    assert not gilio.on_local_disk(tmp_path)
+
+
+def test_a_process_sink_on_a_local_disk_appends_holding_the_lock(tmp_path: Path) -> None:
+    from runtime.audit.remote import ProcessSink
+
+    sink = ProcessSink("sqlite", tmp_path / "audit.sqlite3")
+    sink.start()
+    try:
+        assert sink._appender is not None and sink._appender.holds_lock
+    finally:
+        sink.close()

@@ -358,3 +358,116 @@ def test_a_process_sink_remembers_a_bounded_number_of_redactors_and_never_reuses
     for at, row in enumerate(rows):
         n = (at // 3) % len(redactors)
         assert row["args"] == {"note": f"[X] and secret{n + 1}"}, (at, row["args"])
+
+
+class _AppText(str):
+    """A str of the app's own class: profiles named with it read fine and do not pickle."""
+
+
+def test_a_redactor_whose_profiles_do_not_pickle_loses_no_batch_and_spoils_no_later_one(tmp_path: Path) -> None:
+    odd = Redactor(
+        (
+            CompiledRedaction(
+                _AppText("app"), (CompiledPattern(_AppText("tok"), compile_re2("ghp_[A-Za-z0-9]+"), "[T]", None),), None
+            ),
+        )
+    )
+    good = Redactor(
+        (CompiledRedaction("p", (CompiledPattern("tok2", compile_re2("ghp_[A-Za-z0-9]+"), "[G]", None),), None),)
+    )
+    order = [good] * 64 + [odd] * 64 + [good] * 64 + [good] * 128
+    items = [item({"note": f"token {TOKEN}", "i": i}, redactor, index=i) for i, redactor in enumerate(order)]
+    by_thread = _by_thread("sqlite", tmp_path / "thread.sqlite3", items)
+    _audit, by_child = _by_child("sqlite", tmp_path / "child.sqlite3", items)
+    assert by_child == by_thread
+    assert all(TOKEN not in repr(row["args"]) and "$unredactable" not in repr(row["args"]) for row in by_child)
+
+
+class _HeldPrepare(ProcessSink):
+    """Its prepare waits until told to go on: a submit caught preparing when close() comes."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.preparing = threading.Event()
+        self.go_on = threading.Event()
+
+    def prepare(self, items: Sequence[Any]) -> Prepared | None:
+        self.preparing.set()
+        assert self.go_on.wait(60)
+        return super().prepare(items)
+
+
+def test_a_close_while_a_submit_prepares_its_chunk_stores_that_chunk(tmp_path: Path) -> None:
+    store = tmp_path / "audit.sqlite3"
+    sink = _HeldPrepare("sqlite", store)
+    audit = AuditWriter(sink, flush_interval_s=60)
+    for i in range(PREPARE_EVERY - 1):
+        audit.submit(item(CLEAN, index=i))
+    last = threading.Thread(target=audit.submit, args=(item(CLEAN, index=PREPARE_EVERY - 1),))
+    last.start()
+    assert sink.preparing.wait(60)
+    closed: list[bool] = []
+    closing = threading.Thread(target=lambda: closed.append(audit.close(timeout=60)))
+    closing.start()
+    deadline = time.monotonic() + 60
+    while not audit._stopping:  # close() has begun: the writer's last drain is on its way
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+    sink.go_on.set()
+    last.join(60)
+    closing.join(60)
+    assert closed == [True]
+    assert audit.written == PREPARE_EVERY and audit.dropped == 0, audit.stats()
+    assert [row["call_id"] for row in _stored(store)] == [f"c{i}" for i in range(PREPARE_EVERY)]
+
+
+class _InterruptedPrepare(ProcessSink):
+    """Its first prepare is cut short by a Ctrl-C."""
+
+    interrupted = False
+
+    def prepare(self, items: Sequence[Any]) -> Prepared | None:
+        if not self.interrupted:
+            self.interrupted = True
+            raise KeyboardInterrupt
+        return super().prepare(items)
+
+
+def test_a_ctrl_c_while_a_submit_prepares_reaches_the_app_and_loses_no_record(tmp_path: Path) -> None:
+    store = tmp_path / "audit.sqlite3"
+    audit = AuditWriter(_InterruptedPrepare("sqlite", store), flush_interval_s=60)
+    for i in range(PREPARE_EVERY - 1):
+        audit.submit(item(CLEAN, index=i))
+    with pytest.raises(KeyboardInterrupt):
+        audit.submit(item(CLEAN, index=PREPARE_EVERY - 1))
+    assert audit.pending == PREPARE_EVERY
+    for i in range(PREPARE_EVERY, 3 * PREPARE_EVERY):
+        audit.submit(item(CLEAN, index=i))
+    assert audit.close(timeout=60)
+    assert audit.written == 3 * PREPARE_EVERY
+    assert [row["call_id"] for row in _stored(store)] == [f"c{i}" for i in range(3 * PREPARE_EVERY)]
+
+
+@pytest.mark.parametrize("max_queue", [1, 10, 100, 1000])
+def test_the_queue_bound_holds_below_the_sink_batch_size(tmp_path: Path, max_queue: int) -> None:
+    audit = AuditWriter(ProcessSink("sqlite", tmp_path / "audit.sqlite3"), max_queue=max_queue, flush_interval_s=60)
+    for i in range(3000):
+        audit.submit(item(CLEAN, index=i))
+        assert audit.pending <= max_queue + PREPARE_EVERY, (i, audit.stats())
+    assert audit.close(timeout=60)
+    assert audit.written + audit.dropped == 3000 and audit.lost == 0
+    assert len(query(tmp_path / "audit.sqlite3", limit=None)) == audit.written
+
+
+def test_a_flush_never_confirms_records_no_child_could_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # every child exits at once
+    store = tmp_path / "audit.sqlite3"
+    audit = AuditWriter(ProcessSink("sqlite", store), flush_interval_s=0.01)
+    total = 0
+    for _round in range(6):
+        for _ in range(200):
+            audit.submit(item(CLEAN, index=total))
+            total += 1
+        confirmed = audit.flush(10)
+        assert not confirmed or len(query(store, limit=None)) == total, (_round, audit.stats())
+    audit.close(timeout=30)
