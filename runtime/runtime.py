@@ -266,13 +266,13 @@ class Runtime:
             logger.warning("toolrt audit log {} is inside the workspace, where the agent's tools may reach it", path)
         try:
             if self.settings.audit_writer == "process":
-                process_sink = ProcessSink(kind, path)
+                process_sink = ProcessSink(kind, path, untrusted=[self.workspace_root])
                 process_sink.start()  # now, not with the first batch (see ProcessSink.start)
                 sink: Sink = process_sink
             else:
                 sink = SqliteSink(path) if kind == "sqlite" else JsonlSink(path)
                 if self.settings.audit_writer == "auto" and cpus() >= 2:
-                    sink = AutoSink(kind, path, sink)  # a child takes over once the calls come fast
+                    sink = AutoSink(kind, path, sink, untrusted=[self.workspace_root])  # a child once calls come fast
         except (OSError, ToolrtError, sqlite3.Error) as err:
             logger.warning("toolrt audit log {} cannot be opened ({}); calls are not audited", path, err)
             return None

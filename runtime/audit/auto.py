@@ -79,6 +79,7 @@ class AutoSink:
         rate: float = MOVE_RATE,
         batch: int = FAST_BATCH,
         window_s: float = WINDOW_S,
+        untrusted: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         self.kind = kind
         self.path = Path(path)
@@ -86,6 +87,7 @@ class AutoSink:
         self.rate = rate
         self.batch = batch
         self.window_s = window_s
+        self.untrusted = tuple(untrusted)  # (for the child: see ProcessSink)
         self.process: ProcessSink | None = None
         self.moved_at: float | None = None  # monotonic time of the move, if it happened
         self.last_error: str | None = None
@@ -202,7 +204,7 @@ class AutoSink:
             self._counted = True
         try:
             # The thread's own sink made the store and has written to it: no need to open it again to check.
-            process = ProcessSink(self.kind, self.path, prepared=True)
+            process = ProcessSink(self.kind, self.path, prepared=True, untrusted=self.untrusted)
             process.start()
         except (OSError, ToolrtError, sqlite3.Error) as err:
             self._uncount()

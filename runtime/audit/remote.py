@@ -28,7 +28,6 @@ import os
 import pickle
 import select
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -45,6 +44,7 @@ from runtime.audit.prepared import Prepared
 from runtime.audit.record import AuditRecord, Encoded
 from runtime.audit.rows import rows_of
 from runtime.audit.sinks import SqliteSink
+from runtime.execution.own_python import own_module_argv, own_module_env
 
 _MAX_RESTARTS = 3  # within _RESTART_WINDOW_S; then batches fail (and are counted) instead
 _RESTART_WINDOW_S = 60.0
@@ -96,7 +96,13 @@ class ProcessSink:
     hand-off file beside the store (:mod:`runtime.audit.handoff`), which the child reads."""
 
     def __init__(
-        self, kind: str, path: str | os.PathLike[str], *, ack_timeout_s: float = 10.0, prepared: bool = False
+        self,
+        kind: str,
+        path: str | os.PathLike[str],
+        *,
+        ack_timeout_s: float = 10.0,
+        prepared: bool = False,
+        untrusted: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         if kind not in ("sqlite", "jsonl"):
             raise ValueError(f"unknown audit sink kind {kind!r}")
@@ -105,6 +111,7 @@ class ProcessSink:
         if not prepared:
             (SqliteSink(self.path) if kind == "sqlite" else JsonlSink(self.path)).close()
         self.ack_timeout_s = ack_timeout_s
+        self.untrusted = tuple(untrusted)  # folders an agent may write to: kept off the child's import path
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         # id(redactor) -> (redactor, key, the frame sending its profiles), the last
@@ -445,17 +452,14 @@ class ProcessSink:
             self._size = handoff.HEADER_BYTES
             self._sent.clear()
         # else a child died: the new one goes on in the same file, from what it had stored.
-        package_root = str(Path(__file__).resolve().parents[2])  # the folder holding runtime/ (not the facade)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH", "")]))
         self._proc = subprocess.Popen(  # noqa: S603 - our own module, fixed argv
-            [sys.executable, "-m", "runtime.audit.child", self.kind, str(self.path), str(self.handoff_path)],
+            own_module_argv("runtime.audit.child", self.kind, str(self.path), str(self.handoff_path)),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             close_fds=True,
             start_new_session=True,  # a Ctrl-C for the app must not cut the audit short
-            env=env,
+            env=own_module_env(os.environ, self.untrusted),  # (not the app's folder first on its path)
         )
         assert self._proc.stdout is not None and self._proc.stdin is not None  # noqa: S101 - PIPE above
         os.set_blocking(self._proc.stdout.fileno(), False)

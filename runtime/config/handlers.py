@@ -9,6 +9,7 @@ placeholders that the input schema declares.
 from __future__ import annotations
 
 import inspect
+import os
 import string
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -101,7 +102,8 @@ def resolve_handler(
         function=function,
         is_async=is_async,
         takes_context=takes_context,
-        search_dirs=tuple(str(d) for d in search_dirs) if kind == "python" else (),
+        # Absolute: an isolated handler's child looks there from the workspace, not from here.
+        search_dirs=tuple(os.path.abspath(d) for d in search_dirs) if kind == "python" else (),
         prepared=build_plan(form.http) if form is not None and form.http is not None and kind == "http" else None,
     )
     return handler, findings

@@ -13,7 +13,6 @@ import errno
 import json
 import os
 import secrets
-import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,6 +26,7 @@ from runtime.errors import ToolError, TransientError
 from runtime.execution.child import RESULT_MARKER
 from runtime.execution.command import CommandError, PreparedCommand, prepare
 from runtime.execution.output import OutputCollector
+from runtime.execution.own_python import own_module_argv, own_module_env
 from runtime.execution.processes import run_process
 from runtime.execution.python import PythonOutcome, Started, call_python, finish_started, start_eagerly
 from runtime.mcpclient.calls import call_mcp_tool
@@ -230,9 +230,9 @@ async def _isolated(call: ValidatedCall, env: TurnEnv) -> HandlerOutcome:
         request_file.write_text(json.dumps(request, ensure_ascii=False, default=str), encoding="utf-8")
         timeout = tool.spec.timeout
         result = await run_process(
-            [sys.executable, "-m", "runtime.execution.child", str(request_file)],
+            own_module_argv("runtime.execution.child", str(request_file)),
             cwd=env.workspace_root,
-            env=os.environ,
+            env=own_module_env(os.environ, [env.workspace_root]),  # (nothing of the workspace on its path)
             total_s=timeout.total_s,
             idle_s=timeout.idle_s,
             grace_s=timeout.grace_s,
