@@ -471,3 +471,50 @@ def test_a_flush_never_confirms_records_no_child_could_store(tmp_path: Path, mon
         confirmed = audit.flush(10)
         assert not confirmed or len(query(store, limit=None)) == total, (_round, audit.stats())
     audit.close(timeout=30)
+
+
+def test_flushes_from_several_threads_while_others_submit_each_see_their_records_stored(tmp_path: Path) -> None:
+    store = tmp_path / "audit.sqlite3"
+    audit = AuditWriter(ProcessSink("sqlite", store), flush_interval_s=0.05)
+    failures: list[str] = []
+    counter = iter(range(1_000_000))
+    lock = threading.Lock()
+
+    def submit_then_flush(rounds: int) -> None:
+        for _ in range(rounds):
+            with lock:
+                mine = [next(counter) for _ in range(97)]
+            for i in mine:
+                audit.submit(item(dict(CLEAN, i=i), index=i))
+            if not audit.flush(60):
+                failures.append("flush gave up")
+                return
+            stored = {row["call_id"] for row in query(store, limit=None)}
+            missing = [i for i in mine if f"c{i}" not in stored]
+            if missing:
+                failures.append(f"flushed but not stored: {missing[:5]}")
+                return
+
+    workers = [threading.Thread(target=submit_then_flush, args=(12,)) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert failures == []
+    assert audit.close(timeout=60)
+    assert audit.written == 4 * 12 * 97 and audit.dropped == 0 and audit.lost == 0
+    assert verify(store).ok
+
+
+def test_records_submitted_after_close_are_counted_dropped_and_close_twice_is_harmless(tmp_path: Path) -> None:
+    store = tmp_path / "audit.sqlite3"
+    audit = AuditWriter(ProcessSink("sqlite", store), flush_interval_s=60)
+    for i in range(3 * PREPARE_EVERY + 5):
+        audit.submit(item(CLEAN, index=i))
+    assert audit.close(timeout=60)
+    for i in range(2 * PREPARE_EVERY):
+        audit.submit(item(CLEAN, index=1000 + i))
+    assert audit.close(timeout=60)
+    assert audit.written == 3 * PREPARE_EVERY + 5 and audit.dropped == 2 * PREPARE_EVERY
+    assert audit.pending == 0
+    assert len(query(store, limit=None)) == 3 * PREPARE_EVERY + 5
