@@ -24,7 +24,7 @@ from runtime.audit.record import call_item
 from runtime.audit.remote import ProcessSink
 from runtime.config.cache import CompileCache
 from runtime.config.compile import BuildResult, build_snapshot
-from runtime.config.files import builtin_pack_dirs
+from runtime.config.files import builtin_pack_dirs, handler_paths
 from runtime.config.problems import Location, Problem
 from runtime.errors import ConfigError, ToolrtError
 from runtime.execution.jobs import JobRegistry
@@ -153,7 +153,7 @@ class Runtime:
         # toolrt's own files are out of reach of the agent's command lines and file tools.
         self.where = Where.of(
             self.workspace_root,
-            self.protected_paths(),
+            [*self.protected_paths(), *handler_paths(snapshot)],  # (handler modules beside the config too)
             self.settings.commands_outside_workspace,
             configs=self._config_paths(),
         )

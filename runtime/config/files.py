@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runtime.config.problems import Location, Problem
+
+if TYPE_CHECKING:
+    from runtime.snapshot import Snapshot
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -129,3 +134,32 @@ def available_packs(search: Sequence[Path]) -> list[str]:
             elif entry.suffix in YAML_SUFFIXES:
                 names.add(entry.stem)
     return sorted(names)
+
+
+def handler_paths(snapshot: Snapshot) -> list[Path]:
+    """The files of the python handlers' modules that ``snapshot`` took from beside its
+    config files (a module's file, a package's folder, and the ``__pycache__`` beside
+    them, whose compiled files Python would run instead): config too, which no tool of
+    the agent may write. A config folder inside the workspace otherwise keeps only its
+    YAML files from the agent, and a handler module rewritten there would run in the app
+    at its next start, and in an isolated handler's child at its next call."""
+    found: dict[Path, None] = {}
+    for tool in snapshot.tools.values():
+        handler = tool.handler
+        if handler.kind != "python" or not handler.search_dirs:
+            continue
+        folders = [Path(os.path.realpath(folder)) for folder in handler.search_dirs]
+        names = {handler.target.partition(":")[0], getattr(handler.function, "__module__", None) or ""}
+        for name in names:
+            file = getattr(sys.modules.get(name), "__file__", None)
+            if not file:
+                continue
+            real = Path(os.path.realpath(file))
+            if not any(real.is_relative_to(folder) for folder in folders):
+                continue  # installed elsewhere, not config
+            if real.name == "__init__.py":
+                found[real.parent] = None  # the whole package, its __pycache__ in it
+            else:
+                found[real] = None
+                found[real.parent / "__pycache__"] = None
+    return list(found)

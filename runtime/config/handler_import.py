@@ -17,19 +17,20 @@ from typing import Any
 
 
 def import_handler_module(module_name: str, search_dirs: Sequence[Path]) -> Any:
-    """The module ``module_name``: the one already imported, else a module beside the
-    config files (found in ``search_dirs`` without changing ``sys.path``), else from
-    ``sys.path``. Beside the config files before ``sys.path``: the path may hold a folder
-    an agent writes to (an app started in its workspace), and a module of the handler's
-    name there must not stand in for the config's."""
-    loaded = sys.modules.get(module_name)
-    if loaded is not None:
-        return loaded
-    spec = None
-    if "." not in module_name:
-        spec = importlib.machinery.PathFinder.find_spec(module_name, [str(d) for d in search_dirs])
-    if spec is None or spec.loader is None:
+    """The module ``module_name``: from ``sys.path`` first, else a module beside the
+    config files (found in ``search_dirs`` without changing ``sys.path``). The path comes
+    first because a config folder may lie inside the workspace, where an agent could add a
+    module of an installed handler's name; the module files a snapshot takes from beside
+    its config are kept from the agent's tools (``runtime.config.files.handler_paths``)."""
+    try:
         return importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        top = module_name.split(".")[0]
+        if err.name != top or "." in module_name:
+            raise
+    spec = importlib.machinery.PathFinder.find_spec(module_name, [str(d) for d in search_dirs])
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"No module named {module_name!r}", name=module_name)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:

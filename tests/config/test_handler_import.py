@@ -1,6 +1,8 @@
-"""The module a ``python:`` handler names: the one already imported, else the one beside the
-config files, else one from ``sys.path``, so that a module of the same name in a folder an
-agent writes to (the workspace of an app started there) never stands in for the config's."""
+"""The module a ``python:`` handler names: from ``sys.path`` (the one already imported
+included), else the one beside the config files. The path first: a config folder may lie
+inside the workspace, where an agent could add a module of an installed handler's name (the
+module files a snapshot takes from beside its config are kept from the agent instead:
+tests/config/test_handler_files.py)."""
 
 from __future__ import annotations
 
@@ -26,13 +28,13 @@ def _module(folder: Path, name: str, value: str) -> None:
     (folder / f"{name}.py").write_text(f"WHO = {value!r}\n")
 
 
-def test_the_module_beside_the_config_wins_over_one_on_the_import_path(
+def test_an_installed_module_wins_over_one_of_its_name_beside_the_config(
     tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _module(tmp_path / "workspace", name, "agent")
-    _module(tmp_path / "config", name, "config")
-    monkeypatch.syspath_prepend(str(tmp_path / "workspace"))
-    assert import_handler_module(name, [tmp_path / "config"]).WHO == "config"
+    _module(tmp_path / "installed", name, "installed")
+    _module(tmp_path / "workspace" / "toolrt.d", name, "agent")  # a config folder inside the workspace
+    monkeypatch.syspath_prepend(str(tmp_path / "installed"))
+    assert import_handler_module(name, [tmp_path / "workspace" / "toolrt.d"]).WHO == "installed"
 
 
 def test_a_module_on_the_import_path_is_used_when_none_is_beside_the_config(

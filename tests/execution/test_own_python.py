@@ -240,19 +240,3 @@ def test_a_workspace_reached_through_a_link_is_still_untrusted(tmp_path: Path) -
     (tmp_path / "link").symlink_to(workspace)
     env = own_python.own_module_env({"PYTHONPATH": f"{tmp_path / 'link'}/lib"}, [workspace])
     assert f"{tmp_path / 'link'}/lib" not in env.get("PYTHONPATH", "")
-
-
-def test_an_app_whose_import_path_holds_the_workspace_still_takes_the_config_handler(
-    tmp_path: Path, marks: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _plant(tmp_path / "ws", marks)
-    monkeypatch.syspath_prepend(str(tmp_path / "ws"))  # an app started in its agent's workspace
-    monkeypatch.delitem(sys.modules, "own_python_handlers", raising=False)
-    runtime = _runtime(tmp_path, audit_sink="off")
-    try:
-        (result,) = runtime.run_turn_sync([Call("c1", "iso", {})], Session())
-    finally:
-        runtime.close_sync()
-        sys.modules.pop("own_python_handlers", None)
-    assert result.content == "handled", result.content
-    assert sorted(path.name for path in marks.iterdir()) == []
