@@ -107,7 +107,7 @@ class AuditWriter:
         # submit() looks further only from this length on: a full batch is waiting,
         # or the queue is at its bound (when max_queue is below batch_size), or it is
         # time to prepare what is queued.
-        self._check_at = self._check_length()
+        self._set_thresholds()
         self._wake = threading.Event()
         # _lock orders the two ways a record leaves the queue (taken by the writer,
         # dropped on overflow) with flush() reading the queue's extent. submit()
@@ -142,10 +142,10 @@ class AuditWriter:
         """Whether the sink prepares batches now (an auto sink once it has moved)."""
         return getattr(self.sink, "prepares", False) is True and callable(getattr(self.sink, "prepare", None))
 
-    def _check_length(self) -> int:
-        """Where submit() looks further (and sets whether it prepares batches)."""
+    def _set_thresholds(self) -> None:
+        """Whether submit() prepares batches, and the queue length from which it looks further."""
         self._preparing = self.batch_size > PREPARE_EVERY and self._prepares()
-        return min(PREPARE_EVERY if self._preparing else self.batch_size, self.max_queue)
+        self._check_at = min(PREPARE_EVERY if self._preparing else self.batch_size, self.max_queue)
 
     # -- the caller's side ------------------------------------------------------
 
@@ -362,7 +362,7 @@ class AuditWriter:
                 self._done_cond.notify_all()
         # (an auto sink asks for larger batches, and prepares them, once a child writes)
         self.batch_size = self._batch_size()
-        self._check_at = self._check_length()
+        self._set_thresholds()
 
     def _write(self, batch: list[Any], records: int) -> None:
         write = self._store_for(batch)

@@ -13,6 +13,7 @@ when the child would not find it otherwise (a checkout run in place rather than 
 
 from __future__ import annotations
 
+import functools
 import os
 import site
 import sys
@@ -54,8 +55,10 @@ def _trusted(entry: str, untrusted: Sequence[str | os.PathLike[str]]) -> bool:
     return True
 
 
+@functools.cache
 def _installed(folder: str) -> bool:
-    """Whether ``folder`` is one a child Python reads packages from by itself."""
+    """Whether ``folder`` is one a child Python reads packages from by itself (looked up
+    once: an isolated handler's child is started for every call)."""
     places = [*site.getsitepackages(), site.getusersitepackages()] if hasattr(site, "getsitepackages") else []
     real = os.path.realpath(folder)
     return any(os.path.realpath(place) == real for place in places)

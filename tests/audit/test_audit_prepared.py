@@ -19,7 +19,6 @@ import pytest
 from runtime.audit import AuditRecord, AuditWriter, JsonlSink, SqliteSink, handoff, query, remote, verify
 from runtime.audit.auto import AutoSink
 from runtime.audit.prepared import Prepared
-from runtime.audit.record import COLUMNS
 from runtime.audit.remote import ProcessSink
 from runtime.audit.writer import PREPARE_EVERY
 from runtime.records import Status
@@ -28,6 +27,7 @@ from runtime.shaping.compiled import CompiledPattern, CompiledRedaction
 from runtime.shaping.redact import Redactor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_audit_process_items import CLEAR, _stored  # noqa: E402
 from test_audit_rows import (  # noqa: E402
     CLEAN,
     METADATA,
@@ -38,13 +38,6 @@ from test_audit_rows import (  # noqa: E402
     hostile_args,
     item,
 )
-
-CLEAR = ("hunter2", "12345678", "abcdef", "a1B2a1B2", "maria.lopez")
-
-
-def _stored(path: Path) -> list[dict[str, Any]]:
-    rows = sorted(query(path, limit=None), key=lambda row: row["id"])
-    return [{name: row[name] for name in COLUMNS} for row in rows]
 
 
 def _by_thread(kind: str, path: Path, items: Sequence[Any]) -> list[dict[str, Any]]:
